@@ -1,0 +1,315 @@
+/* sim_int.h - the software device's private interface: objects, the work queue, the
+ * scheduler, counters and the cost model. tests/simcuda layer; never included by cufold.
+ *
+ * Invariants (the device keeps these; every file of tests/simcuda relies on them):
+ *  1. Every exported entry point starts with sim_enter() and ends with sim_leave(): one global
+ *     device lock is held in between, so device state is only touched under it. Entry points
+ *     never call other exported entry points (the counters would count twice); shared logic
+ *     lives in sim_* functions.
+ *  2. Stream work is never executed at submission. It is queued as a struct sim_work with the
+ *     dependencies CUDA guarantees (stream order, legacy-stream rules, events, graph edges) and
+ *     executed by the scheduler at a synchronization point, in a seeded random topological
+ *     order (SIMCUDA_SCHEDULE=random, the default) or in submission order (inorder).
+ *  3. A work item runs only after every dependency has run. Nothing else orders work, so a
+ *     missing dependency is a wrong result under some seed, never luck.
+ *  4. Device memory is host memory in one reserved range: a device pointer may be dereferenced
+ *     by host code (twins, copies) directly.
+ *  5. Every handle handed to the program points at an object whose first word is a magic
+ *     number; a destroyed object has its magic cleared before it is freed.
+ */
+#ifndef SIM_INT_H
+#define SIM_INT_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim_twin.h"
+
+/* ------------------------------------------------------------------ entry points */
+
+struct sim_entry {
+	const char *name;       /* exported symbol, from __func__ */
+	struct sim_counter *ctr; /* its call counter, bound on first call */
+};
+
+/* Count the call, apply SIMCUDA_FAIL, charge host time and take the device lock.
+ * On CUDA_SUCCESS the lock is held and the caller must end with sim_leave(); any other
+ * result is an injected failure, returned with the lock not held. */
+CUresult sim_enter(struct sim_entry *e, const char *name);
+/* Release the device lock and return rc. */
+CUresult sim_leave(CUresult rc);
+/* Count the call of an entry point the device does not implement; no lock is taken. */
+CUresult sim_enter_unsupported(struct sim_entry *e, const char *name);
+
+/* Usage in every entry point:
+ *	static struct sim_entry entry;
+ *	CUresult rc = sim_enter(&entry, __func__);
+ *	if (rc != CUDA_SUCCESS)
+ *		return rc;
+ *	... work, setting rc ...
+ *	return sim_leave(rc);
+ * (__func__ is the exported name: cuda.h's macros rename cuMemAlloc to cuMemAlloc_v2.) */
+
+/* Once-per-process library set-up (environment, memory range); called by sim_enter. */
+void sim_init_once(void);
+/* Whether cuInit has succeeded; most entry points fail with CUDA_ERROR_NOT_INITIALIZED before. */
+bool sim_is_initialized(void);
+
+void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ objects */
+
+#define SIM_MAGIC_CTX 0x43545831u    /* "CTX1" */
+#define SIM_MAGIC_STREAM 0x53545231u /* "STR1" */
+#define SIM_MAGIC_EVENT 0x45564e31u  /* "EVN1" */
+#define SIM_MAGIC_MODULE 0x4d4f4431u /* "MOD1" */
+#define SIM_MAGIC_FUNC 0x46554e31u   /* "FUN1" */
+#define SIM_MAGIC_KERNEL 0x4b524e31u /* "KRN1" */
+#define SIM_MAGIC_LIBRARY 0x4c494231u /* "LIB1" */
+#define SIM_MAGIC_GRAPH 0x47524131u  /* "GRA1" */
+#define SIM_MAGIC_GNODE 0x474e4431u  /* "GND1" */
+#define SIM_MAGIC_GEXEC 0x47455831u  /* "GEX1" */
+#define SIM_MAGIC_POOL 0x504f4f31u   /* "POO1" */
+
+#define SIM_MAX_DEVICES 8
+
+struct sim_device {
+	int ordinal;                 /* CUdevice value */
+	struct sim_ctx *primary;     /* primary context, created on first retain */
+	int primary_refs;            /* retain count of the primary context */
+	unsigned int primary_flags;  /* flags set by cuDevicePrimaryCtxSetFlags */
+};
+
+struct sim_ctx {
+	uint32_t magic;              /* SIM_MAGIC_CTX */
+	int device;                  /* ordinal of its device */
+	unsigned int flags;          /* creation flags */
+	bool is_primary;             /* the device's primary context */
+	struct sim_stream *legacy;   /* the legacy default stream (handle 0 / CU_STREAM_LEGACY) */
+	struct sim_stream *streams;  /* every live stream of this context, linked by next */
+	uint64_t id;                 /* unique id (cuCtxGetId) */
+};
+
+struct sim_capture;
+
+struct sim_stream {
+	uint32_t magic;              /* SIM_MAGIC_STREAM */
+	struct sim_ctx *ctx;         /* owning context */
+	unsigned int flags;          /* CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING */
+	int priority;                /* as created */
+	bool is_legacy;              /* the context's legacy default stream */
+	bool is_per_thread;          /* a thread's per-thread default stream */
+	struct sim_work *last;       /* last item submitted (a reference), NULL when none */
+	struct sim_capture *capture; /* non-NULL while the stream is being captured */
+	struct sim_stream *next;     /* next stream of the context */
+	uint64_t id;                 /* unique id (cuStreamGetId) */
+};
+
+struct sim_event {
+	uint32_t magic;              /* SIM_MAGIC_EVENT */
+	struct sim_ctx *ctx;         /* context it was created in */
+	unsigned int flags;          /* CU_EVENT_* creation flags */
+	struct sim_work *rec;        /* work item of the latest record (a reference), or NULL */
+	void *capture_nodes;         /* capture-owned: node set of a record made while capturing */
+};
+
+/* Resolve objects from handles; NULL when the handle is not a live object of that kind. */
+struct sim_ctx *sim_ctx_from(CUcontext h);
+struct sim_event *sim_event_from(CUevent h);
+/* The calling thread's current context, or NULL. */
+struct sim_ctx *sim_ctx_current(void);
+/* Current context or CUDA_ERROR_INVALID_CONTEXT / CUDA_ERROR_NOT_INITIALIZED. */
+CUresult sim_ctx_require(struct sim_ctx **out);
+
+/* Stream argument conventions. */
+enum sim_pt {
+	SIM_PT_LEGACY = 0,  /* plain entry point: 0 means the legacy default stream */
+	SIM_PT_PER_THREAD = 1, /* _ptsz/_ptds entry point: 0 means the per-thread default stream */
+};
+/* Resolve a stream handle (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream)
+ * in the current context. */
+CUresult sim_stream_resolve(CUstream h, enum sim_pt pt, struct sim_stream **out);
+
+/* ------------------------------------------------------------------ work */
+
+struct sim_work;
+
+/* What a kind of stream work does; one table per kind (kernel, copy, memset, host function,
+ * event record, wait, no-op). The payload is owned by the work item or graph node holding it. */
+struct sim_work_ops {
+	const char *kind;                                   /* "kernel", "memcpy", ... (stats) */
+	void (*run)(struct sim_work *w, void *payload);     /* executes it on the CPU */
+	void (*free)(void *payload);                        /* releases the payload; may be NULL */
+	void *(*clone)(const void *payload);                /* deep copy (graph launches); may be NULL */
+	uint64_t (*cost_ns)(const void *payload, bool in_graph); /* modeled device time */
+	const char *(*label)(const void *payload);          /* function name etc. for stats; may be NULL */
+};
+
+struct sim_work {
+	uint32_t refs;               /* references: creator/stream/event/deps of others */
+	const struct sim_work_ops *ops; /* what it is */
+	void *payload;               /* owned; freed with the item */
+	struct sim_ctx *ctx;         /* context it belongs to */
+	struct sim_work **deps;      /* items that must run first (references) */
+	unsigned int ndeps, capdeps; /* used and allocated slots of deps */
+	bool queued;                 /* in the scheduler's pending set */
+	bool done;                   /* has run */
+	bool in_graph;               /* executed as part of a graph launch (cost, stats) */
+	uint64_t seq;                /* submission order (inorder schedule, tie-breaks) */
+	uint64_t submit_ns;          /* modeled host time at submission */
+	uint64_t start_ns, end_ns;   /* modeled device interval, set when run */
+	struct sim_work *next_pending; /* pending-set link */
+};
+
+/* A new item holding one reference (the caller's). payload is owned by the item. */
+struct sim_work *sim_work_new(const struct sim_work_ops *ops, void *payload, struct sim_ctx *ctx);
+void sim_work_ref(struct sim_work *w);
+void sim_work_unref(struct sim_work *w);
+/* w may not run before dep has; dep NULL or already done is ignored. */
+void sim_work_dep(struct sim_work *w, struct sim_work *dep);
+
+/* Submit w to stream s (consumes the caller's reference): adds stream-order and legacy-stream
+ * dependencies, then either hands it to the stream's capture (when capturing) or queues it.
+ * Charges the host submission cost. */
+CUresult sim_stream_submit(struct sim_stream *s, struct sim_work *w);
+/* Queue an item that already has its dependencies (graph launches); consumes a reference. */
+void sim_sched_add(struct sim_work *w);
+/* Run pending work until target has run (all pending work when target is NULL). */
+void sim_sched_drain(struct sim_work *target);
+/* Run pending work until everything submitted to ctx so far has run. */
+void sim_sched_drain_ctx(struct sim_ctx *ctx);
+
+/* Work kinds owned by the core (events.c / stream.c). */
+extern const struct sim_work_ops sim_nop_ops;         /* payload NULL: a join point */
+extern const struct sim_work_ops sim_host_fn_ops;     /* payload struct sim_host_fn */
+extern const struct sim_work_ops sim_event_record_ops; /* payload struct sim_event * (not owned) */
+
+struct sim_host_fn {
+	CUhostFn fn;                 /* program's function */
+	void *data;                  /* its argument */
+};
+
+/* ------------------------------------------------------------------ memory (memory.c) */
+
+enum sim_mem_kind {
+	SIM_MEM_DEVICE = 1,          /* cuMemAlloc*, async/pool allocations */
+	SIM_MEM_HOST_PINNED = 2,     /* cuMemAllocHost / cuMemHostAlloc */
+	SIM_MEM_HOST_REGISTERED = 3, /* cuMemHostRegister */
+	SIM_MEM_MANAGED = 4,         /* cuMemAllocManaged */
+};
+
+/* The allocation containing [p, p+n), or false. base/size/kind may be NULL. */
+bool sim_mem_find(uintptr_t p, size_t n, uintptr_t *base, size_t *size, enum sim_mem_kind *kind);
+/* Whether [p, p+n) lies inside the device range and one live device or managed allocation. */
+bool sim_mem_is_device(uintptr_t p, size_t n);
+/* Whether host memory [p, p+n) is pinned or registered (async copies need no staging). */
+bool sim_mem_is_pinned(const void *p, size_t n);
+/* Bytes allocated on the device now (cuMemGetInfo). */
+size_t sim_mem_used(void);
+/* The device's total memory (H200-like). */
+size_t sim_mem_total(void);
+
+/* Copies and memsets as payloads; usable by the eager path and by graph nodes. */
+struct sim_copy {
+	char *dst;                   /* first destination byte (host-usable address) */
+	const char *src;             /* first source byte; points into staged when staged */
+	size_t width;                /* bytes per row */
+	size_t height;               /* rows per slice */
+	size_t depth;                /* slices */
+	size_t dst_pitch, src_pitch; /* bytes between rows */
+	size_t dst_height, src_height; /* rows between slices (pitch of a slice, in rows) */
+	CUmemorytype dst_type, src_type; /* host / device / unified as resolved */
+	void *staged;                /* private copy of pageable host source data, or NULL */
+};
+extern const struct sim_work_ops sim_copy_ops;   /* payload struct sim_copy */
+
+struct sim_memset {
+	char *dst;                   /* first byte */
+	size_t pitch;                /* bytes between rows */
+	unsigned int elem_size;      /* 1, 2 or 4 */
+	uint32_t value;              /* element value */
+	size_t width;                /* elements per row */
+	size_t height;               /* rows */
+};
+extern const struct sim_work_ops sim_memset_ops; /* payload struct sim_memset */
+
+/* Build a copy payload from a 3-D descriptor (graph memcpy nodes use this too). */
+CUresult sim_copy_from_3d(const CUDA_MEMCPY3D *p, struct sim_copy **out);
+
+/* ------------------------------------------------------------------ modules and kernels (module.c, launch.c) */
+
+struct sim_func;
+
+/* A launch as a payload: the function and a private copy of its parameter bytes. */
+struct sim_kernel_call {
+	struct sim_func *fn;         /* resolved function */
+	struct sim_dim3 grid, block; /* launch shape */
+	unsigned int shared_bytes;   /* dynamic shared memory */
+	void *param_buf;             /* all parameter bytes, laid out as in the PTX */
+};
+extern const struct sim_work_ops sim_kernel_ops; /* payload struct sim_kernel_call */
+
+/* Resolve a CUfunction or CUkernel handle (a CUkernel works wherever a CUfunction does). */
+struct sim_func *sim_func_resolve(CUfunction f);
+/* Build a kernel payload: copies parameters from kernelParams or the extra buffer. */
+CUresult sim_kernel_call_new(CUfunction f, struct sim_dim3 grid, struct sim_dim3 block,
+			     unsigned int shared_bytes, void **params, void **extra,
+			     struct sim_kernel_call **out);
+/* The twin for an entry name (SIMCUDA_TWINS plugins first, then the built-in twins). */
+sim_twin_fn sim_twin_find(const char *entry);
+
+/* ------------------------------------------------------------------ capture hooks (capture.c) */
+
+/* Stream s is capturing: record the work (ops + payload, ownership passes) as a graph node. */
+CUresult sim__capture_submit(struct sim_stream *s, struct sim_work *w);
+/* cuEventRecord on a capturing stream. */
+CUresult sim__capture_event_record(struct sim_stream *s, struct sim_event *ev);
+/* cuStreamWaitEvent of an event recorded in a capture: joins s to it. Returns 1 when ev is not
+ * a capture event (the caller then does the ordinary wait). */
+int sim__capture_wait_event(struct sim_stream *s, struct sim_event *ev);
+/* A synchronizing or querying call on s (or on its context when s is NULL) while a capture is
+ * active: the error CUDA returns (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidation), or
+ * CUDA_SUCCESS when the call may go on. */
+CUresult sim__capture_check_sync(struct sim_ctx *ctx, struct sim_stream *s);
+
+/* ------------------------------------------------------------------ counters (stats.c) */
+
+struct sim_counter;
+/* Count one occurrence of name in the group ("calls", "launches", "kernels", "graph_nodes"). */
+void sim_stats_count(const char *group, const char *name, uint64_t n);
+void sim_stats_add_bytes_copied(uint64_t n);
+void sim_stats_add_bytes_set(uint64_t n);
+void sim_stats_graph_launch(unsigned int nodes);
+
+/* ------------------------------------------------------------------ cost model (cost.c) */
+
+/* Modeled host clock, in ns: advanced by every call; a synchronization waits for the device. */
+uint64_t sim_host_now(void);
+void sim_host_charge(uint64_t ns);
+void sim_host_wait_until(uint64_t device_ns);
+
+/* Constants of the model; cost.c documents each with its public source. */
+extern const struct sim_cost_model {
+	uint64_t host_call_ns;        /* any entry point */
+	uint64_t host_submit_ns;      /* extra for a call that enqueues stream work */
+	uint64_t host_graph_launch_ns; /* a cuGraphLaunch, before per-node cost */
+	uint64_t host_graph_node_ns;  /* per node of a launched graph */
+	uint64_t dev_kernel_eager_ns; /* device time of a tiny kernel launched on a stream */
+	uint64_t dev_kernel_graph_ns; /* the same kernel as a node of a graph */
+	double dev_threads_per_ns;    /* thread throughput beyond the floor */
+	uint64_t dev_copy_ns;         /* floor of a device-to-device copy */
+	double dev_d2d_bytes_per_ns;  /* device-to-device bandwidth */
+	uint64_t dev_h2d_ns;          /* floor of a copy over the host link */
+	double dev_h2d_bytes_per_ns;  /* host link bandwidth */
+	uint64_t dev_memset_ns;       /* floor of a memset */
+	double dev_memset_bytes_per_ns; /* memset bandwidth */
+	uint64_t dev_graph_node_gap_ns; /* floor of a non-kernel graph node (event, empty) */
+} sim_cost;
+
+uint64_t sim_cost_kernel(const struct sim_kernel_call *k, bool in_graph);
+
+#endif
