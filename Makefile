@@ -82,6 +82,12 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+$(B)/gen/cuda_errors.h: scripts/gen-cuda-errors
+	@mkdir -p $(dir $@)
+	$(PYTHON) scripts/gen-cuda-errors $(CUDA_HOME) $@
+
+$(SIM_OBJ) $(CF_OBJ) $(TLIB_OBJ): | $(B)/gen/cuda_errors.h
+
 # cufold's objects are compiled with hidden visibility: only the version script's names leave.
 $(CF_OBJ): CFLAGS += -fvisibility=hidden
 

@@ -15,7 +15,8 @@
  *  4. Device memory is host memory in one reserved range: a device pointer may be dereferenced
  *     by host code (twins, copies) directly.
  *  5. Every handle handed to the program points at an object whose first word is a magic
- *     number; a destroyed object has its magic cleared before it is freed.
+ *     number and is in the handle registry (sim_handle_add); a destroyed object is removed from
+ *     the registry and has its magic cleared before it is freed.
  */
 #ifndef SIM_INT_H
 #define SIM_INT_H
@@ -34,6 +35,7 @@
 struct sim_entry {
 	const char *name;       /* exported symbol, from __func__ */
 	struct sim_counter *ctr; /* its call counter, bound on first call */
+	int fail_rule;          /* 1 + index of the SIMCUDA_FAIL rule naming it, 0 for none */
 };
 
 /* Count the call, apply SIMCUDA_FAIL, charge host time and take the device lock.
@@ -114,8 +116,16 @@ struct sim_event {
 	struct sim_ctx *ctx;         /* context it was created in */
 	unsigned int flags;          /* CU_EVENT_* creation flags */
 	struct sim_work *rec;        /* work item of the latest record (a reference), or NULL */
-	void *capture_nodes;         /* capture-owned: node set of a record made while capturing */
+	void *capture_nodes;         /* node set of a record made while capturing: one malloc block
+				      * (capture.c writes it; event.c frees it with free()) */
 };
+
+/* The registry of live handles: every object handed to the program is added when created and
+ * removed before it is freed, so a stale or invented handle is an error, never a wild read.
+ * Call under the device lock. */
+void sim_handle_add(const void *obj);
+void sim_handle_remove(const void *obj);
+bool sim_handle_is_live(const void *obj, uint32_t magic);
 
 /* Resolve objects from handles; NULL when the handle is not a live object of that kind. */
 struct sim_ctx *sim_ctx_from(CUcontext h);
@@ -154,8 +164,12 @@ struct sim_work {
 	const struct sim_work_ops *ops; /* what it is */
 	void *payload;               /* owned; freed with the item */
 	struct sim_ctx *ctx;         /* context it belongs to */
-	struct sim_work **deps;      /* items that must run first (references) */
+	struct sim_work **deps;      /* items that must run first (references until it runs) */
 	unsigned int ndeps, capdeps; /* used and allocated slots of deps */
+	unsigned int nwait;          /* deps that have not run yet */
+	struct sim_work **dependents; /* items waiting for this one (references until it runs) */
+	unsigned int ndependents, capdependents; /* used and allocated slots of dependents */
+	uint64_t min_start_ns;       /* end of dependencies that had already run when added */
 	bool queued;                 /* in the scheduler's pending set */
 	bool done;                   /* has run */
 	bool in_graph;               /* executed as part of a graph launch (cost, stats) */
@@ -180,6 +194,8 @@ CUresult sim_stream_submit(struct sim_stream *s, struct sim_work *w);
 void sim_sched_add(struct sim_work *w);
 /* Run pending work until target has run (all pending work when target is NULL). */
 void sim_sched_drain(struct sim_work *target);
+/* Latest modeled end of any work run so far (a full synchronization waits for it). */
+uint64_t sim__sched_latest_end(void);
 /* Run pending work until everything submitted to ctx so far has run. */
 void sim_sched_drain_ctx(struct sim_ctx *ctx);
 
@@ -279,6 +295,10 @@ CUresult sim__capture_check_sync(struct sim_ctx *ctx, struct sim_stream *s);
 /* ------------------------------------------------------------------ counters (stats.c) */
 
 struct sim_counter;
+/* The counter of name in group, created on first use; never freed. */
+struct sim_counter *sim_stats_counter(const char *group, const char *name);
+/* Add n to a counter; returns the new value. Thread-safe without the device lock. */
+uint64_t sim_counter_add(struct sim_counter *c, uint64_t n);
 /* Count one occurrence of name in the group ("calls", "launches", "kernels", "graph_nodes"). */
 void sim_stats_count(const char *group, const char *name, uint64_t n);
 void sim_stats_add_bytes_copied(uint64_t n);

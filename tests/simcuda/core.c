@@ -1,0 +1,282 @@
+/* core.c - the software device's entry discipline: one device lock, call counting, fault
+ * injection (SIMCUDA_FAIL), environment and logging. tests/simcuda layer.
+ *
+ * SIMCUDA_FAIL=rule[,rule...], rule = name:N[:error]. The Nth call (1-based) of an entry point
+ * whose exported name or base name (without _vN/_ptsz/_ptds) is `name` fails with `error` (a
+ * CUresult name such as CUDA_ERROR_OUT_OF_MEMORY or a number; default CUDA_ERROR_UNKNOWN). The
+ * failing call has no other effect, as if the driver had refused it up front. */
+#include "sim_int.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SIM_MAX_FAIL_RULES 16
+
+struct fail_rule {
+	char name[128];              /* entry point or base name */
+	unsigned long nth;           /* which call fails (1-based) */
+	CUresult err;                /* what it returns */
+	atomic_ulong calls;          /* matching calls so far */
+};
+
+static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static struct fail_rule fail_rules[SIM_MAX_FAIL_RULES];
+static int nfail_rules;
+
+void sim_log(const char *fmt, ...)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "simcuda[%d]: ", (int)getpid());
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < sizeof(buf))
+		n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf) - 1)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(2, buf, (size_t)n) < 0)
+		return;
+}
+
+static CUresult parse_error(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 0);
+
+	if (*s && !*end)
+		return (CUresult)v;
+#define CF_CUDA_ERROR(value, name, desc) \
+	if (!strcmp(s, #name))           \
+		return (CUresult)(value);
+#include "cuda_errors.h"
+#undef CF_CUDA_ERROR
+	sim_log("SIMCUDA_FAIL: unknown error '%s', using CUDA_ERROR_UNKNOWN", s);
+	return CUDA_ERROR_UNKNOWN;
+}
+
+static void parse_fail_rules(const char *spec)
+{
+	char buf[1024];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+		char *err;
+		struct fail_rule *r;
+
+		if (!colon || nfail_rules == SIM_MAX_FAIL_RULES) {
+			sim_log("SIMCUDA_FAIL: ignoring '%s' (expected name:N[:error])", tok);
+			continue;
+		}
+		*colon = 0;
+		r = &fail_rules[nfail_rules];
+		snprintf(r->name, sizeof(r->name), "%s", tok);
+		r->nth = strtoul(colon + 1, &err, 10);
+		if (r->nth == 0 || (*err && *err != ':')) {
+			sim_log("SIMCUDA_FAIL: ignoring '%s' (N must be a positive call number)", tok);
+			continue;
+		}
+		r->err = *err == ':' ? parse_error(err + 1) : CUDA_ERROR_UNKNOWN;
+		atomic_init(&r->calls, 0);
+		nfail_rules++;
+	}
+}
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&device_lock);
+}
+
+static void after_fork(void)
+{
+	pthread_mutex_unlock(&device_lock);
+}
+
+static void init_process(void)
+{
+	const char *fail = getenv("SIMCUDA_FAIL");
+
+	if (fail && *fail)
+		parse_fail_rules(fail);
+	pthread_atfork(before_fork, after_fork, after_fork);
+}
+
+void sim_init_once(void)
+{
+	pthread_once(&init_once, init_process);
+}
+
+/* The base name of an exported symbol: cuMemcpyHtoD_v2_ptds -> cuMemcpyHtoD. */
+static void base_name(const char *sym, char *out, size_t cap)
+{
+	size_t n;
+
+	snprintf(out, cap, "%s", sym);
+	n = strlen(out);
+	if (n > 5 && (!strcmp(out + n - 5, "_ptsz") || !strcmp(out + n - 5, "_ptds"))) {
+		n -= 5;
+		out[n] = 0;
+	}
+	while (n > 2 && isdigit((unsigned char)out[n - 1]))
+		n--;
+	if (n > 2 && out[n - 1] == 'v' && out[n - 2] == '_' && isdigit((unsigned char)out[n]))
+		out[n - 2] = 0;
+}
+
+static void bind_entry(struct sim_entry *e, const char *name)
+{
+	char base[160];
+
+	pthread_mutex_lock(&bind_lock);
+	if (!e->ctr) {
+		e->name = name;
+		base_name(name, base, sizeof(base));
+		for (int i = 0; i < nfail_rules; i++)
+			if (!strcmp(fail_rules[i].name, name) || !strcmp(fail_rules[i].name, base))
+				e->fail_rule = i + 1;
+		e->ctr = sim_stats_counter("calls", name);
+	}
+	pthread_mutex_unlock(&bind_lock);
+}
+
+/* Count the call; returns the injected error or CUDA_SUCCESS. */
+static CUresult count_call(struct sim_entry *e, const char *name)
+{
+	struct sim_counter *ctr;
+
+	sim_init_once();
+	ctr = __atomic_load_n(&e->ctr, __ATOMIC_ACQUIRE);
+	if (!ctr) {
+		bind_entry(e, name);
+		ctr = e->ctr;
+	}
+	sim_counter_add(ctr, 1);
+	if (e->fail_rule) {
+		struct fail_rule *r = &fail_rules[e->fail_rule - 1];
+		unsigned long n = atomic_fetch_add(&r->calls, 1) + 1;
+
+		if (n == r->nth) {
+			sim_log("SIMCUDA_FAIL: failing call %lu of %s with error %d", n, name, (int)r->err);
+			return r->err;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult sim_enter(struct sim_entry *e, const char *name)
+{
+	CUresult rc = count_call(e, name);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	pthread_mutex_lock(&device_lock);
+	sim_host_charge(sim_cost.host_call_ns);
+	return CUDA_SUCCESS;
+}
+
+CUresult sim_leave(CUresult rc)
+{
+	pthread_mutex_unlock(&device_lock);
+	return rc;
+}
+
+CUresult sim_enter_unsupported(struct sim_entry *e, const char *name)
+{
+	CUresult rc = count_call(e, name);
+
+	return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Exit: run what is still queued, so counters and the modeled time cover all submitted work,
+ * then write SIMCUDA_STATS. A destructor (not atexit) so that it runs after every atexit
+ * handler, including a preloaded library's flush of deferred work. */
+void sim__stats_write_at_exit(void);
+__attribute__((destructor)) static void at_exit(void)
+{
+	if (pthread_mutex_trylock(&device_lock) != 0)
+		return; /* another thread is inside the device: write nothing rather than hang */
+	sim_sched_drain(NULL);
+	sim__stats_write_at_exit();
+	pthread_mutex_unlock(&device_lock);
+}
+
+/* ------------------------------------------------------------------ handle registry */
+
+/* Open addressing over pointer values; tombstones keep probe chains intact after removal. */
+#define TOMBSTONE ((const void *)1)
+
+static const void **handles;
+static size_t handles_cap, handles_used;
+
+static size_t slot_of(const void *p, size_t cap)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)(x & (cap - 1));
+}
+
+static void rehash(size_t cap)
+{
+	const void **old = handles;
+	size_t oldcap = handles_cap;
+
+	handles = calloc(cap, sizeof(*handles));
+	if (!handles) {
+		sim_log("out of host memory for the handle registry");
+		abort();
+	}
+	handles_cap = cap;
+	handles_used = 0;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i] && old[i] != TOMBSTONE)
+			sim_handle_add(old[i]);
+	free(old);
+}
+
+void sim_handle_add(const void *obj)
+{
+	size_t i;
+
+	if ((handles_used + 1) * 2 > handles_cap)
+		rehash(handles_cap ? handles_cap * 2 : 1024);
+	for (i = slot_of(obj, handles_cap); handles[i] && handles[i] != TOMBSTONE; i = (i + 1) & (handles_cap - 1))
+		if (handles[i] == obj)
+			return;
+	handles[i] = obj;
+	handles_used++;
+}
+
+void sim_handle_remove(const void *obj)
+{
+	if (!handles_cap)
+		return;
+	for (size_t i = slot_of(obj, handles_cap); handles[i]; i = (i + 1) & (handles_cap - 1))
+		if (handles[i] == obj) {
+			handles[i] = TOMBSTONE;
+			return;
+		}
+}
+
+bool sim_handle_is_live(const void *obj, uint32_t magic)
+{
+	if (!obj || !handles_cap)
+		return false;
+	for (size_t i = slot_of(obj, handles_cap); handles[i]; i = (i + 1) & (handles_cap - 1))
+		if (handles[i] == obj)
+			return *(const uint32_t *)obj == magic;
+	return false;
+}

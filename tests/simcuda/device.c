@@ -1,0 +1,357 @@
+/* device.c - initialization, driver version, device queries (an H200-like device) and error
+ * names. tests/simcuda layer.
+ *
+ * SIMCUDA_DEVICES=N (1..8, default 1) sets how many identical devices exist. */
+#include "sim_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_DRIVER_VERSION 13000
+
+static bool initialized;
+static int ndevices = 1;
+
+bool sim_is_initialized(void)
+{
+	return initialized;
+}
+
+int sim__device_count(void);
+int sim__device_count(void)
+{
+	return ndevices;
+}
+
+CUresult cuInit(unsigned int flags)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+	const char *n;
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (flags != 0) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	n = getenv("SIMCUDA_DEVICES");
+	if (n && *n) {
+		int v = atoi(n);
+
+		if (v >= 1 && v <= SIM_MAX_DEVICES)
+			ndevices = v;
+		else
+			sim_log("SIMCUDA_DEVICES=%s is not 1..%d; using 1", n, SIM_MAX_DEVICES);
+	}
+	initialized = true;
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuDriverGetVersion(int *version)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!version)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		*version = SIM_DRIVER_VERSION;
+	return sim_leave(rc);
+}
+
+static CUresult check_device(CUdevice dev)
+{
+	if (!initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= ndevices)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!device)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(ordinal);
+	if (rc == CUDA_SUCCESS)
+		*device = ordinal;
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!count)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (!initialized)
+		rc = CUDA_ERROR_NOT_INITIALIZED;
+	else
+		*count = ndevices;
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!name || len <= 0)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS)
+		snprintf(name, (size_t)len, "NVIDIA H200 (simcuda)");
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!bytes)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS)
+		*bytes = sim_mem_total();
+	return sim_leave(rc);
+}
+
+/* H200 SXM values (compute capability 9.0, 132 SMs); attributes not listed read as 0. */
+static int attribute_value(CUdevice_attribute a, CUdevice dev)
+{
+	switch (a) {
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+	case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+	case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+	case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+	case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+	case CU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
+	case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: return CU_COMPUTEMODE_DEFAULT;
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+	case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
+	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x18 + dev;
+	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
+	case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: return 0;
+	case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+	case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 6144;
+	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 5;
+	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+	case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
+	case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+	case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: return 0;
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+	case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+	default: return 0;
+	}
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS)
+		*pi = attribute_value(attrib, dev);
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!major || !minor)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS) {
+		*major = 9;
+		*minor = 0;
+	}
+	return sim_leave(rc);
+}
+
+/* The CUDA 9.2 ABI, exported as plain cuDeviceGetUuid (cuda.h maps the name to _v2). */
+CUresult sim_device_get_uuid_v1(CUuuid *uuid, CUdevice dev) __asm__("cuDeviceGetUuid");
+CUresult sim_device_get_uuid_v1(CUuuid *uuid, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, "cuDeviceGetUuid");
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!uuid)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS) {
+		memset(uuid->bytes, 0x5a, sizeof(uuid->bytes));
+		uuid->bytes[15] = (char)dev;
+	}
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!uuid)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS) {
+		memset(uuid->bytes, 0x5a, sizeof(uuid->bytes));
+		uuid->bytes[15] = (char)dev;
+	}
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!pciBusId || len <= 0)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = check_device(dev);
+	if (rc == CUDA_SUCCESS)
+		snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x18 + dev);
+	return sim_leave(rc);
+}
+
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!canAccessPeer)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if ((rc = check_device(dev)) == CUDA_SUCCESS && (rc = check_device(peerDev)) == CUDA_SUCCESS)
+		*canAccessPeer = dev != peerDev;
+	return sim_leave(rc);
+}
+
+/* ------------------------------------------------------------------ error names */
+
+struct error_name {
+	int value;                   /* CUresult */
+	const char *name;            /* CUDA_ERROR_... */
+	const char *desc;            /* first sentence of cuda.h's comment */
+};
+
+static const struct error_name error_names[] = {
+#define CF_CUDA_ERROR(value, name, desc) {value, #name, desc},
+#include "cuda_errors.h"
+#undef CF_CUDA_ERROR
+};
+
+static const struct error_name *find_error(CUresult e)
+{
+	for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
+		if (error_names[i].value == (int)e)
+			return &error_names[i];
+	return NULL;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+	const struct error_name *e;
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	e = find_error(error);
+	if (!pStr) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (!e) {
+		*pStr = NULL;
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		*pStr = e->name;
+	}
+	return sim_leave(rc);
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+	const struct error_name *e;
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	e = find_error(error);
+	if (!pStr) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (!e) {
+		*pStr = NULL;
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		*pStr = e->desc;
+	}
+	return sim_leave(rc);
+}
