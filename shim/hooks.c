@@ -1,0 +1,150 @@
+/* hooks.c - the exported driver entry points: one generated wrapper per symbol of
+ * shim/cuda_api.def (except the hand-written ones of shim/modeled.def), trampolines for the
+ * untyped symbols, and the table of every hook. shim layer.
+ *
+ * A generated wrapper, in mode off after initialization, is one predictable branch and a tail
+ * call of the driver's function. Otherwise it tells the engine that a call cufold does not
+ * model is about to happen (shim_note_unmodeled, which also initializes on first use) and
+ * forwards with the exact prototype. The exported name is an alias of a hidden function, so
+ * cufold's own references (the hook table) never bind to another object's definition. */
+#include <string.h>
+
+#include "common/compiler.h"
+#include "shim/shim_int.h"
+
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	SHIM_IF_MODELED(SHIM_MODELED_##symbol, , \
+		static ret CUDAAPI shim_gen_##symbol decls { \
+			if (cf_likely(shim_is_passthrough())) \
+				return shim_real.p_##symbol args; \
+			shim_note_unmodeled(SHIM_ID_##symbol); \
+			return shim_real.p_##symbol args; \
+		} \
+		extern ret CUDAAPI shim_export_##symbol decls __asm__(#symbol) \
+			__attribute__((alias("shim_gen_" #symbol), visibility("default")));)
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+
+/* ------------------------------------------------------------------ untyped symbols
+ *
+ * Exported names the toolkit declares no prototype for (cuProfilerStart, ...) cannot be
+ * wrapped in C. Each gets a stub that loads its id and jumps to a common trampoline, which
+ * saves every argument register, asks shim__untyped_enter where to go, restores them and
+ * tail-jumps: the driver's function sees exactly the caller's arguments and return address. */
+#if !defined(__x86_64__)
+#error "shim/hooks.c has the untyped-symbol trampoline for x86-64 only"
+#endif
+
+__asm__(".pushsection .text\n"
+	".p2align 4\n"
+	".globl shim__untyped_common\n"
+	".hidden shim__untyped_common\n"
+	".type shim__untyped_common, @function\n"
+	"shim__untyped_common:\n"
+	"\t.cfi_startproc\n"
+	"\tpushq %rdi\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %rsi\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %rdx\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %rcx\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %r8\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %r9\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %rax\n\t.cfi_adjust_cfa_offset 8\n"
+	/* entry rsp was 8 mod 16; seven pushes make it 0, and 128 keeps it so for the call */
+	"\tsubq $128, %rsp\n\t.cfi_adjust_cfa_offset 128\n"
+	"\tmovdqu %xmm0, 0(%rsp)\n\tmovdqu %xmm1, 16(%rsp)\n\tmovdqu %xmm2, 32(%rsp)\n"
+	"\tmovdqu %xmm3, 48(%rsp)\n\tmovdqu %xmm4, 64(%rsp)\n\tmovdqu %xmm5, 80(%rsp)\n"
+	"\tmovdqu %xmm6, 96(%rsp)\n\tmovdqu %xmm7, 112(%rsp)\n"
+	"\tmovl %r11d, %edi\n"
+	"\tcall shim__untyped_enter\n"
+	"\tmovq %rax, %r11\n"
+	"\tmovdqu 0(%rsp), %xmm0\n\tmovdqu 16(%rsp), %xmm1\n\tmovdqu 32(%rsp), %xmm2\n"
+	"\tmovdqu 48(%rsp), %xmm3\n\tmovdqu 64(%rsp), %xmm4\n\tmovdqu 80(%rsp), %xmm5\n"
+	"\tmovdqu 96(%rsp), %xmm6\n\tmovdqu 112(%rsp), %xmm7\n"
+	"\taddq $128, %rsp\n\t.cfi_adjust_cfa_offset -128\n"
+	"\tpopq %rax\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %r9\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %r8\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %rcx\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %rdx\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %rsi\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %rdi\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tjmp *%r11\n"
+	"\t.cfi_endproc\n"
+	".size shim__untyped_common, .-shim__untyped_common\n"
+	".popsection\n");
+
+#define CF_API(symbol, base, version, pt, ret, decls, args)
+#define CF_API_UNTYPED(symbol) \
+	__attribute__((visibility("hidden"))) extern const int shim_untyped_id_##symbol; \
+	const int shim_untyped_id_##symbol = SHIM_ID_##symbol; \
+	void shim_untyped_##symbol(void); \
+	__asm__(".pushsection .text\n" \
+		".p2align 4\n" \
+		".globl shim_untyped_" #symbol "\n" \
+		".hidden shim_untyped_" #symbol "\n" \
+		".type shim_untyped_" #symbol ", @function\n" \
+		".globl " #symbol "\n" \
+		".type " #symbol ", @function\n" \
+		"shim_untyped_" #symbol ":\n" \
+		#symbol ":\n" \
+		"\tmovl shim_untyped_id_" #symbol "(%rip), %r11d\n" \
+		"\tjmp shim__untyped_common\n" \
+		".size shim_untyped_" #symbol ", .-shim_untyped_" #symbol "\n" \
+		".size " #symbol ", .-" #symbol "\n" \
+		".popsection\n");
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+
+static CUresult untyped_absent(void)
+{
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+void *shim__untyped_enter(int id)
+{
+	void *p;
+
+	if (!shim_is_passthrough())
+		shim_note_unmodeled((enum shim_api_id)id);
+	p = shim_real_addr((enum shim_api_id)id);
+	if (!p) {
+		shim_fn f = (shim_fn)untyped_absent;
+
+		cf_log_warn_once("an untyped driver entry point was called but the driver lacks it");
+		memcpy(&p, &f, sizeof(p));
+	}
+	return p;
+}
+
+/* ------------------------------------------------------------------ the hook table */
+
+static const shim_fn hook_fn[SHIM_API_COUNT] = {
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	(shim_fn)SHIM_IF_MODELED(SHIM_MODELED_##symbol, shim_hand_##symbol, shim_gen_##symbol),
+#define CF_API_UNTYPED(symbol) (shim_fn)shim_untyped_##symbol,
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+};
+
+_Static_assert(sizeof(shim_fn) == sizeof(void *), "function and data pointers have one size");
+
+void *shim_hook_addr(enum shim_api_id id)
+{
+	void *p = NULL;
+
+	if ((unsigned)id < SHIM_API_COUNT)
+		memcpy(&p, &hook_fn[id], sizeof(p));
+	return p;
+}
+
+int shim_hook_find(const void *p)
+{
+	for (int id = 0; id < SHIM_API_COUNT; id++)
+		if (shim_hook_addr((enum shim_api_id)id) == p)
+			return id;
+	return -1;
+}

@@ -1,0 +1,164 @@
+/* real.c - the real driver: dlopen'ed by path, every exported symbol looked up once into a
+ * typed table; glibc's dlsym/dlopen found with dlvsym. shim layer. */
+#include "shim/real.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "common/compiler.h"
+#include "common/errors.h"
+#include "common/log.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlopen_fn)(const char *, int);
+
+void *shim__dlsym_next;             /* glibc's dlsym (also jumped to by shim/dlsym.c's stub) */
+static void *dlopen_next;           /* glibc's dlopen */
+static void *addr_table[SHIM_API_COUNT]; /* driver address per id, NULL when absent */
+static void *driver_handle;         /* the dlopen'ed driver */
+static const void *driver_map;      /* its struct link_map */
+static unsigned char absent_reported[SHIM_API_COUNT]; /* warned once per missing symbol */
+
+static CUresult absent(enum shim_api_id id)
+{
+	if (!__atomic_exchange_n(&absent_reported[id], 1, __ATOMIC_RELAXED))
+		cf_log_warn("%s: the driver does not have this entry point (or cufold could not load the driver); "
+			    "answering CUDA_ERROR_NOT_FOUND", shim_api[id].name);
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+/* One stub per typed symbol with its exact prototype, so an entry of the table can always be
+ * called. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	static ret CUDAAPI absent_##symbol decls \
+	{ \
+		return absent(SHIM_ID_##symbol); \
+	}
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+#pragma GCC diagnostic pop
+
+struct shim_real_table shim_real = {
+#define CF_API(symbol, base, version, pt, ret, decls, args) .p_##symbol = absent_##symbol,
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+};
+
+/* glibc's symbol at the newest version we know, then the oldest x86-64 one. RTLD_NEXT from here
+ * is "after libcufold", so it can never be our own exported dlsym. */
+static void *find_libc(const char *name)
+{
+	void *p = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+
+	if (!p)
+		p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+	return p;
+}
+
+void *shim__dlsym_next_get(void)
+{
+	void *p = __atomic_load_n(&shim__dlsym_next, __ATOMIC_ACQUIRE);
+
+	if (cf_unlikely(!p)) {
+		p = find_libc("dlsym");
+		if (!p)
+			cf_log_err_once("cannot find glibc's dlsym with dlvsym; cufold cannot answer dlsym");
+		else
+			__atomic_store_n(&shim__dlsym_next, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
+void *shim_real_dlsym(void *handle, const char *name)
+{
+	void *p = shim__dlsym_next_get();
+	dlsym_fn fn;
+
+	if (!p)
+		return NULL;
+	memcpy(&fn, &p, sizeof(fn));
+	return fn(handle, name);
+}
+
+void *shim_real_dlopen(const char *file, int flags)
+{
+	void *p = __atomic_load_n(&dlopen_next, __ATOMIC_ACQUIRE);
+	dlopen_fn fn;
+
+	if (!p) {
+		p = find_libc("dlopen");
+		if (!p) {
+			cf_log_err_once("cannot find glibc's dlopen with dlvsym");
+			return NULL;
+		}
+		__atomic_store_n(&dlopen_next, p, __ATOMIC_RELEASE);
+	}
+	memcpy(&fn, &p, sizeof(fn));
+	return fn(file, flags);
+}
+
+int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT])
+{
+	void *h;
+
+	memset(addr, 0, sizeof(void *) * SHIM_API_COUNT);
+	*handle = NULL;
+	h = shim_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *why = dlerror();
+
+		cf_log_err("cannot load the CUDA driver %s: %s", path, why ? why : "?");
+		return -CF_ENODRIVER;
+	}
+	/* An explicit handle searches the driver's own scope, so these are the driver's
+	 * definitions, never our exported hooks. */
+	for (int id = 0; id < SHIM_API_COUNT; id++)
+		addr[id] = shim_real_dlsym(h, shim_api[id].name);
+	*handle = h;
+	return 0;
+}
+
+void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])
+{
+	struct link_map *lm = NULL;
+
+	memcpy(addr_table, addr, sizeof(addr_table));
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	if (addr[SHIM_ID_##symbol]) \
+		memcpy(&shim_real.p_##symbol, &addr[SHIM_ID_##symbol], sizeof(void *));
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+	if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0)
+		lm = NULL;
+	driver_handle = handle;
+	driver_map = lm;
+}
+
+void *shim_real_addr(enum shim_api_id id)
+{
+	return (unsigned)id < SHIM_API_COUNT ? addr_table[id] : NULL;
+}
+
+bool shim_real_has(enum shim_api_id id)
+{
+	return shim_real_addr(id) != NULL;
+}
+
+void *shim_real_handle(void)
+{
+	return driver_handle;
+}
+
+const void *shim_real_link_map(void)
+{
+	return driver_map;
+}

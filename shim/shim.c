@@ -1,0 +1,146 @@
+/* shim.c - lazy initialization, the mode, per-symbol call counters and their report at exit,
+ * and the fork handler. shim layer.
+ *
+ * Initialization has two phases. Phase 1, with no cufold lock held: read the configuration,
+ * dlopen the driver and look every symbol up into a buffer on the stack (dlopen runs
+ * constructors that may call back into cufold, and takes the loader lock; holding our own
+ * lock across it could deadlock against a thread that holds the loader lock and calls us).
+ * Phase 2, under a mutex that guards only memory: the first thread to get there publishes the
+ * table, builds the pointer map and sets the mode; later ones drop their results. */
+#include "shim/shim.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "common/compiler.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "shim/shim_int.h"
+
+bool shim__passthrough;
+__thread int shim__inside __attribute__((tls_model("initial-exec")));
+
+static int init_state;        /* 0 not done, 2 done (acquire/release) */
+static int init_rc;           /* result of the initialization, valid once done */
+static enum cf_mode mode;     /* mode in force, valid once done */
+static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER; /* guards phase 2 */
+static int atfork_registered; /* pthread_atfork done */
+static uint64_t counts[SHIM_API_COUNT]; /* calls per symbol (atomic increments) */
+
+static void atfork_child(void)
+{
+	/* Only this thread survives: locks held by others would never be released. */
+	pthread_mutex_init(&publish_lock, NULL);
+	cf_config__atfork_child();
+	shim__api_atfork_child();
+	for (int i = 0; i < SHIM_API_COUNT; i++)
+		__atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
+}
+
+static int init_slow(void)
+{
+	void *addr[SHIM_API_COUNT];
+	const struct cf_config *cfg;
+	void *handle = NULL;
+	bool won = false;
+	int rc;
+
+	if (shim__inside)
+		return -CF_EBUSY;
+	shim_inside_enter();
+	cfg = cf_config_get();
+	rc = shim_real__open(cfg->libcuda, &handle, addr);
+
+	pthread_mutex_lock(&publish_lock);
+	if (__atomic_load_n(&init_state, __ATOMIC_RELAXED) != 2) {
+		if (rc == 0) {
+			shim_real__publish(handle, addr);
+			shim__route_build();
+		}
+		mode = cfg->mode;
+		init_rc = rc;
+		__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+		/* off: hooks forward without a look at anything else from now on */
+		__atomic_store_n(&shim__passthrough, mode == CF_MODE_OFF, __ATOMIC_RELEASE);
+		won = true;
+	}
+	rc = init_rc;
+	pthread_mutex_unlock(&publish_lock);
+
+	if (won) {
+		if (!__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED))
+			pthread_atfork(NULL, NULL, atfork_child);
+		if (rc == 0) {
+			int n = 0;
+
+			for (int id = 0; id < SHIM_API_COUNT; id++)
+				n += shim_real_has((enum shim_api_id)id);
+			cf_log_info("mode %s%s; driver %s: %d of %d entry points", cf_mode_name(mode),
+				    mode == CF_MODE_REPLAY ? " (replay is not built yet: behaves as trace)" : "",
+				    cfg->libcuda, n, SHIM_API_COUNT);
+		}
+	}
+	shim_inside_leave();
+	return rc;
+}
+
+int shim_init(void)
+{
+	if (cf_likely(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2))
+		return init_rc;
+	return init_slow();
+}
+
+enum cf_mode shim_mode(void)
+{
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2)
+		return mode;
+	return cf_config_get()->mode;
+}
+
+void shim_note_call(enum shim_api_id id)
+{
+	if (cf_unlikely(shim__inside))
+		return;
+	shim_init();
+	if (mode == CF_MODE_OFF || (unsigned)id >= SHIM_API_COUNT)
+		return;
+	__atomic_fetch_add(&counts[id], 1, __ATOMIC_RELAXED);
+}
+
+void shim_note_unmodeled(enum shim_api_id id)
+{
+	/* The flush point of later layers goes here: deferred work must reach the driver before
+	 * a call cufold does not understand. */
+	shim_note_call(id);
+}
+
+uint64_t shim_count(enum shim_api_id id)
+{
+	return (unsigned)id < SHIM_API_COUNT ? __atomic_load_n(&counts[id], __ATOMIC_RELAXED) : 0;
+}
+
+/* At exit, with CUFOLD_LOG=info: every intercepted call, by exported symbol. */
+__attribute__((destructor)) static void report_counts(void)
+{
+	uint64_t total = 0;
+	int symbols = 0;
+
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || mode == CF_MODE_OFF ||
+	    !cf_log_enabled(CF_LOG_INFO))
+		return;
+	for (int id = 0; id < SHIM_API_COUNT; id++) {
+		uint64_t n = shim_count((enum shim_api_id)id);
+
+		total += n;
+		symbols += n > 0;
+	}
+	cf_log_info("%s: %llu driver calls intercepted through %d entry points", cf_mode_name(mode),
+		    (unsigned long long)total, symbols);
+	for (int id = 0; id < SHIM_API_COUNT; id++) {
+		uint64_t n = shim_count((enum shim_api_id)id);
+
+		if (n)
+			cf_log_info("calls %s %llu", shim_api[id].name, (unsigned long long)n);
+	}
+}

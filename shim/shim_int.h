@@ -1,0 +1,76 @@
+/* shim_int.h - private to shim/: hand-written hook prototypes, the hook table, routing of
+ * driver pointers to hooks, and the dlsym entry. shim layer. */
+#ifndef SHIM_SHIM_INT_H
+#define SHIM_SHIM_INT_H
+
+#include <stdint.h>
+
+#include "shim/api.h"
+#include "shim/real.h"
+#include "shim/shim.h"
+
+/* shim_hand_<symbol>: the prototype every hand-written hook must have (declared for every
+ * symbol; defined only for those in modeled.def). */
+#define CF_API(symbol, base, version, pt, ret, decls, args) ret CUDAAPI shim_hand_##symbol decls;
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+
+/* Export a hand-written hook under the driver's name; place it after the definition. */
+#define SHIM_EXPORT_HOOK(symbol) \
+	extern __typeof__(shim_hand_##symbol) shim_export_##symbol __asm__(#symbol) \
+		__attribute__((alias("shim_hand_" #symbol), visibility("default")))
+
+/* cufold's hook for a symbol (what dlsym and cuGetProcAddress hand out). */
+void *shim_hook_addr(enum shim_api_id id);
+/* The id whose hook is at p, or -1. */
+int shim_hook_find(const void *p);
+
+/* ------------------------------------------------------------------ routing (route.c) */
+
+#define SHIM_PTRMAP_SLOTS 2048 /* power of two, at least twice SHIM_API_COUNT */
+_Static_assert(SHIM_API_COUNT * 2 <= SHIM_PTRMAP_SLOTS, "pointer map load stays under one half");
+
+/* Address -> ids, built from a table of addresses (the real driver's, or a test's). */
+struct shim_ptrmap {
+	const void *key[SHIM_PTRMAP_SLOTS]; /* address; NULL marks an empty slot */
+	int16_t id[SHIM_PTRMAP_SLOTS];      /* first id (lowest) found at that address */
+	int16_t next[SHIM_API_COUNT];       /* next id with the same address, or -1 */
+};
+
+void shim__ptrmap_build(struct shim_ptrmap *m, void *const addr[SHIM_API_COUNT]);
+/* First id at address p, or -1. */
+int shim__ptrmap_find(const struct shim_ptrmap *m, const void *p);
+/* Among the ids sharing first's address, the one a lookup meant: the exact name, else the
+ * same base with the stream variant flags ask for and the newest version not above the
+ * requested one, else first. name/base may be NULL; version <= 0 means any. */
+int shim__ptrmap_pick(const struct shim_ptrmap *m, int first, const char *name, const char *base, int version,
+		      unsigned long long flags);
+
+/* Build the process's map from the published real table (initialization). */
+void shim__route_build(void);
+/* cufold's hook for a pointer the driver's cuGetProcAddress returned for (base, version,
+ * flags), or p itself when p is not one of the driver's exported symbols. */
+void *shim_route_procaddr(void *p, const char *base, int version, unsigned long long flags);
+/* The same for a pointer dlsym found for name. */
+void *shim_route_dlsym(void *p, const char *name);
+
+/* ------------------------------------------------------------------ dlsym (dlsym.c) */
+
+/* Called by the exported dlsym stub with the caller's return address. Returns 1 with *answer
+ * set when cufold answers, 0 when the stub must tail-jump to glibc's dlsym (so RTLD_NEXT and
+ * RTLD_DEFAULT resolve relative to the real caller). */
+int shim__dlsym_decide(void *handle, const char *name, void *caller, void **answer);
+
+/* ------------------------------------------------------------------ untyped symbols (hooks.c) */
+
+/* The trampoline of an untyped symbol asks where to jump: counts the call and returns the
+ * driver's address (or a stub answering CUDA_ERROR_NOT_FOUND). */
+void *shim__untyped_enter(int id);
+
+/* ------------------------------------------------------------------ fork (shim.c) */
+
+void shim__api_atfork_child(void);
+
+#endif

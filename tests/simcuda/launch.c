@@ -1,0 +1,373 @@
+/* launch.c - kernel launches on the software device: validation, the kernel payload (a deep
+ * copy of the parameter bytes laid out as in the PTX) and running it as its twin.
+ * tests/simcuda layer.
+ *
+ * A launch only queues work: the twin runs later, at a synchronization point, so the payload
+ * never points into the caller's memory (kernelParams usually point at its stack). Graph
+ * kernel nodes build the same payload with sim_kernel_call_new. */
+#include "sim_module_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GRID_MAX_X 0x7fffffffu      /* the device's maximum grid, as an H100 reports it */
+#define GRID_MAX_YZ 65535u
+#define BLOCK_MAX_Z 64u
+#define EXTRA_MAX_WORDS 64          /* an `extra` list longer than this is garbage */
+#define LAUNCH_INLINE_PARAMS 16     /* parameters described on the stack when running */
+/* The last launch attribute this toolkit knows (cuda.h hides CU_LAUNCH_ATTRIBUTE_MAX). */
+#define LAUNCH_ATTR_LAST CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING
+
+static CUresult check_dims(struct sim_dim3 grid, struct sim_dim3 block)
+{
+	if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (grid.x > GRID_MAX_X || grid.y > GRID_MAX_YZ || grid.z > GRID_MAX_YZ)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (block.x > SIM_MAX_BLOCK_THREADS || block.y > SIM_MAX_BLOCK_THREADS ||
+	    block.z > BLOCK_MAX_Z ||
+	    (uint64_t)block.x * block.y * block.z > SIM_MAX_BLOCK_THREADS)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* Copy the parameters from `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE/_END): the buffer is
+ * already laid out as the PTX says; its size must be the layout's, with or without the
+ * trailing padding a C struct of the parameters would have. */
+static CUresult copy_extra(const struct sim_ptx_entry *e, void **extra, char *buf)
+{
+	const void *src = NULL;
+	const size_t *sizep = NULL;
+	size_t align = 1, padded;
+	unsigned int i = 0;
+
+	while (extra[i] != CU_LAUNCH_PARAM_END) {
+		if (i + 1 >= EXTRA_MAX_WORDS)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			src = extra[i + 1];
+		else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+			sizep = extra[i + 1];
+		else
+			return CUDA_ERROR_INVALID_VALUE;
+		i += 2;
+	}
+	if (!src || !sizep)
+		return e->nparams ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	for (unsigned int j = 0; j < e->nparams; j++)
+		if (e->params[j].align > align)
+			align = e->params[j].align;
+	padded = (e->param_bytes + align - 1) & ~(align - 1);
+	if (*sizep != e->param_bytes && *sizep != padded)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(buf, src, e->param_bytes);
+	return CUDA_SUCCESS;
+}
+
+static CUresult copy_params(const struct sim_ptx_entry *e, void **params, char *buf)
+{
+	for (unsigned int i = 0; i < e->nparams; i++) {
+		if (!params[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(buf + e->params[i].offset, params[i], e->params[i].size);
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult sim_kernel_call_new(CUfunction f, struct sim_dim3 grid, struct sim_dim3 block,
+			     unsigned int shared_bytes, void **params, void **extra,
+			     struct sim_kernel_call **out)
+{
+	struct sim_func *fn = sim_func_resolve(f);
+	const struct sim_ptx_entry *e;
+	struct sim_kernel_call *k;
+	CUresult rc;
+
+	if (!fn)
+		return CUDA_ERROR_INVALID_HANDLE;
+	e = fn->entry;
+	rc = check_dims(grid, block);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (shared_bytes > (unsigned int)fn->max_dyn_shared)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (params && extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!params && !extra && e->nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!sim_func_twin(fn))
+		return CUDA_ERROR_NOT_FOUND;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Zeroed, so padding between parameters is the same bytes in every copy. */
+	k->param_buf = calloc(1, e->param_bytes ? e->param_bytes : 1);
+	if (!k->param_buf) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_free;
+	}
+	if (params)
+		rc = copy_params(e, params, k->param_buf);
+	else if (extra)
+		rc = copy_extra(e, extra, k->param_buf);
+	if (rc != CUDA_SUCCESS)
+		goto out_free;
+	k->fn = fn;
+	k->grid = grid;
+	k->block = block;
+	k->shared_bytes = shared_bytes;
+	sim_module_ref(fn->mod);
+	*out = k;
+	return CUDA_SUCCESS;
+out_free:
+	free(k->param_buf);
+	free(k);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ the work kind */
+
+static void kernel_run(struct sim_work *w, void *payload)
+{
+	struct sim_kernel_call *k = payload;
+	struct sim_func *fn = k->fn;
+	const struct sim_ptx_entry *e = fn->entry;
+	const void *inline_ptrs[LAUNCH_INLINE_PARAMS];
+	const void **ptrs = inline_ptrs;
+	struct sim_launch l;
+
+	(void)w;
+	if (!fn->twin) {
+		/* sim_kernel_call_new refuses functions without one: a payload built elsewhere. */
+		sim_log("kernel %s queued without a twin; not run", e->name);
+		return;
+	}
+	if (e->nparams > LAUNCH_INLINE_PARAMS) {
+		ptrs = malloc(e->nparams * sizeof(*ptrs));
+		if (!ptrs) {
+			sim_log("kernel %s: out of memory describing its parameters; not run", e->name);
+			return;
+		}
+	}
+	for (unsigned int i = 0; i < e->nparams; i++)
+		ptrs[i] = (const char *)k->param_buf + e->params[i].offset;
+	l = (struct sim_launch){
+		.grid = k->grid,
+		.block = k->block,
+		.shared_bytes = k->shared_bytes,
+		.param_count = e->nparams,
+		.params = ptrs,
+		.param_sizes = fn->param_sizes,
+		.name = e->name,
+	};
+	fn->twin(&l);
+	sim_stats_count("kernels", e->name, 1);
+	if (ptrs != inline_ptrs)
+		free(ptrs);
+}
+
+static void kernel_free(void *payload)
+{
+	struct sim_kernel_call *k = payload;
+
+	if (!k)
+		return;
+	sim_module_unref(k->fn->mod);
+	free(k->param_buf);
+	free(k);
+}
+
+static void *kernel_clone(const void *payload)
+{
+	const struct sim_kernel_call *k = payload;
+	size_t n = k->fn->entry->param_bytes;
+	struct sim_kernel_call *c = malloc(sizeof(*c));
+
+	if (!c)
+		return NULL;
+	*c = *k;
+	c->param_buf = malloc(n ? n : 1);
+	if (!c->param_buf) {
+		free(c);
+		return NULL;
+	}
+	memcpy(c->param_buf, k->param_buf, n);
+	sim_module_ref(c->fn->mod);
+	return c;
+}
+
+static uint64_t kernel_cost(const void *payload, bool in_graph)
+{
+	return sim_cost_kernel(payload, in_graph);
+}
+
+static const char *kernel_label(const void *payload)
+{
+	const struct sim_kernel_call *k = payload;
+
+	return k->fn->entry->name;
+}
+
+const struct sim_work_ops sim_kernel_ops = {
+	.kind = "kernel",
+	.run = kernel_run,
+	.free = kernel_free,
+	.clone = kernel_clone,
+	.cost_ns = kernel_cost,
+	.label = kernel_label,
+};
+
+/* ------------------------------------------------------------------ entry points */
+
+static CUresult launch(CUfunction f, struct sim_dim3 grid, struct sim_dim3 block,
+		       unsigned int shared_bytes, CUstream hstream, enum sim_pt pt, void **params,
+		       void **extra)
+{
+	struct sim_ctx *ctx;
+	struct sim_stream *s;
+	struct sim_kernel_call *k;
+	struct sim_work *w;
+	const char *name;
+	CUresult rc;
+
+	rc = sim_ctx_require(&ctx);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = sim_stream_resolve(hstream, pt, &s);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = sim_kernel_call_new(f, grid, block, shared_bytes, params, extra, &k);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	name = k->fn->entry->name;
+	w = sim_work_new(&sim_kernel_ops, k, s->ctx);
+	if (!w) {
+		kernel_free(k);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	sim_stats_count("launches", name, 1);
+	return sim_stream_submit(s, w);
+}
+
+static CUresult launch_plain(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			     unsigned int bx, unsigned int by, unsigned int bz,
+			     unsigned int shared_bytes, CUstream hstream, enum sim_pt pt,
+			     void **params, void **extra)
+{
+	struct sim_dim3 grid = { gx, gy, gz }, block = { bx, by, bz };
+
+	return launch(f, grid, block, shared_bytes, hstream, pt, params, extra);
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			void **kernelParams, void **extra)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			  sharedMemBytes, hStream, SIM_PT_LEGACY, kernelParams, extra);
+	return sim_leave(rc);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			     void **kernelParams, void **extra);
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			     void **kernelParams, void **extra)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			  sharedMemBytes, hStream, SIM_PT_PER_THREAD, kernelParams, extra);
+	return sim_leave(rc);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+				   unsigned int gridDimZ, unsigned int blockDimX,
+				   unsigned int blockDimY, unsigned int blockDimZ,
+				   unsigned int sharedMemBytes, CUstream hStream,
+				   void **kernelParams)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			  sharedMemBytes, hStream, SIM_PT_LEGACY, kernelParams, NULL);
+	return sim_leave(rc);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+					unsigned int gridDimY, unsigned int gridDimZ,
+					unsigned int blockDimX, unsigned int blockDimY,
+					unsigned int blockDimZ, unsigned int sharedMemBytes,
+					CUstream hStream, void **kernelParams);
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+					unsigned int gridDimY, unsigned int gridDimZ,
+					unsigned int blockDimX, unsigned int blockDimY,
+					unsigned int blockDimZ, unsigned int sharedMemBytes,
+					CUstream hStream, void **kernelParams)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			  sharedMemBytes, hStream, SIM_PT_PER_THREAD, kernelParams, NULL);
+	return sim_leave(rc);
+}
+
+/* The attributes change nothing on the software device; they must still be readable. */
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **params,
+			  void **extra, enum sim_pt pt)
+{
+	struct sim_dim3 grid, block;
+
+	if (!config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned int i = 0; i < config->numAttrs; i++)
+		if ((unsigned int)config->attrs[i].id > (unsigned int)LAUNCH_ATTR_LAST)
+			return CUDA_ERROR_INVALID_VALUE;
+	grid = (struct sim_dim3){ config->gridDimX, config->gridDimY, config->gridDimZ };
+	block = (struct sim_dim3){ config->blockDimX, config->blockDimY, config->blockDimZ };
+	return launch(f, grid, block, config->sharedMemBytes, config->hStream, pt, params, extra);
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			  void **extra)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = launch_ex(config, f, kernelParams, extra, SIM_PT_LEGACY);
+	return sim_leave(rc);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			       void **extra);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			       void **extra)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = launch_ex(config, f, kernelParams, extra, SIM_PT_PER_THREAD);
+	return sim_leave(rc);
+}

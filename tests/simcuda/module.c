@@ -1,0 +1,966 @@
+/* module.c - the software device's modules, libraries, functions and kernels: loading PTX,
+ * looking up entries, parameter layouts and function attributes. tests/simcuda layer.
+ *
+ * A CUfunction points at a struct sim_func, a CUkernel at the sim_kernel_handle embedded in
+ * one, so either resolves to the same function (sim_func_resolve). A library's code is one
+ * context-independent module; its functions are its kernels. See sim_module_int.h for who
+ * owns what and why unloading only frees what no queued work still refers to. */
+#include "sim_module_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_REGS_PER_THREAD 32 /* reported NUM_REGS: a plausible value for small kernels */
+
+/* ------------------------------------------------------------------ handles */
+
+struct sim_module *sim_module_from(CUmodule h)
+{
+	struct sim_module *m = (struct sim_module *)h;
+
+	return m && m->magic == SIM_MAGIC_MODULE ? m : NULL;
+}
+
+struct sim_library *sim_library_from(CUlibrary h)
+{
+	struct sim_library *l = (struct sim_library *)h;
+
+	return l && l->magic == SIM_MAGIC_LIBRARY ? l : NULL;
+}
+
+struct sim_func *sim_kernel_from(CUkernel h)
+{
+	struct sim_kernel_handle *k = (struct sim_kernel_handle *)h;
+
+	return k && k->magic == SIM_MAGIC_KERNEL ? k->fn : NULL;
+}
+
+struct sim_func *sim_func_resolve(CUfunction f)
+{
+	const uint32_t *magic = (const uint32_t *)f;
+
+	if (!f)
+		return NULL;
+	if (*magic == SIM_MAGIC_FUNC)
+		return (struct sim_func *)f;
+	if (*magic == SIM_MAGIC_KERNEL)
+		return ((struct sim_kernel_handle *)f)->fn;
+	return NULL;
+}
+
+/* NULL handle: INVALID_VALUE (as the driver documents); a dead or foreign one: INVALID_HANDLE. */
+static CUresult func_get(CUfunction f, struct sim_func **out)
+{
+	if (!f)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = sim_func_resolve(f);
+	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult kernel_get(CUkernel k, struct sim_func **out)
+{
+	if (!k)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = sim_kernel_from(k);
+	return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ------------------------------------------------------------------ life cycle */
+
+static void module_free(struct sim_module *m)
+{
+	for (unsigned int i = 0; i < m->nfuncs; i++) {
+		m->funcs[i].magic = 0;
+		m->funcs[i].kernel.magic = 0;
+		free(m->funcs[i].param_sizes);
+	}
+	free(m->funcs);
+	sim_ptx_fini(&m->ptx);
+	m->magic = 0;
+	free(m);
+}
+
+void sim_module_ref(struct sim_module *m)
+{
+	m->refs++;
+}
+
+void sim_module_unref(struct sim_module *m)
+{
+	if (--m->refs == 0)
+		module_free(m);
+}
+
+/* Build a module from an image. The parse error, if any, goes to errlog (when given) and to
+ * one sim_log line naming the calling entry point. */
+static CUresult module_create(const char *who, const void *image, struct sim_ctx *ctx,
+			      struct sim_library *lib, char *errlog, size_t errlen,
+			      struct sim_module **out)
+{
+	char err[256];
+	struct sim_module *m;
+	CUresult rc;
+
+	rc = sim_ptx_check_image(image);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = sim_ptx_parse(image, &m->ptx, err, sizeof(err));
+	if (rc != CUDA_SUCCESS) {
+		sim_log("%s: image is not valid PTX: %s", who, err);
+		if (errlog && errlen)
+			snprintf(errlog, errlen, "%s", err);
+		goto out_free;
+	}
+	m->nfuncs = m->ptx.nentries;
+	m->funcs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*m->funcs));
+	if (!m->funcs) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_free;
+	}
+	for (unsigned int i = 0; i < m->nfuncs; i++) {
+		struct sim_func *fn = &m->funcs[i];
+		const struct sim_ptx_entry *e = &m->ptx.entries[i];
+
+		fn->mod = m;
+		fn->entry = e;
+		fn->param_sizes = calloc(e->nparams ? e->nparams : 1, sizeof(size_t));
+		if (!fn->param_sizes) {
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+			goto out_free;
+		}
+		for (unsigned int j = 0; j < e->nparams; j++)
+			fn->param_sizes[j] = e->params[j].size;
+		fn->max_dyn_shared = SIM_SHARED_DEFAULT;
+		fn->carveout = -1;
+		fn->cache_config = CU_FUNC_CACHE_PREFER_NONE;
+		fn->kernel.fn = fn;
+		fn->kernel.magic = lib ? SIM_MAGIC_KERNEL : 0;
+		fn->magic = SIM_MAGIC_FUNC;
+	}
+	m->ctx = ctx;
+	m->lib = lib;
+	m->refs = 1;
+	m->magic = SIM_MAGIC_MODULE;
+	*out = m;
+	return CUDA_SUCCESS;
+out_free:
+	module_free(m);
+	return rc;
+}
+
+/* The program gives up its handle: handles die now, memory when queued work is done with it. */
+static void module_unload(struct sim_module *m)
+{
+	/* Unloading is a point where the driver waits for work using the module. */
+	sim_sched_drain(NULL);
+	m->magic = 0;
+	for (unsigned int i = 0; i < m->nfuncs; i++) {
+		m->funcs[i].magic = 0;
+		m->funcs[i].kernel.magic = 0;
+	}
+	sim_module_unref(m);
+}
+
+/* Read a whole file into a NUL-terminated buffer. */
+static CUresult read_file(const char *path, char **out)
+{
+	FILE *f;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!path)
+		return CUDA_ERROR_INVALID_VALUE;
+	f = fopen(path, "rb");
+	if (!f)
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap ? cap * 2 : 65536);
+
+			if (!nb) {
+				rc = CUDA_ERROR_OUT_OF_MEMORY;
+				goto out_close;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	if (ferror(f)) {
+		rc = CUDA_ERROR_FILE_NOT_FOUND;
+		goto out_close;
+	}
+	buf[len] = 0;
+	*out = buf;
+	buf = NULL;
+out_close:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+/* JIT options: the only ones with an effect are the log buffers, which get the parse error
+ * (error log) or nothing (info log); the "size" slots are in/out values stored in the array. */
+static void jit_logs(unsigned int n, const CUjit_option *opts, void **vals, const char *err)
+{
+	char *info = NULL, *errbuf = NULL;
+	int info_at = -1, err_at = -1;
+	size_t info_len = 0, err_len = 0;
+
+	if (!opts || !vals)
+		return;
+	for (unsigned int i = 0; i < n; i++) {
+		switch (opts[i]) {
+		case CU_JIT_INFO_LOG_BUFFER:
+			info = vals[i];
+			break;
+		case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+			info_len = (size_t)(uintptr_t)vals[i];
+			info_at = (int)i;
+			break;
+		case CU_JIT_ERROR_LOG_BUFFER:
+			errbuf = vals[i];
+			break;
+		case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+			err_len = (size_t)(uintptr_t)vals[i];
+			err_at = (int)i;
+			break;
+		default:
+			break;
+		}
+	}
+	if (info && info_len)
+		info[0] = 0;
+	if (info_at >= 0)
+		vals[info_at] = (void *)(uintptr_t)0;
+	if (errbuf && err_len) {
+		snprintf(errbuf, err_len, "%s", err);
+		if (err_at >= 0)
+			vals[err_at] = (void *)(uintptr_t)(strlen(errbuf) + (err[0] ? 1 : 0));
+	} else if (err_at >= 0) {
+		vals[err_at] = (void *)(uintptr_t)0;
+	}
+}
+
+static CUresult module_load(const char *who, CUmodule *module, const void *image,
+			    char *errlog, size_t errlen)
+{
+	struct sim_ctx *ctx;
+	struct sim_module *m;
+	CUresult rc;
+
+	if (!module || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = sim_ctx_require(&ctx);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = module_create(who, image, ctx, NULL, errlog, errlen, &m);
+	if (rc == CUDA_SUCCESS)
+		*module = (CUmodule)m;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ modules */
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = module_load(__func__, module, image, NULL, 0);
+	return sim_leave(rc);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+			    CUjit_option *options, void **optionValues)
+{
+	static struct sim_entry entry;
+	char err[256] = "";
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (numOptions && (!options || !optionValues)) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	rc = module_load(__func__, module, image, err, sizeof(err));
+	jit_logs(numOptions, options, optionValues, err);
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	static struct sim_entry entry;
+	char *text = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!module) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	rc = read_file(fname, &text);
+	if (rc != CUDA_SUCCESS)
+		goto out;
+	rc = module_load(__func__, module, text, NULL, 0);
+	free(text);
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	static struct sim_entry entry;
+	struct sim_module *m;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	m = sim_module_from(hmod);
+	/* A library's module belongs to the library: cuLibraryUnload releases it. */
+	if (!m || m->lib) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	module_unload(m);
+out:
+	return sim_leave(rc);
+}
+
+static struct sim_func *module_find(struct sim_module *m, const char *name)
+{
+	for (unsigned int i = 0; i < m->nfuncs; i++)
+		if (!strcmp(m->funcs[i].entry->name, name))
+			return &m->funcs[i];
+	return NULL;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	static struct sim_entry entry;
+	struct sim_module *m;
+	struct sim_func *fn;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!hfunc || !name) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	m = sim_module_from(hmod);
+	if (!m) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	fn = module_find(m, name);
+	if (!fn) {
+		rc = CUDA_ERROR_NOT_FOUND;
+		goto out;
+	}
+	*hfunc = (CUfunction)fn;
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
+{
+	static struct sim_entry entry;
+	struct sim_module *m;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	m = sim_module_from(hmod);
+	if (!count)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (!m)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	else
+		*count = m->nfuncs;
+	return sim_leave(rc);
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+				    CUmodule mod)
+{
+	static struct sim_entry entry;
+	struct sim_module *m;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	m = sim_module_from(mod);
+	if (!functions && numFunctions) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (!m) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	for (unsigned int i = 0; i < numFunctions && i < m->nfuncs; i++)
+		functions[i] = (CUfunction)&m->funcs[i];
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!mode)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		*mode = CU_MODULE_EAGER_LOADING;
+	return sim_leave(rc);
+}
+
+/* ------------------------------------------------------------------ libraries */
+
+static CUresult library_load(const char *who, CUlibrary *library, const void *code)
+{
+	struct sim_library *lib;
+	CUresult rc;
+
+	if (!library || !code)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!sim_is_initialized())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	lib = calloc(1, sizeof(*lib));
+	if (!lib)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = module_create(who, code, NULL, lib, NULL, 0, &lib->mod);
+	if (rc != CUDA_SUCCESS) {
+		free(lib);
+		return rc;
+	}
+	lib->magic = SIM_MAGIC_LIBRARY;
+	*library = (CUlibrary)lib;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+			   void **jitOptionsValues, unsigned int numJitOptions,
+			   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			   unsigned int numLibraryOptions)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	(void)libraryOptions;
+	(void)libraryOptionValues;
+	(void)numLibraryOptions;
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = library_load(__func__, library, code);
+	jit_logs(numJitOptions, jitOptions, jitOptionsValues, "");
+	return sim_leave(rc);
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+			       CUjit_option *jitOptions, void **jitOptionsValues,
+			       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+			       void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+	static struct sim_entry entry;
+	char *text = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	(void)libraryOptions;
+	(void)libraryOptionValues;
+	(void)numLibraryOptions;
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = read_file(fileName, &text);
+	if (rc != CUDA_SUCCESS)
+		goto out;
+	rc = library_load(__func__, library, text);
+	jit_logs(numJitOptions, jitOptions, jitOptionsValues, "");
+	free(text);
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+	static struct sim_entry entry;
+	struct sim_library *lib;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	lib = sim_library_from(library);
+	if (!lib) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	lib->magic = 0;
+	/* Queued work keeps the module (not the library) alive: clear the back pointer. */
+	lib->mod->lib = NULL;
+	module_unload(lib->mod);
+	free(lib);
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	static struct sim_entry entry;
+	struct sim_library *lib;
+	struct sim_func *fn;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!pKernel || !name) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	lib = sim_library_from(library);
+	if (!lib) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	fn = module_find(lib->mod, name);
+	if (!fn) {
+		rc = CUDA_ERROR_NOT_FOUND;
+		goto out;
+	}
+	*pKernel = (CUkernel)&fn->kernel;
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+	static struct sim_entry entry;
+	struct sim_library *lib;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	lib = sim_library_from(library);
+	if (!pMod)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (!lib)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	else
+		*pMod = (CUmodule)lib->mod;
+	return sim_leave(rc);
+}
+
+CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+{
+	static struct sim_entry entry;
+	struct sim_library *l;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	l = sim_library_from(lib);
+	if (!count)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (!l)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	else
+		*count = l->mod->nfuncs;
+	return sim_leave(rc);
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+{
+	static struct sim_entry entry;
+	struct sim_library *l;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	l = sim_library_from(lib);
+	if (!kernels && numKernels) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (!l) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+		goto out;
+	}
+	for (unsigned int i = 0; i < numKernels && i < l->mod->nfuncs; i++)
+		kernels[i] = (CUkernel)&l->mod->funcs[i].kernel;
+out:
+	return sim_leave(rc);
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	static struct sim_entry entry;
+	struct sim_ctx *ctx;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!pFunc) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	rc = kernel_get(kernel, &fn);
+	if (rc != CUDA_SUCCESS)
+		goto out;
+	/* The function of a kernel is "in the current context": there must be one. */
+	rc = sim_ctx_require(&ctx);
+	if (rc != CUDA_SUCCESS)
+		goto out;
+	*pFunc = (CUfunction)fn;
+out:
+	return sim_leave(rc);
+}
+
+CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!name)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = kernel_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS)
+		*name = fn->entry->name;
+	return sim_leave(rc);
+}
+
+CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!pLib)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = kernel_get(kernel, &fn);
+	if (rc == CUDA_SUCCESS)
+		*pLib = (CUlibrary)fn->mod->lib;
+	return sim_leave(rc);
+}
+
+static CUresult param_info(struct sim_func *fn, size_t index, size_t *offset, size_t *size)
+{
+	if (!offset || index >= fn->entry->nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	*offset = fn->entry->params[index].offset;
+	if (size)
+		*size = fn->entry->params[index].size;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+			      size_t *paramSize)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = kernel_get(kernel, &fn);
+	if (rc == CUDA_SUCCESS)
+		rc = param_info(fn, paramIndex, paramOffset, paramSize);
+	return sim_leave(rc);
+}
+
+/* ------------------------------------------------------------------ attributes */
+
+static CUresult attr_get(struct sim_func *fn, CUfunction_attribute attrib, int *pi)
+{
+	const struct sim_ptx *ptx = &fn->mod->ptx;
+
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		*pi = SIM_MAX_BLOCK_THREADS;
+		break;
+	case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+	case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+	case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+	case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+		*pi = 0;
+		break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS:
+		*pi = SIM_REGS_PER_THREAD;
+		break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+		*pi = ptx->target_sm ? ptx->target_sm : 90;
+		break;
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+		*pi = 90; /* the device is an sm_90 */
+		break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+		*pi = fn->max_dyn_shared;
+		break;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		*pi = fn->carveout;
+		break;
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		*pi = fn->cluster_attr[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult attr_set(struct sim_func *fn, CUfunction_attribute attrib, int value)
+{
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+		if (value < 0 || value > SIM_SHARED_OPTIN_MAX)
+			return CUDA_ERROR_INVALID_VALUE;
+		fn->max_dyn_shared = value;
+		return CUDA_SUCCESS;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		if (value < -1 || value > 100)
+			return CUDA_ERROR_INVALID_VALUE;
+		fn->carveout = value;
+		return CUDA_SUCCESS;
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		if (value < 0)
+			return CUDA_ERROR_INVALID_VALUE;
+		fn->cluster_attr[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH] = value;
+		return CUDA_SUCCESS;
+	default:
+		/* the rest are read-only */
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS)
+		rc = attr_get(fn, attrib, pi);
+	return sim_leave(rc);
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS)
+		rc = attr_set(fn, attrib, value);
+	return sim_leave(rc);
+}
+
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+			      CUdevice dev)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = kernel_get(kernel, &fn);
+	if (rc == CUDA_SUCCESS && (dev < 0 || dev >= SIM_MAX_DEVICES))
+		rc = CUDA_ERROR_INVALID_DEVICE;
+	if (rc == CUDA_SUCCESS)
+		rc = attr_get(fn, attrib, pi);
+	return sim_leave(rc);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+			      CUdevice dev)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = kernel_get(kernel, &fn);
+	if (rc == CUDA_SUCCESS && (dev < 0 || dev >= SIM_MAX_DEVICES))
+		rc = CUDA_ERROR_INVALID_DEVICE;
+	if (rc == CUDA_SUCCESS)
+		rc = attr_set(fn, attrib, val);
+	return sim_leave(rc);
+}
+
+static bool cache_config_is_valid(CUfunc_cache config)
+{
+	return config == CU_FUNC_CACHE_PREFER_NONE || config == CU_FUNC_CACHE_PREFER_SHARED ||
+	       config == CU_FUNC_CACHE_PREFER_L1 || config == CU_FUNC_CACHE_PREFER_EQUAL;
+}
+
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = kernel_get(kernel, &fn);
+	if (rc == CUDA_SUCCESS && (dev < 0 || dev >= SIM_MAX_DEVICES))
+		rc = CUDA_ERROR_INVALID_DEVICE;
+	if (rc == CUDA_SUCCESS && !cache_config_is_valid(config))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		fn->cache_config = config;
+	return sim_leave(rc);
+}
+
+/* ------------------------------------------------------------------ functions */
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!name)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS)
+		*name = fn->entry->name;
+	return sim_leave(rc);
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+			    size_t *paramSize)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = func_get(func, &fn);
+	if (rc == CUDA_SUCCESS)
+		rc = param_info(fn, paramIndex, paramOffset, paramSize);
+	return sim_leave(rc);
+}
+
+CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS && !cache_config_is_valid(config))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		fn->cache_config = config;
+	return sim_leave(rc);
+}
+
+CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	/* Deprecated and without effect since Hopper; validated and ignored. */
+	rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS && config != CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE &&
+	    config != CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE &&
+	    config != CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	return sim_leave(rc);
+}
+
+CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!hmod)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS)
+		*hmod = (CUmodule)fn->mod;
+	return sim_leave(rc);
+}
+
+CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction hfunc)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!state)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		rc = func_get(hfunc, &fn);
+	if (rc == CUDA_SUCCESS)
+		*state = CU_FUNCTION_LOADING_STATE_LOADED; /* loading is eager */
+	return sim_leave(rc);
+}
+
+CUresult cuFuncLoad(CUfunction hfunc)
+{
+	static struct sim_entry entry;
+	struct sim_func *fn = NULL;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = func_get(hfunc, &fn);
+	return sim_leave(rc);
+}

@@ -1,0 +1,35 @@
+/* sim_mem_int.h - private interface shared by the software device's memory files (memory.c,
+ * copy.c, memset.c) and usable by graph nodes. tests/simcuda layer; extends sim_int.h. */
+#ifndef SIM_MEM_INT_H
+#define SIM_MEM_INT_H
+
+#include "sim_int.h"
+
+struct sim_pool;
+
+/* Allocate bytes of device (SIM_MEM_DEVICE) or managed (SIM_MEM_MANAGED) memory in the reserved
+ * range for ctx, optionally charged to a pool. CUDA_ERROR_INVALID_VALUE for 0 bytes,
+ * CUDA_ERROR_OUT_OF_MEMORY when the device is full. */
+CUresult sim_mem_alloc(struct sim_ctx *ctx, size_t bytes, enum sim_mem_kind kind,
+		       struct sim_pool *pool, CUdeviceptr *out);
+/* Release the device or managed allocation that starts at p, at once (no draining: the caller
+ * has ordered it after every user). CUDA_ERROR_INVALID_VALUE when p starts none. */
+CUresult sim_mem_free(CUdeviceptr p);
+
+/* How an entry point waits for the stream work it submitted. */
+enum sim_mem_wait {
+	SIM_WAIT_NONE = 0,  /* asynchronous: return once queued */
+	SIM_WAIT_DRAIN = 1, /* run it before returning; the host clock does not wait for it */
+	SIM_WAIT_HOST = 2,  /* run it before returning and move the host clock to its end */
+};
+
+/* Submit a copy or memset payload (ops/payload, ownership passes) to s. When wait is not
+ * NONE and s is not being captured, run pending work until the item has run. sync_call says
+ * the entry point is a synchronous one (asks the capture layer whether it may go on). */
+CUresult sim_mem_submit(struct sim_stream *s, const struct sim_work_ops *ops, void *payload,
+			enum sim_mem_wait wait, bool sync_call);
+
+/* Whether p lies in the reserved device range (allocated or not). */
+bool sim_mem_in_range(uintptr_t p);
+
+#endif

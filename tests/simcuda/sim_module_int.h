@@ -1,0 +1,102 @@
+/* sim_module_int.h - private interface of the software device's modules, libraries, functions
+ * and kernels (ptx.c, module.c, launch.c, twins.c). tests/simcuda layer; sim_int.h has the
+ * part other files of the device use.
+ *
+ * Ownership: a module owns its parsed PTX and one struct sim_func per entry. It is freed when
+ * the program has unloaded it AND no kernel payload (queued launch, graph node) refers to one
+ * of its functions any more: every struct sim_kernel_call holds a reference on the module, so
+ * work that outlives an unload still finds its function, name and parameter layout. */
+#ifndef SIM_MODULE_INT_H
+#define SIM_MODULE_INT_H
+
+#include "sim_int.h"
+
+/* ------------------------------------------------------------------ PTX (ptx.c) */
+
+struct sim_param_info {
+	size_t offset;               /* byte offset in the parameter buffer */
+	size_t size;                 /* bytes */
+	size_t align;                /* alignment the offset was rounded to */
+};
+
+struct sim_ptx_entry {
+	char *name;                  /* entry name, as in the PTX */
+	unsigned int nparams;        /* parameters */
+	struct sim_param_info *params; /* nparams layouts, in declaration order */
+	size_t param_bytes;          /* end of the last parameter (0 without parameters) */
+};
+
+struct sim_ptx {
+	struct sim_ptx_entry *entries; /* every .entry, in file order */
+	unsigned int nentries;       /* entries used */
+	int target_sm;               /* from .target sm_NN (e.g. 90), 0 when absent */
+	int version;                 /* .version major*10 + minor (e.g. 90) */
+};
+
+/* Classify an image handed to cuModuleLoadData & co: CUDA_SUCCESS for PTX text, or the error
+ * for a cubin (ELF) / fatbin image, which the software device cannot run (one sim_log line). */
+CUresult sim_ptx_check_image(const void *image);
+/* Parse NUL-terminated PTX text. On failure returns CUDA_ERROR_INVALID_PTX, leaves *out
+ * empty and writes a one-line reason into err (errlen bytes; err may be NULL). */
+CUresult sim_ptx_parse(const char *text, struct sim_ptx *out, char *err, size_t errlen);
+void sim_ptx_fini(struct sim_ptx *p);
+
+/* ------------------------------------------------------------------ objects (module.c) */
+
+struct sim_module;
+struct sim_library;
+
+/* The CUkernel face of a function: a CUkernel handle points here. */
+struct sim_kernel_handle {
+	uint32_t magic;              /* SIM_MAGIC_KERNEL */
+	struct sim_func *fn;         /* the function it stands for */
+};
+
+struct sim_func {
+	uint32_t magic;              /* SIM_MAGIC_FUNC */
+	struct sim_module *mod;      /* owning module */
+	const struct sim_ptx_entry *entry; /* name and parameter layout (owned by the module) */
+	size_t *param_sizes;         /* entry->params[i].size as an array (struct sim_launch) */
+	sim_twin_fn twin;            /* cached twin, NULL when none */
+	bool twin_looked;            /* twin lookup done (and logged when missing) */
+	int max_dyn_shared;          /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+	int carveout;                /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
+	int cluster_attr[5];         /* CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH.. (11..15) as set */
+	CUfunc_cache cache_config;   /* cuFuncSetCacheConfig */
+	struct sim_kernel_handle kernel; /* CUkernel handle (library kernels) */
+};
+
+struct sim_module {
+	uint32_t magic;              /* SIM_MAGIC_MODULE; cleared at unload */
+	struct sim_ctx *ctx;         /* context it was loaded in; NULL for a library's */
+	struct sim_library *lib;     /* owning library, or NULL for cuModuleLoad* */
+	struct sim_ptx ptx;          /* parsed entries */
+	unsigned int nfuncs;         /* = ptx.nentries */
+	struct sim_func *funcs;      /* one per entry */
+	unsigned int refs;           /* 1 until unloaded + one per live kernel payload */
+};
+
+struct sim_library {
+	uint32_t magic;              /* SIM_MAGIC_LIBRARY; cleared at unload */
+	struct sim_module *mod;      /* its code, context-independent */
+};
+
+/* Resolve handles; NULL when not a live object of that kind. */
+struct sim_module *sim_module_from(CUmodule h);
+struct sim_library *sim_library_from(CUlibrary h);
+struct sim_func *sim_kernel_from(CUkernel h);
+/* Payload references on a function's module (kernel calls). */
+void sim_module_ref(struct sim_module *m);
+void sim_module_unref(struct sim_module *m);
+
+/* Dynamic shared memory a function may use without opting in, and the opt-in maximum (H100). */
+#define SIM_SHARED_DEFAULT (48 * 1024)
+#define SIM_SHARED_OPTIN_MAX (227 * 1024)
+#define SIM_MAX_BLOCK_THREADS 1024
+
+/* ------------------------------------------------------------------ twins (twins.c) */
+
+/* The function's twin, looked up once and cached; logs one line when there is none. */
+sim_twin_fn sim_func_twin(struct sim_func *fn);
+
+#endif
