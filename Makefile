@@ -150,6 +150,9 @@ $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(CFARCH) $(LDSAN) $(CF_LIBS) -lcmocka
 
+# Programs and device tests load the PTX and plugins at run time.
+$(SIM_UNIT) $(PROGS) $(WORKLOADS): | $(KERNELS) $(PLUGINS)
+
 # ---------------------------------------------------------------- commands
 deps:
 	@scripts/deps

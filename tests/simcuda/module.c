@@ -115,12 +115,12 @@ static CUresult module_create(const char *who, const void *image, struct sim_ctx
 			snprintf(errlog, errlen, "%s", err);
 		goto out_free;
 	}
-	m->nfuncs = m->ptx.nentries;
-	m->funcs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*m->funcs));
+	m->funcs = calloc(m->ptx.nentries ? m->ptx.nentries : 1, sizeof(*m->funcs));
 	if (!m->funcs) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out_free;
 	}
+	m->nfuncs = m->ptx.nentries;
 	for (unsigned int i = 0; i < m->nfuncs; i++) {
 		struct sim_func *fn = &m->funcs[i];
 		const struct sim_ptx_entry *e = &m->ptx.entries[i];
@@ -432,7 +432,8 @@ CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 
 /* ------------------------------------------------------------------ libraries */
 
-static CUresult library_load(const char *who, CUlibrary *library, const void *code)
+static CUresult library_load(const char *who, CUlibrary *library, const void *code, char *errlog,
+			     size_t errlen)
 {
 	struct sim_library *lib;
 	CUresult rc;
@@ -444,7 +445,7 @@ static CUresult library_load(const char *who, CUlibrary *library, const void *co
 	lib = calloc(1, sizeof(*lib));
 	if (!lib)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = module_create(who, code, NULL, lib, NULL, 0, &lib->mod);
+	rc = module_create(who, code, NULL, lib, errlog, errlen, &lib->mod);
 	if (rc != CUDA_SUCCESS) {
 		free(lib);
 		return rc;
@@ -460,6 +461,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 			   unsigned int numLibraryOptions)
 {
 	static struct sim_entry entry;
+	char err[256] = "";
 	CUresult rc = sim_enter(&entry, __func__);
 
 	(void)libraryOptions;
@@ -467,8 +469,8 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 	(void)numLibraryOptions;
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	rc = library_load(__func__, library, code);
-	jit_logs(numJitOptions, jitOptions, jitOptionsValues, "");
+	rc = library_load(__func__, library, code, err, sizeof(err));
+	jit_logs(numJitOptions, jitOptions, jitOptionsValues, err);
 	return sim_leave(rc);
 }
 
@@ -478,7 +480,7 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
 			       void **libraryOptionValues, unsigned int numLibraryOptions)
 {
 	static struct sim_entry entry;
-	char *text = NULL;
+	char err[256] = "", *text = NULL;
 	CUresult rc = sim_enter(&entry, __func__);
 
 	(void)libraryOptions;
@@ -489,8 +491,8 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
 	rc = read_file(fileName, &text);
 	if (rc != CUDA_SUCCESS)
 		goto out;
-	rc = library_load(__func__, library, text);
-	jit_logs(numJitOptions, jitOptions, jitOptionsValues, "");
+	rc = library_load(__func__, library, text, err, sizeof(err));
+	jit_logs(numJitOptions, jitOptions, jitOptionsValues, err);
 	free(text);
 out:
 	return sim_leave(rc);

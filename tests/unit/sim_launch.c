@@ -695,6 +695,41 @@ static void test_unload_runs_queued_work(void **state)
 	CHECK(cuMemFree(d));
 }
 
+/* A graph's kernel node keeps its function alive: the graph still runs after the module is
+ * unloaded (the payload holds a reference), and destroying it afterwards frees everything. */
+static void test_graph_node_outlives_unload(void **state)
+{
+	CUmodule m = tl_load_module("elementwise");
+	CUdeviceptr d = dev_alloc(64 * 4);
+	float v = 12.0f, h[64];
+	int n = 64;
+	void *args[] = { &d, &v, &n };
+	CUDA_KERNEL_NODE_PARAMS kp;
+	CUgraph g;
+	CUgraphNode node;
+	CUgraphExec x;
+
+	(void)state;
+	memset(&kp, 0, sizeof(kp));
+	kp.func = tl_func(m, "fill");
+	kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+	kp.blockDimX = 64;
+	kp.blockDimY = kp.blockDimZ = 1;
+	kp.kernelParams = args;
+	CHECK(cuGraphCreate(&g, 0));
+	CHECK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	CHECK(cuModuleUnload(m));
+	CHECK(cuGraphLaunch(x, NULL));
+	CHECK(cuCtxSynchronize());
+	dev_download(h, d, sizeof(h));
+	for (int i = 0; i < 64; i++)
+		assert_true(h[i] == 12.0f);
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuMemFree(d));
+}
+
 /* Stream order holds between launches: a chain fill -> scale -> add on one stream. */
 static void test_stream_order_of_launches(void **state)
 {
@@ -742,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_bad_dims_and_params),
 		cmocka_unit_test(test_params_copied_at_launch),
 		cmocka_unit_test(test_unload_runs_queued_work),
+		cmocka_unit_test(test_graph_node_outlives_unload),
 		cmocka_unit_test(test_stream_order_of_launches),
 	};
 
