@@ -1,27 +1,66 @@
-/* hooks.c - the exported driver entry points: one generated wrapper per symbol of
+/* hooks.c - the exported driver entry points: one generated hook per symbol of
  * shim/cuda_api.def (except the hand-written ones of shim/modeled.def), trampolines for the
  * untyped symbols, and the table of every hook. shim layer.
  *
- * A generated wrapper, in mode off after initialization, is one predictable branch and a tail
- * call of the driver's function. Otherwise it tells the engine that a call cufold does not
- * model is about to happen (shim_note_unmodeled, which also initializes on first use) and
- * forwards with the exact prototype. The exported name is an alias of a hidden function, so
- * cufold's own references (the hook table) never bind to another object's definition. */
+ * A generated hook is two halves. The exported half is three instructions of assembly, the
+ * same for every prototype: if shim__passthrough is set (mode off, after initialization) jump
+ * to the driver's function through the real table, else jump to the slow half. Both are tail
+ * jumps, so the arguments, on registers and on the stack, reach the target untouched. (A C
+ * wrapper cannot do this: for an 11-argument call like cuLaunchKernel GCC re-stores the stack
+ * arguments around the branch, about 20 instructions.) The slow half is C with the exact
+ * prototype: it tells the engine that a call cufold does not model is about to happen
+ * (shim_note_unmodeled, which also initializes on first use) and forwards.
+ *
+ * The exported name and a hidden name (shim_gen_<symbol>) label the same stub; cufold's own
+ * references (the hook table) use the hidden one, so they never bind to another object's
+ * definition of the driver's name. */
+#include <stddef.h>
 #include <string.h>
 
 #include "common/compiler.h"
 #include "shim/shim_int.h"
 
+#if !defined(__x86_64__)
+#error "shim/hooks.c has hook stubs for x86-64 only"
+#endif
+
+/* shim_off_<symbol>: the offset of the symbol's pointer in shim_real, as an assembler symbol
+ * the stubs can add to shim_real (the preprocessor cannot compute offsetof). */
+__attribute__((used)) static void real_table_offsets(void)
+{
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	__asm__(".set shim_off_" #symbol ", %c0" ::"i"(offsetof(struct shim_real_table, p_##symbol)));
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+}
+
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
 	SHIM_IF_MODELED(SHIM_MODELED_##symbol, , \
-		static ret CUDAAPI shim_gen_##symbol decls { \
-			if (cf_likely(shim_is_passthrough())) \
-				return shim_real.p_##symbol args; \
+		__attribute__((visibility("hidden"))) ret CUDAAPI shim_slow_##symbol decls; \
+		ret CUDAAPI shim_slow_##symbol decls { \
 			shim_note_unmodeled(SHIM_ID_##symbol); \
 			return shim_real.p_##symbol args; \
 		} \
-		extern ret CUDAAPI shim_export_##symbol decls __asm__(#symbol) \
-			__attribute__((alias("shim_gen_" #symbol), visibility("default")));)
+		void shim_gen_##symbol(void); \
+		__asm__(".pushsection .text\n" \
+			".p2align 4\n" \
+			".globl shim_gen_" #symbol "\n" \
+			".hidden shim_gen_" #symbol "\n" \
+			".type shim_gen_" #symbol ", @function\n" \
+			".globl " #symbol "\n" \
+			".type " #symbol ", @function\n" \
+			"shim_gen_" #symbol ":\n" \
+			#symbol ":\n" \
+			"\t.cfi_startproc\n" \
+			"\tcmpb $0, shim__passthrough(%rip)\n" \
+			"\tje shim_slow_" #symbol "\n" \
+			"\tjmp *shim_real+shim_off_" #symbol "(%rip)\n" \
+			"\t.cfi_endproc\n" \
+			".size shim_gen_" #symbol ", .-shim_gen_" #symbol "\n" \
+			".size " #symbol ", .-" #symbol "\n" \
+			".popsection\n");)
 #define CF_API_UNTYPED(symbol)
 #include "shim/cuda_api.def"
 #undef CF_API
@@ -33,10 +72,6 @@
  * wrapped in C. Each gets a stub that loads its id and jumps to a common trampoline, which
  * saves every argument register, asks shim__untyped_enter where to go, restores them and
  * tail-jumps: the driver's function sees exactly the caller's arguments and return address. */
-#if !defined(__x86_64__)
-#error "shim/hooks.c has the untyped-symbol trampoline for x86-64 only"
-#endif
-
 __asm__(".pushsection .text\n"
 	".p2align 4\n"
 	".globl shim__untyped_common\n"

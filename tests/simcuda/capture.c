@@ -108,15 +108,6 @@ static CUresult deps_add(struct cap_stream *cs, struct sim_gnode *n)
 	return CUDA_SUCCESS;
 }
 
-/* Whether n is still a node of the capture's graph (the program may remove nodes). */
-static bool node_live(const struct sim_capture *c, const struct sim_gnode *n)
-{
-	for (unsigned int i = 0; i < c->graph->n; i++)
-		if (c->graph->nodes[i] == n)
-			return true;
-	return false;
-}
-
 static void capture_end(struct sim_capture *c)
 {
 	struct cap_stream *cs, *next;
@@ -250,7 +241,7 @@ int sim__capture_wait_event(struct sim_stream *s, struct sim_event *ev)
 	if (!cs)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	for (unsigned int i = 0; i < r->n; i++)
-		if (node_live(c, r->nodes[i]) && deps_add(cs, r->nodes[i]) != CUDA_SUCCESS)
+		if (deps_add(cs, r->nodes[i]) != CUDA_SUCCESS)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 	return CUDA_SUCCESS;
 }
@@ -286,6 +277,14 @@ CUresult sim__capture_check_sync(struct sim_ctx *ctx, struct sim_stream *s)
 			rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 		}
 	return rc;
+}
+
+bool sim__capture_owns_graph(const struct sim_graph *g)
+{
+	for (const struct sim_capture *c = active; c; c = c->next)
+		if (c->graph == g)
+			return true;
+	return false;
 }
 
 /* cuGraphLaunch into a capturing stream: the exec's nodes are copied into the capture's graph

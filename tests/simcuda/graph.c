@@ -4,7 +4,8 @@
  * A launch turns each exec node into its own work item with the node's graph edges as
  * dependencies, between an entry item (submitted to the stream like any work, so it carries the
  * stream's ordering) and a join item that depends on every node and becomes the stream's last
- * work. The scheduler then runs the nodes in a random order allowed by the edges, interleaved
+ * work; the entry also waits for the exec's previous launch, which CUDA orders before it even
+ * on another stream. The scheduler then runs the nodes in a random order allowed by the edges, interleaved
  * with other streams' work: a graph with a missing edge gives a wrong result under some seed.
  *
  * Ownership: a graph owns its nodes and their payload templates; an exec owns a deep copy of the
@@ -689,6 +690,7 @@ static void gexec_free(struct sim_gexec *x)
 		free(x->nodes[i].deps);
 	}
 	free(x->nodes);
+	sim_work_unref(x->last_join);
 	live_del(x);
 	x->magic = 0;
 	free(x);
@@ -833,6 +835,7 @@ static CUresult launch(struct sim_gexec *x, struct sim_stream *s)
 		items[created]->in_graph = true;
 	}
 	sim_work_ref(entry);
+	sim_work_dep(entry, x->last_join);
 	rc = sim_stream_submit(s, entry);
 	if (rc != CUDA_SUCCESS)
 		goto out_unref;
@@ -860,6 +863,9 @@ static CUresult launch(struct sim_gexec *x, struct sim_stream *s)
 	for (unsigned int k = 0; k < x->n; k++)
 		sim_sched_add(items[k]);
 	created = 0;
+	sim_work_unref(x->last_join);
+	sim_work_ref(join);
+	x->last_join = join;
 	rc = sim_stream_submit(s, join);
 	join = NULL;
 	x->launches++;
@@ -999,10 +1005,12 @@ CUresult cuGraphDestroy(CUgraph hGraph)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	g = sim_graph_from(hGraph);
-	if (g)
-		sim_graph_free(g);
-	else
+	if (!g)
 		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (sim__capture_owns_graph(g))
+		rc = CUDA_ERROR_ILLEGAL_STATE;
+	else
+		sim_graph_free(g);
 	return sim_leave(rc);
 }
 
@@ -1053,10 +1061,12 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	n = sim_gnode_from(hNode);
-	if (n)
-		remove_node(n->graph, n);
-	else
+	if (!n)
 		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (sim__capture_owns_graph(n->graph))
+		rc = CUDA_ERROR_ILLEGAL_STATE;
+	else
+		remove_node(n->graph, n);
 	return sim_leave(rc);
 }
 

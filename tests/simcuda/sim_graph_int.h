@@ -64,6 +64,8 @@ struct sim_gexec {
 	unsigned int n;                 /* number of nodes */
 	cuuint64_t flags;               /* instantiation flags */
 	uint64_t launches;              /* launches so far */
+	struct sim_work *last_join;     /* join item of the latest launch (a reference), or NULL:
+					 * CUDA orders each launch behind the exec's previous one */
 };
 
 /* ---------------------------------------------------------------- graph.c */
@@ -94,6 +96,8 @@ void sim_node_body_empty(struct sim_node_body *b);
 
 /* ---------------------------------------------------------------- capture.c */
 
+/* Whether g is the graph of a capture in progress (it may not be destroyed, nor lose nodes). */
+bool sim__capture_owns_graph(const struct sim_graph *g);
 /* cuGraphLaunch into a capturing stream: the exec's nodes join the capture's graph. */
 CUresult sim__capture_graph_exec(struct sim_stream *s, const struct sim_gexec *x);
 

@@ -311,6 +311,14 @@ static void test_errors_and_info(void **state)
 	assert_int_equal(ndeps, 1);
 	assert_non_null(edges);
 	first = deps[0];
+	{
+		CUgraph live = NULL;
+
+		/* the graph being captured into can be looked at, not destroyed */
+		CHECK(cuStreamGetCaptureInfo(s1, &st, NULL, &live, NULL, NULL, NULL));
+		assert_int_equal(cuGraphDestroy(live), CUDA_ERROR_ILLEGAL_STATE);
+		assert_int_equal(cuGraphDestroyNode(first), CUDA_ERROR_ILLEGAL_STATE);
+	}
 	launch_scale(s1, dc, db, 2.0f);
 	/* back to depending on the first kernel only: the two later kernels are siblings */
 	CHECK(cuStreamUpdateCaptureDependencies(s1, &first, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));

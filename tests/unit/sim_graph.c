@@ -532,6 +532,47 @@ static void test_memcpy_node_reads_host_at_run(void **state)
 	free(in);
 }
 
+static char journal[2 * ROUNDS + 1];
+static int journal_len;
+
+static void CUDA_CB note(void *tag)
+{
+	if (journal_len < (int)sizeof(journal) - 1)
+		journal[journal_len++] = (char)(uintptr_t)tag;
+}
+
+/* Launches of one exec are ordered even on two unrelated streams. */
+static void test_launches_of_one_exec_are_ordered(void **state)
+{
+	CUgraph g;
+	CUgraphExec x;
+	CUgraphNode h;
+	CUDA_HOST_NODE_PARAMS hp = {note, (void *)(uintptr_t)'a'};
+
+	(void)state;
+	CHECK(cuGraphCreate(&g, 0));
+	CHECK(cuGraphAddHostNode(&h, g, NULL, 0, &hp));
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	journal_len = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		hp.userData = (void *)(uintptr_t)'a';
+		CHECK(cuGraphExecHostNodeSetParams(x, h, &hp));
+		CHECK(cuGraphLaunch(x, s1));
+		hp.userData = (void *)(uintptr_t)'b';
+		CHECK(cuGraphExecHostNodeSetParams(x, h, &hp));
+		CHECK(cuGraphLaunch(x, s2));
+		CHECK(cuCtxSynchronize());
+	}
+	journal[journal_len] = 0;
+	assert_int_equal(journal_len, 2 * ROUNDS);
+	for (int r = 0; r < ROUNDS; r++) {
+		assert_int_equal(journal[2 * r], 'a');
+		assert_int_equal(journal[2 * r + 1], 'b');
+	}
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+}
+
 /* Destroying the exec and graph right after launching is safe: the launch has its own copy. */
 static void test_destroy_after_launch_and_errors(void **state)
 {
@@ -649,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_exec_update),
 		cmocka_unit_test(test_event_nodes_across_streams),
 		cmocka_unit_test(test_memcpy_node_reads_host_at_run),
+		cmocka_unit_test(test_launches_of_one_exec_are_ordered),
 		cmocka_unit_test(test_destroy_after_launch_and_errors),
 		cmocka_unit_test(test_kernel_node_params_and_generic_api),
 	};

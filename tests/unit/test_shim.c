@@ -1,0 +1,153 @@
+/* test_shim.c - the shim against the software device (libcuda.so.1 from LD_LIBRARY_PATH, as
+ * tests/run sets it): the real table before and after initialization, routing of every real
+ * pointer to its hook, the cuGetProcAddress hooks, dlsym's decisions, counting and the
+ * "inside cufold" guard. tests layer (cmocka, libcufold.a). */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/errors.h"
+#include "shim/shim_int.h"
+
+static void test_before_init(void **state)
+{
+	void *h, *addr[SHIM_API_COUNT];
+
+	(void)state;
+	/* an entry of the table can always be called: it answers NOT_FOUND until the driver is loaded */
+	assert_int_equal(SHIM_REAL(cuInit)(0), CUDA_ERROR_NOT_FOUND);
+	assert_null(shim_real_addr(SHIM_ID_cuInit));
+	assert_int_equal(shim_real__open("/nonexistent/libcuda.so.1", &h, addr), -CF_ENODRIVER);
+	assert_null(h);
+}
+
+static void test_init(void **state)
+{
+	int version = 0;
+
+	(void)state;
+	unsetenv("CUFOLD_MODE");
+	unsetenv("CUFOLD_LIBCUDA");
+	if (shim_init() != 0)
+		fail_msg("shim_init failed: is the software device on LD_LIBRARY_PATH (tests/run sets it)?");
+	assert_int_equal(shim_init(), 0); /* idempotent */
+	assert_int_equal(shim_mode(), CF_MODE_REPLAY);
+	assert_false(shim_is_passthrough());
+	for (int id = 0; id < SHIM_API_COUNT; id++)
+		assert_true(shim_real_has((enum shim_api_id)id));
+	assert_non_null(shim_real_handle());
+	assert_non_null(shim_real_link_map());
+	assert_int_equal(SHIM_REAL(cuDriverGetVersion)(&version), CUDA_SUCCESS);
+	assert_int_equal(version, 13000);
+	/* the table holds the driver's own definitions, found through its handle */
+	assert_ptr_equal(shim_real_dlsym(shim_real_handle(), "cuInit"), shim_real_addr(SHIM_ID_cuInit));
+}
+
+static void test_route_every_symbol(void **state)
+{
+	int x;
+
+	(void)state;
+	for (int id = 0; id < SHIM_API_COUNT; id++) {
+		void *real = shim_real_addr((enum shim_api_id)id);
+
+		assert_ptr_equal(shim_route_procaddr(real, shim_api[id].base, shim_api[id].version, 0),
+				 shim_hook_addr((enum shim_api_id)id));
+		assert_ptr_equal(shim_route_dlsym(real, shim_api[id].name), shim_hook_addr((enum shim_api_id)id));
+	}
+	assert_ptr_equal(shim_route_procaddr(&x, "cuInit", 2000, 0), &x);
+}
+
+static void test_procaddr_hooks(void **state)
+{
+	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	shim_pfn_cuGetProcAddress_v2 gpa = shim_hand_cuGetProcAddress_v2;
+	shim_pfn_cuGetProcAddress gpa4 = shim_hand_cuGetProcAddress;
+	void *p = NULL;
+
+	(void)state;
+	assert_int_equal(gpa("cuMemAlloc", &p, 3020, 0, &status), CUDA_SUCCESS);
+	assert_int_equal(status, CU_GET_PROC_ADDRESS_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuMemAlloc_v2));
+	assert_int_equal(gpa("cuMemAlloc", &p, 2000, 0, &status), CUDA_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuMemAlloc));
+	assert_int_equal(gpa("cuLaunchKernel", &p, 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL),
+			 CUDA_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuLaunchKernel_ptsz));
+	assert_int_equal(gpa("cuCtxGetDevice", &p, 13000, 0, NULL), CUDA_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuCtxGetDevice_v2));
+	assert_int_equal(gpa("cuCtxGetDevice", &p, 12000, 0, NULL), CUDA_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuCtxGetDevice));
+	/* cuGetProcAddress itself: cufold's wrapper of the version asked for */
+	assert_int_equal(gpa("cuGetProcAddress", &p, 12000, 0, NULL), CUDA_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuGetProcAddress_v2));
+	assert_int_equal(gpa4("cuGetProcAddress", &p, 11030, 0), CUDA_SUCCESS);
+	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuGetProcAddress));
+	/* unknown names: exactly the driver's answer */
+	p = &status;
+	assert_int_equal(gpa("cuNoSuchThing", &p, 12000, 0, &status), CUDA_SUCCESS);
+	assert_null(p);
+	assert_int_equal(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+static void test_dlsym_decisions(void **state)
+{
+	void *h = shim_real_handle(), *answer = &answer;
+
+	(void)state;
+	/* an explicit handle and a driver name: cufold answers with its hook */
+	assert_int_equal(shim__dlsym_decide(h, "cuInit", NULL, &answer), 1);
+	assert_ptr_equal(answer, shim_hook_addr(SHIM_ID_cuInit));
+	assert_int_equal(shim__dlsym_decide(h, "cuMemAlloc", NULL, &answer), 1);
+	assert_ptr_equal(answer, shim_hook_addr(SHIM_ID_cuMemAlloc));
+	/* everything else goes to glibc's dlsym with the caller intact */
+	assert_int_equal(shim__dlsym_decide(RTLD_NEXT, "cuInit", NULL, &answer), 0);
+	assert_int_equal(shim__dlsym_decide(RTLD_DEFAULT, "cuInit", NULL, &answer), 0);
+	assert_int_equal(shim__dlsym_decide(h, "cudnnCreate", NULL, &answer), 0);
+	assert_int_equal(shim__dlsym_decide(h, "cuNoSuchThing", NULL, &answer), 0);
+	assert_int_equal(shim__dlsym_decide(h, "cu", NULL, &answer), 0);
+	assert_int_equal(shim__dlsym_decide(h, NULL, NULL, &answer), 0);
+	/* the driver looking itself up, and cufold's own code, are left alone */
+	assert_int_equal(shim__dlsym_decide(h, "cuInit", shim_real_addr(SHIM_ID_cuMemFree_v2), &answer), 0);
+	assert_int_equal(shim__dlsym_decide(h, "cuInit", (void *)&state, &answer), 1); /* a stack address */
+	shim_inside_enter();
+	assert_int_equal(shim__dlsym_decide(h, "cuInit", NULL, &answer), 0);
+	shim_inside_leave();
+}
+
+static void test_counting_and_guard(void **state)
+{
+	uint64_t before = shim_count(SHIM_ID_cuDeviceGetCount);
+
+	(void)state;
+	shim_note_unmodeled(SHIM_ID_cuDeviceGetCount);
+	shim_note_call(SHIM_ID_cuDeviceGetCount);
+	assert_int_equal(shim_count(SHIM_ID_cuDeviceGetCount), before + 2);
+	shim_inside_enter();
+	assert_true(shim_is_inside());
+	shim_note_unmodeled(SHIM_ID_cuDeviceGetCount);
+	shim_inside_leave();
+	assert_false(shim_is_inside());
+	assert_int_equal(shim_count(SHIM_ID_cuDeviceGetCount), before + 2);
+	assert_int_equal(shim_count((enum shim_api_id)SHIM_API_COUNT), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_before_init),
+		cmocka_unit_test(test_init),
+		cmocka_unit_test(test_route_every_symbol),
+		cmocka_unit_test(test_procaddr_hooks),
+		cmocka_unit_test(test_dlsym_decisions),
+		cmocka_unit_test(test_counting_and_guard),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
