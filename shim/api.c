@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/compiler.h"
-#include "shim/shim_int.h"
 
 const struct shim_api_info shim_api[SHIM_API_COUNT] = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) \

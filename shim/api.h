@@ -50,6 +50,8 @@ extern const struct shim_api_info shim_api[SHIM_API_COUNT];
 
 /* The id of an exported symbol name, or -1. */
 int shim_api_find(const char *name);
+/* Internal, for the fork handler: forget a half-built name index. */
+void shim__api_atfork_child(void);
 
 /* Whether a name has the shape of a driver entry point: "cu" then an upper-case letter. */
 static inline bool shim_name_is_driver(const char *name)

@@ -4,8 +4,9 @@
  * glibc resolves RTLD_NEXT (and the scope of RTLD_DEFAULT) relative to the object that called
  * dlsym, which it finds from the return address. A C function calling glibc's dlsym would
  * make every such lookup relative to libcufold. So the exported dlsym is a small assembly stub:
- * it asks shim__dlsym_decide, then either returns cufold's answer or tail-jumps to glibc's
- * dlsym with the caller's return address still on the stack.
+ * for a driver-like name on an explicit handle it asks shim__dlsym_decide, and it either
+ * returns cufold's answer or tail-jumps to glibc's dlsym with the caller's return address still
+ * on the stack (every other lookup goes straight there).
  *
  * cufold answers only a lookup that is all of: an explicit handle (not RTLD_NEXT or
  * RTLD_DEFAULT: those keep glibc's exact answer, which for a driver name is already cufold's
@@ -26,13 +27,33 @@
 #error "shim/dlsym.c has the dlsym entry stub for x86-64 only"
 #endif
 
-/* void *dlsym(void *handle, const char *name) */
+/* void *dlsym(void *handle, const char *name)
+ *
+ * The common case never leaves assembly: a lookup that is not an explicit handle with a name
+ * of the form cu[A-Z]... jumps straight to glibc's dlsym. That also keeps dlsym usable before
+ * any C runtime is ready: sanitizer runtimes look up libc functions with dlsym(RTLD_NEXT)
+ * before their shadow memory exists, and instrumented C would fault there. */
 __asm__(".pushsection .text\n"
 	".p2align 4\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
 	"dlsym:\n"
 	"\t.cfi_startproc\n"
+	"\tcmpq $-1, %rdi\n" /* RTLD_NEXT */
+	"\tje 2f\n"
+	"\ttestq %rdi, %rdi\n" /* RTLD_DEFAULT */
+	"\tje 2f\n"
+	"\ttestq %rsi, %rsi\n"
+	"\tje 2f\n"
+	"\tcmpb $0x63, (%rsi)\n" /* 'c' */
+	"\tjne 2f\n"
+	"\tcmpb $0x75, 1(%rsi)\n" /* 'u' */
+	"\tjne 2f\n"
+	"\tmovzbl 2(%rsi), %eax\n"
+	"\tsubl $0x41, %eax\n" /* 'A'..'Z' */
+	"\tcmpl $25, %eax\n"
+	"\tja 2f\n"
+	/* a driver-like name on an explicit handle: ask shim__dlsym_decide */
 	"\tpushq %rdi\n\t.cfi_adjust_cfa_offset 8\n"
 	"\tpushq %rsi\n\t.cfi_adjust_cfa_offset 8\n"
 	/* entry rsp was 8 mod 16: two pushes and 24 bytes (the answer slot) make it 0 */
@@ -45,12 +66,28 @@ __asm__(".pushsection .text\n"
 	"\tpopq %rsi\n\t.cfi_adjust_cfa_offset -8\n"
 	"\tpopq %rdi\n\t.cfi_adjust_cfa_offset -8\n"
 	"\ttestl %eax, %eax\n"
-	"\tjz 1f\n"
+	"\tjz 2f\n"
 	"\tmovq %rdx, %rax\n"
 	"\tret\n"
-	"1:\n"
+	"2:\n"
 	/* glibc's dlsym with the caller's return address on top of the stack */
-	"\tjmp *shim__dlsym_next(%rip)\n"
+	"\tmovq shim__dlsym_next(%rip), %rax\n"
+	"\ttestq %rax, %rax\n"
+	"\tjz 3f\n"
+	"\tjmp *%rax\n"
+	"3:\n"
+	"\tpushq %rdi\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tpushq %rsi\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tsubq $8, %rsp\n\t.cfi_adjust_cfa_offset 8\n"
+	"\tcall shim__dlsym_next_resolve\n"
+	"\taddq $8, %rsp\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %rsi\n\t.cfi_adjust_cfa_offset -8\n"
+	"\tpopq %rdi\n\t.cfi_adjust_cfa_offset -8\n"
+	"\ttestq %rax, %rax\n"
+	"\tjz 4f\n"
+	"\tjmp *%rax\n"
+	"4:\n" /* glibc's dlsym cannot be found: nothing to answer with */
+	"\tret\n"
 	"\t.cfi_endproc\n"
 	".size dlsym, .-dlsym\n"
 	".popsection\n");
@@ -75,7 +112,7 @@ int shim__dlsym_decide(void *handle, const char *name, void *caller, void **answ
 
 	*answer = NULL;
 	if (cf_unlikely(!shim__dlsym_next_get()))
-		return 1; /* glibc's dlsym cannot be found: nothing sensible to jump to */
+		return 1; /* glibc's dlsym cannot be found: nothing sensible to answer with */
 	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || !shim_name_is_driver(name) || shim_is_inside())
 		return 0;
 	if (shim_mode() == CF_MODE_OFF || shim_api_find(name) < 0)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/compiler.h"
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
 
@@ -62,16 +63,27 @@ static void *find_libc(const char *name)
 	return p;
 }
 
+/* Not instrumented, and calls nothing instrumented: the dlsym stub calls it for the first
+ * lookup of the process, which may come from a sanitizer runtime initializing itself. */
+__attribute__((no_sanitize("address", "thread", "undefined"))) void *shim__dlsym_next_resolve(void)
+{
+	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	if (p)
+		__atomic_store_n(&shim__dlsym_next, p, __ATOMIC_RELEASE);
+	return p;
+}
+
 void *shim__dlsym_next_get(void)
 {
 	void *p = __atomic_load_n(&shim__dlsym_next, __ATOMIC_ACQUIRE);
 
 	if (cf_unlikely(!p)) {
-		p = find_libc("dlsym");
+		p = shim__dlsym_next_resolve();
 		if (!p)
 			cf_log_err_once("cannot find glibc's dlsym with dlvsym; cufold cannot answer dlsym");
-		else
-			__atomic_store_n(&shim__dlsym_next, p, __ATOMIC_RELEASE);
 	}
 	return p;
 }
@@ -115,14 +127,21 @@ int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT])
 		const char *why = dlerror();
 
 		cf_log_err("cannot load the CUDA driver %s: %s", path, why ? why : "?");
-		return -CF_ENODRIVER;
+		if (strcmp(path, CF_DEFAULT_LIBCUDA) != 0) {
+			h = shim_real_dlopen(CF_DEFAULT_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+			if (h)
+				cf_log_warn("using %s instead", CF_DEFAULT_LIBCUDA);
+		}
 	}
-	/* An explicit handle searches the driver's own scope, so these are the driver's
-	 * definitions, never our exported hooks. */
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		addr[id] = shim_real_dlsym(h, shim_api[id].name);
-	*handle = h;
-	return 0;
+	if (h) {
+		/* An explicit handle searches the driver's own scope, so these are the driver's
+		 * definitions, never our exported hooks. */
+		for (int id = 0; id < SHIM_API_COUNT; id++)
+			addr[id] = shim_real_dlsym(h, shim_api[id].name);
+		*handle = h;
+		return 0;
+	}
+	return -CF_ENODRIVER;
 }
 
 void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])
@@ -139,6 +158,7 @@ void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])
 #undef CF_API_UNTYPED
 	if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0)
 		lm = NULL;
+
 	driver_handle = handle;
 	driver_map = lm;
 }

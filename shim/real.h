@@ -43,6 +43,8 @@ void *shim_real_dlopen(const char *file, int flags);
 /* Internal: glibc's dlsym, cached on first use (shim/dlsym.c's stub jumps to it). */
 extern void *shim__dlsym_next __attribute__((visibility("hidden")));
 void *shim__dlsym_next_get(void);
+/* The same without logging or instrumentation, for the stub's first lookup. */
+void *shim__dlsym_next_resolve(void);
 
 /* Internal (shim/shim.c's initialization): dlopen path and look every symbol up into addr[]
  * (no lock is held: dlopen may run constructors that call back into cufold); then publish. */

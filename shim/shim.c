@@ -56,6 +56,8 @@ static int init_slow(void)
 		if (rc == 0) {
 			shim_real__publish(handle, addr);
 			shim__route_build();
+		} else {
+			cf_log_err("no CUDA driver: every driver call through cufold answers CUDA_ERROR_NOT_FOUND");
 		}
 		mode = cfg->mode;
 		init_rc = rc;

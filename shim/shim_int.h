@@ -69,8 +69,4 @@ int shim__dlsym_decide(void *handle, const char *name, void *caller, void **answ
  * driver's address (or a stub answering CUDA_ERROR_NOT_FOUND). */
 void *shim__untyped_enter(int id);
 
-/* ------------------------------------------------------------------ fork (shim.c) */
-
-void shim__api_atfork_child(void);
-
 #endif

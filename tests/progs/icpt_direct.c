@@ -4,6 +4,8 @@
 #define CU(fn) fn
 #include "icpt_work.h"
 
+#include <cudaProfiler.h>
+
 int main(void)
 {
 	CUcontext ctx = icpt_init();
@@ -24,6 +26,9 @@ int main(void)
 	ICPT_CHECK(cuMemcpyDtoH(v, p, sizeof(v)));
 	printf("procaddr memset %08x %08x\n", v[0], v[3]);
 	ICPT_CHECK(cuMemFree(p));
+
+	/* names the toolkit gives no typedef for go through cufold's untyped trampoline */
+	printf("profiler %d %d\n", (int)cuProfilerStart(), (int)cuProfilerStop());
 
 	ICPT_CHECK(cuCtxGetDevice(&dev));
 	ICPT_CHECK(cuCtxGetCurrent(&ctx));

@@ -145,7 +145,7 @@ static void bind_entry(struct sim_entry *e, const char *name)
 		for (int i = 0; i < nfail_rules; i++)
 			if (!strcmp(fail_rules[i].name, name) || !strcmp(fail_rules[i].name, base))
 				e->fail_rule = i + 1;
-		e->ctr = sim_stats_counter("calls", name);
+		__atomic_store_n(&e->ctr, sim_stats_counter("calls", name), __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&bind_lock);
 }

@@ -12,7 +12,6 @@
 
 #include <cmocka.h>
 
-#include "common/errors.h"
 #include "shim/shim_int.h"
 
 static void test_before_init(void **state)
@@ -23,8 +22,12 @@ static void test_before_init(void **state)
 	/* an entry of the table can always be called: it answers NOT_FOUND until the driver is loaded */
 	assert_int_equal(SHIM_REAL(cuInit)(0), CUDA_ERROR_NOT_FOUND);
 	assert_null(shim_real_addr(SHIM_ID_cuInit));
-	assert_int_equal(shim_real__open("/nonexistent/libcuda.so.1", &h, addr), -CF_ENODRIVER);
-	assert_null(h);
+	/* a path that does not load falls back to libcuda.so.1 */
+	assert_int_equal(shim_real__open("/nonexistent/libcuda.so.1", &h, addr), 0);
+	assert_non_null(h);
+	assert_non_null(addr[SHIM_ID_cuInit]);
+	assert_int_equal(shim_real__open("libcuda.so.1", &h, addr), 0);
+	assert_non_null(addr[SHIM_ID_cuLaunchKernel_ptsz]);
 }
 
 static void test_init(void **state)
@@ -138,6 +141,49 @@ static void test_counting_and_guard(void **state)
 	assert_int_equal(shim_count((enum shim_api_id)SHIM_API_COUNT), 0);
 }
 
+static int probe_called;
+
+/* Stands in for the driver's function behind an untyped symbol: every argument register, both
+ * kinds, and arguments on the stack must arrive intact through cufold's trampoline. */
+static CUresult probe_args(long a, long b, long c, long d, long e, long f, long g, long h, double x0, double x1,
+			   double x2, double x3, double x4, double x5, double x6, double x7, double x8)
+{
+	probe_called++;
+	if (a != 1 || b != 2 || c != 3 || d != 4 || e != 5 || f != 6 || g != 7 || h != 8)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (x0 != 0.5 || x1 != 1.5 || x2 != 2.5 || x3 != 3.5 || x4 != 4.5 || x5 != 5.5 || x6 != 6.5 || x7 != 7.5 ||
+	    x8 != 8.5)
+		return CUDA_ERROR_INVALID_VALUE;
+	return (CUresult)4242;
+}
+
+static void test_untyped_trampoline(void **state)
+{
+	typedef CUresult (*probe_fn)(long, long, long, long, long, long, long, long, double, double, double, double,
+				     double, double, double, double, double);
+	static void *addr[SHIM_API_COUNT];
+	probe_fn via_hook, real = probe_args;
+	void *hook = shim_hook_addr(SHIM_ID_cuProfilerInitialize);
+	uint64_t before = shim_count(SHIM_ID_cuProfilerInitialize);
+
+	(void)state;
+	for (int id = 0; id < SHIM_API_COUNT; id++)
+		addr[id] = shim_real_addr((enum shim_api_id)id);
+	memcpy(&addr[SHIM_ID_cuProfilerInitialize], &real, sizeof(void *));
+	shim_real__publish(shim_real_handle(), addr);
+
+	memcpy(&via_hook, &hook, sizeof(hook));
+	assert_int_equal(via_hook(1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5), 4242);
+	assert_int_equal(probe_called, 1);
+	assert_int_equal(shim_count(SHIM_ID_cuProfilerInitialize), before + 1);
+
+	addr[SHIM_ID_cuProfilerInitialize] = NULL; /* a driver without it */
+	shim_real__publish(shim_real_handle(), addr);
+	assert_int_equal(via_hook(1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5),
+			 CUDA_ERROR_NOT_FOUND);
+	assert_int_equal(probe_called, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_procaddr_hooks),
 		cmocka_unit_test(test_dlsym_decisions),
 		cmocka_unit_test(test_counting_and_guard),
+		cmocka_unit_test(test_untyped_trampoline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,12 +29,14 @@ struct wl_opts {
 	int scale;                   /* size multiplier (batch, sequence), >= 1 */
 	bool time;                   /* --time: report the mean step time */
 	bool census;                 /* --census: print the per-step pattern census */
+	bool drop_wait;              /* --drop-wait (tests only): omit the joins of a second stream,
+				      * a deliberate race the software device's seeds must expose */
 };
 
 static inline void wl_usage(const char *prog, int default_steps)
 {
 	fprintf(stderr, "usage: %s [--steps N (default %d)] [--scale S (default 1)] [--time] "
-			"[--census]\n", prog, default_steps);
+			"[--census] [--drop-wait]\n", prog, default_steps);
 	exit(2);
 }
 
@@ -44,6 +46,7 @@ static inline void wl_parse(int argc, char **argv, struct wl_opts *o, int defaul
 	o->scale = 1;
 	o->time = false;
 	o->census = false;
+	o->drop_wait = false;
 	for (int i = 1; i < argc; i++) {
 		char *end = NULL;
 
@@ -59,6 +62,8 @@ static inline void wl_parse(int argc, char **argv, struct wl_opts *o, int defaul
 			o->time = true;
 		} else if (!strcmp(argv[i], "--census")) {
 			o->census = true;
+		} else if (!strcmp(argv[i], "--drop-wait")) {
+			o->drop_wait = true;
 		} else {
 			wl_usage(argv[0], default_steps);
 		}
