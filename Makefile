@@ -132,7 +132,7 @@ $(B)/progs/%: tests/progs/%.c $(TLIB_OBJ) $(SIMLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"' $< $(TLIB_OBJ) -o $@ $(PROG_LINK)
 
-$(B)/workloads/%: tests/workloads/%.c $(TLIB_OBJ) $(SIMLIB)
+$(B)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) $(TLIB_OBJ) $(SIMLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(TLIB_OBJ) -o $@ $(PROG_LINK)
 
