@@ -436,6 +436,7 @@ static struct sim_pool *pool_new(int device, bool is_default, const CUmemPoolPro
 	if (!p)
 		return NULL;
 	p->magic = SIM_MAGIC_POOL;
+	sim_handle_add(p);
 	p->device = device;
 	p->is_default = is_default;
 	if (props)
@@ -468,7 +469,7 @@ static struct sim_pool *pool_from(CUmemoryPool h)
 {
 	struct sim_pool *p = (struct sim_pool *)h;
 
-	return p && p->magic == SIM_MAGIC_POOL ? p : NULL;
+	return sim_handle_is_live(p, SIM_MAGIC_POOL) ? p : NULL;
 }
 
 /* ------------------------------------------------------------------ entry points: device memory */
@@ -1176,6 +1177,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	}
 	if (current_pools[p->device] == p)
 		current_pools[p->device] = NULL;
+	sim_handle_remove(p);
 	p->magic = 0;
 	p->destroyed = true;
 	/* Outstanding allocations keep it until they are freed (the driver's documented rule). */

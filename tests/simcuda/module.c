@@ -19,32 +19,30 @@ struct sim_module *sim_module_from(CUmodule h)
 {
 	struct sim_module *m = (struct sim_module *)h;
 
-	return m && m->magic == SIM_MAGIC_MODULE ? m : NULL;
+	return sim_handle_is_live(m, SIM_MAGIC_MODULE) ? m : NULL;
 }
 
 struct sim_library *sim_library_from(CUlibrary h)
 {
 	struct sim_library *l = (struct sim_library *)h;
 
-	return l && l->magic == SIM_MAGIC_LIBRARY ? l : NULL;
+	return sim_handle_is_live(l, SIM_MAGIC_LIBRARY) ? l : NULL;
 }
 
 struct sim_func *sim_kernel_from(CUkernel h)
 {
 	struct sim_kernel_handle *k = (struct sim_kernel_handle *)h;
 
-	return k && k->magic == SIM_MAGIC_KERNEL ? k->fn : NULL;
+	return sim_handle_is_live(k, SIM_MAGIC_KERNEL) ? k->fn : NULL;
 }
 
 struct sim_func *sim_func_resolve(CUfunction f)
 {
-	const uint32_t *magic = (const uint32_t *)f;
-
 	if (!f)
 		return NULL;
-	if (*magic == SIM_MAGIC_FUNC)
+	if (sim_handle_is_live(f, SIM_MAGIC_FUNC))
 		return (struct sim_func *)f;
-	if (*magic == SIM_MAGIC_KERNEL)
+	if (sim_handle_is_live(f, SIM_MAGIC_KERNEL))
 		return ((struct sim_kernel_handle *)f)->fn;
 	return NULL;
 }
@@ -68,8 +66,19 @@ static CUresult kernel_get(CUkernel k, struct sim_func **out)
 
 /* ------------------------------------------------------------------ life cycle */
 
+/* Take a module's handles out of the registry (harmless for handles never added). */
+static void module_forget_handles(struct sim_module *m)
+{
+	sim_handle_remove(m);
+	for (unsigned int i = 0; i < m->nfuncs; i++) {
+		sim_handle_remove(&m->funcs[i]);
+		sim_handle_remove(&m->funcs[i].kernel);
+	}
+}
+
 static void module_free(struct sim_module *m)
 {
+	module_forget_handles(m);
 	for (unsigned int i = 0; i < m->nfuncs; i++) {
 		m->funcs[i].magic = 0;
 		m->funcs[i].kernel.magic = 0;
@@ -145,6 +154,12 @@ static CUresult module_create(const char *who, const void *image, struct sim_ctx
 	m->lib = lib;
 	m->refs = 1;
 	m->magic = SIM_MAGIC_MODULE;
+	sim_handle_add(m);
+	for (unsigned int i = 0; i < m->nfuncs; i++) {
+		sim_handle_add(&m->funcs[i]);
+		if (lib)
+			sim_handle_add(&m->funcs[i].kernel);
+	}
 	*out = m;
 	return CUDA_SUCCESS;
 out_free:
@@ -157,6 +172,7 @@ static void module_unload(struct sim_module *m)
 {
 	/* Unloading is a point where the driver waits for work using the module. */
 	sim_sched_drain(NULL);
+	module_forget_handles(m);
 	m->magic = 0;
 	for (unsigned int i = 0; i < m->nfuncs; i++) {
 		m->funcs[i].magic = 0;
@@ -451,6 +467,7 @@ static CUresult library_load(const char *who, CUlibrary *library, const void *co
 		return rc;
 	}
 	lib->magic = SIM_MAGIC_LIBRARY;
+	sim_handle_add(lib);
 	*library = (CUlibrary)lib;
 	return CUDA_SUCCESS;
 }
@@ -511,6 +528,7 @@ CUresult cuLibraryUnload(CUlibrary library)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 		goto out;
 	}
+	sim_handle_remove(lib);
 	lib->magic = 0;
 	/* Queued work keeps the module (not the library) alive: clear the back pointer. */
 	lib->mod->lib = NULL;

@@ -288,6 +288,31 @@ static void test_proc_address(void **state)
 	assert_int_equal(cuGetProcAddress("cuMemAlloc", NULL, 12000, 0, &st), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Stale or invented handles give errors, never a crash (the handle registry). */
+static void test_invented_handles(void **state)
+{
+	char junk[64] = {0};
+	CUmodule mod = NULL;
+	const char *name = NULL;
+	size_t off = 0;
+
+	(void)state;
+	assert_int_equal(cuLaunchKernel((CUfunction)junk, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+			 CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(cuFuncGetName(&name, (CUfunction)0x10), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(cuModuleUnload((CUmodule)junk), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(cuStreamSynchronize((CUstream)junk), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(cuEventRecord((CUevent)junk, NULL), CUDA_ERROR_INVALID_HANDLE);
+	mod = tl_load_module("elementwise");
+	{
+		CUfunction f = tl_func(mod, "fill");
+
+		CHECK(cuFuncGetParamInfo(f, 0, &off, NULL));
+		CHECK(cuModuleUnload(mod));
+		assert_int_equal(cuFuncGetParamInfo(f, 0, &off, NULL), CUDA_ERROR_INVALID_HANDLE);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_legacy_stream_rules),
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_proc_address),
+		cmocka_unit_test(test_invented_handles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

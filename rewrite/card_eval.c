@@ -1,0 +1,287 @@
+/* card_eval.c - a card applied to one launch: its expressions evaluated over the launch's
+ * parameter bytes and grid, its tables decoded, the result an access set. rewrite layer; pure
+ * computation (no driver call, no allocation, no lock), cheap enough for every recorded launch.
+ *
+ * Anything that cannot be computed exactly (an overflow, a division by zero, a u64 parameter
+ * beyond int64, a negative table length) widens the access to "unknown span", never narrows
+ * it: an unknown span stands for the whole allocation. */
+#include <string.h>
+
+#include "common/errors.h"
+#include "rewrite/cards_int.h"
+
+int rw__expr_eval(const struct rw_op *ops, struct rw_expr e, const int64_t *vars, uint64_t invalid,
+		  int64_t *out)
+{
+	int64_t st[RW_EXPR_MAX_DEPTH];
+	int sp = 0;
+
+	for (unsigned i = 0; i < e.n; i++) {
+		const struct rw_op *op = &ops[e.first + i];
+		int64_t a, b, r = 0;
+
+		switch ((enum rw_op_kind)op->kind) {
+		case RW_OP_CONST:
+			st[sp++] = op->v;
+			continue;
+		case RW_OP_VAR:
+			if (op->v < 64 && (invalid >> op->v) & 1)
+				return -CF_ERANGE;
+			st[sp++] = vars[op->v];
+			continue;
+		case RW_OP_NEG:
+			if (st[sp - 1] == INT64_MIN)
+				return -CF_ERANGE;
+			st[sp - 1] = -st[sp - 1];
+			continue;
+		default:
+			break;
+		}
+		b = st[--sp];
+		a = st[sp - 1];
+		switch ((enum rw_op_kind)op->kind) {
+		case RW_OP_ADD:
+			if (__builtin_add_overflow(a, b, &r))
+				return -CF_ERANGE;
+			break;
+		case RW_OP_SUB:
+			if (__builtin_sub_overflow(a, b, &r))
+				return -CF_ERANGE;
+			break;
+		case RW_OP_MUL:
+			if (__builtin_mul_overflow(a, b, &r))
+				return -CF_ERANGE;
+			break;
+		case RW_OP_DIV:
+		case RW_OP_MOD:
+			if (b == 0 || (a == INT64_MIN && b == -1))
+				return -CF_ERANGE;
+			r = op->kind == RW_OP_DIV ? a / b : a % b;
+			break;
+		case RW_OP_MIN:
+			r = a < b ? a : b;
+			break;
+		case RW_OP_MAX:
+			r = a > b ? a : b;
+			break;
+		default:
+			return -CF_ERANGE; /* not reached: the compiler emits only the kinds above */
+		}
+		st[sp - 1] = r;
+	}
+	if (sp != 1)
+		return -CF_ERANGE;
+	*out = st[0];
+	return 0;
+}
+
+/* An integer of the given type at p (unaligned); *big when a u64 exceeds int64. */
+static int64_t read_int(const unsigned char *p, enum rw_type t, bool *big)
+{
+	int32_t i32;
+	uint32_t u32;
+	int64_t i64;
+	uint64_t u64;
+
+	*big = false;
+	switch (t) {
+	case RW_T_I32:
+		memcpy(&i32, p, 4);
+		return i32;
+	case RW_T_U32:
+		memcpy(&u32, p, 4);
+		return u32;
+	case RW_T_I64:
+		memcpy(&i64, p, 8);
+		return i64;
+	case RW_T_U64:
+	case RW_T_PTR:
+		memcpy(&u64, p, 8);
+		*big = u64 > INT64_MAX;
+		return (int64_t)u64;
+	default:
+		return 0;
+	}
+}
+
+static uint64_t read_u64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static bool launch_is_1d(const struct rw_launch_args *a)
+{
+	return a->grid[1] == 1 && a->grid[2] == 1 && a->block[1] == 1 && a->block[2] == 1;
+}
+
+/* Decode table t into set->acc; returns its total length in units, or -1 when a length is
+ * negative or the sum overflows (the entries are then unknown spans). */
+static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsigned char *base,
+			    struct rw_access_set *set)
+{
+	const struct rw_card_table *t = &card->tables[ti];
+	bool big;
+	int64_t count = read_int(base + t->count_off, (enum rw_type)t->count_type, &big);
+	int64_t total = 0;
+
+	if (big || count < 0)
+		count = big ? (int64_t)t->max : 0; /* a huge u64 count: every entry is read */
+	if (count > (int64_t)t->max)
+		count = t->max;
+	set->tables[ti].first = (uint16_t)set->n;
+	set->tables[ti].n = (uint16_t)count;
+	for (int64_t e = 0; e < count; e++) {
+		struct rw_access *a = &set->acc[set->n++];
+		int64_t len = read_int(base + t->len_off + (size_t)t->len_stride * (size_t)e,
+				       (enum rw_type)t->len_type, &big);
+		int64_t bytes;
+
+		a->addr = read_u64(base + t->ptr_off + (size_t)t->ptr_stride * (size_t)e);
+		a->param = t->param;
+		a->entry = (int16_t)e;
+		a->table = (uint8_t)ti;
+		a->flags = t->access;
+		if (big || len < 0 || __builtin_mul_overflow(len, (int64_t)t->unit, &bytes)) {
+			a->bytes = 0;
+			a->flags |= RW_ACC_UNKNOWN;
+			total = -1;
+			continue;
+		}
+		a->bytes = (uint64_t)bytes;
+		if (total >= 0 && __builtin_add_overflow(total, len, &total))
+			total = -1;
+	}
+	return total;
+}
+
+int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args,
+		   struct rw_access_set *set)
+{
+	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS];
+	uint64_t invalid = 0;
+	const unsigned char *buf = args->buf;
+	int64_t table_total = -1;
+	bool table_bad = false;
+
+	set->flags = 0;
+	set->n = 0;
+	set->ntables = 0;
+	set->count = 0;
+	set->count_param = card->count_param;
+	set->cat_out = -1;
+	if (args->nparams != card->nparams || (card->nparams && (!buf || !args->params)))
+		return -CF_EINVAL;
+	for (unsigned i = 0; i < card->nparams; i++) {
+		const struct rw_param_info *pi = &args->params[i];
+		const struct rw_card_param *cp = &card->params[i];
+		bool big = false;
+
+		if (pi->size != cp->size || pi->offset > args->buf_size ||
+		    args->buf_size - pi->offset < pi->size)
+			return -CF_EINVAL;
+		vars[i] = read_int(buf + pi->offset, (enum rw_type)cp->type, &big);
+		if (big)
+			invalid |= 1ull << i;
+	}
+	for (unsigned g = 0; g < 3; g++) {
+		vars[card->nparams + RW_GX + g] = args->grid[g];
+		vars[card->nparams + RW_BX + g] = args->block[g];
+	}
+
+	/* pointer parameters, in order */
+	for (unsigned i = 0; i < card->nparams; i++) {
+		const struct rw_card_param *cp = &card->params[i];
+		struct rw_access *a;
+		int64_t bytes;
+
+		if (cp->type != RW_T_PTR || !cp->access)
+			continue;
+		a = &set->acc[set->n++];
+		a->addr = (uint64_t)vars[i];
+		a->bytes = 0;
+		a->param = (uint16_t)i;
+		a->entry = -1;
+		a->table = 0;
+		a->flags = cp->access;
+		if (cp->span == RW_SPAN_UNKNOWN ||
+		    (cp->span == RW_SPAN_EXPR &&
+		     rw__expr_eval(card->ops, cp->expr, vars, invalid, &bytes) != 0))
+			a->flags |= RW_ACC_UNKNOWN;
+		else if (cp->span == RW_SPAN_EXPR)
+			a->bytes = bytes > 0 ? (uint64_t)bytes : 0;
+		if (cp->span == RW_SPAN_TABLE)
+			set->cat_out = (int)(set->n - 1);
+	}
+
+	/* tables, in card order */
+	for (unsigned t = 0; t < card->ntables; t++) {
+		const unsigned char *base = buf + args->params[card->tables[t].param].offset;
+		int64_t total = decode_table(card, t, base, set);
+
+		if (total < 0)
+			table_bad = true;
+		table_total = total;
+	}
+	set->ntables = card->ntables;
+	if (set->cat_out >= 0) {
+		struct rw_access *out = &set->acc[set->cat_out];
+		int64_t bytes;
+
+		if (table_bad || __builtin_mul_overflow(table_total, (int64_t)card->tables[0].unit, &bytes)) {
+			out->flags |= RW_ACC_UNKNOWN;
+			table_bad = true;
+		} else {
+			out->bytes = (uint64_t)bytes;
+		}
+	}
+
+	if (card->flags & RW_CARD_COUNT) {
+		if (rw__expr_eval(card->ops, card->count, vars, invalid, &set->count) == 0)
+			set->flags |= RW_SET_COUNT;
+	} else if ((card->flags & (RW_CARD_CAT | RW_CARD_SPLIT)) && !table_bad) {
+		set->count = table_total;
+		set->flags |= RW_SET_COUNT;
+	}
+	if (card->flags & RW_CARD_PURE)
+		set->flags |= RW_SET_PURE;
+	if (card->flags & RW_CARD_INDIRECT)
+		set->flags |= RW_SET_INDIRECT;
+	if ((card->flags & RW_CARD_CAT) && !table_bad)
+		set->flags |= RW_SET_CAT;
+	if ((card->flags & RW_CARD_SPLIT) && !table_bad)
+		set->flags |= RW_SET_SPLIT;
+	if (launch_is_1d(args) && (set->flags & RW_SET_COUNT)) {
+		if (card->flags & RW_CARD_ELEMENTWISE)
+			set->flags |= RW_SET_ELEMENTWISE;
+		if ((uint64_t)args->grid[0] * args->block[0] >= (uint64_t)(set->count > 0 ? set->count : 0))
+			set->flags |= RW_SET_COVERS;
+	}
+	for (unsigned i = 0; i < set->n; i++)
+		if (set->acc[i].flags & RW_ACC_UNKNOWN)
+			set->flags |= RW_SET_UNKNOWN_SPAN;
+	return 0;
+}
+
+static bool ranges_overlap(const struct rw_access *a, const struct rw_access *b)
+{
+	if ((a->flags | b->flags) & RW_ACC_UNKNOWN)
+		return true;
+	if (!a->bytes || !b->bytes)
+		return false;
+	return a->addr < b->addr + b->bytes && b->addr < a->addr + a->bytes;
+}
+
+bool rw_access_set_self_overlaps(const struct rw_access_set *set)
+{
+	for (unsigned w = 0; w < set->n; w++) {
+		if (!(set->acc[w].flags & RW_ACC_WRITE))
+			continue;
+		for (unsigned r = 0; r < set->n; r++)
+			if ((set->acc[r].flags & RW_ACC_READ) && ranges_overlap(&set->acc[w], &set->acc[r]))
+				return true;
+	}
+	return false;
+}

@@ -1,0 +1,42 @@
+/* kernels.h - cufold's own kernels (the .cu files of rewrite/kernels) as embedded PTX, and their module
+ * loaded once per context through the real driver. rewrite layer.
+ *
+ * The kernels and their tables are described in rewrite/kernels/batch.h; their cards are
+ * built in (rewrite/builtin_cards.txt). */
+#ifndef RW_KERNELS_H
+#define RW_KERNELS_H
+
+#include <cuda.h>
+#include <stddef.h>
+
+#include "rewrite/kernels/batch.h"
+
+/* The entry points of the batch module. */
+enum rw_kernel {
+	RW_K_BATCH_COPY,        /* cufold_batch_copy(struct rw_batch_copy_table) */
+	RW_K_BATCH_MEMSET,      /* cufold_batch_memset(struct rw_batch_memset_table) */
+	RW_K_BATCH_COPY_BUF,    /* cufold_batch_copy_buf(const struct rw_batch_copy_range *, unsigned) */
+	RW_K_BATCH_MEMSET_BUF,  /* cufold_batch_memset_buf(const struct rw_batch_memset_range *, unsigned) */
+	RW_K_COUNT
+};
+
+/* The entry name of a kernel ("cufold_batch_copy"). */
+const char *rw_kernel_name(enum rw_kernel k);
+
+/* The PTX text of the batch module (rewrite/kernels/batch.cu), NUL-terminated, built for
+ * compute_90 (the driver JIT-compiles it for the device at load). */
+const char *rw_kernels_ptx(void);
+/* The PTX of rewrite/kernels/<name>.cu, or NULL. */
+const char *rw_kernels_ptx_named(const char *name);
+
+/* The batch module in ctx, loaded on first use through the real driver (SHIM_REAL), then
+ * cached per context. ctx need not be current (it is pushed and popped around the load).
+ * Returns CUDA_SUCCESS or the driver's error (not cached: a later call tries again). */
+CUresult rw_kernels_load(CUcontext ctx, CUmodule *mod);
+/* A kernel of that module, through rw_kernels_load (cached too). */
+CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn);
+/* Forget ctx's module: call when ctx is destroyed (its modules die with it), so that a new
+ * context that reuses the handle loads its own. */
+void rw_kernels_forget(CUcontext ctx);
+
+#endif
