@@ -15,6 +15,7 @@
 #include "common/compiler.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "shim/engine.h"
 #include "shim/shim_int.h"
 
 bool shim__passthrough;
@@ -112,9 +113,10 @@ void shim_note_call(enum shim_api_id id)
 
 void shim_note_unmodeled(enum shim_api_id id)
 {
-	/* The flush point of later layers goes here: deferred work must reach the driver before
-	 * a call cufold does not understand. */
+	/* A call cufold does not understand is a boundary: the engine closes the open window (and
+	 * replay flushes deferred work) before it reaches the driver. */
 	shim_note_call(id);
+	shim_engine_unmodeled(id);
 }
 
 uint64_t shim_count(enum shim_api_id id)

@@ -2,7 +2,7 @@
 # intercept_trace_counts.sh - in trace mode (and replay, which traces until replay exists) the
 # calls cufold counts, by exported symbol, equal the calls the software device received
 # (SIMCUDA_STATS "calls"): nothing a program does reaches the driver without passing through
-# cufold, through any of the paths, and cufold adds no calls of its own. In mode off nothing is
+# cufold, through any of the paths, and every call the driver receives goes through cufold. In mode off nothing is
 # counted or printed. tests layer.
 source "$(dirname "$0")/lib.sh"
 

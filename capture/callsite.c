@@ -1,0 +1,235 @@
+/* callsite.c - call sites (CUFOLD_CALLSITES=1): a hash of the first frames of the caller's stack
+ * outside cufold for each op, and their symbol names for the report. capture layer; the only
+ * file that uses libunwind.
+ *
+ * Unwinding costs microseconds per op, which is why it is off by default. Names are resolved
+ * (unw_get_proc_name) only the first time a hash is seen; the registry has its own lock because
+ * hooks unwind before they take the engine's lock (a registry lookup never waits on the engine). */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <link.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/capture_int.h"
+#include "common/hash.h"
+
+#define SITE_FRAMES 4    /* frames outside cufold that make a call site */
+#define WALK_MAX 64      /* frames walked at most */
+#define SITE_NAME_MAX 512 /* bytes of a site's printed name */
+
+struct site {
+	uint64_t hash;               /* the call site */
+	uint64_t ops;                /* ops recorded from it */
+	char name[SITE_NAME_MAX];    /* "fn+0x1a < caller+0x40 < ..." */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards sites */
+static struct cf_map sites;     /* hash -> struct site */
+static uintptr_t self_lo, self_hi; /* cufold's own text: frames there are skipped */
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	if (me >= lo && me < hi) {
+		self_lo = lo;
+		self_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+static void self_range(void)
+{
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)&cap_callsite_capture);
+}
+
+static void name_frames(struct site *s, unw_cursor_t *cur, int n)
+{
+	size_t len = 0;
+
+	s->name[0] = 0;
+	for (int i = 0; i < n && len + 1 < sizeof(s->name); i++) {
+		char fn[160];
+		unw_word_t off = 0, ip = 0;
+		int w;
+
+		unw_get_reg(&cur[i], UNW_REG_IP, &ip);
+		if (unw_get_proc_name(&cur[i], fn, sizeof(fn), &off) == 0)
+			w = snprintf(s->name + len, sizeof(s->name) - len, "%s%s+0x%lx", i ? " < " : "", fn,
+				     (unsigned long)off);
+		else
+			w = snprintf(s->name + len, sizeof(s->name) - len, "%s0x%lx", i ? " < " : "", (unsigned long)ip);
+		if (w < 0)
+			break;
+		len += (size_t)w < sizeof(s->name) - len ? (size_t)w : sizeof(s->name) - len - 1;
+	}
+}
+
+/* The first SITE_FRAMES frames outside cufold, walked with a cursor, for names. */
+static int walk_frames(unw_cursor_t *cur, uint64_t *hash)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	uint64_t h = CF_HASH_SEED;
+	int n = 0;
+
+	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+		return 0;
+	for (int depth = 0; depth < WALK_MAX && n < SITE_FRAMES; depth++) {
+		unw_word_t ip = 0;
+
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || !ip)
+			break;
+		if (ip < self_lo || ip >= self_hi) {
+			cur[n++] = c;
+			h = cf_hash_combine(h, ip);
+		}
+		if (unw_step(&c) <= 0)
+			break;
+	}
+	*hash = h ? h : 1;
+	return n;
+}
+
+uint64_t cap_callsite_capture(void)
+{
+	void *ips[WALK_MAX];
+	uint64_t h = CF_HASH_SEED;
+	int depth, n = 0;
+	bool known;
+
+	pthread_once(&self_once, self_range);
+	/* the fast path: return addresses only (libunwind caches what it needs per address) */
+	depth = unw_backtrace(ips, WALK_MAX);
+	for (int i = 0; i < depth && n < SITE_FRAMES; i++) {
+		uintptr_t ip = (uintptr_t)ips[i];
+
+		if (ip && (ip < self_lo || ip >= self_hi)) {
+			h = cf_hash_combine(h, ip);
+			n++;
+		}
+	}
+	if (!n)
+		return 0;
+	if (!h)
+		h = 1;
+	pthread_mutex_lock(&lock);
+	known = cf_map_get(&sites, h) != NULL;
+	pthread_mutex_unlock(&lock);
+	if (!known) {
+		/* first sight: walk again with a cursor to name the frames (the same frames, so the
+		 * same hash, unless the two walks disagree; then the cursor's hash is used) */
+		unw_cursor_t cur[SITE_FRAMES];
+		struct site *s = calloc(1, sizeof(*s));
+		uint64_t h2 = 0;
+		int m = walk_frames(cur, &h2);
+
+		if (!s)
+			return h;
+		if (m && h2 != h)
+			h = h2;
+		s->hash = h;
+		name_frames(s, cur, m);
+		pthread_mutex_lock(&lock);
+		if (cf_map_get(&sites, h) || cf_map_put(&sites, h, s) != 0)
+			free(s);
+		pthread_mutex_unlock(&lock);
+	}
+	return h;
+}
+
+const char *cap_callsite_name(uint64_t hash)
+{
+	struct site *s;
+
+	pthread_mutex_lock(&lock);
+	s = cf_map_get(&sites, hash);
+	pthread_mutex_unlock(&lock);
+	return s ? s->name : NULL;
+}
+
+void cap__callsite_count(uint64_t hash)
+{
+	struct site *s;
+
+	pthread_mutex_lock(&lock);
+	s = cf_map_get(&sites, hash);
+	if (s)
+		s->ops++;
+	pthread_mutex_unlock(&lock);
+}
+
+static int cmp_ops_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct cap_site_count *)a)->ops, y = ((const struct cap_site_count *)b)->ops;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+size_t cap__callsite_top(struct cap_site_count *out, size_t max)
+{
+	struct cap_site_count *all;
+	size_t n = 0;
+	void *v;
+
+	pthread_mutex_lock(&lock);
+	all = calloc(sites.n + 1, sizeof(*all));
+	if (all) {
+		for (size_t i = 0; cf_map_next(&sites, &i, NULL, &v);) {
+			const struct site *s = v;
+
+			all[n++] = (struct cap_site_count){ s->hash, s->ops };
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	if (!all)
+		return 0;
+	qsort(all, n, sizeof(*all), cmp_ops_desc);
+	memcpy(out, all, (n < max ? n : max) * sizeof(*out));
+	free(all);
+	return n;
+}
+
+void cap__callsite_atfork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
+
+void cap__callsite_fini(void)
+{
+	void *v;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; !cap__leaking && cf_map_next(&sites, &i, NULL, &v);)
+		free(v);
+	cap__map_drop(&sites);
+	pthread_mutex_unlock(&lock);
+}
+
+size_t cap__callsite_bytes(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&lock);
+	n = sites.n * sizeof(struct site) + cf_map_bytes(&sites);
+	pthread_mutex_unlock(&lock);
+	return n;
+}

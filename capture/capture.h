@@ -1,0 +1,460 @@
+/* capture.h - what cufold records of a program's GPU work: ops (one unit of stream work each),
+ * windows (the ops between two points where the host can observe the device), the trie of
+ * window shapes, the allocation map, the trace graph and the outputs for people. capture
+ * layer: includes only common/ and shim/api.h, shim/real.h.
+ *
+ * Threading: nothing here locks. Every function except the cap_op_* helpers on an op the
+ * caller owns and cap_callsite_capture must be called with the caller's lock held (the
+ * engine's mutex, shim/engine.c), so windows see the ops of all threads in one order.
+ *
+ * Lifetimes: an op returned by cap_window_op lives as long as its window; the open window
+ * lives until the next boundary; a closed window becomes its shape's `last` and lives until the
+ * shape sees its next window or is evicted (CUFOLD_MAX_TEMPLATES, least recently used first).
+ * Function records (struct cap_func) live until cap_fini. */
+#ifndef CAP_CAPTURE_H
+#define CAP_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/arena.h"
+#include "shim/api.h"
+
+/* ------------------------------------------------------------------ ops */
+
+enum cap_op_kind {
+	CAP_OP_KERNEL = 0,       /* cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel */
+	CAP_OP_MEMCPY = 1,       /* every cuMemcpy* the device implements (linear memory) */
+	CAP_OP_MEMSET = 2,       /* cuMemsetD{8,16,32}, cuMemsetD2D{8,16,32}, sync and async */
+	CAP_OP_EVENT_RECORD = 3, /* cuEventRecord, cuEventRecordWithFlags */
+	CAP_OP_EVENT_WAIT = 4,   /* cuStreamWaitEvent */
+	CAP_OP_HOST_FN = 5,      /* cuLaunchHostFunc */
+	CAP_OP_KIND_COUNT
+};
+
+/* How the stream of an op behaves towards others (decides the trace graph's edges). */
+enum cap_stream_kind {
+	CAP_STREAM_LEGACY = 0,       /* the legacy default stream: orders with every blocking stream */
+	CAP_STREAM_PER_THREAD = 1,   /* a thread's per-thread default stream (blocking) */
+	CAP_STREAM_BLOCKING = 2,     /* a created stream without CU_STREAM_NON_BLOCKING */
+	CAP_STREAM_NON_BLOCKING = 3, /* a created stream with CU_STREAM_NON_BLOCKING */
+};
+
+/* Where the bytes of a copy go, resolved with the allocation map at the call. */
+enum cap_copy_dir {
+	CAP_DIR_HTOD = 0, /* host (pageable, pinned or registered) to device */
+	CAP_DIR_DTOH = 1, /* device to host */
+	CAP_DIR_DTOD = 2, /* device to device (managed memory counts as device) */
+	CAP_DIR_HTOH = 3, /* host to host */
+};
+
+/* A kernel's name and parameter layout, cached per function (capture/funcs.c). */
+struct cap_func {
+	CUfunction func;             /* the per-context function */
+	uint32_t id;                 /* 1, 2, ... in order of first launch; stands for func in keys */
+	uint32_t nparams;            /* parameters, when the layout is known */
+	uint32_t param_bytes;        /* bytes of the laid-out parameters (last offset + size) */
+	bool layout_known;           /* cuFuncGetParamInfo answered (else only `extra` launches record) */
+	bool barrier;                /* the name matches CUFOLD_BARRIER_KERNELS */
+	const char *name;            /* cuFuncGetName's answer (owned), or "?" */
+	uint32_t *offset;            /* per parameter: byte offset (owned), NULL when nparams == 0 */
+	uint32_t *size;              /* per parameter: bytes */
+	uint64_t launches;           /* successful eager launches (atomic; report) */
+	struct cap_func *next;       /* every function, newest first */
+};
+
+struct cap_kernel {
+	CUfunction handle;           /* the handle as passed: a CUfunction or a CUkernel cast to one */
+	CUfunction func;             /* the per-context function (== handle unless a CUkernel) */
+	const struct cap_func *info; /* name and layout */
+	unsigned int grid[3];        /* grid dimensions */
+	unsigned int block[3];       /* block dimensions */
+	unsigned int shared_bytes;   /* dynamic shared memory */
+	uint32_t param_size;         /* bytes in params */
+	void *params;                /* deep copy of the parameter bytes (window arena): laid out per
+				      * info's offsets (kernelParams), or the extra buffer verbatim */
+	CUlaunchAttribute *attrs;    /* cuLaunchKernelEx's attributes, deep-copied; NULL if none */
+	uint32_t nattrs;             /* entries in attrs */
+	bool via_extra;              /* parameters were passed as an `extra` buffer */
+};
+
+struct cap_memcpy {
+	CUDA_MEMCPY3D d;             /* normalized descriptor: memory types as the entry point names
+				      * them (UNIFIED for cuMemcpy/cuMemcpyAsync), offsets, pitches,
+				      * extent; 1-D copies have Height = Depth = 1 */
+	CUcontext dst_ctx, src_ctx;  /* the contexts a peer copy names; NULL otherwise */
+	uint64_t bytes;              /* WidthInBytes * Height * Depth */
+	uint8_t dir;                 /* enum cap_copy_dir */
+	bool src_pageable;           /* host source not pinned or registered (replay must stage it) */
+	bool dst_pageable;           /* host destination not pinned or registered */
+	uint64_t src_first;          /* address of the first source byte (offsets applied) */
+	uint64_t dst_first;          /* address of the first destination byte */
+	uint64_t src_span, dst_span; /* bytes from the first to one past the last byte of each side */
+	void *staged;                /* private copy of the source span (cap_op_stage), or NULL */
+};
+
+struct cap_memset {
+	CUdeviceptr dst;             /* first byte */
+	size_t pitch;                /* bytes between rows (2-D forms; width * elem_size for 1-D) */
+	unsigned int elem_size;      /* 1, 2 or 4 */
+	unsigned int value;          /* element value */
+	size_t width;                /* elements per row */
+	size_t height;               /* rows (1 for the 1-D forms) */
+};
+
+struct cap_event_op {
+	CUevent event;               /* the program's event */
+	unsigned int flags;          /* cuEventRecordWithFlags / cuStreamWaitEvent flags */
+	uint16_t slot;               /* the event's slot in the window (0, 1, ... by first use) */
+};
+
+struct cap_host_fn {
+	CUhostFn fn;                 /* the program's function */
+	void *data;                  /* its argument */
+};
+
+/* Flags of an op. */
+#define CAP_OPF_ENDS_WINDOW 0x01 /* a synchronous op the host observes: its window ends with it */
+#define CAP_OPF_FAILED 0x02      /* the driver refused the call (dropped when the window closes) */
+#define CAP_OPF_STAGED 0x04      /* u.memcpy.staged holds the source bytes */
+
+struct cap_op {
+	uint8_t kind;                /* enum cap_op_kind */
+	uint8_t flags;               /* CAP_OPF_* */
+	uint8_t stream_kind;         /* enum cap_stream_kind */
+	uint16_t api;                /* enum shim_api_id: the exact entry point called */
+	uint16_t stream_slot;        /* the stream's slot in the window (0, 1, ... by first use) */
+	uint32_t tid;                /* host thread (gettid) */
+	CUstream stream;             /* the stream argument as passed (0 for synchronous forms) */
+	CUcontext ctx;               /* current context at the call */
+	uint64_t key;                /* hash of what decides the graph's shape (cap_op_key) */
+	uint64_t bind;               /* hash of the bindings: what a graph node can be patched with */
+	uint64_t callsite;           /* hash of the caller's frames outside cufold; 0 when off */
+	uint64_t seq;                /* process-wide op number */
+	uint64_t t_ns;               /* monotonic time of the call */
+	union {
+		struct cap_kernel kernel;
+		struct cap_memcpy memcpy;
+		struct cap_memset memset;
+		struct cap_event_op event;
+		struct cap_host_fn host_fn;
+	} u;
+};
+
+/* Re-issue op eagerly through the real driver with exactly the entry point and arguments the
+ * program used (staged source bytes when the op has them). Returns the driver's result. Needs
+ * no lock; op must stay alive during the call. */
+CUresult cap_op_issue(const struct cap_op *op);
+/* Copy a pageable host source of a copy into a (so the op can outlive the program's buffer, as
+ * the driver stages it); a no-op for other ops. 0 or -CF_ENOMEM. */
+int cap_op_stage(struct cap_op *op, struct cf_arena *a);
+/* Recompute op->key and op->bind from its fields (after editing an op). */
+void cap_op_hash(struct cap_op *op);
+/* The kernel name of a kernel op, else the entry point's base name. */
+const char *cap_op_name(const struct cap_op *op);
+const char *cap_op_kind_name(enum cap_op_kind kind);
+/* Bytes an op moves or sets (0 for the others). */
+uint64_t cap_op_bytes(const struct cap_op *op);
+
+/* ------------------------------------------------------------------ calls (what hooks pass) */
+
+/* One stream-work call as the program made it: pointers into the caller's memory, valid only
+ * during the call. cap_record deep-copies what it keeps. */
+struct cap_call {
+	uint8_t kind;                /* enum cap_op_kind */
+	uint16_t api;                /* enum shim_api_id of the hook */
+	CUstream stream;             /* stream argument (0 for synchronous forms) */
+	union {
+		struct {
+			CUfunction f;             /* function or kernel handle */
+			unsigned int grid[3];     /* grid dimensions */
+			unsigned int block[3];    /* block dimensions */
+			unsigned int shared_bytes; /* dynamic shared memory */
+			void **params;            /* kernelParams, or NULL */
+			void **extra;             /* extra, or NULL */
+			const CUlaunchAttribute *attrs; /* Ex attributes, or NULL */
+			unsigned int nattrs;      /* entries in attrs */
+		} kernel;
+		struct cap_memcpy memcpy;     /* d, contexts; the rest is filled by cap_record */
+		struct cap_memset memset;
+		struct cap_event_op event;    /* event, flags (slot filled by cap_record) */
+		struct cap_host_fn host_fn;
+	} u;
+};
+
+/* Fill the normalized descriptor of a 1-D copy: types as the entry point names them. */
+void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type,
+		      uint64_t src, size_t bytes);
+void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p);
+void cap_call_copy_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p);
+
+/* ------------------------------------------------------------------ boundaries */
+
+/* X(name, label): what ends a window. */
+#define CAP_BOUNDARY_LIST(X) \
+	X(SYNC, "synchronize") \
+	X(QUERY, "query") \
+	X(HOST_COPY, "host-visible copy or memset") \
+	X(FREE, "free or unmap") \
+	X(MODULE_UNLOAD, "module unload") \
+	X(CONTEXT, "context switch or destroy") \
+	X(DESTROY, "stream or event destroyed") \
+	X(CAPTURE, "program's stream capture") \
+	X(BARRIER, "barrier kernel") \
+	X(OPAQUE, "launch cufold cannot record") \
+	X(UNMODELED, "call cufold does not model") \
+	X(FULL, "window full") \
+	X(FORK, "fork") \
+	X(EXIT, "exit")
+
+enum cap_boundary {
+#define CAP_BOUNDARY_ENUM_(name, label) CAP_BOUNDARY_##name,
+	CAP_BOUNDARY_LIST(CAP_BOUNDARY_ENUM_)
+#undef CAP_BOUNDARY_ENUM_
+	CAP_BOUNDARY_COUNT
+};
+
+const char *cap_boundary_name(enum cap_boundary b);  /* "SYNC" */
+const char *cap_boundary_label(enum cap_boundary b); /* "synchronize" */
+
+/* ------------------------------------------------------------------ set-up */
+
+struct cap_shape;
+
+struct cap_config {
+	unsigned int max_templates;  /* window shapes kept (CUFOLD_MAX_TEMPLATES); least recently used go */
+	const char *barrier_kernels; /* CUFOLD_BARRIER_KERNELS: glob[,glob] (copied) */
+	bool callsites;              /* CUFOLD_CALLSITES */
+	size_t trace_max_bytes;      /* collect Chrome trace events up to this size; 0: none */
+	uint32_t window_max_ops;     /* a longer window is closed (FULL); 0: default 65536 */
+	const char *mode_name;       /* "trace" or "replay", for the outputs (static string) */
+	/* Told of every driver call capture makes itself (may be NULL). */
+	void (*note_driver_call)(enum shim_api_id id);
+	/* A shape is about to be evicted (replay drops its template); may be NULL. */
+	void (*shape_evicted)(struct cap_shape *s);
+	/* Writing the report: append members (each after ",\n ") at the end of its top-level
+	 * object, e.g. replay's figures (may be NULL). Called with the caller's lock held. */
+	void (*report_extra)(FILE *f);
+};
+
+/* Start recording (idempotent per cap_fini). 0 or -CF_ENOMEM. */
+int cap_init(const struct cap_config *cfg);
+/* Free everything. */
+void cap_fini(void);
+/* Whether cap_init has run (and cap_fini not since). */
+bool cap_is_ready(void);
+/* In a forked child: forget everything of the parent (its windows and handles are not ours). */
+void cap_atfork_child(void);
+
+/* ------------------------------------------------------------------ recording */
+
+/* Who makes a call. */
+struct cap_who {
+	CUcontext ctx;               /* current context */
+	uint32_t tid;                /* host thread */
+	uint64_t callsite;           /* cap_callsite_capture's hash, or 0 */
+	uint64_t t_ns;               /* monotonic time of the call */
+};
+
+enum cap_rec_result {
+	CAP_REC_RECORDED = 0,  /* appended to the open window */
+	CAP_REC_BARRIER = 1,   /* a barrier kernel: the window closed, the launch runs outside windows */
+	CAP_REC_OPAQUE = 2,    /* cannot be recorded (unknown layout, bad arguments): window closed */
+	CAP_REC_NOMEM = 3,     /* out of memory: window closed, nothing recorded */
+};
+
+/* The result of cap_record, passed back to cap_op_done. */
+struct cap_rec {
+	uint8_t result;              /* enum cap_rec_result */
+	uint8_t kind;                /* enum cap_op_kind of the call */
+	bool ends_window;            /* the op closed its window (synchronous, host-visible) */
+	uint32_t index;              /* op index in its window: cap_window_op(cap_window_current(),
+				      * index), or, when ends_window, in cap_shape_last(closed) */
+	uint64_t window;             /* window number the op went to */
+	uint64_t bytes;              /* bytes it moves or sets */
+	struct cap_func *func;       /* kernel calls: the function, or NULL */
+	struct cap_shape *closed;    /* shape of a window this call closed, or NULL */
+};
+
+/* Record a call into the open window (deep copies), applying barrier and end-of-window rules.
+ * Returns 0, or a negative CF_E* code (rec->result says what happened). */
+int cap_record(const struct cap_call *call, const struct cap_who *who, struct cap_rec *rec);
+/* After the driver answered: counts successes; marks a failed op so the window drops it. The
+ * counting part is lock-free; call with failed=true only under the lock. */
+void cap_op_done(const struct cap_rec *rec, bool failed);
+
+/* A boundary is about to reach the driver: close the open window (if it has ops). Returns its
+ * shape, or NULL (empty window, or not tracked). */
+struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api);
+
+/* Count a boundary without closing (a call passed through while the program captures). */
+void cap_note_passthrough(enum shim_api_id api);
+
+/* ------------------------------------------------------------------ handles capture learns of */
+
+/* A stream the program created, with its flags (saves a cuStreamGetFlags). */
+void cap_stream_created(CUstream s, unsigned int flags);
+/* A stream or event is being destroyed: forget it (its handle may be reused). */
+void cap_stream_forget(CUstream s);
+void cap_event_forget(CUevent e);
+/* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. */
+void cap_kernel_handle_add(CUkernel k);
+/* A module or library is unloaded: function handles may be reused, forget them all. */
+void cap_funcs_forget(void);
+
+/* ------------------------------------------------------------------ allocation map */
+
+enum cap_alloc_kind {
+	CAP_ALLOC_DEVICE = 0,          /* cuMemAlloc, cuMemAllocPitch */
+	CAP_ALLOC_ASYNC = 1,           /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+	CAP_ALLOC_MANAGED = 2,         /* cuMemAllocManaged */
+	CAP_ALLOC_HOST_PINNED = 3,     /* cuMemAllocHost, cuMemHostAlloc */
+	CAP_ALLOC_HOST_REGISTERED = 4, /* cuMemHostRegister */
+	CAP_ALLOC_MAPPED = 5,          /* cuMemMap of a cuMemCreate handle */
+	CAP_ALLOC_KIND_COUNT
+};
+
+struct cap_alloc {
+	uint64_t base;               /* first byte */
+	uint64_t size;               /* bytes */
+	uint64_t id;                 /* unique per allocation (1, 2, ...): a reuse of the same
+				      * address after a free gets a new id */
+	uint8_t kind;                /* enum cap_alloc_kind */
+};
+
+/* Add [base, base+size). An overlapping older range is dropped (the driver reused it). 0 or
+ * -CF_ENOMEM / -CF_EINVAL (size 0). */
+int cap_alloc_add(uint64_t base, uint64_t size, enum cap_alloc_kind kind);
+/* Remove the allocation starting at base; *out (may be NULL) gets it. 0 or -CF_ENOENT. */
+int cap_alloc_remove(uint64_t base, struct cap_alloc *out);
+/* Put back an allocation removed by cap_alloc_remove (the free failed), keeping its id. */
+int cap_alloc_restore(const struct cap_alloc *a);
+/* Remove every allocation inside [base, base+size) (cuMemUnmap). Returns how many. */
+int cap_alloc_remove_range(uint64_t base, uint64_t size);
+/* The allocation containing addr, or NULL: O(log n). Valid until the map changes. */
+const struct cap_alloc *cap_alloc_find(uint64_t addr);
+/* Live allocations. */
+size_t cap_alloc_count(void);
+bool cap_alloc_is_device(const struct cap_alloc *a); /* device, async, managed or mapped */
+
+/* ------------------------------------------------------------------ windows and shapes */
+
+struct cap_window;
+
+/* A stream as a window knows it (one per slot). */
+struct cap_wstream {
+	CUstream handle;             /* as passed (0 / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD too) */
+	CUcontext ctx;               /* context of the first op on it */
+	uint32_t id;                 /* process-wide stream number (trace tracks) */
+	uint32_t tid;                /* per-thread default stream: its thread; else 0 */
+	uint8_t kind;                /* enum cap_stream_kind */
+};
+
+/* The open window (never NULL after cap_init). */
+const struct cap_window *cap_window_current(void);
+uint32_t cap_window_nops(const struct cap_window *w);
+const struct cap_op *cap_window_op(const struct cap_window *w, uint32_t i);
+uint32_t cap_window_nstreams(const struct cap_window *w);
+const struct cap_wstream *cap_window_stream(const struct cap_window *w, uint32_t slot);
+uint32_t cap_window_nevents(const struct cap_window *w);
+CUevent cap_window_event(const struct cap_window *w, uint32_t slot);
+uint64_t cap_window_seq(const struct cap_window *w);       /* window number, 1, 2, ... */
+enum cap_boundary cap_window_closed_by(const struct cap_window *w);
+uint16_t cap_window_closed_api(const struct cap_window *w); /* enum shim_api_id */
+
+/* Shapes, newest sighting first. */
+struct cap_shape *cap_shape_first(void);
+struct cap_shape *cap_shape_next(const struct cap_shape *s);
+size_t cap_shape_count(void);
+uint64_t cap_shape_id(const struct cap_shape *s);        /* 1, 2, ... in order of first sighting */
+uint64_t cap_shape_sightings(const struct cap_shape *s);
+/* Sightings whose bindings were identical to the previous sighting's. */
+uint64_t cap_shape_stable(const struct cap_shape *s);
+/* Whether the last sighting's bindings equal the one before (false after one sighting). */
+bool cap_shape_last_stable(const struct cap_shape *s);
+/* The ops of the last sighting (replay builds its template from them). */
+const struct cap_window *cap_shape_last(const struct cap_shape *s);
+/* Per op of the shape: sightings in which its bindings differed from the previous one. */
+uint32_t cap_shape_moved(const struct cap_shape *s, uint32_t i);
+void *cap_shape_user(const struct cap_shape *s);
+void cap_shape_set_user(struct cap_shape *s, void *user);
+
+/* The trie of op keys, for a matcher walking it as calls come (read-only; nodes stay valid
+ * until the next window closes). */
+struct cap_trie_node;
+const struct cap_trie_node *cap_trie_root(void);
+const struct cap_trie_node *cap_trie_child(const struct cap_trie_node *n, uint64_t key);
+struct cap_shape *cap_trie_shape(const struct cap_trie_node *n);
+
+/* ------------------------------------------------------------------ the trace graph */
+
+struct cap_graph;
+
+/* The trace graph of a window: nodes = ops, edges = stream order (with the legacy stream's
+ * implicit synchronization) and event record -> wait. Allocated in its own arena. */
+struct cap_graph *cap_graph_build(const struct cap_window *w);
+void cap_graph_destroy(struct cap_graph *g);
+uint32_t cap_graph_nnodes(const struct cap_graph *g);
+/* Predecessors of node i (indices of ops in the window, ascending). */
+uint32_t cap_graph_npred(const struct cap_graph *g, uint32_t i);
+const uint32_t *cap_graph_pred(const struct cap_graph *g, uint32_t i);
+size_t cap_graph_nedges(const struct cap_graph *g);
+/* Whether node b depends on node a (an edge, not a path). */
+bool cap_graph_has_edge(const struct cap_graph *g, uint32_t a, uint32_t b);
+
+/* One access of an op to memory, for memory dependencies. */
+struct cap_access {
+	uint64_t alloc;              /* allocation id (cap_alloc.id); 0 for host memory outside the map */
+	uint64_t addr;               /* first byte */
+	uint64_t len;                /* bytes (the whole allocation for a kernel's pointer words) */
+	bool write;                  /* written (else read) */
+};
+/* The accesses of an op as the allocation map resolves them now: copies read the source and
+ * write the destination, memsets write, a kernel (no cards yet) reads and writes every
+ * allocation one of its 8-byte-aligned parameter words points into. Fills up to max entries;
+ * returns the number there are. */
+uint32_t cap_op_accesses(const struct cap_op *op, struct cap_access *out, uint32_t max);
+/* Memory dependencies of the window (read-after-write, write-after-read, write-after-write on
+ * the same allocation, ordered by op index) in a separate edge list of g. Resolve while the
+ * allocation map still holds the window's memory (at window close). Returns edges added. */
+size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w);
+uint32_t cap_graph_nmemdep(const struct cap_graph *g, uint32_t i);
+const uint32_t *cap_graph_memdep(const struct cap_graph *g, uint32_t i);
+
+/* ------------------------------------------------------------------ call sites (callsite.c) */
+
+/* Hash of the caller's frames outside cufold (up to 4), registering their names on first
+ * sight. Thread-safe (own lock); 0 when unwinding fails. */
+uint64_t cap_callsite_capture(void);
+/* "fn+0x12 < caller+0x40 < ..." for a hash, or NULL when unknown. */
+const char *cap_callsite_name(uint64_t hash);
+
+/* ------------------------------------------------------------------ outputs */
+
+struct cap_totals {
+	uint64_t ops[CAP_OP_KIND_COUNT];   /* recorded ops by kind (failed ones excluded) */
+	uint64_t windows;                  /* windows closed with at least one op */
+	uint64_t windows_by[CAP_BOUNDARY_COUNT]; /* of which, by what closed them */
+	uint64_t boundaries[CAP_BOUNDARY_COUNT]; /* boundary calls seen, empty windows included */
+	uint64_t launches;                 /* successful kernel launches (barrier ones too) */
+	uint64_t copies, memsets;          /* successful copies / memsets moving at least one byte */
+	uint64_t bytes_copied, bytes_set;  /* their bytes */
+	uint64_t passthrough;              /* calls passed through unrecorded while the program captured */
+	uint64_t shapes_evicted;           /* shapes dropped by the LRU bound */
+	uint64_t own_calls;                /* driver calls capture made itself */
+};
+void cap_get_totals(struct cap_totals *t);
+/* Bytes of host memory capture holds now. */
+size_t cap_memory_bytes(void);
+
+/* Write the outputs. Each opens path safely (never through a symlink, never truncating a file
+ * that is not cufold's own output of that kind); 0 or a negative CF_E* code, with errno. */
+int cap_write_report(const char *path);
+int cap_write_trace(const char *path);
+int cap_write_dot(const char *dir);
+/* The one-paragraph summary for CUFOLD_LOG=info. */
+void cap_summary(char *buf, size_t cap);
+
+#endif

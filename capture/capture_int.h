@@ -1,0 +1,187 @@
+/* capture_int.h - private to capture/: the process-wide recording state, windows, the trie and
+ * shapes, the caches of streams, events and functions, and the helpers the files share.
+ * capture layer. */
+#ifndef CAP_CAPTURE_INT_H
+#define CAP_CAPTURE_INT_H
+
+#include <stdlib.h>
+
+#include "capture/capture.h"
+#include "common/arena.h"
+#include "common/map.h"
+#include "shim/real.h"
+
+#define CAP_DEFAULT_WINDOW_MAX_OPS 65536u
+#define CAP_MAX_SLOTS 65535u          /* streams or events one window may name */
+#define CAP_EXTRA_MAX_WORDS 64        /* an `extra` list longer than this is garbage */
+#define CAP_MAX_PARAM_BYTES (64 * 1024) /* more than any driver accepts (32764 today) */
+
+/* ------------------------------------------------------------------ windows */
+
+struct cap_window {
+	struct cap_op *ops;          /* the ops in call order (growable array) */
+	uint32_t nops, cap;          /* used and allocated entries of ops */
+	struct cf_arena arena;       /* parameter bytes, attributes, staged sources */
+	struct cap_wstream *streams; /* slot -> stream (growable) */
+	uint32_t nstreams, capstreams; /* used and allocated slots */
+	CUevent *events;             /* slot -> event (growable) */
+	uint32_t nevents, capevents; /* used and allocated slots */
+	uint64_t seq;                /* window number */
+	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
+	uint8_t closed_by;           /* enum cap_boundary, once closed */
+	uint16_t closed_api;         /* enum shim_api_id of the closing call */
+	uint32_t nfailed;            /* ops marked CAP_OPF_FAILED */
+};
+
+struct cap_window *cap__window_new(void);
+void cap__window_free(struct cap_window *w);
+/* Empty w for reuse, keeping its memory. */
+void cap__window_reset(struct cap_window *w);
+/* Bytes w holds. */
+size_t cap__window_bytes(const struct cap_window *w);
+
+/* ------------------------------------------------------------------ the trie and shapes (trie.c) */
+
+struct cap_trie_node {
+	struct cap_trie_node *parent; /* NULL for the root */
+	uint64_t key;                /* op key on the edge from parent */
+	uint32_t depth;              /* ops from the root */
+	uint32_t nchildren;          /* nodes whose parent this is */
+	struct cap_shape *shape;     /* the window shape ending here, or NULL */
+};
+
+struct cap_shape {
+	uint64_t id;                 /* 1, 2, ... in order of first sighting */
+	struct cap_trie_node *end;   /* its terminal trie node */
+	uint64_t sightings;          /* windows of this shape */
+	uint64_t stable;             /* sightings whose bindings equaled the previous sighting's */
+	bool last_stable;            /* the last sighting did */
+	uint64_t bind_hash;          /* hash over the ops' binding hashes of the last sighting */
+	uint64_t first_window;       /* window number of the first sighting */
+	uint64_t last_window;        /* of the last sighting (least recently used goes first) */
+	struct cap_window *last;     /* ops of the last sighting (owned) */
+	uint32_t nops;               /* ops per window */
+	uint32_t *moved;             /* per op: sightings whose binding differed from the previous */
+	uint64_t closed_by[CAP_BOUNDARY_COUNT]; /* what ended its windows */
+	struct cap_shape *prev, *next; /* recency list, most recent first */
+	void *user;                  /* replay's template */
+};
+
+/* Insert the closed window w (ops compacted, nops > 0) into the trie: an existing shape takes
+ * w as its last sighting and *spare gets the window it replaces; a new shape takes w. May evict
+ * the least recently used shape. Returns the shape, or NULL on failure (w then goes to *spare). */
+struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spare);
+void cap__trie_fini(void);
+size_t cap__trie_bytes(void);
+
+/* ------------------------------------------------------------------ caches (funcs.c) */
+
+/* The function record of a launch's handle in ctx (a CUkernel resolves through
+ * cuKernelGetFunction); NULL when the driver cannot resolve it. */
+struct cap_func *cap__func_get(CUfunction handle, CUcontext ctx, CUfunction *func);
+void cap__funcs_fini(void);
+size_t cap__funcs_bytes(void);
+/* Every function record ever made, newest first. */
+struct cap_func *cap__funcs_all(void);
+
+/* Whether a name matches one of the comma-separated globs. */
+bool cap__name_matches(const char *patterns, const char *name);
+
+/* A stream's process-wide record (streams.c). */
+struct cap_stream {
+	CUstream handle;             /* as passed */
+	CUcontext ctx;               /* for the legacy and per-thread streams; NULL otherwise */
+	uint32_t tid;                /* per-thread stream's thread; else 0 */
+	uint32_t id;                 /* process-wide number (1, 2, ...) */
+	uint8_t kind;                /* enum cap_stream_kind */
+	uint64_t win;                /* window number its slot belongs to */
+	uint16_t slot;               /* its slot in window `win` */
+};
+struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t tid);
+/* The event slot bookkeeping: slot of e in window `win`, assigning the next one. */
+struct cap_event_rec {
+	CUevent handle;              /* the program's event */
+	uint64_t win;                /* window number its slot belongs to */
+	uint16_t slot;               /* its slot in window `win` */
+};
+struct cap_event_rec *cap__event_get(CUevent e);
+void cap__streams_fini(void);
+size_t cap__streams_bytes(void);
+
+/* ------------------------------------------------------------------ allocation map (alloc.c) */
+
+void cap__alloc_fini(void);
+size_t cap__alloc_bytes(void);
+
+/* ------------------------------------------------------------------ teardown */
+
+/* Set while a forked child forgets its parent's capture: memory another thread of the parent
+ * may have been changing at the fork is dropped, never freed or walked. */
+extern bool cap__leaking;
+
+static inline void cap__free(void *p)
+{
+	if (!cap__leaking)
+		free(p);
+}
+
+static inline void cap__map_drop(struct cf_map *m)
+{
+	if (cap__leaking)
+		cf_map_init(m);
+	else
+		cf_map_fini(m);
+}
+
+/* ------------------------------------------------------------------ the shared state (record.c) */
+
+struct cap_state {
+	bool ready;                  /* cap_init ran */
+	struct cap_config cfg;       /* configuration (barrier_kernels points at barrier) */
+	char barrier[1024];          /* the barrier patterns */
+	struct cap_window *cur;      /* the open window */
+	struct cap_window *spare;    /* a reset window ready to be the next one, or NULL */
+	uint64_t win_seq;            /* number of the open window */
+	uint64_t op_seq;             /* ops recorded so far */
+	struct cap_totals totals;    /* counters (some updated atomically, see cap_op_done) */
+};
+
+extern struct cap_state cap__s;
+
+/* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
+void cap__own_call(enum shim_api_id id);
+
+/* ------------------------------------------------------------------ trace collection (trace.c) */
+
+/* Append the events of a closed window to the trace buffer (bounded). */
+void cap__trace_window(const struct cap_window *w, const struct cap_shape *s);
+void cap__trace_fini(void);
+size_t cap__trace_bytes(void);
+
+/* ------------------------------------------------------------------ output helpers (output.c) */
+
+/* Open path for writing: created new (O_EXCL, never through a symlink), or an existing regular
+ * file that starts with marker (cufold's own earlier output) truncated. "%p" in path becomes the
+ * process id. Returns a stream, or NULL with errno set. */
+FILE *cap__out_open(const char *path, const char *marker);
+/* Write s as a JSON string (quoted, escaped). */
+void cap__json_str(FILE *f, const char *s);
+
+/* Call sites by ops recorded (callsite.c): fills up to max (hash, ops), most first; returns
+ * how many there are. */
+struct cap_site_count {
+	uint64_t hash;               /* call-site hash */
+	uint64_t ops;                /* ops recorded from it */
+};
+size_t cap__callsite_top(struct cap_site_count *out, size_t max);
+/* Count one op for a call site (under the caller's lock). */
+void cap__callsite_count(uint64_t hash);
+void cap__callsite_fini(void);
+/* In a forked child: the registry's lock may have been held by a thread that is gone. */
+void cap__callsite_atfork_child(void);
+size_t cap__callsite_bytes(void);
+
+/* Monotonic nanoseconds. */
+uint64_t cap__now_ns(void);
+
+#endif

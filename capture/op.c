@@ -1,0 +1,567 @@
+/* op.c - one op: its key and bindings, the normalized copy descriptor, staging of pageable
+ * sources, and re-issuing it through the real driver with exactly the entry point and arguments
+ * the program used. capture layer.
+ *
+ * Key (what decides a graph's shape) and bindings (what a graph node can be patched with):
+ *   all ops   key: kind, entry point, stream slot and kind        bind: stream handle, context
+ *   kernel    key: function, grid, block, shared bytes, parameter  bind: parameter bytes
+ *                  size, extra or not, launch attributes
+ *   memcpy    key: memory types as named, direction, pageable      bind: first addresses, pitches,
+ *                  sides, width, height, depth                           slice heights, contexts
+ *   memset    key: element size, width, height                     bind: address, pitch, value
+ *   event     key: event slot, flags                                bind: event handle
+ *   host fn   key: (common part only)                               bind: function, data
+ * The entry point is in the key so a template never turns a synchronous call into an
+ * asynchronous one (or a _ptsz form into a legacy one). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/capture_int.h"
+#include "common/errors.h"
+#include "common/hash.h"
+
+const char *cap_op_kind_name(enum cap_op_kind kind)
+{
+	static const char *const names[CAP_OP_KIND_COUNT] = { "kernel", "memcpy", "memset", "event_record",
+							       "event_wait", "host_fn" };
+
+	return (unsigned)kind < CAP_OP_KIND_COUNT ? names[kind] : "?";
+}
+
+const char *cap_op_name(const struct cap_op *op)
+{
+	if (op->kind == CAP_OP_KERNEL && op->u.kernel.info)
+		return op->u.kernel.info->name;
+	return op->api < SHIM_API_COUNT ? shim_api[op->api].base : "?";
+}
+
+uint64_t cap_op_bytes(const struct cap_op *op)
+{
+	if (op->kind == CAP_OP_MEMCPY)
+		return op->u.memcpy.bytes;
+	if (op->kind == CAP_OP_MEMSET)
+		return (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ hashing */
+
+void cap_op_hash(struct cap_op *op)
+{
+	uint64_t k = cf_hash_combine(CF_HASH_SEED, op->kind);
+	uint64_t b = CF_HASH_SEED;
+
+	k = cf_hash_combine(k, op->api);
+	k = cf_hash_combine(k, ((uint64_t)op->stream_slot << 8) | op->stream_kind);
+	b = cf_hash_combine(b, (uint64_t)(uintptr_t)op->stream);
+	b = cf_hash_combine(b, (uint64_t)(uintptr_t)op->ctx);
+	switch (op->kind) {
+	case CAP_OP_KERNEL: {
+		const struct cap_kernel *kn = &op->u.kernel;
+
+		k = cf_hash_combine(k, kn->info ? kn->info->id : (uint64_t)(uintptr_t)kn->func);
+		k = cf_hash_combine(k, ((uint64_t)kn->grid[0] << 32) | kn->grid[1]);
+		k = cf_hash_combine(k, ((uint64_t)kn->grid[2] << 32) | kn->block[0]);
+		k = cf_hash_combine(k, ((uint64_t)kn->block[1] << 32) | kn->block[2]);
+		k = cf_hash_combine(k, ((uint64_t)kn->shared_bytes << 32) | kn->param_size);
+		k = cf_hash_combine(k, ((uint64_t)kn->nattrs << 1) | kn->via_extra);
+		if (kn->nattrs)
+			k = cf_hash_bytes(kn->attrs, kn->nattrs * sizeof(*kn->attrs), k);
+		b = cf_hash_bytes(kn->params, kn->param_size, b);
+		break;
+	}
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *c = &op->u.memcpy;
+
+		k = cf_hash_combine(k, ((uint64_t)c->d.srcMemoryType << 24) | ((uint64_t)c->d.dstMemoryType << 16) |
+					       ((uint64_t)c->dir << 8) | ((uint64_t)c->src_pageable << 1) |
+					       c->dst_pageable);
+		k = cf_hash_combine(k, c->d.WidthInBytes);
+		k = cf_hash_combine(k, c->d.Height);
+		k = cf_hash_combine(k, c->d.Depth);
+		b = cf_hash_combine(b, c->src_first);
+		b = cf_hash_combine(b, c->dst_first);
+		b = cf_hash_combine(b, c->d.srcPitch);
+		b = cf_hash_combine(b, c->d.dstPitch);
+		b = cf_hash_combine(b, c->d.srcHeight);
+		b = cf_hash_combine(b, c->d.dstHeight);
+		b = cf_hash_combine(b, (uint64_t)(uintptr_t)c->src_ctx);
+		b = cf_hash_combine(b, (uint64_t)(uintptr_t)c->dst_ctx);
+		break;
+	}
+	case CAP_OP_MEMSET: {
+		const struct cap_memset *m = &op->u.memset;
+
+		k = cf_hash_combine(k, m->elem_size);
+		k = cf_hash_combine(k, m->width);
+		k = cf_hash_combine(k, m->height);
+		b = cf_hash_combine(b, m->dst);
+		b = cf_hash_combine(b, m->pitch);
+		b = cf_hash_combine(b, m->value);
+		break;
+	}
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		k = cf_hash_combine(k, ((uint64_t)op->u.event.slot << 32) | op->u.event.flags);
+		b = cf_hash_combine(b, (uint64_t)(uintptr_t)op->u.event.event);
+		break;
+	case CAP_OP_HOST_FN: {
+		uint64_t fn;
+
+		memcpy(&fn, &op->u.host_fn.fn, sizeof(fn));
+		b = cf_hash_combine(b, fn);
+		b = cf_hash_combine(b, (uint64_t)(uintptr_t)op->u.host_fn.data);
+		break;
+	}
+	}
+	op->key = k;
+	op->bind = b;
+}
+
+/* ------------------------------------------------------------------ copy descriptors */
+
+void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type, uint64_t src,
+		      size_t bytes)
+{
+	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
+
+	memset(d, 0, sizeof(*d));
+	d->srcMemoryType = src_type;
+	if (src_type == CU_MEMORYTYPE_HOST)
+		d->srcHost = (const void *)(uintptr_t)src;
+	else
+		d->srcDevice = (CUdeviceptr)src;
+	d->dstMemoryType = dst_type;
+	if (dst_type == CU_MEMORYTYPE_HOST)
+		d->dstHost = (void *)(uintptr_t)dst;
+	else
+		d->dstDevice = (CUdeviceptr)dst;
+	d->WidthInBytes = bytes;
+	d->Height = 1;
+	d->Depth = 1;
+	c->u.memcpy.dst_ctx = NULL;
+	c->u.memcpy.src_ctx = NULL;
+}
+
+void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p)
+{
+	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
+
+	memset(d, 0, sizeof(*d));
+	d->srcXInBytes = p->srcXInBytes;
+	d->srcY = p->srcY;
+	d->srcMemoryType = p->srcMemoryType;
+	d->srcHost = p->srcHost;
+	d->srcDevice = p->srcDevice;
+	d->srcArray = p->srcArray;
+	d->srcPitch = p->srcPitch;
+	d->srcHeight = p->Height;
+	d->dstXInBytes = p->dstXInBytes;
+	d->dstY = p->dstY;
+	d->dstMemoryType = p->dstMemoryType;
+	d->dstHost = p->dstHost;
+	d->dstDevice = p->dstDevice;
+	d->dstArray = p->dstArray;
+	d->dstPitch = p->dstPitch;
+	d->dstHeight = p->Height;
+	d->WidthInBytes = p->WidthInBytes;
+	d->Height = p->Height;
+	d->Depth = 1;
+	c->u.memcpy.dst_ctx = NULL;
+	c->u.memcpy.src_ctx = NULL;
+}
+
+void cap_call_copy_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p)
+{
+	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
+
+	memset(d, 0, sizeof(*d));
+	d->srcXInBytes = p->srcXInBytes;
+	d->srcY = p->srcY;
+	d->srcZ = p->srcZ;
+	d->srcLOD = p->srcLOD;
+	d->srcMemoryType = p->srcMemoryType;
+	d->srcHost = p->srcHost;
+	d->srcDevice = p->srcDevice;
+	d->srcArray = p->srcArray;
+	d->srcPitch = p->srcPitch;
+	d->srcHeight = p->srcHeight;
+	d->dstXInBytes = p->dstXInBytes;
+	d->dstY = p->dstY;
+	d->dstZ = p->dstZ;
+	d->dstLOD = p->dstLOD;
+	d->dstMemoryType = p->dstMemoryType;
+	d->dstHost = p->dstHost;
+	d->dstDevice = p->dstDevice;
+	d->dstArray = p->dstArray;
+	d->dstPitch = p->dstPitch;
+	d->dstHeight = p->dstHeight;
+	d->WidthInBytes = p->WidthInBytes;
+	d->Height = p->Height;
+	d->Depth = p->Depth;
+	c->u.memcpy.dst_ctx = p->dstContext;
+	c->u.memcpy.src_ctx = p->srcContext;
+}
+
+/* ------------------------------------------------------------------ staging */
+
+int cap_op_stage(struct cap_op *op, struct cf_arena *a)
+{
+	struct cap_memcpy *c = &op->u.memcpy;
+	void *buf;
+
+	if (op->kind != CAP_OP_MEMCPY || !c->src_pageable || !c->src_span || (op->flags & CAP_OPF_STAGED))
+		return 0;
+	buf = cf_arena_dup(a, (const void *)(uintptr_t)c->src_first, c->src_span);
+	if (!buf)
+		return -CF_ENOMEM;
+	c->staged = buf;
+	op->flags |= CAP_OPF_STAGED;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ re-issuing */
+
+/* The source of a copy as it is to be re-issued: the staged bytes when there are. */
+static void issue_desc(const struct cap_op *op, CUDA_MEMCPY3D *d)
+{
+	const struct cap_memcpy *c = &op->u.memcpy;
+
+	*d = c->d;
+	if (op->flags & CAP_OPF_STAGED) {
+		/* the staged buffer holds the source span from its first byte: same pitch and
+		 * slice height, no offset */
+		d->srcXInBytes = 0;
+		d->srcY = 0;
+		d->srcZ = 0;
+		if (d->srcMemoryType == CU_MEMORYTYPE_HOST)
+			d->srcHost = c->staged;
+		else
+			d->srcDevice = (CUdeviceptr)(uintptr_t)c->staged;
+	}
+}
+
+static void desc_2d(const CUDA_MEMCPY3D *d, CUDA_MEMCPY2D *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->srcXInBytes = d->srcXInBytes;
+	p->srcY = d->srcY;
+	p->srcMemoryType = d->srcMemoryType;
+	p->srcHost = d->srcHost;
+	p->srcDevice = d->srcDevice;
+	p->srcArray = d->srcArray;
+	p->srcPitch = d->srcPitch;
+	p->dstXInBytes = d->dstXInBytes;
+	p->dstY = d->dstY;
+	p->dstMemoryType = d->dstMemoryType;
+	p->dstHost = d->dstHost;
+	p->dstDevice = d->dstDevice;
+	p->dstArray = d->dstArray;
+	p->dstPitch = d->dstPitch;
+	p->WidthInBytes = d->WidthInBytes;
+	p->Height = d->Height;
+}
+
+static void desc_peer(const struct cap_op *op, const CUDA_MEMCPY3D *d, CUDA_MEMCPY3D_PEER *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->srcXInBytes = d->srcXInBytes;
+	p->srcY = d->srcY;
+	p->srcZ = d->srcZ;
+	p->srcLOD = d->srcLOD;
+	p->srcMemoryType = d->srcMemoryType;
+	p->srcHost = d->srcHost;
+	p->srcDevice = d->srcDevice;
+	p->srcArray = d->srcArray;
+	p->srcContext = op->u.memcpy.src_ctx;
+	p->srcPitch = d->srcPitch;
+	p->srcHeight = d->srcHeight;
+	p->dstXInBytes = d->dstXInBytes;
+	p->dstY = d->dstY;
+	p->dstZ = d->dstZ;
+	p->dstLOD = d->dstLOD;
+	p->dstMemoryType = d->dstMemoryType;
+	p->dstHost = d->dstHost;
+	p->dstDevice = d->dstDevice;
+	p->dstArray = d->dstArray;
+	p->dstContext = op->u.memcpy.dst_ctx;
+	p->dstPitch = d->dstPitch;
+	p->dstHeight = d->dstHeight;
+	p->WidthInBytes = d->WidthInBytes;
+	p->Height = d->Height;
+	p->Depth = d->Depth;
+}
+
+static CUresult issue_memcpy(const struct cap_op *op)
+{
+	CUDA_MEMCPY3D d;
+	CUDA_MEMCPY2D d2;
+	CUDA_MEMCPY3D_PEER dp;
+	CUstream s = op->stream;
+	size_t n;
+
+	issue_desc(op, &d);
+	n = d.WidthInBytes;
+	switch ((enum shim_api_id)op->api) {
+	case SHIM_ID_cuMemcpy:
+		return SHIM_REAL(cuMemcpy)(d.dstDevice, d.srcDevice, n);
+	case SHIM_ID_cuMemcpy_ptds:
+		return SHIM_REAL(cuMemcpy_ptds)(d.dstDevice, d.srcDevice, n);
+	case SHIM_ID_cuMemcpyAsync:
+		return SHIM_REAL(cuMemcpyAsync)(d.dstDevice, d.srcDevice, n, s);
+	case SHIM_ID_cuMemcpyAsync_ptsz:
+		return SHIM_REAL(cuMemcpyAsync_ptsz)(d.dstDevice, d.srcDevice, n, s);
+	case SHIM_ID_cuMemcpyPeer:
+		return SHIM_REAL(cuMemcpyPeer)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice, op->u.memcpy.src_ctx, n);
+	case SHIM_ID_cuMemcpyPeer_ptds:
+		return SHIM_REAL(cuMemcpyPeer_ptds)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice,
+						    op->u.memcpy.src_ctx, n);
+	case SHIM_ID_cuMemcpyPeerAsync:
+		return SHIM_REAL(cuMemcpyPeerAsync)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice,
+						    op->u.memcpy.src_ctx, n, s);
+	case SHIM_ID_cuMemcpyPeerAsync_ptsz:
+		return SHIM_REAL(cuMemcpyPeerAsync_ptsz)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice,
+							 op->u.memcpy.src_ctx, n, s);
+	case SHIM_ID_cuMemcpyHtoD_v2:
+		return SHIM_REAL(cuMemcpyHtoD_v2)(d.dstDevice, d.srcHost, n);
+	case SHIM_ID_cuMemcpyHtoD_v2_ptds:
+		return SHIM_REAL(cuMemcpyHtoD_v2_ptds)(d.dstDevice, d.srcHost, n);
+	case SHIM_ID_cuMemcpyHtoDAsync_v2:
+		return SHIM_REAL(cuMemcpyHtoDAsync_v2)(d.dstDevice, d.srcHost, n, s);
+	case SHIM_ID_cuMemcpyHtoDAsync_v2_ptsz:
+		return SHIM_REAL(cuMemcpyHtoDAsync_v2_ptsz)(d.dstDevice, d.srcHost, n, s);
+	case SHIM_ID_cuMemcpyDtoH_v2:
+		return SHIM_REAL(cuMemcpyDtoH_v2)(d.dstHost, d.srcDevice, n);
+	case SHIM_ID_cuMemcpyDtoH_v2_ptds:
+		return SHIM_REAL(cuMemcpyDtoH_v2_ptds)(d.dstHost, d.srcDevice, n);
+	case SHIM_ID_cuMemcpyDtoHAsync_v2:
+		return SHIM_REAL(cuMemcpyDtoHAsync_v2)(d.dstHost, d.srcDevice, n, s);
+	case SHIM_ID_cuMemcpyDtoHAsync_v2_ptsz:
+		return SHIM_REAL(cuMemcpyDtoHAsync_v2_ptsz)(d.dstHost, d.srcDevice, n, s);
+	case SHIM_ID_cuMemcpyDtoD_v2:
+		return SHIM_REAL(cuMemcpyDtoD_v2)(d.dstDevice, d.srcDevice, n);
+	case SHIM_ID_cuMemcpyDtoD_v2_ptds:
+		return SHIM_REAL(cuMemcpyDtoD_v2_ptds)(d.dstDevice, d.srcDevice, n);
+	case SHIM_ID_cuMemcpyDtoDAsync_v2:
+		return SHIM_REAL(cuMemcpyDtoDAsync_v2)(d.dstDevice, d.srcDevice, n, s);
+	case SHIM_ID_cuMemcpyDtoDAsync_v2_ptsz:
+		return SHIM_REAL(cuMemcpyDtoDAsync_v2_ptsz)(d.dstDevice, d.srcDevice, n, s);
+	case SHIM_ID_cuMemcpy2D_v2:
+		desc_2d(&d, &d2);
+		return SHIM_REAL(cuMemcpy2D_v2)(&d2);
+	case SHIM_ID_cuMemcpy2D_v2_ptds:
+		desc_2d(&d, &d2);
+		return SHIM_REAL(cuMemcpy2D_v2_ptds)(&d2);
+	case SHIM_ID_cuMemcpy2DUnaligned_v2:
+		desc_2d(&d, &d2);
+		return SHIM_REAL(cuMemcpy2DUnaligned_v2)(&d2);
+	case SHIM_ID_cuMemcpy2DUnaligned_v2_ptds:
+		desc_2d(&d, &d2);
+		return SHIM_REAL(cuMemcpy2DUnaligned_v2_ptds)(&d2);
+	case SHIM_ID_cuMemcpy2DAsync_v2:
+		desc_2d(&d, &d2);
+		return SHIM_REAL(cuMemcpy2DAsync_v2)(&d2, s);
+	case SHIM_ID_cuMemcpy2DAsync_v2_ptsz:
+		desc_2d(&d, &d2);
+		return SHIM_REAL(cuMemcpy2DAsync_v2_ptsz)(&d2, s);
+	case SHIM_ID_cuMemcpy3D_v2:
+		return SHIM_REAL(cuMemcpy3D_v2)(&d);
+	case SHIM_ID_cuMemcpy3D_v2_ptds:
+		return SHIM_REAL(cuMemcpy3D_v2_ptds)(&d);
+	case SHIM_ID_cuMemcpy3DAsync_v2:
+		return SHIM_REAL(cuMemcpy3DAsync_v2)(&d, s);
+	case SHIM_ID_cuMemcpy3DAsync_v2_ptsz:
+		return SHIM_REAL(cuMemcpy3DAsync_v2_ptsz)(&d, s);
+	case SHIM_ID_cuMemcpy3DPeer:
+		desc_peer(op, &d, &dp);
+		return SHIM_REAL(cuMemcpy3DPeer)(&dp);
+	case SHIM_ID_cuMemcpy3DPeer_ptds:
+		desc_peer(op, &d, &dp);
+		return SHIM_REAL(cuMemcpy3DPeer_ptds)(&dp);
+	case SHIM_ID_cuMemcpy3DPeerAsync:
+		desc_peer(op, &d, &dp);
+		return SHIM_REAL(cuMemcpy3DPeerAsync)(&dp, s);
+	case SHIM_ID_cuMemcpy3DPeerAsync_ptsz:
+		desc_peer(op, &d, &dp);
+		return SHIM_REAL(cuMemcpy3DPeerAsync_ptsz)(&dp, s);
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+}
+
+static CUresult issue_memset(const struct cap_op *op)
+{
+	const struct cap_memset *m = &op->u.memset;
+	unsigned char uc = (unsigned char)m->value;
+	unsigned short us = (unsigned short)m->value;
+	unsigned int ui = m->value;
+	CUstream s = op->stream;
+
+	switch ((enum shim_api_id)op->api) {
+	case SHIM_ID_cuMemsetD8_v2:
+		return SHIM_REAL(cuMemsetD8_v2)(m->dst, uc, m->width);
+	case SHIM_ID_cuMemsetD8_v2_ptds:
+		return SHIM_REAL(cuMemsetD8_v2_ptds)(m->dst, uc, m->width);
+	case SHIM_ID_cuMemsetD16_v2:
+		return SHIM_REAL(cuMemsetD16_v2)(m->dst, us, m->width);
+	case SHIM_ID_cuMemsetD16_v2_ptds:
+		return SHIM_REAL(cuMemsetD16_v2_ptds)(m->dst, us, m->width);
+	case SHIM_ID_cuMemsetD32_v2:
+		return SHIM_REAL(cuMemsetD32_v2)(m->dst, ui, m->width);
+	case SHIM_ID_cuMemsetD32_v2_ptds:
+		return SHIM_REAL(cuMemsetD32_v2_ptds)(m->dst, ui, m->width);
+	case SHIM_ID_cuMemsetD8Async:
+		return SHIM_REAL(cuMemsetD8Async)(m->dst, uc, m->width, s);
+	case SHIM_ID_cuMemsetD8Async_ptsz:
+		return SHIM_REAL(cuMemsetD8Async_ptsz)(m->dst, uc, m->width, s);
+	case SHIM_ID_cuMemsetD16Async:
+		return SHIM_REAL(cuMemsetD16Async)(m->dst, us, m->width, s);
+	case SHIM_ID_cuMemsetD16Async_ptsz:
+		return SHIM_REAL(cuMemsetD16Async_ptsz)(m->dst, us, m->width, s);
+	case SHIM_ID_cuMemsetD32Async:
+		return SHIM_REAL(cuMemsetD32Async)(m->dst, ui, m->width, s);
+	case SHIM_ID_cuMemsetD32Async_ptsz:
+		return SHIM_REAL(cuMemsetD32Async_ptsz)(m->dst, ui, m->width, s);
+	case SHIM_ID_cuMemsetD2D8_v2:
+		return SHIM_REAL(cuMemsetD2D8_v2)(m->dst, m->pitch, uc, m->width, m->height);
+	case SHIM_ID_cuMemsetD2D8_v2_ptds:
+		return SHIM_REAL(cuMemsetD2D8_v2_ptds)(m->dst, m->pitch, uc, m->width, m->height);
+	case SHIM_ID_cuMemsetD2D16_v2:
+		return SHIM_REAL(cuMemsetD2D16_v2)(m->dst, m->pitch, us, m->width, m->height);
+	case SHIM_ID_cuMemsetD2D16_v2_ptds:
+		return SHIM_REAL(cuMemsetD2D16_v2_ptds)(m->dst, m->pitch, us, m->width, m->height);
+	case SHIM_ID_cuMemsetD2D32_v2:
+		return SHIM_REAL(cuMemsetD2D32_v2)(m->dst, m->pitch, ui, m->width, m->height);
+	case SHIM_ID_cuMemsetD2D32_v2_ptds:
+		return SHIM_REAL(cuMemsetD2D32_v2_ptds)(m->dst, m->pitch, ui, m->width, m->height);
+	case SHIM_ID_cuMemsetD2D8Async:
+		return SHIM_REAL(cuMemsetD2D8Async)(m->dst, m->pitch, uc, m->width, m->height, s);
+	case SHIM_ID_cuMemsetD2D8Async_ptsz:
+		return SHIM_REAL(cuMemsetD2D8Async_ptsz)(m->dst, m->pitch, uc, m->width, m->height, s);
+	case SHIM_ID_cuMemsetD2D16Async:
+		return SHIM_REAL(cuMemsetD2D16Async)(m->dst, m->pitch, us, m->width, m->height, s);
+	case SHIM_ID_cuMemsetD2D16Async_ptsz:
+		return SHIM_REAL(cuMemsetD2D16Async_ptsz)(m->dst, m->pitch, us, m->width, m->height, s);
+	case SHIM_ID_cuMemsetD2D32Async:
+		return SHIM_REAL(cuMemsetD2D32Async)(m->dst, m->pitch, ui, m->width, m->height, s);
+	case SHIM_ID_cuMemsetD2D32Async_ptsz:
+		return SHIM_REAL(cuMemsetD2D32Async_ptsz)(m->dst, m->pitch, ui, m->width, m->height, s);
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+}
+
+#define ISSUE_INLINE_PARAMS 64 /* parameter pointers on the stack; more are malloc'd */
+
+static CUresult issue_kernel(const struct cap_op *op)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	void *inline_ptrs[ISSUE_INLINE_PARAMS];
+	void **ptrs = NULL, **extra = NULL;
+	size_t extra_size = k->param_size;
+	void *extra_buf[5];
+	CUlaunchConfig cfg;
+	CUresult rc;
+
+	if (k->via_extra) {
+		extra_buf[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+		extra_buf[1] = k->params;
+		extra_buf[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+		extra_buf[3] = &extra_size;
+		extra_buf[4] = CU_LAUNCH_PARAM_END;
+		extra = extra_buf;
+	} else {
+		uint32_t n = k->info ? k->info->nparams : 0;
+
+		ptrs = inline_ptrs;
+		if (n > ISSUE_INLINE_PARAMS) {
+			ptrs = malloc(n * sizeof(*ptrs));
+			if (!ptrs)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			ptrs[i] = (char *)k->params + k->info->offset[i];
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = k->grid[0];
+	cfg.gridDimY = k->grid[1];
+	cfg.gridDimZ = k->grid[2];
+	cfg.blockDimX = k->block[0];
+	cfg.blockDimY = k->block[1];
+	cfg.blockDimZ = k->block[2];
+	cfg.sharedMemBytes = k->shared_bytes;
+	cfg.hStream = op->stream;
+	cfg.attrs = k->attrs;
+	cfg.numAttrs = k->nattrs;
+	switch ((enum shim_api_id)op->api) {
+	case SHIM_ID_cuLaunchKernel:
+		rc = SHIM_REAL(cuLaunchKernel)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+					       k->block[2], k->shared_bytes, op->stream, ptrs, extra);
+		break;
+	case SHIM_ID_cuLaunchKernel_ptsz:
+		rc = SHIM_REAL(cuLaunchKernel_ptsz)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+						    k->block[1], k->block[2], k->shared_bytes, op->stream, ptrs, extra);
+		break;
+	case SHIM_ID_cuLaunchCooperativeKernel:
+		rc = SHIM_REAL(cuLaunchCooperativeKernel)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+							  k->block[1], k->block[2], k->shared_bytes, op->stream, ptrs);
+		break;
+	case SHIM_ID_cuLaunchCooperativeKernel_ptsz:
+		rc = SHIM_REAL(cuLaunchCooperativeKernel_ptsz)(k->handle, k->grid[0], k->grid[1], k->grid[2],
+							       k->block[0], k->block[1], k->block[2], k->shared_bytes,
+							       op->stream, ptrs);
+		break;
+	case SHIM_ID_cuLaunchKernelEx:
+		rc = SHIM_REAL(cuLaunchKernelEx)(&cfg, k->handle, ptrs, extra);
+		break;
+	case SHIM_ID_cuLaunchKernelEx_ptsz:
+		rc = SHIM_REAL(cuLaunchKernelEx_ptsz)(&cfg, k->handle, ptrs, extra);
+		break;
+	default:
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		break;
+	}
+	if (ptrs && ptrs != inline_ptrs)
+		free(ptrs);
+	return rc;
+}
+
+CUresult cap_op_issue(const struct cap_op *op)
+{
+	const struct cap_event_op *e = &op->u.event;
+
+	switch (op->kind) {
+	case CAP_OP_KERNEL:
+		return issue_kernel(op);
+	case CAP_OP_MEMCPY:
+		return issue_memcpy(op);
+	case CAP_OP_MEMSET:
+		return issue_memset(op);
+	case CAP_OP_EVENT_RECORD:
+		switch ((enum shim_api_id)op->api) {
+		case SHIM_ID_cuEventRecord:
+			return SHIM_REAL(cuEventRecord)(e->event, op->stream);
+		case SHIM_ID_cuEventRecord_ptsz:
+			return SHIM_REAL(cuEventRecord_ptsz)(e->event, op->stream);
+		case SHIM_ID_cuEventRecordWithFlags:
+			return SHIM_REAL(cuEventRecordWithFlags)(e->event, op->stream, e->flags);
+		case SHIM_ID_cuEventRecordWithFlags_ptsz:
+			return SHIM_REAL(cuEventRecordWithFlags_ptsz)(e->event, op->stream, e->flags);
+		default:
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+	case CAP_OP_EVENT_WAIT:
+		if (op->api == SHIM_ID_cuStreamWaitEvent)
+			return SHIM_REAL(cuStreamWaitEvent)(op->stream, e->event, e->flags);
+		if (op->api == SHIM_ID_cuStreamWaitEvent_ptsz)
+			return SHIM_REAL(cuStreamWaitEvent_ptsz)(op->stream, e->event, e->flags);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	case CAP_OP_HOST_FN:
+		if (op->api == SHIM_ID_cuLaunchHostFunc)
+			return SHIM_REAL(cuLaunchHostFunc)(op->stream, op->u.host_fn.fn, op->u.host_fn.data);
+		if (op->api == SHIM_ID_cuLaunchHostFunc_ptsz)
+			return SHIM_REAL(cuLaunchHostFunc_ptsz)(op->stream, op->u.host_fn.fn, op->u.host_fn.data);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	return CUDA_ERROR_NOT_SUPPORTED;
+}

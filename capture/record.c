@@ -1,0 +1,708 @@
+/* record.c - the recording state: the open window, what goes into it, and closing it at a
+ * boundary. capture layer; owns struct cap_state.
+ *
+ * Invariants:
+ *  1. Callers serialize (the engine's mutex): ops of all threads land in one window, in the
+ *     order their calls took the lock. One process-wide window is what the host can observe as
+ *     one unit: a boundary on any thread observes the device for every thread's earlier work.
+ *  2. An op is recorded before the driver sees the call and is never changed afterwards except
+ *     for CAP_OPF_FAILED (the driver refused it); failed ops are dropped when the window closes,
+ *     so a shape only ever holds calls the driver accepted.
+ *  3. Everything an op keeps is a deep copy in its window's arena or array: nothing points into
+ *     the caller's memory after cap_record returns (staging pageable copy sources is optional,
+ *     cap_op_stage, because only a deferred op needs it).
+ *  4. A window closes before the boundary call reaches the driver; an op that is itself
+ *     host-visible (CAP_OPF_ENDS_WINDOW) closes its own window right after being recorded, so
+ *     the window's last op is that call.
+ *  5. Stream and event slots are numbered per window by first use; a record's (win, slot) pair
+ *     is only meaningful while win is the open window's number, which changes at every close.
+ *
+ * States of the open window:
+ *
+ *     EMPTY --cap_record--> OPEN --cap_record--> OPEN
+ *       ^                     |
+ *       |          boundary, ENDS_WINDOW op, or full
+ *       |                     v
+ *       +---- recycled <-- CLOSED (failed ops dropped; empty -> recycled, else trie insert:
+ *                                  it becomes its shape's last window)
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture/capture_int.h"
+#include "common/compiler.h"
+#include "common/errors.h"
+#include "common/log.h"
+
+struct cap_state cap__s;
+bool cap__leaking;
+
+static bool api_is_async[SHIM_API_COUNT]; /* the entry point's name says Async */
+
+static const char *const boundary_names[CAP_BOUNDARY_COUNT] = {
+#define CAP_BOUNDARY_NAME_(name, label) #name,
+	CAP_BOUNDARY_LIST(CAP_BOUNDARY_NAME_)
+#undef CAP_BOUNDARY_NAME_
+};
+static const char *const boundary_labels[CAP_BOUNDARY_COUNT] = {
+#define CAP_BOUNDARY_LABEL_(name, label) label,
+	CAP_BOUNDARY_LIST(CAP_BOUNDARY_LABEL_)
+#undef CAP_BOUNDARY_LABEL_
+};
+
+const char *cap_boundary_name(enum cap_boundary b)
+{
+	return (unsigned)b < CAP_BOUNDARY_COUNT ? boundary_names[b] : "?";
+}
+
+const char *cap_boundary_label(enum cap_boundary b)
+{
+	return (unsigned)b < CAP_BOUNDARY_COUNT ? boundary_labels[b] : "?";
+}
+
+uint64_t cap__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void cap__own_call(enum shim_api_id id)
+{
+	cap__s.totals.own_calls++;
+	if (cap__s.cfg.note_driver_call)
+		cap__s.cfg.note_driver_call(id);
+}
+
+/* ------------------------------------------------------------------ windows */
+
+struct cap_window *cap__window_new(void)
+{
+	struct cap_window *w = calloc(1, sizeof(*w));
+
+	if (w)
+		cf_arena_init(&w->arena, 0);
+	return w;
+}
+
+void cap__window_free(struct cap_window *w)
+{
+	if (!w)
+		return;
+	cf_arena_fini(&w->arena);
+	free(w->ops);
+	free(w->streams);
+	free(w->events);
+	free(w);
+}
+
+void cap__window_reset(struct cap_window *w)
+{
+	cf_arena_reset(&w->arena);
+	w->nops = 0;
+	w->nstreams = 0;
+	w->nevents = 0;
+	w->nfailed = 0;
+	w->t_begin = w->t_end = 0;
+	w->closed_by = 0;
+	w->closed_api = 0;
+}
+
+size_t cap__window_bytes(const struct cap_window *w)
+{
+	return sizeof(*w) + w->cap * sizeof(*w->ops) + w->arena.reserved + w->capstreams * sizeof(*w->streams) +
+	       w->capevents * sizeof(*w->events);
+}
+
+const struct cap_window *cap_window_current(void)
+{
+	return cap__s.cur;
+}
+
+uint32_t cap_window_nops(const struct cap_window *w)
+{
+	return w->nops;
+}
+
+const struct cap_op *cap_window_op(const struct cap_window *w, uint32_t i)
+{
+	return i < w->nops ? &w->ops[i] : NULL;
+}
+
+uint32_t cap_window_nstreams(const struct cap_window *w)
+{
+	return w->nstreams;
+}
+
+const struct cap_wstream *cap_window_stream(const struct cap_window *w, uint32_t slot)
+{
+	return slot < w->nstreams ? &w->streams[slot] : NULL;
+}
+
+uint32_t cap_window_nevents(const struct cap_window *w)
+{
+	return w->nevents;
+}
+
+CUevent cap_window_event(const struct cap_window *w, uint32_t slot)
+{
+	return slot < w->nevents ? w->events[slot] : NULL;
+}
+
+uint64_t cap_window_seq(const struct cap_window *w)
+{
+	return w->seq;
+}
+
+enum cap_boundary cap_window_closed_by(const struct cap_window *w)
+{
+	return (enum cap_boundary)w->closed_by;
+}
+
+uint16_t cap_window_closed_api(const struct cap_window *w)
+{
+	return w->closed_api;
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+int cap_init(const struct cap_config *cfg)
+{
+	if (cap__s.ready)
+		return 0;
+	memset(&cap__s, 0, sizeof(cap__s));
+	cap__s.cfg = *cfg;
+	if (!cap__s.cfg.window_max_ops)
+		cap__s.cfg.window_max_ops = CAP_DEFAULT_WINDOW_MAX_OPS;
+	if (!cap__s.cfg.max_templates)
+		cap__s.cfg.max_templates = 1;
+	snprintf(cap__s.barrier, sizeof(cap__s.barrier), "%s", cfg->barrier_kernels ? cfg->barrier_kernels : "");
+	cap__s.cfg.barrier_kernels = cap__s.barrier;
+	for (int id = 0; id < SHIM_API_COUNT; id++)
+		api_is_async[id] = strstr(shim_api[id].name, "Async") != NULL;
+	cap__s.cur = cap__window_new();
+	if (!cap__s.cur)
+		return -CF_ENOMEM;
+	cap__s.cur->seq = cap__s.win_seq = 1;
+	cap__s.ready = true;
+	return 0;
+}
+
+bool cap_is_ready(void)
+{
+	return cap__s.ready;
+}
+
+void cap_fini(void)
+{
+	if (!cap__s.ready)
+		return;
+	cap__trie_fini();
+	if (!cap__leaking) {
+		cap__window_free(cap__s.cur);
+		cap__window_free(cap__s.spare);
+	}
+	cap__funcs_fini();
+	cap__streams_fini();
+	cap__alloc_fini();
+	cap__trace_fini();
+	cap__callsite_fini();
+	memset(&cap__s, 0, sizeof(cap__s));
+}
+
+void cap_atfork_child(void)
+{
+	struct cap_config cfg = cap__s.cfg;
+	char barrier[sizeof(cap__s.barrier)];
+
+	if (!cap__s.ready)
+		return;
+	memcpy(barrier, cap__s.barrier, sizeof(barrier));
+	cfg.barrier_kernels = barrier;
+	cap__callsite_atfork_child();
+	/* another thread of the parent may have been changing anything: forget, do not free */
+	cap__leaking = true;
+	cap_fini();
+	cap__leaking = false;
+	cap_init(&cfg);
+}
+
+void cap_get_totals(struct cap_totals *t)
+{
+	*t = cap__s.totals;
+	t->launches = __atomic_load_n(&cap__s.totals.launches, __ATOMIC_RELAXED);
+	t->copies = __atomic_load_n(&cap__s.totals.copies, __ATOMIC_RELAXED);
+	t->memsets = __atomic_load_n(&cap__s.totals.memsets, __ATOMIC_RELAXED);
+	t->bytes_copied = __atomic_load_n(&cap__s.totals.bytes_copied, __ATOMIC_RELAXED);
+	t->bytes_set = __atomic_load_n(&cap__s.totals.bytes_set, __ATOMIC_RELAXED);
+}
+
+size_t cap_memory_bytes(void)
+{
+	size_t n = sizeof(cap__s);
+
+	if (cap__s.cur)
+		n += cap__window_bytes(cap__s.cur);
+	if (cap__s.spare)
+		n += cap__window_bytes(cap__s.spare);
+	return n + cap__trie_bytes() + cap__funcs_bytes() + cap__streams_bytes() + cap__alloc_bytes() +
+	       cap__trace_bytes() + cap__callsite_bytes();
+}
+
+/* ------------------------------------------------------------------ closing */
+
+/* Drop failed ops, keeping the order of the others. */
+static void compact(struct cap_window *w)
+{
+	uint32_t j = 0;
+
+	if (!w->nfailed)
+		return;
+	for (uint32_t i = 0; i < w->nops; i++)
+		if (!(w->ops[i].flags & CAP_OPF_FAILED))
+			w->ops[j++] = w->ops[i];
+	w->nops = j;
+	w->nfailed = 0;
+}
+
+static int open_next(void)
+{
+	struct cap_window *w = cap__s.spare;
+
+	if (w) {
+		cap__s.spare = NULL;
+		cap__window_reset(w);
+	} else {
+		w = cap__window_new();
+		if (!w)
+			return -CF_ENOMEM;
+	}
+	cap__s.cur = w;
+	w->seq = ++cap__s.win_seq;
+	return 0;
+}
+
+/* Close the open window (it has ops). */
+static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id api)
+{
+	struct cap_window *w = cap__s.cur, *spare = NULL;
+	struct cap_shape *s = NULL;
+
+	compact(w);
+	w->closed_by = (uint8_t)kind;
+	w->closed_api = (uint16_t)api;
+	w->t_end = cap__now_ns();
+	if (w->nops == 0) {
+		spare = w; /* every op failed: nothing to remember */
+	} else {
+		cap__s.totals.windows++;
+		cap__s.totals.windows_by[kind]++;
+		for (uint32_t i = 0; i < w->nops; i++)
+			cap__s.totals.ops[w->ops[i].kind]++;
+		s = cap__trie_insert(w, &spare);
+		if (cap__s.cfg.trace_max_bytes)
+			cap__trace_window(w, s);
+	}
+	if (spare) {
+		if (cap__s.spare)
+			cap__window_free(spare);
+		else
+			cap__s.spare = spare;
+	}
+	if (open_next() != 0) {
+		/* keep a window open at any cost: reuse the spare we just gave away, if any */
+		cf_log_err_once("out of memory opening a capture window; recording stops");
+		cap__s.ready = false;
+		cap__s.cur = cap__window_new();
+		if (!cap__s.cur) {
+			cap__s.cur = cap__s.spare;
+			cap__s.spare = NULL;
+		}
+		if (cap__s.cur)
+			cap__window_reset(cap__s.cur);
+	}
+	return s;
+}
+
+struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api)
+{
+	if ((unsigned)kind >= CAP_BOUNDARY_COUNT || !cap__s.cur)
+		return NULL;
+	cap__s.totals.boundaries[kind]++;
+	if (cap__s.cur->nops == 0)
+		return NULL;
+	return close_window(kind, api);
+}
+
+void cap_note_passthrough(enum shim_api_id api)
+{
+	(void)api;
+	cap__s.totals.passthrough++;
+}
+
+/* ------------------------------------------------------------------ recording */
+
+static int reserve_op(struct cap_window *w)
+{
+	if (w->nops == w->cap) {
+		uint32_t ncap = w->cap ? 2 * w->cap : 256;
+		struct cap_op *n = realloc(w->ops, ncap * sizeof(*n));
+
+		if (!n)
+			return -CF_ENOMEM;
+		w->ops = n;
+		w->cap = ncap;
+	}
+	return 0;
+}
+
+/* The slot of the op's stream in w; -1 when out of memory or slots. */
+static int stream_slot(struct cap_window *w, struct cap_op *op, CUcontext ctx, uint32_t tid)
+{
+	struct cap_stream *s = cap__stream_get(op->stream, shim_api[op->api].pt, ctx, tid);
+
+	if (!s)
+		return -1;
+	op->stream_kind = s->kind;
+	if (s->win != w->seq) {
+		if (w->nstreams >= CAP_MAX_SLOTS)
+			return -1;
+		if (w->nstreams == w->capstreams) {
+			uint32_t ncap = w->capstreams ? 2 * w->capstreams : 8;
+			struct cap_wstream *n = realloc(w->streams, ncap * sizeof(*n));
+
+			if (!n)
+				return -1;
+			w->streams = n;
+			w->capstreams = ncap;
+		}
+		w->streams[w->nstreams] = (struct cap_wstream){
+			.handle = op->stream, .ctx = ctx, .id = s->id, .tid = s->tid, .kind = s->kind,
+		};
+		s->win = w->seq;
+		s->slot = (uint16_t)w->nstreams++;
+	}
+	return s->slot;
+}
+
+static int event_slot(struct cap_window *w, CUevent e)
+{
+	struct cap_event_rec *r = cap__event_get(e);
+
+	if (!r)
+		return -1;
+	if (r->win != w->seq) {
+		if (w->nevents >= CAP_MAX_SLOTS)
+			return -1;
+		if (w->nevents == w->capevents) {
+			uint32_t ncap = w->capevents ? 2 * w->capevents : 8;
+			CUevent *n = realloc(w->events, ncap * sizeof(*n));
+
+			if (!n)
+				return -1;
+			w->events = n;
+			w->capevents = ncap;
+		}
+		w->events[w->nevents] = e;
+		r->win = w->seq;
+		r->slot = (uint16_t)w->nevents++;
+	}
+	return r->slot;
+}
+
+/* Parameters from an `extra` list: the buffer verbatim. -CF_EINVAL when unusable. */
+static int copy_extra(struct cap_kernel *k, void **extra, struct cf_arena *a)
+{
+	const void *buf = NULL;
+	const size_t *sizep = NULL;
+
+	for (unsigned int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+		if (i + 1 >= CAP_EXTRA_MAX_WORDS)
+			return -CF_EINVAL;
+		if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			buf = extra[i + 1];
+		else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+			sizep = extra[i + 1];
+		else
+			return -CF_EINVAL;
+	}
+	if (!sizep || !buf) {
+		/* no buffer: only a kernel without parameters */
+		if (k->info && k->info->layout_known && k->info->nparams == 0) {
+			k->param_size = 0;
+			k->params = cf_arena_alloc(a, 0);
+			return k->params ? 0 : -CF_ENOMEM;
+		}
+		return -CF_EINVAL;
+	}
+	if (*sizep > CAP_MAX_PARAM_BYTES)
+		return -CF_EINVAL;
+	k->param_size = (uint32_t)*sizep;
+	k->params = cf_arena_dup(a, buf, *sizep);
+	k->via_extra = true;
+	return k->params ? 0 : -CF_ENOMEM;
+}
+
+/* A kernel's parameters, deep-copied. -CF_EINVAL when they cannot be recorded. */
+static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_arena *a)
+{
+	struct cap_kernel *k = &op->u.kernel;
+	const struct cap_func *f = k->info;
+	char *buf;
+
+	memcpy(k->grid, c->u.kernel.grid, sizeof(k->grid));
+	memcpy(k->block, c->u.kernel.block, sizeof(k->block));
+	k->shared_bytes = c->u.kernel.shared_bytes;
+	if (c->u.kernel.nattrs) {
+		if (!c->u.kernel.attrs || c->u.kernel.nattrs > 256)
+			return -CF_EINVAL;
+		k->attrs = cf_arena_dup(a, c->u.kernel.attrs, c->u.kernel.nattrs * sizeof(*k->attrs));
+		if (!k->attrs)
+			return -CF_ENOMEM;
+		k->nattrs = c->u.kernel.nattrs;
+	}
+	if (c->u.kernel.params && c->u.kernel.extra)
+		return -CF_EINVAL; /* the driver refuses this */
+	if (c->u.kernel.extra)
+		return copy_extra(k, c->u.kernel.extra, a);
+	if (!f->layout_known)
+		return -CF_EINVAL;
+	if (!c->u.kernel.params && f->nparams)
+		return -CF_EINVAL;
+	buf = cf_arena_alloc(a, f->param_bytes);
+	if (!buf)
+		return -CF_ENOMEM;
+	/* zeroed padding, so equal parameters are equal bytes */
+	memset(buf, 0, f->param_bytes);
+	for (uint32_t i = 0; i < f->nparams; i++) {
+		if (!c->u.kernel.params[i])
+			return -CF_EINVAL;
+		memcpy(buf + f->offset[i], c->u.kernel.params[i], f->size[i]);
+	}
+	k->params = buf;
+	k->param_size = f->param_bytes;
+	return 0;
+}
+
+/* Bytes from the first to one past the last byte of a w x h x d box; false on overflow. */
+static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_t rows, uint64_t *out)
+{
+	uint64_t slices, tail;
+
+	*out = 0;
+	if (w == 0 || h == 0 || d == 0)
+		return true;
+	return !__builtin_mul_overflow(d - 1, rows, &slices) && !__builtin_mul_overflow(slices, pitch, &slices) &&
+	       !__builtin_mul_overflow(h - 1, pitch, &tail) && !__builtin_add_overflow(slices, tail, &tail) &&
+	       !__builtin_add_overflow(tail, w, out);
+}
+
+/* One side of a copy: its first byte, span, whether it is device memory and pageable. */
+static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
+			 uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span, bool *dev,
+			 bool *pageable)
+{
+	const struct cap_alloc *a;
+	uint64_t w = d->WidthInBytes, h = d->Height, dp = d->Depth;
+
+	if (h <= 1 && dp <= 1 && pitch < w)
+		pitch = w;
+	if (dp <= 1 && rows < h)
+		rows = h;
+	*first = base + (z * rows + y) * pitch + x;
+	if (!box_span(w, h, dp, pitch, rows, span))
+		*span = 0;
+	a = cap_alloc_find(*first);
+	*dev = type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY ||
+	       (type == CU_MEMORYTYPE_UNIFIED && cap_alloc_is_device(a));
+	*pageable = !*dev && !a;
+}
+
+static void build_memcpy(struct cap_op *op, const struct cap_call *c)
+{
+	struct cap_memcpy *m = &op->u.memcpy;
+	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
+	bool sdev, ddev;
+
+	m->d = *d;
+	m->dst_ctx = c->u.memcpy.dst_ctx;
+	m->src_ctx = c->u.memcpy.src_ctx;
+	m->bytes = (uint64_t)d->WidthInBytes * d->Height * d->Depth;
+	resolve_side(d->srcMemoryType,
+		     d->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->srcHost : d->srcDevice,
+		     d->srcXInBytes, d->srcY, d->srcZ, d->srcPitch, d->srcHeight, d, &m->src_first, &m->src_span, &sdev,
+		     &m->src_pageable);
+	resolve_side(d->dstMemoryType,
+		     d->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->dstHost : d->dstDevice,
+		     d->dstXInBytes, d->dstY, d->dstZ, d->dstPitch, d->dstHeight, d, &m->dst_first, &m->dst_span, &ddev,
+		     &m->dst_pageable);
+	m->dir = (uint8_t)(sdev ? (ddev ? CAP_DIR_DTOD : CAP_DIR_DTOH) : (ddev ? CAP_DIR_HTOD : CAP_DIR_HTOH));
+	/* A synchronous copy touching host memory returns only when the host can see its
+	 * effect (and waits for earlier work); a copy into host memory is how programs read
+	 * results, asynchronous or not (DESIGN.md). Device-to-device synchronous copies do not
+	 * block the host. */
+	if (m->dir != CAP_DIR_HTOD && m->dir != CAP_DIR_DTOD)
+		op->flags |= CAP_OPF_ENDS_WINDOW;
+	else if (m->dir == CAP_DIR_HTOD && !api_is_async[op->api])
+		op->flags |= CAP_OPF_ENDS_WINDOW;
+	m->staged = NULL;
+}
+
+static void build_memset(struct cap_op *op, const struct cap_call *c)
+{
+	const struct cap_alloc *a;
+
+	op->u.memset = c->u.memset;
+	/* A synchronous memset blocks the host when its target is host-visible (pinned,
+	 * registered or managed memory); of device memory it does not. */
+	a = cap_alloc_find(op->u.memset.dst);
+	if (!api_is_async[op->api] && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
+					      a->kind != CAP_ALLOC_MAPPED)))
+		op->flags |= CAP_OPF_ENDS_WINDOW;
+}
+
+static void rec_closed(struct cap_rec *rec, struct cap_shape *s)
+{
+	if (s)
+		rec->closed = s;
+}
+
+int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+{
+	struct cap_window *w = cap__s.cur;
+	struct cap_func *f = NULL;
+	CUfunction func = NULL;
+	struct cap_op *op;
+	int slot, rc = 0;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->kind = c->kind;
+	if (!cap__s.ready || !w) {
+		rec->result = CAP_REC_NOMEM;
+		return -CF_ESTATE;
+	}
+	if (c->kind == CAP_OP_KERNEL) {
+		f = cap__func_get(c->u.kernel.f, who->ctx, &func);
+		rec->func = f;
+		if (!f) {
+			rec->result = CAP_REC_OPAQUE;
+			rec_closed(rec, cap_boundary(CAP_BOUNDARY_OPAQUE, (enum shim_api_id)c->api));
+			return -CF_EINVAL;
+		}
+		if (f->barrier) {
+			rec->result = CAP_REC_BARRIER;
+			rec_closed(rec, cap_boundary(CAP_BOUNDARY_BARRIER, (enum shim_api_id)c->api));
+			return 0;
+		}
+	}
+	if (reserve_op(w) != 0)
+		goto out_nomem;
+	op = &w->ops[w->nops];
+	memset(op, 0, sizeof(*op));
+	op->kind = c->kind;
+	op->api = c->api;
+	op->tid = who->tid;
+	op->stream = c->stream;
+	op->ctx = who->ctx;
+	op->callsite = who->callsite;
+	op->t_ns = who->t_ns;
+	slot = stream_slot(w, op, who->ctx, who->tid);
+	if (slot < 0)
+		goto out_nomem;
+	op->stream_slot = (uint16_t)slot;
+	switch (c->kind) {
+	case CAP_OP_KERNEL:
+		op->u.kernel.handle = c->u.kernel.f;
+		op->u.kernel.func = func;
+		op->u.kernel.info = f;
+		rc = build_kernel(op, c, &w->arena);
+		if (rc == -CF_ENOMEM)
+			goto out_nomem;
+		if (rc) {
+			rec->result = CAP_REC_OPAQUE;
+			rec_closed(rec, cap_boundary(CAP_BOUNDARY_OPAQUE, (enum shim_api_id)c->api));
+			return rc;
+		}
+		break;
+	case CAP_OP_MEMCPY:
+		build_memcpy(op, c);
+		rec->bytes = op->u.memcpy.bytes;
+		break;
+	case CAP_OP_MEMSET:
+		build_memset(op, c);
+		rec->bytes = cap_op_bytes(op);
+		break;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		op->u.event = c->u.event;
+		slot = event_slot(w, c->u.event.event);
+		if (slot < 0)
+			goto out_nomem;
+		op->u.event.slot = (uint16_t)slot;
+		break;
+	case CAP_OP_HOST_FN:
+		op->u.host_fn = c->u.host_fn;
+		break;
+	default:
+		rec->result = CAP_REC_OPAQUE;
+		return -CF_EINVAL;
+	}
+	cap_op_hash(op);
+	op->seq = ++cap__s.op_seq;
+	if (w->nops == 0)
+		w->t_begin = who->t_ns;
+	if (who->callsite)
+		cap__callsite_count(who->callsite);
+	rec->index = w->nops++;
+	rec->window = w->seq;
+	rec->result = CAP_REC_RECORDED;
+	if (op->flags & CAP_OPF_ENDS_WINDOW) {
+		rec->ends_window = true;
+		rec_closed(rec, cap_boundary(CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)c->api));
+	} else if (w->nops >= cap__s.cfg.window_max_ops) {
+		rec_closed(rec, cap_boundary(CAP_BOUNDARY_FULL, (enum shim_api_id)c->api));
+	}
+	return 0;
+out_nomem:
+	cf_log_warn_once("out of memory recording an op; the window is cut there");
+	rec->result = CAP_REC_NOMEM;
+	rec_closed(rec, cap_boundary(CAP_BOUNDARY_FULL, (enum shim_api_id)c->api));
+	return -CF_ENOMEM;
+}
+
+void cap_op_done(const struct cap_rec *rec, bool failed)
+{
+	if (failed) {
+		struct cap_window *w = cap__s.cur;
+
+		if (rec->result == CAP_REC_RECORDED && w && rec->window == w->seq && rec->index < w->nops &&
+		    !(w->ops[rec->index].flags & CAP_OPF_FAILED)) {
+			w->ops[rec->index].flags |= CAP_OPF_FAILED;
+			w->nfailed++;
+		}
+		return;
+	}
+	switch (rec->kind) {
+	case CAP_OP_KERNEL:
+		__atomic_fetch_add(&cap__s.totals.launches, 1, __ATOMIC_RELAXED);
+		if (rec->func)
+			__atomic_fetch_add(&rec->func->launches, 1, __ATOMIC_RELAXED);
+		break;
+	case CAP_OP_MEMCPY:
+		if (rec->bytes) {
+			__atomic_fetch_add(&cap__s.totals.copies, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&cap__s.totals.bytes_copied, rec->bytes, __ATOMIC_RELAXED);
+		}
+		break;
+	case CAP_OP_MEMSET:
+		if (rec->bytes) {
+			__atomic_fetch_add(&cap__s.totals.memsets, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&cap__s.totals.bytes_set, rec->bytes, __ATOMIC_RELAXED);
+		}
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,121 @@
+/* replay.h - replay of repeated windows as CUDA graphs: templates built from a window shape
+ * seen CUFOLD_WARMUP times, matching of later calls against them, deferral, segment launches
+ * with patched bindings, and the eager fallback. replay layer: includes capture/, common/ and
+ * shim/real.h.
+ *
+ * Threading: like capture, nothing here locks; every function must be called with the
+ * engine's mutex held (shim/engine.c), so one window's calls from all threads are matched in
+ * one order. Every driver call replay makes goes through SHIM_REAL.
+ *
+ * The contract with the engine, per call of the program in CUFOLD_MODE=replay:
+ *  - a stream-work call that capture recorded as op: rpl_op(op) says RPL_DEFER (the hook returns
+ *    CUDA_SUCCESS without calling the driver; replay owns a deep copy) or RPL_EAGER (the hook
+ *    issues the call itself, now, before the lock is dropped); on RPL_EAGER every deferred op
+ *    has already been submitted, in order;
+ *  - before any other call reaches the driver (a boundary, a call cufold does not model, a
+ *    call capture could not record): rpl_flush();
+ *  - whenever capture closes a window (cap_boundary or cap_rec.closed): rpl_window_closed();
+ *  - an eagerly issued op the driver refused: rpl_op_failed(). */
+#ifndef RPL_REPLAY_H
+#define RPL_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "capture/capture.h"
+
+struct rpl_config {
+	unsigned int warmup;         /* sightings of a shape before it becomes a template */
+	unsigned int segment;        /* most ops per graph segment */
+	unsigned int min_ops;        /* windows with fewer graphable ops stay eager */
+	int opt;                     /* CUFOLD_OPT (0: no rewriting; replay ignores the rest) */
+};
+
+enum rpl_verdict {
+	RPL_EAGER = 0, /* issue the call now; nothing is deferred any more */
+	RPL_DEFER = 1, /* kept: return CUDA_SUCCESS to the program */
+};
+
+/* Why deferred work went to the driver eagerly instead of as a graph (report). */
+#define RPL_FALLBACK_LIST(X) \
+	X(MISMATCH, "a call differed from the template") \
+	X(BOUNDARY, "a boundary came before a segment was complete") \
+	X(BUILD, "building or instantiating a graph failed") \
+	X(PATCH, "patching a graph node failed") \
+	X(LAUNCH, "launching a graph failed") \
+	X(NOMEM, "out of memory deferring a call") \
+	X(FREE, "memory the template references was freed") \
+	X(CHURN, "bindings change on most launches (cheaper eager)")
+
+enum rpl_fallback {
+#define RPL_FALLBACK_ENUM_(name, label) RPL_FB_##name,
+	RPL_FALLBACK_LIST(RPL_FALLBACK_ENUM_)
+#undef RPL_FALLBACK_ENUM_
+	RPL_FB_COUNT
+};
+
+const char *rpl_fallback_name(enum rpl_fallback f);
+
+/* Start (idempotent until rpl_fini). 0 or a negative CF_E* code. */
+int rpl_init(const struct rpl_config *cfg);
+/* Submit what is deferred, destroy every graph and template. */
+void rpl_fini(void);
+/* In a forked child: the parent's graphs are not ours to launch; forget everything. */
+void rpl_atfork_child(void);
+
+/* A call capture recorded (op is valid for this call only). */
+enum rpl_verdict rpl_op(const struct cap_op *op);
+/* The op last answered RPL_EAGER failed in the driver: the window stops matching. */
+void rpl_op_failed(void);
+/* Submit everything deferred (a complete segment as its graph, else eagerly in order); the
+ * window stops matching until the next one opens. Returns the first driver error of an eager
+ * submission, or CUDA_SUCCESS. */
+CUresult rpl_flush(void);
+/* Whether ops are deferred now (cheap; for boundaries on the fast path). */
+bool rpl_has_deferred(void);
+/* A window closed with shape s (NULL when it was empty or not tracked): the next call starts
+ * a new window; a shape seen often enough becomes a template. */
+void rpl_window_closed(struct cap_shape *s);
+/* Capture is evicting s: drop its template. */
+void rpl_shape_evicted(struct cap_shape *s);
+/* The program frees or unmaps [base, base+size): templates whose graphs reference it retire. */
+void rpl_memory_released(uint64_t base, uint64_t size);
+/* The program destroys an event: templates with nodes naming it retire (the handle may be
+ * reused for another event). */
+void rpl_event_destroyed(CUevent e);
+/* A module or library is unloaded: every template retires (its functions may be gone). */
+void rpl_functions_unloaded(void);
+/* A context is destroyed (NULL: unknown which): its templates retire. */
+void rpl_context_destroyed(CUcontext ctx);
+/* Whether replay gave up on ctx (a failure of cufold's own): its calls only pass through. */
+bool rpl_ctx_is_failed(CUcontext ctx);
+
+struct rpl_totals {
+	uint64_t templates;          /* templates built */
+	uint64_t templates_live;     /* templates alive now */
+	uint64_t segments;           /* graph segments built */
+	uint64_t graph_launches;     /* segment launches */
+	uint64_t ops_replayed;       /* ops submitted inside graph launches */
+	uint64_t ops_deferred;       /* ops answered RPL_DEFER */
+	uint64_t ops_flushed;        /* deferred ops submitted eagerly */
+	uint64_t patches;            /* graph nodes patched */
+	uint64_t fallbacks[RPL_FB_COUNT]; /* eager fallbacks by reason */
+	uint64_t retired;            /* templates retired (free, churn, failure) */
+	uint64_t own_calls;          /* driver calls replay made */
+	uint64_t matched_ops;        /* ops compared against a template */
+	uint64_t match_ns;           /* time spent matching the timed sample of ops */
+	uint64_t match_samples;      /* ops in the timed sample */
+	bool failed;                 /* some context went to sticky passthrough */
+};
+void rpl_get_totals(struct rpl_totals *t);
+/* Measured matching cost per op (ns), 0 when nothing was matched. */
+double rpl_host_ns_per_op(void);
+/* Write replay's members of the JSON report, each after ",\n ": "replay" (per template:
+ * segments, launches, fallbacks with reasons, patches, moved call sites, submissions saved;
+ * totals) and "host_ns_per_op" (the measured matching cost, which scripts/bench reads). */
+void rpl_write_report_json(FILE *f);
+/* Bytes of host memory replay holds. */
+size_t rpl_memory_bytes(void);
+
+#endif

@@ -1,0 +1,136 @@
+/* replay_int.h - private to replay/: templates (per op of a window shape: key, class and
+ * segment; per segment: the graph, its exec and the bindings the exec holds), the matcher's
+ * state and the helpers the files share. replay layer. */
+#ifndef RPL_REPLAY_INT_H
+#define RPL_REPLAY_INT_H
+
+#include "capture/capture.h"
+#include "common/arena.h"
+#include "replay/replay.h"
+#include "shim/real.h"
+
+#define RPL_MAX_CAND 8        /* templates followed at once through a shared prefix */
+#define RPL_MAX_FAILED_CTX 16 /* contexts in sticky passthrough remembered (more: all) */
+#define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
+#define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
+#define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
+
+/* How an op of a template is submitted when it matches. */
+enum rpl_cls {
+	RPL_CLS_GRAPH = 0, /* a node of a segment's graph: deferred, launched with its segment */
+	RPL_CLS_EAGER = 1, /* issued in place (host-visible, pageable, or not yet graphable): the
+			    * segment before it launches first, so the order is the program's */
+};
+
+/* One op of a template. */
+struct rpl_top {
+	uint64_t key;                /* capture's op key */
+	int32_t seg;                 /* segment index (RPL_CLS_GRAPH), or -1 */
+	uint8_t cls;                 /* enum rpl_cls */
+	uint8_t kind;                /* enum cap_op_kind */
+	uint16_t stream_slot;        /* the window's stream slot */
+};
+
+/* One node of a segment's graph and the bindings its exec holds now. */
+struct rpl_node {
+	CUgraphNode node;            /* the node in the segment's graph */
+	uint8_t kind;                /* enum cap_op_kind */
+	uint32_t param_size;         /* kernel: bytes of params */
+	void *params;                /* kernel: parameter bytes the exec holds (owned) */
+	void **param_ptrs;           /* kernel: pointers into params per parameter (owned), or NULL */
+	CUDA_MEMCPY3D copy;          /* memcpy: the descriptor the exec holds */
+	CUDA_MEMSET_NODE_PARAMS set; /* memset: the parameters the exec holds */
+	CUevent event;               /* event record / wait: the event the exec holds */
+	bool empty;                  /* a wait whose record is in the segment: an empty node */
+};
+
+/* A run of consecutive graphable ops on one stream, cut at CUFOLD_SEGMENT: one graph exec. */
+struct rpl_seg {
+	uint32_t first;              /* index of its first op in the window */
+	uint32_t n;                  /* ops (nodes) */
+	CUgraph graph;               /* built with explicit node APIs */
+	CUgraphExec exec;            /* instantiated (and uploaded) */
+	struct rpl_node *nodes;      /* n entries, in window order */
+	bool legacy;                 /* has legacy-stream ops: launched on the legacy stream */
+	uint64_t launches;           /* launches of exec */
+	uint64_t patched_launches;   /* launches that patched at least one node */
+	uint64_t patches;            /* nodes patched */
+};
+
+struct rpl_template {
+	struct cap_shape *shape;     /* capture's shape it replays */
+	uint64_t shape_id;           /* cap_shape_id (report) */
+	uint64_t built_window;       /* window number it was built from */
+	CUcontext ctx;               /* every op's context */
+	uint32_t nops;               /* ops of the window */
+	struct rpl_top *ops;         /* nops entries */
+	uint32_t ngraph;             /* ops of class RPL_CLS_GRAPH */
+	uint32_t nsegs;              /* segments */
+	struct rpl_seg *segs;        /* nsegs entries */
+	bool multi_stream;           /* some segment spans several streams */
+	CUevent join_ev, fork_ev;    /* replay's own events for stream joins and forks */
+	uint64_t windows;            /* windows matched to the end */
+	uint64_t launches;           /* segment launches */
+	uint64_t ops_replayed;       /* ops submitted inside launches */
+	uint64_t patches;            /* nodes patched */
+	uint64_t patched_launches;   /* launches that patched at least one node */
+	const char *retired_why;     /* retired: why (static text); NULL while live */
+	uint64_t fallbacks[RPL_FB_COUNT]; /* eager fallbacks while following it, by reason */
+	uint64_t *moved_sites;       /* call sites of patched ops (report), up to RPL_SITES */
+	uint32_t nmoved_sites;       /* used entries */
+	struct rpl_template *prev, *next; /* every live template */
+};
+
+#define RPL_SITES 8
+
+/* What replay remembers of a shape between templates (cap_shape_user). */
+struct rpl_shape_note {
+	struct rpl_template *tpl;    /* its template, or NULL */
+	bool rejected;               /* cannot be replayed (reason in why) */
+	const char *why;             /* static text */
+	uint64_t retired_at;         /* sightings when its last template retired */
+	uint32_t free_retires;       /* retirements caused by frees */
+	bool patch_frees;            /* frees no longer retire it (allocates per step) */
+};
+
+/* The matcher (exec.c). */
+enum rpl_mstate {
+	RPL_M_FRESH = 0,     /* a window just opened: the next op picks candidates */
+	RPL_M_MATCHING = 1,  /* following candidates; ops may be deferred */
+	RPL_M_RECORDING = 2, /* this window is eager to its end */
+};
+
+/* template.c */
+struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
+					 bool *own_failure);
+void rpl__template_destroy(struct rpl_template *t);
+/* Destroy t's graphs, execs and events, keeping its figures (a retired template). */
+void rpl__template_release(struct rpl_template *t);
+/* Classify one op (what a template would make of it). */
+enum rpl_cls rpl__classify(const struct cap_op *op);
+/* Build the node-form of a kernel op's parameters into n (owned copies). 0 or -CF_ENOMEM. */
+int rpl__node_set_kernel(struct rpl_node *n, const struct cap_op *op);
+/* The node parameters of a kernel op; the pointers point into n (which must hold op's
+ * parameters) and into extra_buf[5]/extra_size, which the caller keeps alive for the call. */
+void rpl__kernel_params(const struct rpl_node *n, const struct cap_op *op, CUDA_KERNEL_NODE_PARAMS *p,
+			void **extra_buf, size_t *extra_size);
+void rpl__memset_params(const struct cap_op *op, CUDA_MEMSET_NODE_PARAMS *p);
+bool rpl__copy_equal(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b);
+bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b);
+/* Whether any binding of t points into [base, base+size). */
+bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size);
+size_t rpl__template_bytes(const struct rpl_template *t);
+
+/* A driver call replay makes (counted). */
+void rpl__own_call(void);
+/* Make ctx current on this thread if it is not; *pushed says whether to pop. */
+void rpl__ctx_enter(CUcontext ctx, bool *pushed);
+void rpl__ctx_leave(bool pushed);
+
+/* exec.c: every live template (report). */
+struct rpl_template *rpl__templates(void);
+/* Retired templates kept for the report. */
+struct rpl_template *rpl__retired(void);
+extern struct rpl_totals rpl__totals;
+
+#endif

@@ -1,0 +1,92 @@
+/* report.c - replay's part of the JSON report: per template its segments, launches, ops
+ * replayed, fallbacks with their reasons, patches and the call sites whose bindings moved, host
+ * submissions saved; totals; the measured matching cost. replay layer. */
+#include <inttypes.h>
+
+#include "replay/replay_int.h"
+
+static void write_fallbacks(FILE *f, const uint64_t *fb)
+{
+	bool first = true;
+
+	fputc('{', f);
+	for (int i = 0; i < RPL_FB_COUNT; i++) {
+		if (!fb[i])
+			continue;
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", rpl_fallback_name((enum rpl_fallback)i), fb[i]);
+		first = false;
+	}
+	fputc('}', f);
+}
+
+static void write_template(FILE *f, const struct rpl_template *t)
+{
+	uint64_t saved = t->ops_replayed >= t->launches ? t->ops_replayed - t->launches : 0;
+
+	fprintf(f,
+		"      {\"shape\": %" PRIu64 ", \"built_from_window\": %" PRIu64 ", \"ops\": %u, \"graph_ops\": %u, "
+		"\"segments\": %u, \"windows_replayed\": %" PRIu64 ", \"launches\": %" PRIu64
+		", \"ops_replayed\": %" PRIu64 ", \"patches\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64
+		", \"fallbacks\": ",
+		t->shape_id, t->built_window, t->nops, t->ngraph, t->nsegs, t->windows, t->launches, t->ops_replayed,
+		t->patches, saved);
+	write_fallbacks(f, t->fallbacks);
+	fputs(", \"retired\": ", f);
+	if (t->retired_why)
+		fprintf(f, "\"%s\"", t->retired_why);
+	else
+		fputs("null", f);
+	fputs(", \"moved_call_sites\": [", f);
+	for (uint32_t i = 0; i < t->nmoved_sites; i++) {
+		const char *name = cap_callsite_name(t->moved_sites[i]);
+
+		fprintf(f, "%s\"", i ? ", " : "");
+		for (const char *p = name ? name : "?"; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				fputc('\\', f);
+			if ((unsigned char)*p >= 0x20)
+				fputc(*p, f);
+		}
+		fputc('"', f);
+	}
+	fputs("], \"segment_launches\": [", f);
+	for (uint32_t k = 0; k < t->nsegs; k++)
+		fprintf(f, "%s{\"first\": %u, \"ops\": %u, \"launches\": %" PRIu64 ", \"patched_launches\": %" PRIu64
+			   ", \"patches\": %" PRIu64 "}",
+			k ? ", " : "", t->segs[k].first, t->segs[k].n, t->segs[k].launches, t->segs[k].patched_launches,
+			t->segs[k].patches);
+	fputs("]}", f);
+}
+
+void rpl_write_report_json(FILE *f)
+{
+	const struct rpl_totals *s = &rpl__totals;
+	bool first = true;
+
+	fprintf(f,
+		",\n \"replay\": {\n    \"templates_built\": %" PRIu64 ", \"templates_live\": %" PRIu64
+		", \"segments_built\": %" PRIu64 ", \"graph_launches\": %" PRIu64 ", \"ops_replayed\": %" PRIu64
+		", \"ops_deferred\": %" PRIu64 ", \"ops_flushed_eagerly\": %" PRIu64 ", \"patches\": %" PRIu64
+		", \"retired\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64 ", \"driver_calls\": %" PRIu64
+		", \"matched_ops\": %" PRIu64 ", \"host_ns_per_op\": %.1f, \"passthrough_after_failure\": %s,\n"
+		"    \"fallbacks\": ",
+		s->templates, s->templates_live, s->segments, s->graph_launches, s->ops_replayed, s->ops_deferred,
+		s->ops_flushed, s->patches, s->retired,
+		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
+		s->matched_ops, rpl_host_ns_per_op(), s->failed ? "true" : "false");
+	write_fallbacks(f, s->fallbacks);
+	fputs(",\n    \"templates\": [\n", f);
+	for (const struct rpl_template *t = rpl__templates(); t; t = t->next) {
+		if (!first)
+			fputs(",\n", f);
+		write_template(f, t);
+		first = false;
+	}
+	for (const struct rpl_template *t = rpl__retired(); t; t = t->next) {
+		if (!first)
+			fputs(",\n", f);
+		write_template(f, t);
+		first = false;
+	}
+	fprintf(f, "\n    ]\n  },\n \"host_ns_per_op\": %.1f", rpl_host_ns_per_op());
+}

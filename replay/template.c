@@ -1,0 +1,487 @@
+/* template.c - templates: a window shape's ops classified, cut into segments (runs of
+ * graphable ops on one stream, at most CUFOLD_SEGMENT each) and built as CUDA graphs with the
+ * explicit node APIs through SHIM_REAL, instantiated and uploaded. replay layer.
+ *
+ * A graph is never captured from the program's streams: explicit nodes cannot be invalidated
+ * by the program's own captures or by another thread's queries (interposers.md D.6). Each
+ * segment is one stream's consecutive ops, so launching it on that stream in place of the ops
+ * gives exactly the order the program asked for; ops that cannot be nodes yet are issued in
+ * place (RPL_CLS_EAGER) between segments. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/compiler.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "replay/replay_int.h"
+
+/* ------------------------------------------------------------------ classes */
+
+static bool api_is_cooperative(uint16_t api)
+{
+	return api == SHIM_ID_cuLaunchCooperativeKernel || api == SHIM_ID_cuLaunchCooperativeKernel_ptsz;
+}
+
+enum rpl_cls rpl__classify(const struct cap_op *op)
+{
+	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED))
+		return RPL_CLS_EAGER;
+	/* A per-thread default stream can only be named by its own thread: an op on it could not
+	 * be submitted by a flush from another thread. */
+	if (op->stream_kind == CAP_STREAM_PER_THREAD)
+		return RPL_CLS_EAGER;
+	switch (op->kind) {
+	case CAP_OP_KERNEL: {
+		const struct cap_kernel *k = &op->u.kernel;
+
+		if (k->nattrs || api_is_cooperative(op->api) || !k->func || !k->params)
+			return RPL_CLS_EAGER;
+		if (!k->via_extra && (!k->info || !k->info->layout_known))
+			return RPL_CLS_EAGER;
+		return RPL_CLS_GRAPH;
+	}
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *c = &op->u.memcpy;
+
+		if (c->src_pageable || c->dst_pageable || c->dst_ctx || c->src_ctx || c->dir == CAP_DIR_HTOH ||
+		    c->dir == CAP_DIR_DTOH || !c->bytes)
+			return RPL_CLS_EAGER;
+		if (c->d.srcMemoryType == CU_MEMORYTYPE_ARRAY || c->d.dstMemoryType == CU_MEMORYTYPE_ARRAY)
+			return RPL_CLS_EAGER;
+		return RPL_CLS_GRAPH;
+	}
+	case CAP_OP_MEMSET:
+		return op->u.memset.width && op->u.memset.height ? RPL_CLS_GRAPH : RPL_CLS_EAGER;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		/* external records and waits have no node form */
+		return op->u.event.flags == 0 ? RPL_CLS_GRAPH : RPL_CLS_EAGER;
+	default:
+		/* host functions: issued in place (a host node would run the program's callback on
+		 * the driver's thread at a different time relative to other host work) */
+		return RPL_CLS_EAGER;
+	}
+}
+
+/* ------------------------------------------------------------------ node parameters */
+
+int rpl__node_set_kernel(struct rpl_node *n, const struct cap_op *op)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	uint32_t np = k->via_extra ? 0 : k->info->nparams;
+	void *params;
+
+	params = malloc(k->param_size ? k->param_size : 1);
+	if (!params)
+		return -CF_ENOMEM;
+	memcpy(params, k->params, k->param_size);
+	if (!k->via_extra && !n->param_ptrs && np) {
+		n->param_ptrs = calloc(np, sizeof(void *));
+		if (!n->param_ptrs) {
+			free(params);
+			return -CF_ENOMEM;
+		}
+	}
+	free(n->params);
+	n->params = params;
+	n->param_size = k->param_size;
+	for (uint32_t i = 0; i < np; i++)
+		n->param_ptrs[i] = (char *)params + k->info->offset[i];
+	return 0;
+}
+
+void rpl__kernel_params(const struct rpl_node *n, const struct cap_op *op, CUDA_KERNEL_NODE_PARAMS *p,
+			  void **extra_buf, size_t *extra_size)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+
+	memset(p, 0, sizeof(*p));
+	p->func = k->func;
+	p->gridDimX = k->grid[0];
+	p->gridDimY = k->grid[1];
+	p->gridDimZ = k->grid[2];
+	p->blockDimX = k->block[0];
+	p->blockDimY = k->block[1];
+	p->blockDimZ = k->block[2];
+	p->sharedMemBytes = k->shared_bytes;
+	if (k->via_extra) {
+		*extra_size = n->param_size;
+		extra_buf[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+		extra_buf[1] = n->params;
+		extra_buf[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+		extra_buf[3] = extra_size;
+		extra_buf[4] = CU_LAUNCH_PARAM_END;
+		p->extra = extra_buf;
+	} else {
+		p->kernelParams = n->param_ptrs;
+	}
+}
+
+void rpl__memset_params(const struct cap_op *op, CUDA_MEMSET_NODE_PARAMS *p)
+{
+	const struct cap_memset *m = &op->u.memset;
+
+	memset(p, 0, sizeof(*p));
+	p->dst = m->dst;
+	p->pitch = m->height > 1 ? m->pitch : m->width * m->elem_size;
+	p->value = m->value;
+	p->elementSize = m->elem_size;
+	p->width = m->width;
+	p->height = m->height;
+}
+
+bool rpl__copy_equal(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b)
+{
+	return a->srcXInBytes == b->srcXInBytes && a->srcY == b->srcY && a->srcZ == b->srcZ &&
+	       a->srcMemoryType == b->srcMemoryType && a->srcHost == b->srcHost && a->srcDevice == b->srcDevice &&
+	       a->srcArray == b->srcArray && a->srcPitch == b->srcPitch && a->srcHeight == b->srcHeight &&
+	       a->dstXInBytes == b->dstXInBytes && a->dstY == b->dstY && a->dstZ == b->dstZ &&
+	       a->dstMemoryType == b->dstMemoryType && a->dstHost == b->dstHost && a->dstDevice == b->dstDevice &&
+	       a->dstArray == b->dstArray && a->dstPitch == b->dstPitch && a->dstHeight == b->dstHeight &&
+	       a->WidthInBytes == b->WidthInBytes && a->Height == b->Height && a->Depth == b->Depth;
+}
+
+bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b)
+{
+	return a->dst == b->dst && a->pitch == b->pitch && a->value == b->value && a->elementSize == b->elementSize &&
+	       a->width == b->width && a->height == b->height;
+}
+
+/* ------------------------------------------------------------------ building */
+
+static void seg_destroy(struct rpl_seg *g)
+{
+	if (g->exec) {
+		rpl__own_call();
+		SHIM_REAL(cuGraphExecDestroy)(g->exec);
+	}
+	if (g->graph) {
+		rpl__own_call();
+		SHIM_REAL(cuGraphDestroy)(g->graph);
+	}
+	for (uint32_t i = 0; g->nodes && i < g->n; i++) {
+		free(g->nodes[i].params);
+		free(g->nodes[i].param_ptrs);
+	}
+	free(g->nodes);
+	memset(g, 0, sizeof(*g));
+}
+
+void rpl__template_release(struct rpl_template *t)
+{
+	for (uint32_t k = 0; t->segs && k < t->nsegs; k++) {
+		struct rpl_seg *g = &t->segs[k];
+		uint32_t first = g->first, n = g->n;
+		uint64_t launches = g->launches, patched = g->patched_launches, patches = g->patches;
+
+		seg_destroy(g);
+		g->first = first;
+		g->n = n;
+		g->launches = launches;
+		g->patched_launches = patched;
+		g->patches = patches;
+	}
+	if (t->join_ev) {
+		rpl__own_call();
+		SHIM_REAL(cuEventDestroy_v2)(t->join_ev);
+		t->join_ev = NULL;
+	}
+	if (t->fork_ev) {
+		rpl__own_call();
+		SHIM_REAL(cuEventDestroy_v2)(t->fork_ev);
+		t->fork_ev = NULL;
+	}
+}
+
+void rpl__template_destroy(struct rpl_template *t)
+{
+	if (!t)
+		return;
+	rpl__template_release(t);
+	free(t->segs);
+	free(t->ops);
+	free(t->moved_sites);
+	free(t);
+}
+
+/* Whether an op of g before position i records the event slot of the wait op. */
+static bool recorded_in_seg(const struct cap_window *w, const struct rpl_seg *g, uint32_t i, uint16_t slot)
+{
+	for (uint32_t j = 0; j < i; j++) {
+		const struct cap_op *o = cap_window_op(w, g->first + j);
+
+		if (o->kind == CAP_OP_EVENT_RECORD && o->u.event.slot == slot)
+			return true;
+	}
+	return false;
+}
+
+/* Add op (position i of segment g) to g's graph, depending on the nodes of its trace-graph
+ * predecessors inside the segment (those outside were submitted before the launch and are
+ * ordered by the stream joins, see exec.c). */
+static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
+			 const struct cap_graph *tg, CUgraphNode *deps)
+{
+	struct rpl_node *n = &g->nodes[i];
+	uint32_t np = cap_graph_npred(tg, g->first + i);
+	const uint32_t *pred = cap_graph_pred(tg, g->first + i);
+	size_t ndeps = 0;
+	CUresult rc;
+
+	for (uint32_t j = 0; j < np; j++)
+		if (pred[j] >= g->first && pred[j] < g->first + i)
+			deps[ndeps++] = g->nodes[pred[j] - g->first].node;
+	if (op->stream_kind == CAP_STREAM_LEGACY)
+		g->legacy = true;
+
+	n->kind = op->kind;
+	rpl__own_call();
+	switch (op->kind) {
+	case CAP_OP_KERNEL: {
+		CUDA_KERNEL_NODE_PARAMS p;
+		void *extra_buf[5];
+		size_t extra_size;
+
+		if (rpl__node_set_kernel(n, op) != 0)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
+		rc = SHIM_REAL(cuGraphAddKernelNode_v2)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &p);
+		break;
+	}
+	case CAP_OP_MEMCPY:
+		n->copy = op->u.memcpy.d;
+		rc = SHIM_REAL(cuGraphAddMemcpyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &n->copy, op->ctx);
+		break;
+	case CAP_OP_MEMSET:
+		rpl__memset_params(op, &n->set);
+		rc = SHIM_REAL(cuGraphAddMemsetNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &n->set, op->ctx);
+		break;
+	case CAP_OP_EVENT_RECORD:
+		n->event = op->u.event.event;
+		rc = SHIM_REAL(cuGraphAddEventRecordNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, n->event);
+		break;
+	case CAP_OP_EVENT_WAIT:
+		/* a record of the event earlier in the segment is an edge already (trace graph); a
+		 * record outside it is waited for by an event-wait node */
+		if (recorded_in_seg(w, g, i, op->u.event.slot)) {
+			n->empty = true;
+			rc = SHIM_REAL(cuGraphAddEmptyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps);
+		} else {
+			n->event = op->u.event.event;
+			rc = SHIM_REAL(cuGraphAddEventWaitNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, n->event);
+		}
+		break;
+	default:
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		break;
+	}
+	return rc;
+}
+
+static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg)
+{
+	const struct cap_op *first = cap_window_op(w, g->first);
+	CUgraphNode *deps;
+	CUresult rc;
+
+	g->nodes = calloc(g->n, sizeof(*g->nodes));
+	deps = calloc(g->n + 1, sizeof(*deps));
+	if (!g->nodes || !deps) {
+		free(deps);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	rpl__own_call();
+	rc = SHIM_REAL(cuGraphCreate)(&g->graph, 0);
+	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++)
+		rc = add_node(g, i, cap_window_op(w, g->first + i), w, tg, deps);
+	free(deps);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rpl__own_call();
+	rc = SHIM_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
+	if (rc != CUDA_SUCCESS) {
+		g->exec = NULL;
+		return rc;
+	}
+	/* Upload ahead of the first launch; only an optimization, so a refusal is not a failure. */
+	if (!g->legacy && first->stream_kind != CAP_STREAM_PER_THREAD) {
+		rpl__own_call();
+		if (SHIM_REAL(cuGraphUpload)(g->exec, first->stream) != CUDA_SUCCESS)
+			cf_log_debug("graph upload refused; the first launch uploads");
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Distinct streams the ops of g name (slots). */
+static uint32_t seg_streams(const struct rpl_seg *g, const struct cap_window *w)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct cap_op *o = cap_window_op(w, g->first + i);
+		bool seen = false;
+
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = cap_window_op(w, g->first + j)->stream_slot == o->stream_slot;
+		n += !seen;
+	}
+	return n;
+}
+
+struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
+					 bool *own_failure)
+{
+	const struct cap_window *w = cap_shape_last(s);
+	struct rpl_template *t = NULL;
+	uint32_t nops, run_start = 0, run_len = 0;
+	struct cap_graph *tg = NULL;
+	CUresult rc = CUDA_SUCCESS;
+	bool pushed = false;
+
+	*why = NULL;
+	*own_failure = false;
+	if (!w || !(nops = cap_window_nops(w))) {
+		*why = "no ops";
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto out_nomem;
+	t->shape = s;
+	t->shape_id = cap_shape_id(s);
+	t->built_window = cap_window_seq(w);
+	t->nops = nops;
+	t->ctx = cap_window_op(w, 0)->ctx;
+	t->ops = calloc(nops, sizeof(*t->ops));
+	t->segs = calloc(nops, sizeof(*t->segs)); /* at most one per op; trimmed below */
+	if (!t->ops || !t->segs)
+		goto out_nomem;
+	for (uint32_t i = 0; i < nops; i++) {
+		const struct cap_op *op = cap_window_op(w, i);
+		struct rpl_top *o = &t->ops[i];
+
+		if (op->ctx != t->ctx) {
+			*why = "ops in more than one context";
+			goto out_reject;
+		}
+		o->key = op->key;
+		o->kind = op->kind;
+		o->stream_slot = op->stream_slot;
+		o->cls = (uint8_t)rpl__classify(op);
+		o->seg = -1;
+		if (o->cls != RPL_CLS_GRAPH) {
+			run_len = 0;
+			continue;
+		}
+		t->ngraph++;
+		if (run_len == 0 || run_len >= cfg->segment) {
+			run_start = i;
+			run_len = 0;
+			t->segs[t->nsegs].first = run_start;
+			t->nsegs++;
+		}
+		run_len++;
+		t->segs[t->nsegs - 1].n = run_len;
+		o->seg = (int32_t)(t->nsegs - 1);
+	}
+	if (t->ngraph < cfg->min_ops || t->ngraph == 0) {
+		*why = "fewer graphable ops than CUFOLD_MIN_OPS";
+		goto out_reject;
+	}
+	tg = cap_graph_build(w);
+	if (!tg)
+		goto out_nomem;
+	rpl__ctx_enter(t->ctx, &pushed);
+	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
+		rc = seg_build(&t->segs[k], w, tg);
+		if (rc == CUDA_SUCCESS && seg_streams(&t->segs[k], w) > 1)
+			t->multi_stream = true;
+	}
+	if (rc == CUDA_SUCCESS && t->multi_stream) {
+		/* one event each for joining streams before launches and forking after: a wait
+		 * takes the event's state at the call, so the events are reused at once */
+		rpl__own_call();
+		rc = SHIM_REAL(cuEventCreate)(&t->join_ev, CU_EVENT_DISABLE_TIMING);
+		if (rc == CUDA_SUCCESS) {
+			rpl__own_call();
+			rc = SHIM_REAL(cuEventCreate)(&t->fork_ev, CU_EVENT_DISABLE_TIMING);
+		}
+	}
+	rpl__ctx_leave(pushed);
+	cap_graph_destroy(tg);
+	tg = NULL;
+	if (rc != CUDA_SUCCESS) {
+		cf_log_debug("building a graph for window shape %llu failed: error %d", (unsigned long long)t->shape_id,
+			     (int)rc);
+		*why = "graph build or instantiation failed";
+		*own_failure = true;
+		goto out_reject;
+	}
+	return t;
+
+out_nomem:
+	*why = "out of memory";
+	*own_failure = true;
+out_reject:
+	if (tg)
+		cap_graph_destroy(tg);
+	rpl__template_destroy(t);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ references */
+
+static bool in_range(uint64_t p, uint64_t base, uint64_t size)
+{
+	return p >= base && p - base < size;
+}
+
+bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size)
+{
+	for (uint32_t k = 0; k < t->nsegs; k++) {
+		const struct rpl_seg *g = &t->segs[k];
+
+		for (uint32_t i = 0; i < g->n; i++) {
+			const struct rpl_node *n = &g->nodes[i];
+
+			switch (n->kind) {
+			case CAP_OP_KERNEL:
+				/* any 8-byte-aligned parameter word may be a pointer */
+				for (uint32_t off = 0; off + 8 <= n->param_size; off += 8) {
+					uint64_t v;
+
+					memcpy(&v, (const char *)n->params + off, 8);
+					if (in_range(v, base, size))
+						return true;
+				}
+				break;
+			case CAP_OP_MEMCPY:
+				if ((n->copy.srcMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.srcDevice, base, size)) ||
+				    (n->copy.dstMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.dstDevice, base, size)) ||
+				    in_range((uint64_t)(uintptr_t)n->copy.srcHost, base, size) ||
+				    in_range((uint64_t)(uintptr_t)n->copy.dstHost, base, size))
+					return true;
+				break;
+			case CAP_OP_MEMSET:
+				if (in_range(n->set.dst, base, size))
+					return true;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	return false;
+}
+
+size_t rpl__template_bytes(const struct rpl_template *t)
+{
+	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + t->nsegs * sizeof(*t->segs);
+
+	for (uint32_t k = 0; k < t->nsegs; k++) {
+		n += t->segs[k].n * sizeof(struct rpl_node);
+		for (uint32_t i = 0; i < t->segs[k].n; i++)
+			n += t->segs[k].nodes[i].param_size;
+	}
+	return n;
+}

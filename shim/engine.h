@@ -1,0 +1,160 @@
+/* engine.h - the per-call policy between the hand-written hooks (shim/hooks_*.c) and capture
+ * and replay:
+ * what each kind of driver call means for the open window, under one process-wide mutex, and
+ * the plumbing every hand-written hook uses. shim layer (on top of capture and replay).
+ *
+ * Invariants:
+ *  1. A hook forwards at once, touching nothing, when cufold is in mode off (the exported stub
+ *     jumps straight to the driver, SHIM_HOOK below) or when cufold itself is running on this
+ *     thread (shim_is_inside()).
+ *  2. Otherwise every call is counted (shim_note_call) and classified: stream work is recorded
+ *     and then sent to the driver with the program's own arguments, and the driver's result is
+ *     returned unchanged; in CUFOLD_MODE=replay, replay may instead keep a recorded call (the
+ *     hook answers CUDA_SUCCESS; replay submits it later, in order, in a graph or eagerly). A
+ *     boundary first makes replay submit everything it keeps, then closes the open window,
+ *     BEFORE the call reaches the driver, whichever thread makes it; a neutral call (a pure
+ *     query) only counts. Calls cufold does not model are boundaries (shim_note_unmodeled).
+ *  3. The engine's mutex orders all recording: windows hold the ops of every thread in the
+ *     order their calls took it. No hook holds it while the driver runs the program's call
+ *     (cufold's own driver calls do run under it: queries, and replay's graph builds,
+ *     launches and eager submissions of kept calls, so those reach the driver in the
+ *     program's order).
+ *  4. While any stream of the process is being captured by the program, ops on capturing
+ *     streams pass through unrecorded (cuStreamIsCapturing decides, asked only then).
+ *  5. Fork closes the window (FORK, kept calls submitted first) with the mutex held across the
+ *     fork; the child starts with nothing recorded and no templates, and writes no outputs
+ *     unless their path has %p. Exit closes the window (EXIT, kept calls submitted first) and
+ *     writes the outputs; calls after that pass through. */
+#ifndef SHIM_ENGINE_H
+#define SHIM_ENGINE_H
+
+#include <stddef.h>
+
+#include "capture/capture.h"
+#include "common/compiler.h"
+#include "shim/shim_int.h"
+
+/* ------------------------------------------------------------------ stream work */
+
+/* What op_begin hands op_end. */
+struct shim_tok {
+	struct cap_rec rec;          /* what capture did with the call */
+	bool active;                 /* op_end has work to do */
+};
+
+/* Before a stream-work call. Returns true when the hook must now call the driver with the
+ * program's own arguments and then shim_engine_op_end with the result; false when the engine
+ * answered the call itself with *rc (replay's deferral; never in trace mode). */
+bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult *rc);
+void shim_engine_op_end(struct shim_tok *t, CUresult rc);
+
+/* ------------------------------------------------------------------ other calls */
+
+/* Count a call that changes nothing cufold tracks (a pure query). */
+void shim_engine_neutral(enum shim_api_id api);
+/* A boundary: count it and close the open window before the call goes to the driver. */
+void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api);
+/* From shim_note_unmodeled: the call was counted; close the window (UNMODELED). */
+void shim_engine_unmodeled(enum shim_api_id api);
+
+/* The driver handed out [base, base+size) of kind (after a successful allocation). */
+void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind);
+
+/* A free: boundary (FREE), and the allocation leaves the map before the driver frees it;
+ * shim_engine_free_end puts it back when the driver refused. */
+struct shim_free_tok {
+	struct cap_alloc alloc;      /* what was removed */
+	bool removed;                /* an allocation was removed */
+};
+void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t);
+void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
+/* cuMemUnmap: boundary (FREE), every mapped range inside [base, base+size) leaves the map. */
+void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size);
+
+/* A stream was created with flags (counted as neutral). */
+void shim_engine_stream_created(CUstream s, unsigned int flags);
+/* A stream or event is being destroyed: boundary (DESTROY), then capture forgets it. */
+void shim_engine_stream_destroy(enum shim_api_id api, CUstream s);
+void shim_engine_event_destroy(enum shim_api_id api, CUevent e);
+
+/* The program begins or ends a stream capture: boundary (CAPTURE) before; after the call,
+ * shim_engine_capture_done with the result keeps the count of active captures. */
+void shim_engine_capture_begin(enum shim_api_id api);
+void shim_engine_capture_done(bool begin, CUresult rc);
+
+/* Context calls: cuCtxSetCurrent is a boundary only when it changes the current context; push,
+ * pop and destroy always are (CONTEXT). shim_engine_ctx_done records the thread's new current
+ * context after a successful call (NULL: unknown, asked again when needed). */
+void shim_engine_ctx_set(enum shim_api_id api, CUcontext target);
+void shim_engine_ctx_switch(enum shim_api_id api);
+void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now);
+
+/* Module and library calls: unload is a boundary (MODULE_UNLOAD) and forgets functions;
+ * CUkernel handles are learned after cuLibraryGetKernel / cuLibraryEnumerateKernels. */
+void shim_engine_module_unload(enum shim_api_id api);
+void shim_engine_kernels(enum shim_api_id api, const CUkernel *k, unsigned int n, bool count_call);
+
+/* ------------------------------------------------------------------ for tests and benchmarks */
+
+/* The engine's totals now (under its lock); false when it is not recording. */
+bool shim_engine_totals(struct cap_totals *t);
+
+/* ------------------------------------------------------------------ hook plumbing */
+
+/* Define a hand-written hook of an exported symbol:
+ *
+ *	SHIM_HOOK(cuMemsetD32Async)(CUdeviceptr_v2 d, unsigned int ui, size_t n, CUstream s)
+ *	{
+ *		... the slow path, in C, with the exact prototype of cuda_api.def ...
+ *	}
+ *
+ * The exported name (and shim_hand_<symbol>, which the hook table uses) is a three-instruction
+ * stub, as for generated hooks: in mode off it tail-jumps to the driver's function through the
+ * real table, so passthrough costs one predictable branch whatever the argument count; else
+ * it tail-jumps to the C function shim_rec_<symbol> that follows the macro. */
+#define SHIM_HOOK(symbol) \
+	__attribute__((used)) static void shim_hoff_fn_##symbol(void) \
+	{ \
+		__asm__(".set shim_hoff_" #symbol ", %c0" ::"i"(offsetof(struct shim_real_table, p_##symbol))); \
+	} \
+	__asm__(".pushsection .text\n" \
+		".p2align 4\n" \
+		".globl shim_hand_" #symbol "\n" \
+		".hidden shim_hand_" #symbol "\n" \
+		".type shim_hand_" #symbol ", @function\n" \
+		".globl " #symbol "\n" \
+		".type " #symbol ", @function\n" \
+		"shim_hand_" #symbol ":\n" #symbol ":\n" \
+		"\t.cfi_startproc\n" \
+		"\tcmpb $0, shim__passthrough(%rip)\n" \
+		"\tje shim_rec_" #symbol "\n" \
+		"\tjmp *shim_real+shim_hoff_" #symbol "(%rip)\n" \
+		"\t.cfi_endproc\n" \
+		".size shim_hand_" #symbol ", .-shim_hand_" #symbol "\n" \
+		".size " #symbol ", .-" #symbol "\n" \
+		".popsection\n"); \
+	CF_HIDDEN __typeof__(shim_hand_##symbol) shim_rec_##symbol; \
+	CUresult CUDAAPI shim_rec_##symbol
+
+/* Define the whole hook of a stream-work entry point: decls and args as in cuda_api.def, fill a
+ * statement that describes the call in `struct cap_call c_` (api and stream preset to 0). The
+ * program's call goes to the driver with its own arguments, after the engine recorded it. */
+#define SHIM_OP_HOOK(symbol, decls, args, fill) \
+	SHIM_HOOK(symbol) decls \
+	{ \
+		struct cap_call c_; \
+		struct shim_tok t_; \
+		CUresult rc_; \
+		if (shim_is_inside()) \
+			return shim_real.p_##symbol args; \
+		c_.api = SHIM_ID_##symbol; \
+		c_.stream = 0; \
+		fill; \
+		if (!shim_engine_op_begin(&c_, &t_, &rc_)) \
+			return rc_; \
+		rc_ = shim_real.p_##symbol args; \
+		shim_engine_op_end(&t_, rc_); \
+		return rc_; \
+	}
+
+#endif

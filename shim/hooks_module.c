@@ -1,0 +1,45 @@
+/* hooks_module.c - hand-written hooks of module and library calls whose results capture caches:
+ * unloading (a boundary: function handles may be reused afterwards, so capture forgets them) and
+ * the lookups that hand out CUkernel handles (launches of those resolve through
+ * cuKernelGetFunction). shim layer. */
+#include "shim/engine.h"
+
+SHIM_HOOK(cuModuleUnload)(CUmodule m)
+{
+	if (!shim_is_inside())
+		shim_engine_module_unload(SHIM_ID_cuModuleUnload);
+	return shim_real.p_cuModuleUnload(m);
+}
+
+SHIM_HOOK(cuLibraryUnload)(CUlibrary lib)
+{
+	if (!shim_is_inside())
+		shim_engine_module_unload(SHIM_ID_cuLibraryUnload);
+	return shim_real.p_cuLibraryUnload(lib);
+}
+
+SHIM_HOOK(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuLibraryGetKernel(k, lib, name);
+	shim_engine_neutral(SHIM_ID_cuLibraryGetKernel);
+	rc = shim_real.p_cuLibraryGetKernel(k, lib, name);
+	if (rc == CUDA_SUCCESS && k)
+		shim_engine_kernels(SHIM_ID_cuLibraryGetKernel, k, 1, false);
+	return rc;
+}
+
+SHIM_HOOK(cuLibraryEnumerateKernels)(CUkernel *k, unsigned int n, CUlibrary lib)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
+	shim_engine_neutral(SHIM_ID_cuLibraryEnumerateKernels);
+	rc = shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
+	if (rc == CUDA_SUCCESS && k)
+		shim_engine_kernels(SHIM_ID_cuLibraryEnumerateKernels, k, n, false);
+	return rc;
+}

@@ -1,0 +1,90 @@
+/* hooks_neutral.c - hand-written hooks of the calls that change nothing cufold tracks and let
+ * the host observe nothing of the device: pure queries (attributes, names, handles, versions,
+ * capture state) and the creation of events. They only count, so they do not end windows: the
+ * CUDA runtime and frameworks call several of them around every launch (cuCtxGetCurrent,
+ * cuStreamGetCaptureInfo, cuPointerGetAttribute), and a boundary there would leave no window
+ * longer than one op. shim layer.
+ *
+ * The hooks are generated from cuda_api.def for the names listed here (a #define per name, the
+ * same membership probe as modeled.def; every name must also be listed there, or the link
+ * fails with two definitions). Names cuda.h defines as macros cannot be listed (the expansion
+ * would rename them), which is why plain cuDeviceGetUuid and cuStreamGetCaptureInfo stay
+ * unmodeled. */
+#include "shim/engine.h"
+
+#define SHIM_NEUTRAL_cuCtxGetCurrent SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetDevice SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetDevice_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetFlags SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetId SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetApiVersion SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetLimit SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetCacheConfig SHIM_YES
+#define SHIM_NEUTRAL_cuCtxGetStreamPriorityRange SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGet SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetAttribute SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetCount SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetName SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetUuid_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetPCIBusId SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceTotalMem_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceComputeCapability SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceCanAccessPeer SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetDefaultMemPool SHIM_YES
+#define SHIM_NEUTRAL_cuDeviceGetMemPool SHIM_YES
+#define SHIM_NEUTRAL_cuDevicePrimaryCtxGetState SHIM_YES
+#define SHIM_NEUTRAL_cuDevicePrimaryCtxRetain SHIM_YES
+#define SHIM_NEUTRAL_cuDriverGetVersion SHIM_YES
+#define SHIM_NEUTRAL_cuGetErrorName SHIM_YES
+#define SHIM_NEUTRAL_cuGetErrorString SHIM_YES
+#define SHIM_NEUTRAL_cuFuncGetAttribute SHIM_YES
+#define SHIM_NEUTRAL_cuFuncGetName SHIM_YES
+#define SHIM_NEUTRAL_cuFuncGetParamInfo SHIM_YES
+#define SHIM_NEUTRAL_cuFuncGetModule SHIM_YES
+#define SHIM_NEUTRAL_cuFuncIsLoaded SHIM_YES
+#define SHIM_NEUTRAL_cuKernelGetFunction SHIM_YES
+#define SHIM_NEUTRAL_cuKernelGetName SHIM_YES
+#define SHIM_NEUTRAL_cuKernelGetAttribute SHIM_YES
+#define SHIM_NEUTRAL_cuKernelGetParamInfo SHIM_YES
+#define SHIM_NEUTRAL_cuKernelGetLibrary SHIM_YES
+#define SHIM_NEUTRAL_cuModuleGetFunction SHIM_YES
+#define SHIM_NEUTRAL_cuModuleGetFunctionCount SHIM_YES
+#define SHIM_NEUTRAL_cuModuleGetLoadingMode SHIM_YES
+#define SHIM_NEUTRAL_cuLibraryGetModule SHIM_YES
+#define SHIM_NEUTRAL_cuLibraryGetKernelCount SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetFlags SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetPriority SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetId SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCtx SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCtx_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuStreamIsCapturing SHIM_YES
+#define SHIM_NEUTRAL_cuStreamIsCapturing_ptsz SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCaptureInfo_ptsz SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCaptureInfo_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCaptureInfo_v2_ptsz SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCaptureInfo_v3 SHIM_YES
+#define SHIM_NEUTRAL_cuStreamGetCaptureInfo_v3_ptsz SHIM_YES
+#define SHIM_NEUTRAL_cuPointerGetAttribute SHIM_YES
+#define SHIM_NEUTRAL_cuPointerGetAttributes SHIM_YES
+#define SHIM_NEUTRAL_cuMemGetAddressRange_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuMemHostGetDevicePointer_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuMemHostGetFlags SHIM_YES
+#define SHIM_NEUTRAL_cuMemGetInfo_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuMemPoolGetAttribute SHIM_YES
+#define SHIM_NEUTRAL_cuEventCreate SHIM_YES
+#define SHIM_NEUTRAL_cuThreadExchangeStreamCaptureMode SHIM_YES
+
+#define NEUTRAL_HOOK(symbol, decls, args) \
+	SHIM_HOOK(symbol) decls \
+	{ \
+		if (!shim_is_inside()) \
+			shim_engine_neutral(SHIM_ID_##symbol); \
+		return shim_real.p_##symbol args; \
+	}
+
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	SHIM_IF_MODELED(SHIM_NEUTRAL_##symbol, NEUTRAL_HOOK(symbol, decls, args), )
+#define CF_API_UNTYPED(symbol)
+#include "shim/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED

@@ -1,0 +1,157 @@
+/* hooks_sync.c - hand-written hooks of the calls that end a window without being stream work:
+ * synchronizes and queries, the program's own stream captures, context switches, and the
+ * creation and destruction of streams and events. shim layer.
+ *
+ * A boundary closes the open window before the call reaches the driver (replay will flush its
+ * deferred work there). cuCtxSetCurrent is a boundary only when it changes the context; stream
+ * creation is not a boundary (capture learns the new stream's flags from it). */
+#include "shim/engine.h"
+
+#define BOUNDARY_HOOK(symbol, kind, decls, args) \
+	SHIM_HOOK(symbol) decls \
+	{ \
+		if (!shim_is_inside()) \
+			shim_engine_boundary(CAP_BOUNDARY_##kind, SHIM_ID_##symbol); \
+		return shim_real.p_##symbol args; \
+	}
+
+BOUNDARY_HOOK(cuStreamSynchronize, SYNC, (CUstream s), (s))
+BOUNDARY_HOOK(cuStreamSynchronize_ptsz, SYNC, (CUstream s), (s))
+BOUNDARY_HOOK(cuEventSynchronize, SYNC, (CUevent e), (e))
+BOUNDARY_HOOK(cuCtxSynchronize, SYNC, (void), ())
+BOUNDARY_HOOK(cuCtxSynchronize_v2, SYNC, (CUcontext ctx), (ctx))
+BOUNDARY_HOOK(cuStreamQuery, QUERY, (CUstream s), (s))
+BOUNDARY_HOOK(cuStreamQuery_ptsz, QUERY, (CUstream s), (s))
+BOUNDARY_HOOK(cuEventQuery, QUERY, (CUevent e), (e))
+
+/* ------------------------------------------------------------------ the program's captures */
+
+#define CAPTURE_HOOK(symbol, begin, decls, args) \
+	SHIM_HOOK(symbol) decls \
+	{ \
+		CUresult rc; \
+		if (shim_is_inside()) \
+			return shim_real.p_##symbol args; \
+		shim_engine_capture_begin(SHIM_ID_##symbol); \
+		rc = shim_real.p_##symbol args; \
+		shim_engine_capture_done(begin, rc); \
+		return rc; \
+	}
+
+#define TOGRAPH_DECLS \
+	(CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode)
+#define TOGRAPH_ARGS (s, g, deps, data, n, mode)
+
+/* cuda.h defines cuStreamBeginCapture as a macro (for cuStreamBeginCapture_v2): passed through
+ * CAPTURE_HOOK it would expand, so the old one-argument form is written out. */
+SHIM_HOOK(cuStreamBeginCapture)(CUstream s)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuStreamBeginCapture(s);
+	shim_engine_capture_begin(SHIM_ID_cuStreamBeginCapture);
+	rc = shim_real.p_cuStreamBeginCapture(s);
+	shim_engine_capture_done(true, rc);
+	return rc;
+}
+
+CAPTURE_HOOK(cuStreamBeginCapture_ptsz, true, (CUstream s), (s))
+CAPTURE_HOOK(cuStreamBeginCapture_v2, true, (CUstream s, CUstreamCaptureMode mode), (s, mode))
+CAPTURE_HOOK(cuStreamBeginCapture_v2_ptsz, true, (CUstream s, CUstreamCaptureMode mode), (s, mode))
+CAPTURE_HOOK(cuStreamBeginCaptureToGraph, true, TOGRAPH_DECLS, TOGRAPH_ARGS)
+CAPTURE_HOOK(cuStreamBeginCaptureToGraph_ptsz, true, TOGRAPH_DECLS, TOGRAPH_ARGS)
+CAPTURE_HOOK(cuStreamEndCapture, false, (CUstream s, CUgraph *g), (s, g))
+CAPTURE_HOOK(cuStreamEndCapture_ptsz, false, (CUstream s, CUgraph *g), (s, g))
+
+/* ------------------------------------------------------------------ contexts */
+
+SHIM_HOOK(cuCtxSetCurrent)(CUcontext ctx)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuCtxSetCurrent(ctx);
+	shim_engine_ctx_set(SHIM_ID_cuCtxSetCurrent, ctx);
+	rc = shim_real.p_cuCtxSetCurrent(ctx);
+	shim_engine_ctx_done(rc, true, ctx);
+	return rc;
+}
+
+SHIM_HOOK(cuCtxPushCurrent_v2)(CUcontext ctx)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuCtxPushCurrent_v2(ctx);
+	shim_engine_ctx_switch(SHIM_ID_cuCtxPushCurrent_v2);
+	rc = shim_real.p_cuCtxPushCurrent_v2(ctx);
+	shim_engine_ctx_done(rc, true, ctx);
+	return rc;
+}
+
+SHIM_HOOK(cuCtxPopCurrent_v2)(CUcontext *pctx)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuCtxPopCurrent_v2(pctx);
+	shim_engine_ctx_switch(SHIM_ID_cuCtxPopCurrent_v2);
+	rc = shim_real.p_cuCtxPopCurrent_v2(pctx);
+	shim_engine_ctx_done(rc, false, NULL);
+	return rc;
+}
+
+SHIM_HOOK(cuCtxDestroy_v2)(CUcontext ctx)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuCtxDestroy_v2(ctx);
+	shim_engine_ctx_switch(SHIM_ID_cuCtxDestroy_v2);
+	rc = shim_real.p_cuCtxDestroy_v2(ctx);
+	shim_engine_ctx_done(rc, false, NULL);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ streams and events */
+
+SHIM_HOOK(cuStreamCreate)(CUstream *ph, unsigned int flags)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuStreamCreate(ph, flags);
+	shim_engine_neutral(SHIM_ID_cuStreamCreate);
+	rc = shim_real.p_cuStreamCreate(ph, flags);
+	if (rc == CUDA_SUCCESS && ph)
+		shim_engine_stream_created(*ph, flags);
+	return rc;
+}
+
+SHIM_HOOK(cuStreamCreateWithPriority)(CUstream *ph, unsigned int flags, int priority)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuStreamCreateWithPriority(ph, flags, priority);
+	shim_engine_neutral(SHIM_ID_cuStreamCreateWithPriority);
+	rc = shim_real.p_cuStreamCreateWithPriority(ph, flags, priority);
+	if (rc == CUDA_SUCCESS && ph)
+		shim_engine_stream_created(*ph, flags);
+	return rc;
+}
+
+SHIM_HOOK(cuStreamDestroy_v2)(CUstream s)
+{
+	if (!shim_is_inside())
+		shim_engine_stream_destroy(SHIM_ID_cuStreamDestroy_v2, s);
+	return shim_real.p_cuStreamDestroy_v2(s);
+}
+
+SHIM_HOOK(cuEventDestroy_v2)(CUevent e)
+{
+	if (!shim_is_inside())
+		shim_engine_event_destroy(SHIM_ID_cuEventDestroy_v2, e);
+	return shim_real.p_cuEventDestroy_v2(e);
+}

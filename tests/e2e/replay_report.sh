@@ -1,0 +1,70 @@
+# replay_report.sh - replay's part of CUFOLD_REPORT: per template its segments, launches, ops
+# replayed, patches, host submissions saved and fallbacks with their reasons (a mismatch mid-
+# window; a template whose bindings move on every launch goes back to eager and names its
+# window and call sites; a freed buffer retires its template; a failing graph launch sends the
+# context to passthrough), and the top-level host_ns_per_op that scripts/bench reads; the counts
+# agree with the software device's own. tests layer.
+source "$(dirname "$0")/lib.sh"
+prog=$B/progs/rpl_loop
+[[ -x $prog ]] || fail "$prog is not built"
+export CUFOLD_MODE=replay CUFOLD_OPT=0
+
+rep() { # name mode steps [env...]
+	local name=$1 mode=$2 steps=$3
+	shift 3
+	env "$@" CUFOLD_REPORT="$TMP/$name.json" SIMCUDA_STATS="$TMP/$name.stats" LD_PRELOAD="$CUFOLD" \
+		"$prog" "$mode" "$steps" >"$TMP/$name.out" 2>"$TMP/$name.err" || { cat "$TMP/$name.err"; fail "$mode exited $?"; }
+	run_plain "$TMP/$name.plain" "$prog" "$mode" "$steps" || fail "$mode exited $? without cufold"
+	cmp -s "$TMP/$name.out" "$TMP/$name.plain" || fail "$mode: output differs with cufold"
+}
+rep train train 16
+rep mismatch mismatch 16 CUFOLD_SEGMENT=16
+rep churn churn 30 CUFOLD_CALLSITES=1
+rep free free 16
+rep fault train 12 SIMCUDA_FAIL=cuGraphLaunch:3
+python3 - "$TMP" <<'PY' || fail "the report does not say what replay did"
+import json, os, sys
+d = sys.argv[1]
+def load(n):
+    return json.load(open(os.path.join(d, n + ".json"))), json.load(open(os.path.join(d, n + ".stats")))["totals"]
+def want(what, cond):
+    if not cond:
+        sys.exit("report: " + what)
+
+r, s = load("train")
+rp = r["replay"]
+want("host_ns_per_op at the top level, a number > 0", isinstance(r.get("host_ns_per_op"), (int, float)) and r["host_ns_per_op"] > 0)
+want("graph launches as the device counted them", rp["graph_launches"] == s["graph_launches"] == 13)
+t = rp["templates"][0]
+want("one template of 46 ops, 45 in one segment", (t["ops"], t["graph_ops"], t["segments"]) == (46, 45, 1))
+want("13 windows replayed", t["windows_replayed"] == 13 and t["launches"] == 13)
+want("submissions saved = ops replayed - launches", t["host_submissions_saved"] == 13 * 44 == rp["host_submissions_saved"])
+want("every launch patched the changing scalar", t["segment_launches"][0]["patched_launches"] == 13)
+want("no fallback", rp["fallbacks"] == {} and rp["ops_flushed_eagerly"] == 0)
+
+r, s = load("mismatch")
+rp = r["replay"]
+want("a mid-window mismatch is a MISMATCH fallback", rp["fallbacks"].get("MISMATCH", 0) >= 1 and rp["ops_flushed_eagerly"] > 0)
+want("the mismatching shape gets its own template", rp["templates_built"] >= 2)
+want("launches agree with the device", rp["graph_launches"] == s["graph_launches"])
+
+r, _ = load("churn")
+rp = r["replay"]
+t = [t for t in rp["templates"] if t["retired"]]
+want("a churning template is retired for CHURN", rp["fallbacks"].get("CHURN") == 1 and len(t) == 1)
+want("it says why, which window and which call sites moved",
+     "patching" in t[0]["retired"] and t[0]["shape"] >= 1 and t[0]["built_from_window"] >= 1 and
+     any("mode_churn" in c for c in t[0]["moved_call_sites"]))
+
+r, _ = load("free")
+rp = r["replay"]
+want("a freed referenced buffer retires its template", rp["fallbacks"].get("FREE", 0) >= 1 and rp["retired"] >= 1)
+want("the shape replays again afterwards", rp["templates_live"] >= 1 and rp["graph_launches"] > 0)
+
+r, _ = load("fault")
+rp = r["replay"]
+want("a failed launch sends the context to passthrough", rp["passthrough_after_failure"] is True and rp["fallbacks"].get("LAUNCH") == 1)
+print("report ok: %.0f ns/op matching" % load("train")[0]["host_ns_per_op"])
+PY
+grep -q "replay: launching a graph failed" "$TMP/fault.err" || fail "no warning for the failed launch"
+note "the report says what replay did"

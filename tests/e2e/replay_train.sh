@@ -1,0 +1,51 @@
+# replay_train.sh - CUFOLD_MODE=replay on training-loop programs: results bit for bit the same as
+# without cufold over 20 seeds, and the software device's own counters show the replayed steps
+# going to the driver as one graph launch per segment (host submissions per step drop from one
+# per op to one per segment, plus the loss copy the host waits for). tests layer.
+source "$(dirname "$0")/lib.sh"
+prog=$B/progs/rpl_loop
+[[ -x $prog ]] || fail "$prog is not built"
+export CUFOLD_MODE=replay CUFOLD_OPT=0
+
+same_output_over_seeds "$B/progs/sample_train" 8 16
+same_output_over_seeds "$prog" train 10
+CUFOLD_SEGMENT=16 same_output_over_seeds "$prog" train 8
+
+# stats: a run of S1 and one of S2 steps; the difference is (S2 - S1) steady-state steps
+stats() { # out-file segment steps [preload]
+	local out=$1 seg=$2 steps=$3 pre=${4:-}
+	if [[ -n $pre ]]; then
+		CUFOLD_SEGMENT=$seg SIMCUDA_STATS=$out CUFOLD_REPORT=$out.report run_cufold /dev/null "$prog" train "$steps" ||
+			fail "rpl_loop train $steps exited $?"
+	else
+		SIMCUDA_STATS=$out run_plain /dev/null "$prog" train "$steps" || fail "rpl_loop train $steps exited $?"
+	fi
+}
+stats "$TMP/p6" 512 6; stats "$TMP/p16" 512 16
+stats "$TMP/c6" 512 6 1; stats "$TMP/c16" 512 16 1
+stats "$TMP/s6" 16 6 1; stats "$TMP/s16" 16 16 1
+python3 - "$TMP" <<'PY' || fail "the device's counters do not show one graph launch per segment"
+import json, sys, os
+d = sys.argv[1]
+def load(n): return json.load(open(os.path.join(d, n)))["totals"]
+def per_step(a, b, key): return (load(b)[key] - load(a)[key]) / 10.0
+ops = 45  # graphable ops of one train step: 2 memsets-ish + kernels + a copy (see rpl_loop.c)
+plain = per_step("p6", "p16", "host_submissions")
+full = per_step("c6", "c16", "host_submissions")
+seg16 = per_step("s6", "s16", "host_submissions")
+launches = per_step("c6", "c16", "graph_launches")
+launches16 = per_step("s6", "s16", "graph_launches")
+print("host submissions per step: plain %.1f, replay %.1f (1 segment), replay %.1f (segments of 16)" % (plain, full, seg16))
+print("graph launches per step: %.1f (1 segment), %.1f (segments of 16)" % (launches, launches16))
+def want(what, got, exp):
+    if abs(got - exp) > 1e-9:
+        sys.exit("%s: got %s, expected %s" % (what, got, exp))
+want("plain submissions per step", plain, ops + 1)
+want("graph launches per step", launches, 1)
+want("submissions per step with replay", full, 1 + 1)       # the graph, the loss copy
+want("graph launches per step (CUFOLD_SEGMENT=16)", launches16, 3)   # 16 + 16 + 13
+want("submissions per step (CUFOLD_SEGMENT=16)", seg16, 3 + 1)
+# every step after warm-up replays: 16 steps, the template is built when step 2 closes
+want("graph launches in 16 steps", load("c16")["graph_launches"], 16 - 3)
+PY
+note "one graph launch per segment per replayed step"
