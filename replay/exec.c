@@ -1,15 +1,17 @@
 /* exec.c - the replay state machine: following templates call by call, deferring matched ops,
- * launching complete segments (patching changed nodes first), and falling back to eager
- * submission in the program's order on any mismatch or failure. replay layer; owns the
- * matcher's state and the list of templates.
+ * launching complete segments (patching changed nodes first, joining the other streams a
+ * segment touches before its launch and forking them after), and falling back to eager
+ * submission in the program's order on any mismatch or failure; retiring templates (frees,
+ * churn, eviction, destroyed events, unloads). replay layer; owns the matcher's state and the
+ * list of templates.
  *
  * Invariants:
  *  1. Callers serialize (the engine's mutex). Deferred ops are deep copies (parameters in
  *     replay's own arena), so they never point into the program's memory or into a capture
  *     window that may be recycled.
  *  2. Every deferred op is one of the window's ops in order, and the deferred ops are exactly
- *     the ops [def_first, def_first + ndef) of the window: a contiguous run of graphable ops on
- *     one stream, inside one segment of every candidate. Nothing else of the program is
+ *     the ops [def_first, def_first + ndef) of the window: a contiguous run of graphable ops
+ *     (on any of its streams) inside one segment of every candidate. Nothing else of the program is
  *     submitted while ops are deferred: rpl_op answers RPL_EAGER only after submitting them,
  *     and the engine calls rpl_flush before any other call reaches the driver.
  *  3. All candidates agree with the window so far: same keys and classes at every position
@@ -23,6 +25,13 @@
  *     through (sticky), with one warning.
  *  6. A segment's exec holds, per node, the bindings recorded in its rpl_node; a launch first
  *     patches every node whose deferred op's bindings differ (compared exactly, not by hash).
+ *  7. A graph launches on the legacy stream when one of its ops is on it (so CUDA's implicit
+ *     synchronization covers the whole graph), else on its first op's stream; every other
+ *     stream it touches joins before (event record there, wait on the launch stream) and forks
+ *     after (record on the launch stream, wait there): later work on every stream is ordered
+ *     after the graph, earlier work before it, as the program's own submissions were.
+ *  8. A stage buffer is written by the host only after the previous launch of its exec has
+ *     finished (its done event), so a launch in flight never sees the next call's bytes.
  *
  * States of the open window:
  *
@@ -191,6 +200,11 @@ static void templates_drop_all(void)
 				t->segs[k].graph = NULL;
 			}
 			t->join_ev = t->fork_ev = NULL;
+			for (uint32_t k = 0; k < t->nsegs; k++) {
+				t->segs[k].done_ev = NULL;
+				for (uint32_t i = 0; t->segs[k].nodes && i < t->segs[k].n; i++)
+					t->segs[k].nodes[i].stage = NULL;
+			}
 		}
 		rpl__template_destroy(t);
 	}
@@ -424,6 +438,13 @@ static int defer(const struct cap_op *op, uint32_t index)
 			return -CF_ENOMEM;
 		c->u.kernel.attrs = NULL; /* graphable kernels have none */
 		c->u.kernel.nattrs = 0;
+	} else if (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) {
+		/* the program may reuse its buffer as soon as the call returns: take the bytes now,
+		 * as the driver stages a pageable source */
+		c->flags &= (uint8_t)~CAP_OPF_STAGED;
+		c->u.memcpy.staged = NULL;
+		if (cap_op_stage(c, &st.arena) != 0)
+			return -CF_ENOMEM;
 	}
 	if (st.ndef == 0)
 		st.def_first = index;
@@ -504,13 +525,17 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 			rc = SHIM_REAL(cuGraphExecKernelNodeSetParams_v2)(g->exec, n->node, &p);
 			break;
 		}
-		case CAP_OP_MEMCPY:
-			if (rpl__copy_equal(&n->copy, &op->u.memcpy.d))
+		case CAP_OP_MEMCPY: {
+			CUDA_MEMCPY3D d;
+
+			rpl__copy_desc(op, n->stage, &d);
+			if (rpl__copy_equal(&n->copy, &d))
 				continue;
-			n->copy = op->u.memcpy.d;
+			n->copy = d;
 			rpl__own_call();
 			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(g->exec, n->node, &n->copy, op->ctx);
 			break;
+		}
 		case CAP_OP_MEMSET: {
 			CUDA_MEMSET_NODE_PARAMS p;
 
@@ -547,6 +572,42 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 }
 
 #define RPL_MAX_JOIN 64 /* streams one segment may join; more: the segment goes eagerly */
+
+/* Whether every staged copy's source span has the size of its node's stage buffer (the span
+ * also depends on pitches, which are bindings). */
+static bool stages_fit(const struct rpl_seg *g)
+{
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->nodes[i].stage && (!(st.def[i].flags & CAP_OPF_STAGED) ||
+					  st.def[i].u.memcpy.src_span != g->nodes[i].stage_bytes))
+			return false;
+	return true;
+}
+
+/* Wait until the exec's previous launch has read its stage buffers, then fill them with the
+ * bytes staged at the calls. */
+static CUresult stages_fill(struct rpl_seg *g)
+{
+	if (g->launches) {
+		CUresult rc;
+
+		rpl__own_call();
+		rc = SHIM_REAL(cuEventSynchronize)(g->done_ev);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->nodes[i].stage)
+			memcpy(g->nodes[i].stage, st.def[i].u.memcpy.staged, g->nodes[i].stage_bytes);
+	return CUDA_SUCCESS;
+}
+
+/* Mark the end of a launch that reads stage buffers. */
+static CUresult rec_done(struct rpl_seg *g, CUstream launch)
+{
+	rpl__own_call();
+	return SHIM_REAL(cuEventRecord)(g->done_ev, launch);
+}
 
 /* The streams of the deferred ops: *launch is where the graph goes (the legacy stream when an op
  * is on it, so CUDA's implicit synchronization with blocking streams holds for the whole graph;
@@ -627,6 +688,10 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 		flush_eager(RPL_FB_MISMATCH);
 		return;
 	}
+	if (g->staged && !stages_fit(g)) {
+		flush_eager(RPL_FB_MISMATCH);
+		return;
+	}
 	rc = patch(t, g, &npatched);
 	if (rc != CUDA_SUCCESS) {
 		flush_eager(RPL_FB_PATCH);
@@ -634,12 +699,22 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 		return;
 	}
 	op_ctx_enter(first, &pushed);
+	if (g->staged) {
+		rc = stages_fill(g);
+		if (rc != CUDA_SUCCESS) {
+			rpl__ctx_leave(pushed);
+			flush_eager(RPL_FB_LAUNCH);
+			ctx_fail(ctx, "waiting for a graph's earlier launch failed");
+			return;
+		}
+	}
 	/* joins only add ordering: if one fails, the eager flush below is still in order */
 	rc = join(t->join_ev, launch, others, nothers, false);
 	if (rc == CUDA_SUCCESS) {
 		rpl__own_call();
 		rc = SHIM_REAL(cuGraphLaunch)(g->exec, launch);
-		if (rc == CUDA_SUCCESS && join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS) {
+		if (rc == CUDA_SUCCESS && (join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
+					   (g->staged && rec_done(g, launch) != CUDA_SUCCESS))) {
 			/* the graph runs but later work on the other streams would not wait for it:
 			 * wait here instead, then stop replaying */
 			rpl__own_call();

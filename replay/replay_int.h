@@ -41,6 +41,9 @@ struct rpl_node {
 	CUDA_MEMCPY3D copy;          /* memcpy: the descriptor the exec holds */
 	CUDA_MEMSET_NODE_PARAMS set; /* memset: the parameters the exec holds */
 	CUevent event;               /* event record / wait: the event the exec holds */
+	void *stage;                 /* memcpy from pageable memory: replay's pinned copy of the
+				      * source span, the node's source (owned, cuMemAllocHost) */
+	size_t stage_bytes;          /* its size */
 	bool empty;                  /* a wait whose record is in the segment: an empty node */
 };
 
@@ -52,6 +55,8 @@ struct rpl_seg {
 	CUgraphExec exec;            /* instantiated (and uploaded) */
 	struct rpl_node *nodes;      /* n entries, in window order */
 	bool legacy;                 /* has legacy-stream ops: launched on the legacy stream */
+	bool staged;                 /* has nodes reading a stage buffer (done_ev guards them) */
+	CUevent done_ev;             /* recorded after each launch: the stage buffers are free */
 	uint64_t launches;           /* launches of exec */
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
@@ -116,6 +121,8 @@ void rpl__kernel_params(const struct rpl_node *n, const struct cap_op *op, CUDA_
 			void **extra_buf, size_t *extra_size);
 void rpl__memset_params(const struct cap_op *op, CUDA_MEMSET_NODE_PARAMS *p);
 bool rpl__copy_equal(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b);
+/* The descriptor of a copy node: the op's, reading from stage when it has one. */
+void rpl__copy_desc(const struct cap_op *op, const void *stage, CUDA_MEMCPY3D *d);
 bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b);
 /* Whether any binding of t points into [base, base+size). */
 bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size);

@@ -68,12 +68,13 @@ void rpl_write_report_json(FILE *f)
 		", \"segments_built\": %" PRIu64 ", \"graph_launches\": %" PRIu64 ", \"ops_replayed\": %" PRIu64
 		", \"ops_deferred\": %" PRIu64 ", \"ops_flushed_eagerly\": %" PRIu64 ", \"patches\": %" PRIu64
 		", \"retired\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64 ", \"driver_calls\": %" PRIu64
-		", \"matched_ops\": %" PRIu64 ", \"host_ns_per_op\": %.1f, \"passthrough_after_failure\": %s,\n"
+		", \"matched_ops\": %" PRIu64 ", \"host_ns_per_op\": %.1f, \"host_bytes\": %zu, "
+		"\"passthrough_after_failure\": %s,\n"
 		"    \"fallbacks\": ",
 		s->templates, s->templates_live, s->segments, s->graph_launches, s->ops_replayed, s->ops_deferred,
 		s->ops_flushed, s->patches, s->retired,
 		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
-		s->matched_ops, rpl_host_ns_per_op(), s->failed ? "true" : "false");
+		s->matched_ops, rpl_host_ns_per_op(), rpl_memory_bytes(), s->failed ? "true" : "false");
 	write_fallbacks(f, s->fallbacks);
 	fputs(",\n    \"templates\": [\n", f);
 	for (const struct rpl_template *t = rpl__templates(); t; t = t->next) {

@@ -1,12 +1,20 @@
 /* template.c - templates: a window shape's ops classified, cut into segments (runs of
- * graphable ops on one stream, at most CUFOLD_SEGMENT each) and built as CUDA graphs with the
- * explicit node APIs through SHIM_REAL, instantiated and uploaded. replay layer.
+ * consecutive graphable ops, on any of the window's streams, at most CUFOLD_SEGMENT each) and
+ * built as CUDA graphs with the explicit node APIs through SHIM_REAL, instantiated and uploaded.
+ * replay layer.
  *
  * A graph is never captured from the program's streams: explicit nodes cannot be invalidated
- * by the program's own captures or by another thread's queries (interposers.md D.6). Each
- * segment is one stream's consecutive ops, so launching it on that stream in place of the ops
- * gives exactly the order the program asked for; ops that cannot be nodes yet are issued in
- * place (RPL_CLS_EAGER) between segments. */
+ * by the program's own captures or by another thread's queries (interposers.md D.6). A node
+ * depends on the nodes of its trace-graph predecessors inside the segment (stream order, the
+ * legacy stream's implicit synchronization, event record -> wait); everything before the
+ * segment was submitted before its launch and is ordered by the launch's stream joins (exec.c).
+ * Event records are record nodes (the program's later waits, queries and elapsed times see
+ * them); a wait on a record inside the segment is an empty node (the edge does the waiting), on
+ * one outside it an event-wait node. A copy from pageable memory reads a pinned stage buffer of
+ * its node, refilled at each launch from the bytes taken at the call. What cannot be a node
+ * (host-visible calls that end the window, per-thread default streams, launch attributes,
+ * cooperative launches, peer copies, host functions, external events) is issued in place
+ * (RPL_CLS_EAGER) between segments, in the program's order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +30,29 @@ static bool api_is_cooperative(uint16_t api)
 	return api == SHIM_ID_cuLaunchCooperativeKernel || api == SHIM_ID_cuLaunchCooperativeKernel_ptsz;
 }
 
+/* Whether an entry point is an asynchronous form (its name says Async); filled once. */
+static bool api_async[SHIM_API_COUNT];
+static int api_async_ready;
+
+static bool is_async_api(uint16_t api)
+{
+	if (cf_unlikely(!__atomic_load_n(&api_async_ready, __ATOMIC_ACQUIRE))) {
+		for (int id = 0; id < SHIM_API_COUNT; id++)
+			api_async[id] = strstr(shim_api[id].name, "Async") != NULL;
+		__atomic_store_n(&api_async_ready, 1, __ATOMIC_RELEASE);
+	}
+	return api < SHIM_API_COUNT && api_async[api];
+}
+
 enum rpl_cls rpl__classify(const struct cap_op *op)
 {
 	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED))
+		return RPL_CLS_EAGER;
+	/* A synchronous copy or memset (no Async in its name) runs in place: the driver may only
+	 * promise ordering on the legacy stream, but programs lean on such calls being done when
+	 * they return (a memset before a launch on a non-blocking stream), and deferring one into a
+	 * graph would turn that habit into a real race. */
+	if ((op->kind == CAP_OP_MEMCPY || op->kind == CAP_OP_MEMSET) && !is_async_api(op->api))
 		return RPL_CLS_EAGER;
 	/* A per-thread default stream can only be named by its own thread: an op on it could not
 	 * be submitted by a flush from another thread. */
@@ -43,8 +71,10 @@ enum rpl_cls rpl__classify(const struct cap_op *op)
 	case CAP_OP_MEMCPY: {
 		const struct cap_memcpy *c = &op->u.memcpy;
 
-		if (c->src_pageable || c->dst_pageable || c->dst_ctx || c->src_ctx || c->dir == CAP_DIR_HTOH ||
-		    c->dir == CAP_DIR_DTOH || !c->bytes)
+		/* a pageable source is staged (at the call, then into a pinned buffer the node reads);
+		 * a pageable destination is host-visible and ends the window anyway */
+		if (c->dst_pageable || c->dst_ctx || c->src_ctx || c->dir == CAP_DIR_HTOH || c->dir == CAP_DIR_DTOH ||
+		    !c->bytes || (c->src_pageable && (c->dir != CAP_DIR_HTOD || !c->src_span)))
 			return RPL_CLS_EAGER;
 		if (c->d.srcMemoryType == CU_MEMORYTYPE_ARRAY || c->d.dstMemoryType == CU_MEMORYTYPE_ARRAY)
 			return RPL_CLS_EAGER;
@@ -141,6 +171,21 @@ bool rpl__copy_equal(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b)
 	       a->WidthInBytes == b->WidthInBytes && a->Height == b->Height && a->Depth == b->Depth;
 }
 
+void rpl__copy_desc(const struct cap_op *op, const void *stage, CUDA_MEMCPY3D *d)
+{
+	*d = op->u.memcpy.d;
+	if (!stage)
+		return;
+	/* the stage holds the source span from its first byte: same pitch and slice height */
+	d->srcXInBytes = 0;
+	d->srcY = 0;
+	d->srcZ = 0;
+	if (d->srcMemoryType == CU_MEMORYTYPE_HOST)
+		d->srcHost = stage;
+	else
+		d->srcDevice = (CUdeviceptr)(uintptr_t)stage;
+}
+
 bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b)
 {
 	return a->dst == b->dst && a->pitch == b->pitch && a->value == b->value && a->elementSize == b->elementSize &&
@@ -162,6 +207,14 @@ static void seg_destroy(struct rpl_seg *g)
 	for (uint32_t i = 0; g->nodes && i < g->n; i++) {
 		free(g->nodes[i].params);
 		free(g->nodes[i].param_ptrs);
+		if (g->nodes[i].stage) {
+			rpl__own_call();
+			SHIM_REAL(cuMemFreeHost)(g->nodes[i].stage);
+		}
+	}
+	if (g->done_ev) {
+		rpl__own_call();
+		SHIM_REAL(cuEventDestroy_v2)(g->done_ev);
 	}
 	free(g->nodes);
 	memset(g, 0, sizeof(*g));
@@ -249,7 +302,18 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 		break;
 	}
 	case CAP_OP_MEMCPY:
-		n->copy = op->u.memcpy.d;
+		if (op->u.memcpy.src_pageable) {
+			n->stage_bytes = op->u.memcpy.src_span;
+			rc = SHIM_REAL(cuMemAllocHost_v2)(&n->stage, n->stage_bytes);
+			if (rc != CUDA_SUCCESS) {
+				n->stage = NULL;
+				break;
+			}
+			/* filled at each launch from the bytes staged at the call */
+			g->staged = true;
+			rpl__own_call();
+		}
+		rpl__copy_desc(op, n->stage, &n->copy);
 		rc = SHIM_REAL(cuGraphAddMemcpyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &n->copy, op->ctx);
 		break;
 	case CAP_OP_MEMSET:
@@ -297,6 +361,14 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 	free(deps);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	if (g->staged) {
+		rpl__own_call();
+		rc = SHIM_REAL(cuEventCreate)(&g->done_ev, CU_EVENT_DISABLE_TIMING);
+		if (rc != CUDA_SUCCESS) {
+			g->done_ev = NULL;
+			return rc;
+		}
+	}
 	rpl__own_call();
 	rc = SHIM_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
 	if (rc != CUDA_SUCCESS) {

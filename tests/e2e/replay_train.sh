@@ -49,3 +49,21 @@ want("submissions per step (CUFOLD_SEGMENT=16)", seg16, 3 + 1)
 want("graph launches in 16 steps", load("c16")["graph_launches"], 16 - 3)
 PY
 note "one graph launch per segment per replayed step"
+
+# sample_train copies its input from pageable memory each step: the copy is staged at the call
+# and goes in the graph too (one graph launch, the event that frees its stage buffer, the loss)
+for n in 6 16; do
+	SIMCUDA_STATS=$TMP/tp$n run_plain /dev/null "$B/progs/sample_train" $n 16 || fail "sample_train exited $?"
+	SIMCUDA_STATS=$TMP/tc$n run_cufold /dev/null "$B/progs/sample_train" $n 16 || fail "sample_train exited $? with cufold"
+done
+python3 - "$TMP" <<'PY' || fail "sample_train does not replay as one graph launch per step"
+import json, os, sys
+d = sys.argv[1]
+def t(n): return json.load(open(os.path.join(d, n)))["totals"]
+def step(k, a, b): return (t(b)[k] - t(a)[k]) / 10.0
+plain, rep = step("host_submissions", "tp6", "tp16"), step("host_submissions", "tc6", "tc16")
+launches = step("graph_launches", "tc6", "tc16")
+print("sample_train host submissions per step: %.1f without cufold, %.1f with (%.1f graph launches)" % (plain, rep, launches))
+if launches != 1 or plain != 85 or rep != 3:
+    sys.exit("expected 85 -> 3 submissions per step, 1 graph launch")
+PY

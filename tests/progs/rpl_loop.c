@@ -17,7 +17,10 @@
  *   threads    four host threads, each its own stream and a shared one (under a lock)
  *   fork       forks in the middle of windows (the child leaves at once); the parent goes on
  *   exit       trains, then leaves with a step's work submitted and never synchronized
- *   churn      every call's arguments change every step (patching cannot pay for itself) */
+ *   churn      every call's arguments change every step (patching cannot pay for itself)
+ *   launches   every way to launch: kernelParams, an extra buffer, cuLaunchKernelEx with and
+ *              without attributes, a CUkernel handle from a library, cooperative, 2-D copies
+ *              and memsets, synchronous device-to-device copies and memsets */
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -209,7 +212,8 @@ static void mode_allocstep(int steps)
 		/* fresh scratch every step; the previous ones are freed two steps later */
 		CHECK(cuMemAlloc(&tmp, N * sizeof(float)));
 		CHECK(cuMemAlloc(&tmp2, N * sizeof(float)));
-		k_fill(tmp, 1.0f + (float)step, N, s);
+		CHECK(cuMemsetD32Async(tmp, 0, N, s));
+		k_axpy(tmp, m.x, 1.0f + (float)step, N, s);
 		k_mul(tmp2, tmp, m.x, N, s);
 		for (int p = 0; p < NP; p++) {
 			k_axpy(m.param[p], tmp2, 0.001f, N, s);
@@ -435,6 +439,81 @@ static void mode_churn(int steps)
 	model_hash(&m);
 }
 
+static void mode_launches(int steps)
+{
+	struct model m;
+	CUstream s;
+	CUlibrary lib;
+	CUkernel kk;
+	char *ptx = tl_read_ptx("elementwise");
+	CUdeviceptr pitched;
+	size_t pitch = 0;
+
+	/* a blocking stream: the synchronous copy and memset on the legacy stream below are
+	 * ordered with its work (on a non-blocking stream they would race with it) */
+	CHECK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+	model_alloc(&m, s);
+	CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+	free(ptx);
+	CHECK(cuLibraryGetKernel(&kk, lib, "scale"));
+	CHECK(cuMemAllocPitch(&pitched, &pitch, 64 * sizeof(float), 16, 4));
+	for (int step = 0; step < steps; step++) {
+		int n = N;
+		float al = 0.001f * (float)(step % 3), sc = 0.99f;
+		struct {
+			CUdeviceptr y, x;
+			float a;
+			int n;
+		} buf = {m.param[0], m.param[1], al, n};
+		size_t bsize = sizeof(buf);
+		void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bsize,
+				 CU_LAUNCH_PARAM_END};
+		void *ax[] = {&m.param[2], &m.param[3], &al, &n};
+		void *scl[] = {&m.param[4], &m.param[4], &sc, &n};
+		CUlaunchConfig cfg;
+		CUlaunchAttribute attr;
+		CUDA_MEMCPY2D c2;
+
+		train_work(&m, step, s);
+		CHECK(cuLaunchKernel(f_axpy, blocks(N), 1, 1, 256, 1, 1, 0, s, NULL, extra));
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.gridDimX = blocks(N);
+		cfg.gridDimY = cfg.gridDimZ = 1;
+		cfg.blockDimX = 256;
+		cfg.blockDimY = cfg.blockDimZ = 1;
+		cfg.hStream = s;
+		CHECK(cuLaunchKernelEx(&cfg, f_axpy, ax, NULL));
+		memset(&attr, 0, sizeof(attr));
+		attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		attr.value.priority = 0;
+		cfg.attrs = &attr;
+		cfg.numAttrs = 1;
+		CHECK(cuLaunchKernelEx(&cfg, f_axpy, ax, NULL));
+		CHECK(cuLaunchKernel((CUfunction)kk, blocks(N), 1, 1, 256, 1, 1, 0, s, scl, NULL));
+		CHECK(cuLaunchCooperativeKernel(f_scale, blocks(N), 1, 1, 256, 1, 1, 0, s, scl));
+		CHECK(cuMemsetD2D32Async(pitched, pitch, (unsigned int)step, 64, 16, s));
+		memset(&c2, 0, sizeof(c2));
+		c2.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c2.srcDevice = pitched;
+		c2.srcPitch = pitch;
+		c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c2.dstDevice = m.grad[5];
+		c2.dstPitch = 64 * sizeof(float);
+		c2.WidthInBytes = 16 * sizeof(float);
+		c2.Height = 16;
+		CHECK(cuMemcpy2DAsync(&c2, s));
+		CHECK(cuMemcpyDtoD(m.grad[6], m.param[6], N * sizeof(float)));
+		CHECK(cuMemsetD32(m.grad[7], 0x3f800000u, N));
+		k_add(m.param[7], m.param[7], m.grad[7], N, s);
+		k_add(m.param[5], m.param[5], m.grad[5], N, s);
+		observe(m.loss, s);
+	}
+	CHECK(cuCtxSynchronize());
+	h64 = tl_hash_device(m.grad[5], N * sizeof(float), h64);
+	h64 = tl_hash_device(m.grad[6], N * sizeof(float), h64);
+	model_hash(&m);
+}
+
 /* ------------------------------------------------------------------ threads */
 
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -547,6 +626,8 @@ int main(int argc, char **argv)
 		mode_exit(steps);
 	else if (!strcmp(mode, "churn"))
 		mode_churn(steps);
+	else if (!strcmp(mode, "launches"))
+		mode_launches(steps);
 	else {
 		fprintf(stderr, "rpl_loop: unknown mode %s\n", mode);
 		return 2;
