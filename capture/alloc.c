@@ -16,6 +16,15 @@ static struct cap_alloc *ranges; /* sorted by base, non-overlapping */
 static size_t nranges, capranges; /* used and allocated entries */
 static uint64_t next_id = 1;    /* id of the next allocation */
 
+/* What the driver said of pages outside the map (cap__alloc_probe), direct-mapped by page. */
+#define PROBE_SLOTS 64
+#define PROBE_PAGE_SHIFT 12
+struct probe_slot {
+	uint64_t page;               /* address >> PROBE_PAGE_SHIFT, plus one (0: empty slot) */
+	uint8_t answer;              /* enum cap_probe */
+};
+static struct probe_slot probes[PROBE_SLOTS]; /* the cache */
+
 /* Index of the first range whose base is > addr. */
 static size_t upper(uint64_t addr)
 {
@@ -130,8 +139,41 @@ bool cap_alloc_is_device(const struct cap_alloc *a)
 		     a->kind == CAP_ALLOC_MAPPED);
 }
 
+enum cap_probe cap__alloc_probe(uint64_t addr)
+{
+	uint64_t page = (addr >> PROBE_PAGE_SHIFT) + 1;
+	struct probe_slot *slot = &probes[page % PROBE_SLOTS];
+	unsigned int type = 0;
+	enum cap_probe answer;
+	CUresult rc;
+
+	if (slot->page == page)
+		return (enum cap_probe)slot->answer;
+	if (!SHIM_REAL(cuPointerGetAttribute))
+		return CAP_PROBE_PAGEABLE; /* no driver to ask (unit tests of windows alone) */
+	cap__own_call(SHIM_ID_cuPointerGetAttribute);
+	rc = SHIM_REAL(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)addr);
+	if (rc == CUDA_ERROR_INVALID_VALUE)
+		answer = CAP_PROBE_PAGEABLE; /* memory the driver does not know: plain host memory */
+	else if (rc == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST)
+		answer = CAP_PROBE_HOST;
+	else if (rc == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE)
+		answer = CAP_PROBE_DEVICE;
+	else
+		answer = CAP_PROBE_UNKNOWN;
+	slot->page = page;
+	slot->answer = (uint8_t)answer;
+	return answer;
+}
+
+void cap__alloc_probe_reset(void)
+{
+	memset(probes, 0, sizeof(probes));
+}
+
 void cap__alloc_fini(void)
 {
+	cap__alloc_probe_reset();
 	cap__free(ranges);
 	ranges = NULL;
 	nranges = capranges = 0;

@@ -10,7 +10,7 @@
  * Lifetimes: an op returned by cap_window_op lives as long as its window; the open window
  * lives until the next boundary; a closed window becomes its shape's `last` and lives until the
  * shape sees its next window or is evicted (CUFOLD_MAX_TEMPLATES, least recently used first).
- * Function records (struct cap_func) live until cap_fini. */
+ * Function records (struct cap_func, one per kernel name and layout) live until cap_fini. */
 #ifndef CAP_CAPTURE_H
 #define CAP_CAPTURE_H
 
@@ -52,8 +52,9 @@ enum cap_copy_dir {
 
 /* A kernel's name and parameter layout, cached per function (capture/funcs.c). */
 struct cap_func {
-	CUfunction func;             /* the per-context function */
-	uint32_t id;                 /* 1, 2, ... in order of first launch; stands for func in keys */
+	CUfunction func;             /* the first handle seen of it (others may share the record) */
+	uint32_t id;                 /* 1, 2, ... per (name, layout) in order of first launch; stands
+				      * for the kernel in keys (the handle is a binding) */
 	uint32_t nparams;            /* parameters, when the layout is known */
 	uint32_t param_bytes;        /* bytes of the laid-out parameters (last offset + size) */
 	bool layout_known;           /* cuFuncGetParamInfo answered (else only `extra` launches record) */
@@ -119,6 +120,10 @@ struct cap_host_fn {
 #define CAP_OPF_ENDS_WINDOW 0x01 /* a synchronous op the host observes: its window ends with it */
 #define CAP_OPF_FAILED 0x02      /* the driver refused the call (dropped when the window closes) */
 #define CAP_OPF_STAGED 0x04      /* u.memcpy.staged holds the source bytes */
+/* A side of the op is memory the allocation map does not know and the driver does not call
+ * pageable (device memory cufold never saw allocated: IPC, pool import, interop). Capture
+ * cannot tell its lifetime or stage it: replay must issue the op eagerly, never defer it. */
+#define CAP_OPF_NO_DEFER 0x08
 
 struct cap_op {
 	uint8_t kind;                /* enum cap_op_kind */
@@ -273,6 +278,7 @@ struct cap_rec {
 	uint32_t index;              /* op index in its window: cap_window_op(cap_window_current(),
 				      * index), or, when ends_window, in cap_shape_last(closed) */
 	uint64_t window;             /* window number the op went to */
+	uint64_t seq;                /* the op's number (cap_op.seq), 0 when not recorded */
 	uint64_t bytes;              /* bytes it moves or sets */
 	struct cap_func *func;       /* kernel calls: the function, or NULL */
 	struct cap_shape *closed;    /* shape of a window this call closed, or NULL */
@@ -281,7 +287,11 @@ struct cap_rec {
 /* Record a call into the open window (deep copies), applying barrier and end-of-window rules.
  * Returns 0, or a negative CF_E* code (rec->result says what happened). */
 int cap_record(const struct cap_call *call, const struct cap_who *who, struct cap_rec *rec);
-/* After the driver answered: counts successes; marks a failed op so the window drops it. The
+/* After the driver answered: counts successes; marks a failed op so the window drops it. An op
+ * whose window already closed (it ended the window itself, filled it, or another thread's
+ * boundary came between the call and its answer) is taken out of that window if the window is
+ * still its shape's last sighting: the shape is dropped (replay is told through shape_evicted)
+ * and the window without the op is filed again, so no shape ever holds a refused call. The
  * counting part is lock-free; call with failed=true only under the lock. */
 void cap_op_done(const struct cap_rec *rec, bool failed);
 
@@ -301,7 +311,15 @@ void cap_stream_forget(CUstream s);
 void cap_event_forget(CUevent e);
 /* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. */
 void cap_kernel_handle_add(CUkernel k);
-/* A module or library is unloaded: function handles may be reused, forget them all. */
+/* A module or library is about to be unloaded: its function handles may be reused, forget
+ * them (only them: handles of other modules stay bound, and a reloaded kernel gets its old
+ * record and key id back). Asks the driver for a library's module. */
+void cap_funcs_forget_module(CUmodule mod, CUlibrary lib);
+/* Say which module (or library) the calling thread is about to unload, before the call that
+ * reaches cap_funcs_forget; needs no lock (thread-local). */
+void cap_funcs_unloading(CUmodule mod, CUlibrary lib);
+/* Forget the handles of the module the calling thread named with cap_funcs_unloading, or of
+ * every module when it named none. */
 void cap_funcs_forget(void);
 
 /* ------------------------------------------------------------------ allocation map */
@@ -453,7 +471,7 @@ size_t cap_memory_bytes(void);
  * that is not cufold's own output of that kind); 0 or a negative CF_E* code, with errno. */
 int cap_write_report(const char *path);
 int cap_write_trace(const char *path);
-int cap_write_dot(const char *dir);
+int cap_write_dot(const char *dir); /* dir: a folder (made if missing, "%p" expanded; never a symlink) */
 /* The one-paragraph summary for CUFOLD_LOG=info. */
 void cap_summary(char *buf, size_t cap);
 

@@ -71,6 +71,9 @@ struct cap_shape {
  * w as its last sighting and *spare gets the window it replaces; a new shape takes w. May evict
  * the least recently used shape. Returns the shape, or NULL on failure (w then goes to *spare). */
 struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spare);
+/* Drop shape s (replay is told, as of an eviction) and hand back its last window, which it no
+ * longer owns: a sighting that must not count (one of its ops turned out refused). */
+struct cap_window *cap__trie_retract(struct cap_shape *s);
 void cap__trie_fini(void);
 size_t cap__trie_bytes(void);
 
@@ -112,6 +115,18 @@ size_t cap__streams_bytes(void);
 
 void cap__alloc_fini(void);
 size_t cap__alloc_bytes(void);
+
+/* What the driver says of an address outside the map (memory capture never saw allocated:
+ * cuIpcOpenMemHandle, pool imports, interop). Asked once per page and cached until
+ * cap__alloc_probe_reset (at boundaries that may change mappings: frees, unmodeled calls). */
+enum cap_probe {
+	CAP_PROBE_PAGEABLE = 0,      /* the driver does not know it: pageable host memory */
+	CAP_PROBE_HOST = 1,          /* host memory the driver knows (pinned or registered elsewhere) */
+	CAP_PROBE_DEVICE = 2,        /* device memory */
+	CAP_PROBE_UNKNOWN = 3,       /* any other answer or error */
+};
+enum cap_probe cap__alloc_probe(uint64_t addr);
+void cap__alloc_probe_reset(void);
 
 /* ------------------------------------------------------------------ teardown */
 
@@ -164,6 +179,10 @@ size_t cap__trace_bytes(void);
  * file that starts with marker (cufold's own earlier output) truncated. "%p" in path becomes the
  * process id. Returns a stream, or NULL with errno set. */
 FILE *cap__out_open(const char *path, const char *marker);
+/* The same for name inside the folder dirfd (openat; "%p" is not expanded). */
+FILE *cap__out_openat(int dirfd, const char *name, const char *marker);
+/* path with "%p" expanded into out; false when it does not fit. */
+bool cap__path_expand(const char *path, char *out, size_t cap);
 /* Write s as a JSON string (quoted, escaped). */
 void cap__json_str(FILE *f, const char *s);
 

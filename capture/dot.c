@@ -3,12 +3,16 @@
  * (events, the legacy stream's implicit synchronization) dashed. capture layer.
  *
  * Files are dir/shape-<id>.dot; each starts with the marker line "// cufold window shape", the
- * only kind of existing file cap__out_open lets this overwrite. The folder is created if
- * missing (one level). */
+ * only kind of existing file cap__out_openat lets this overwrite. The folder ("%p" expanded) is
+ * created if missing (one level), then opened once without following a symlink, and every file
+ * is created relative to that descriptor: a folder swapped for a symlink afterwards is not
+ * followed either. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "capture/capture_int.h"
 #include "common/compiler.h"
@@ -52,7 +56,7 @@ static void node_label(FILE *f, const struct cap_op *op, uint32_t i)
 	}
 }
 
-static int write_shape(const char *dir, const struct cap_shape *s)
+static int write_shape(int dfd, const struct cap_shape *s)
 {
 	const struct cap_window *w = cap_shape_last(s);
 	struct cap_graph *g = cap_graph_build(w);
@@ -62,13 +66,12 @@ static int write_shape(const char *dir, const struct cap_shape *s)
 
 	if (!g)
 		return -CF_ENOMEM;
-	if (snprintf(path, sizeof(path), "%s/shape-%llu.dot", dir, (unsigned long long)cap_shape_id(s)) >=
-	    (int)sizeof(path)) {
+	if (snprintf(path, sizeof(path), "shape-%llu.dot", (unsigned long long)cap_shape_id(s)) >= (int)sizeof(path)) {
 		cap_graph_destroy(g);
 		errno = ENAMETOOLONG;
 		return -CF_EIO;
 	}
-	f = cap__out_open(path, DOT_MARKER);
+	f = cap__out_openat(dfd, path, DOT_MARKER);
 	if (!f) {
 		cap_graph_destroy(g);
 		return -CF_EIO;
@@ -114,24 +117,36 @@ static int write_shape(const char *dir, const struct cap_shape *s)
 	return rc;
 }
 
-int cap_write_dot(const char *dir)
+int cap_write_dot(const char *path)
 {
-	struct stat st;
-	int rc = 0;
+	char dir[CF_PATH_MAX];
+	int rc = 0, dfd, saved;
 
+	if (!cap__path_expand(path, dir, sizeof(dir))) {
+		errno = ENAMETOOLONG;
+		return -CF_EIO;
+	}
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		return -CF_EIO;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		errno = ENOTDIR;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		struct stat st;
+
+		/* Linux answers ENOTDIR for a symlink here; say what it is */
+		if (errno == ENOTDIR && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+			errno = ELOOP;
 		return -CF_EIO;
 	}
 	for (struct cap_shape *s = cap_shape_first(); s; s = cap_shape_next(s)) {
-		int r = write_shape(dir, s);
+		int r = write_shape(dfd, s);
 
 		if (r && !rc)
 			rc = r;
 		if (r && errno != EEXIST)
 			break; /* the folder is unusable: do not try every shape */
 	}
+	saved = errno;
+	close(dfd);
+	errno = saved;
 	return rc;
 }

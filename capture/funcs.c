@@ -1,14 +1,21 @@
 /* funcs.c - the cache of kernel functions (name and parameter layout from the driver, asked once
- * per function) and of CUkernel handles, and the kernel-name globs. capture layer.
+ * per function handle) and of CUkernel handles, and the kernel-name globs. capture layer.
  *
  * A launch may name a CUfunction or a CUkernel cast to one, and the two cannot be told apart by
  * value: capture learns CUkernel handles from cuLibraryGetKernel and cuLibraryEnumerateKernels
  * (and keeps them: a stale one that a later CUfunction happens to reuse fails to resolve, which
- * makes that launch a boundary, never a wrong record); those resolve to the per-context function with cuKernelGetFunction in the
- * current context. Parameter layouts come from cuFuncGetParamInfo, asked for index 0, 1, ...
- * until it answers CUDA_ERROR_INVALID_VALUE. Records are never freed before cap_fini (ops of
- * stored windows point at them); a module unload only drops them from the lookup, because the
- * driver may hand the same handle to a different function afterwards. */
+ * makes that launch a boundary, never a wrong record); those resolve to the per-context function
+ * with cuKernelGetFunction in the current context. Parameter layouts come from
+ * cuFuncGetParamInfo (cuKernelGetParamInfo for a CUkernel), asked for index 0, 1, ... until it
+ * answers CUDA_ERROR_INVALID_VALUE.
+ *
+ * A record (struct cap_func) stands for a kernel by what it is, not by its handle: one record
+ * per (name, layout), so a module unloaded and loaded again gives its kernels' new handles the
+ * records (and key ids) they had, and records are bounded by the distinct kernels a program
+ * has. Handles are bindings: by_func maps each handle to its record and remembers the handle's
+ * module (cuFuncGetModule, asked once), so unloading a module forgets exactly that module's
+ * handles (the driver may reuse them) and no others. Records are never freed before cap_fini
+ * (ops of stored windows point at them). */
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +34,14 @@ struct kernel_fn {
 	CUfunction func;             /* cuKernelGetFunction's answer */
 };
 
-static struct cf_map by_func;    /* CUfunction -> struct cap_func */
+/* One function handle the program launched. */
+struct func_bind {
+	struct cap_func *f;          /* the kernel's record */
+	CUmodule mod;                /* the handle's module (NULL when the driver would not say) */
+};
+
+static struct cf_map by_func;    /* CUfunction -> struct func_bind */
+static struct cf_map by_sig;     /* hash of (name, layout) -> struct cap_func */
 static struct cf_map kernels;    /* set of CUkernel handles (value: a marker) */
 static struct cf_map kernel_fns; /* hash(CUkernel, CUcontext) -> struct kernel_fn */
 static struct cap_func *all;     /* every record, newest first */
@@ -60,7 +74,10 @@ bool cap__name_matches(const char *patterns, const char *name)
 	return false;
 }
 
-static void layout(struct cap_func *f)
+/* The parameter layout of func (of kernel, when the launch named a CUkernel). named: the
+ * driver knew the function's name; without it, a refusal at index 0 may mean a bad handle
+ * rather than no parameters. */
+static void layout(struct cap_func *f, CUfunction func, CUkernel kernel, bool named)
 {
 	uint32_t cap = 0, n = 0, end = 0;
 	uint32_t *off = NULL, *size = NULL;
@@ -71,9 +88,14 @@ static void layout(struct cap_func *f)
 
 		if (n >= PARAM_INFO_MAX)
 			goto out_unknown;
-		cap__own_call(SHIM_ID_cuFuncGetParamInfo);
-		rc = SHIM_REAL(cuFuncGetParamInfo)(f->func, n, &o, &s);
-		if (rc == CUDA_ERROR_INVALID_VALUE)
+		if (kernel) {
+			cap__own_call(SHIM_ID_cuKernelGetParamInfo);
+			rc = SHIM_REAL(cuKernelGetParamInfo)(kernel, n, &o, &s);
+		} else {
+			cap__own_call(SHIM_ID_cuFuncGetParamInfo);
+			rc = SHIM_REAL(cuFuncGetParamInfo)(func, n, &o, &s);
+		}
+		if (rc == CUDA_ERROR_INVALID_VALUE && (n > 0 || named))
 			break;
 		if (rc != CUDA_SUCCESS || o + s > CAP_MAX_PARAM_BYTES)
 			goto out_unknown;
@@ -101,45 +123,102 @@ static void layout(struct cap_func *f)
 	f->offset = off;
 	f->size = size;
 	f->layout_known = true;
-	nbytes += 2 * cap * sizeof(uint32_t);
 	return;
 out_unknown:
 	free(off);
 	free(size);
+	f->offset = f->size = NULL;
+	f->nparams = f->param_bytes = 0;
 	f->layout_known = false;
 }
 
-static struct cap_func *func_new(CUfunction func)
+static uint64_t sig_hash(const struct cap_func *f)
 {
-	struct cap_func *f = calloc(1, sizeof(*f));
+	uint64_t h = cf_hash_bytes(f->name, strlen(f->name), CF_HASH_SEED);
+
+	h = cf_hash_combine(h, ((uint64_t)f->nparams << 1) | f->layout_known);
+	if (f->nparams) {
+		h = cf_hash_bytes(f->offset, f->nparams * sizeof(*f->offset), h);
+		h = cf_hash_bytes(f->size, f->nparams * sizeof(*f->size), h);
+	}
+	return h;
+}
+
+static bool same_kernel(const struct cap_func *a, const struct cap_func *b)
+{
+	return a->layout_known == b->layout_known && a->nparams == b->nparams && strcmp(a->name, b->name) == 0 &&
+	       (!a->nparams || (memcmp(a->offset, b->offset, a->nparams * sizeof(*a->offset)) == 0 &&
+				memcmp(a->size, b->size, a->nparams * sizeof(*a->size)) == 0));
+}
+
+static void func_free(struct cap_func *f)
+{
+	free((char *)f->name);
+	free(f->offset);
+	free(f->size);
+	free(f);
+}
+
+/* The record of a kernel with func's name and layout: an existing one, or a new one. */
+static struct cap_func *func_record(CUfunction func, CUkernel kernel)
+{
+	struct cap_func *f = calloc(1, sizeof(*f)), *known;
 	const char *name = NULL;
+	bool named;
+	uint64_t sig;
 
 	if (!f)
 		return NULL;
 	f->func = func;
-	f->id = next_id++;
 	cap__own_call(SHIM_ID_cuFuncGetName);
-	if (SHIM_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name)
-		f->name = strdup(name);
-	if (!f->name)
-		f->name = strdup("?");
+	named = SHIM_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name;
+	f->name = strdup(named ? name : "?");
 	if (!f->name) {
 		free(f);
 		return NULL;
 	}
-	layout(f);
+	layout(f, func, kernel, named);
+	sig = sig_hash(f);
+	known = cf_map_get(&by_sig, sig);
+	if (known && same_kernel(known, f)) {
+		func_free(f);
+		return known;
+	}
+	f->id = next_id++;
 	f->barrier = cap__name_matches(cap__s.cfg.barrier_kernels, f->name);
-	if (cf_map_put(&by_func, (uint64_t)(uintptr_t)func, f) != 0) {
-		free((char *)f->name);
-		free(f->offset);
-		free(f->size);
-		free(f);
+	if (!known && cf_map_put(&by_sig, sig, f) != 0) {
+		func_free(f);
 		return NULL;
 	}
 	f->next = all;
 	all = f;
-	nbytes += sizeof(*f) + strlen(f->name) + 1;
+	nbytes += sizeof(*f) + strlen(f->name) + 1 + 2 * f->nparams * sizeof(uint32_t);
 	return f;
+}
+
+/* Bind a new handle to its record. */
+static struct cap_func *func_bind_new(CUfunction func, CUkernel kernel)
+{
+	struct func_bind *b = malloc(sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->f = func_record(func, kernel);
+	b->mod = NULL;
+	if (!b->f)
+		goto out_free;
+	if (SHIM_REAL(cuFuncGetModule)) {
+		cap__own_call(SHIM_ID_cuFuncGetModule);
+		if (SHIM_REAL(cuFuncGetModule)(&b->mod, func) != CUDA_SUCCESS)
+			b->mod = NULL;
+	}
+	if (cf_map_put(&by_func, (uint64_t)(uintptr_t)func, b) != 0)
+		goto out_free;
+	nbytes += sizeof(*b);
+	return b->f;
+out_free:
+	free(b);
+	return NULL;
 }
 
 struct cap_func *cap__func_get(CUfunction handle, CUcontext ctx, CUfunction *func)
@@ -173,9 +252,11 @@ struct cap_func *cap__func_get(CUfunction handle, CUcontext ctx, CUfunction *fun
 		}
 		fn = kf->func;
 	}
-	f = cf_map_get(&by_func, (uint64_t)(uintptr_t)fn);
-	if (!f)
-		f = func_new(fn);
+	{
+		struct func_bind *b = cf_map_get(&by_func, (uint64_t)(uintptr_t)fn);
+
+		f = b ? b->f : func_bind_new(fn, fn != handle ? (CUkernel)handle : NULL);
+	}
 	if (f && func)
 		*func = fn;
 	return f;
@@ -196,10 +277,101 @@ static void drop_kernel_fns(void)
 	cap__map_drop(&kernel_fns);
 }
 
+static void drop_bindings(void)
+{
+	void *v;
+
+	for (size_t i = 0; !cap__leaking && cf_map_next(&by_func, &i, NULL, &v);)
+		free(v);
+	cap__map_drop(&by_func);
+}
+
+/* Whether a binding belongs to mod (an unknown module counts: it may). */
+static bool bind_in(const struct func_bind *b, CUmodule mod)
+{
+	return !b || !b->mod || b->mod == mod;
+}
+
+/* Forget the handles of mod only; false when out of memory (nothing forgotten). */
+static bool forget_module(CUmodule mod)
+{
+	uint64_t *keys = NULL, k;
+	size_t n = 0, cap = 0;
+	void *v;
+	bool ok = false;
+
+	/* first the kernels resolved to the module's functions, while their bindings say so */
+	for (int pass = 0; pass < 2; pass++) {
+		struct cf_map *m = pass == 0 ? &kernel_fns : &by_func;
+
+		n = 0;
+		for (size_t i = 0; cf_map_next(m, &i, &k, &v);) {
+			const struct func_bind *b =
+				pass == 0 ? cf_map_get(&by_func, (uint64_t)(uintptr_t)((struct kernel_fn *)v)->func) : v;
+
+			if (!bind_in(b, mod))
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? 2 * cap : 16;
+				uint64_t *nk = realloc(keys, ncap * sizeof(*nk));
+
+				if (!nk)
+					goto out;
+				keys = nk;
+				cap = ncap;
+			}
+			keys[n++] = k;
+		}
+		for (size_t i = 0; i < n; i++) {
+			v = cf_map_del(m, keys[i]);
+			nbytes -= pass == 0 ? sizeof(struct kernel_fn) : sizeof(struct func_bind);
+			free(v);
+		}
+	}
+	ok = true;
+out:
+	free(keys);
+	return ok;
+}
+
+static __thread CUmodule unload_mod;  /* cap_funcs_unloading: the module the thread unloads */
+static __thread CUlibrary unload_lib; /* or the library */
+static __thread bool unload_known;    /* one of them is set */
+
+void cap_funcs_unloading(CUmodule mod, CUlibrary lib)
+{
+	unload_mod = mod;
+	unload_lib = lib;
+	unload_known = mod || lib;
+}
+
+void cap_funcs_forget_module(CUmodule mod, CUlibrary lib)
+{
+	if (lib) {
+		mod = NULL;
+		cap__own_call(SHIM_ID_cuLibraryGetModule);
+		if (!SHIM_REAL(cuLibraryGetModule) || SHIM_REAL(cuLibraryGetModule)(&mod, lib) != CUDA_SUCCESS)
+			mod = NULL;
+	}
+	if (mod && forget_module(mod))
+		return;
+	/* which handles went is not known: forget them all */
+	drop_bindings();
+	drop_kernel_fns();
+}
+
 void cap_funcs_forget(void)
 {
-	/* records stay on `all` (ops point at them); only the lookups forget */
-	cap__map_drop(&by_func);
+	CUmodule mod = unload_mod;
+	CUlibrary lib = unload_lib;
+	bool known = unload_known;
+
+	cap_funcs_unloading(NULL, NULL);
+	if (known) {
+		cap_funcs_forget_module(mod, lib);
+		return;
+	}
+	drop_bindings();
 	drop_kernel_fns();
 }
 
@@ -212,14 +384,13 @@ void cap__funcs_fini(void)
 {
 	struct cap_func *f, *next;
 
-	cap_funcs_forget();
+	drop_bindings();
+	drop_kernel_fns();
 	cap__map_drop(&kernels);
+	cap__map_drop(&by_sig);
 	for (f = cap__leaking ? NULL : all; f; f = next) {
 		next = f->next;
-		free((char *)f->name);
-		free(f->offset);
-		free(f->size);
-		free(f);
+		func_free(f);
 	}
 	all = NULL;
 	next_id = 1;
@@ -228,5 +399,6 @@ void cap__funcs_fini(void)
 
 size_t cap__funcs_bytes(void)
 {
-	return nbytes + cf_map_bytes(&by_func) + cf_map_bytes(&kernels) + cf_map_bytes(&kernel_fns);
+	return nbytes + cf_map_bytes(&by_func) + cf_map_bytes(&by_sig) + cf_map_bytes(&kernels) +
+	       cf_map_bytes(&kernel_fns);
 }

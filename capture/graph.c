@@ -6,9 +6,14 @@
  * "default stream" rules, per context): an op on the legacy stream follows the last op of every
  * blocking stream (created without CU_STREAM_NON_BLOCKING, and per-thread default streams), and
  * an op on a blocking stream follows the last op on the legacy stream. A wait follows the most
- * recent record of its event in the window at the time of the wait call (a record before the
- * window was already ordered by the boundary that ended it). Edges to the last op suffice:
- * the rest follows by transitivity. Everything lives in the graph's own arena. */
+ * recent record of its event in the window at the time of the wait call. A wait whose record
+ * lies in an earlier window gets no edge here, but that record is NOT necessarily complete:
+ * only a SYNC boundary (or a host-visible copy's implied wait) orders the device; QUERY, FULL,
+ * UNMODELED, OPAQUE, FREE and the others end a window without waiting for anything. So this
+ * graph is not a complete ordering of such a wait: whoever executes a window (replay) must keep
+ * every wait on an event recorded outside the window as a real wait (an event-wait node or the
+ * call itself). Edges to the last op suffice: the rest follows by transitivity. Everything
+ * lives in the graph's own arena. */
 #include <stdlib.h>
 #include <string.h>
 

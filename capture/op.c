@@ -4,8 +4,9 @@
  *
  * Key (what decides a graph's shape) and bindings (what a graph node can be patched with):
  *   all ops   key: kind, entry point, stream slot and kind        bind: stream handle, context
- *   kernel    key: function, grid, block, shared bytes, parameter  bind: parameter bytes
- *                  size, extra or not, launch attributes
+ *   kernel    key: function (name and layout), grid, block, shared  bind: parameter bytes,
+ *                  bytes, parameter size, extra or not, launch        function handle
+ *                  attributes (id and the union member it uses)
  *   memcpy    key: memory types as named, direction, pageable      bind: first addresses, pitches,
  *                  sides, width, height, depth                           slice heights, contexts
  *   memset    key: element size, width, height                     bind: address, pitch, value
@@ -46,6 +47,81 @@ uint64_t cap_op_bytes(const struct cap_op *op)
 
 /* ------------------------------------------------------------------ hashing */
 
+/* A launch attribute: its id and the union member that id uses, field by field (never padding
+ * or the unused bytes of the union, which the program need not have cleared). An id this
+ * build does not know hashes the whole value: possibly churning keys, never merging two. */
+static uint64_t hash_attr(const CUlaunchAttribute *a, uint64_t h)
+{
+	const CUlaunchAttributeValue *v = &a->value;
+
+	h = cf_hash_combine(h, (uint64_t)a->id);
+	switch (a->id) {
+	case CU_LAUNCH_ATTRIBUTE_IGNORE:
+		break;
+	case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+		uint32_t ratio;
+
+		memcpy(&ratio, &v->accessPolicyWindow.hitRatio, sizeof(ratio));
+		h = cf_hash_combine(h, (uint64_t)(uintptr_t)v->accessPolicyWindow.base_ptr);
+		h = cf_hash_combine(h, v->accessPolicyWindow.num_bytes);
+		h = cf_hash_combine(h, ((uint64_t)ratio << 32) | ((uint64_t)v->accessPolicyWindow.hitProp << 16) |
+					       (uint64_t)v->accessPolicyWindow.missProp);
+		break;
+	}
+	case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+		h = cf_hash_combine(h, (uint64_t)(uint32_t)v->cooperative);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+		h = cf_hash_combine(h, (uint64_t)v->syncPolicy);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+		h = cf_hash_combine(h, ((uint64_t)v->clusterDim.x << 32) | v->clusterDim.y);
+		h = cf_hash_combine(h, v->clusterDim.z);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		h = cf_hash_combine(h, (uint64_t)v->clusterSchedulingPolicyPreference);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+		h = cf_hash_combine(h, (uint64_t)(uint32_t)v->programmaticStreamSerializationAllowed);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+		h = cf_hash_combine(h, (uint64_t)(uintptr_t)v->programmaticEvent.event);
+		h = cf_hash_combine(h, ((uint64_t)(uint32_t)v->programmaticEvent.flags << 32) |
+					       (uint32_t)v->programmaticEvent.triggerAtBlockStart);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+		h = cf_hash_combine(h, (uint64_t)(uint32_t)v->priority);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+		h = cf_hash_combine(h, ((uint64_t)v->memSyncDomainMap.default_ << 8) | v->memSyncDomainMap.remote);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+		h = cf_hash_combine(h, (uint64_t)v->memSyncDomain);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+		h = cf_hash_combine(h, ((uint64_t)v->preferredClusterDim.x << 32) | v->preferredClusterDim.y);
+		h = cf_hash_combine(h, v->preferredClusterDim.z);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+		h = cf_hash_combine(h, (uint64_t)(uintptr_t)v->launchCompletionEvent.event);
+		h = cf_hash_combine(h, (uint64_t)(uint32_t)v->launchCompletionEvent.flags);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+		h = cf_hash_combine(h, (uint64_t)(uint32_t)v->deviceUpdatableKernelNode.deviceUpdatable);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		h = cf_hash_combine(h, v->sharedMemCarveout);
+		break;
+	case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+		h = cf_hash_combine(h, v->nvlinkUtilCentricScheduling);
+		break;
+	default:
+		h = cf_hash_bytes(v, sizeof(*v), h);
+		break;
+	}
+	return h;
+}
+
 void cap_op_hash(struct cap_op *op)
 {
 	uint64_t k = cf_hash_combine(CF_HASH_SEED, op->kind);
@@ -65,9 +141,11 @@ void cap_op_hash(struct cap_op *op)
 		k = cf_hash_combine(k, ((uint64_t)kn->block[1] << 32) | kn->block[2]);
 		k = cf_hash_combine(k, ((uint64_t)kn->shared_bytes << 32) | kn->param_size);
 		k = cf_hash_combine(k, ((uint64_t)kn->nattrs << 1) | kn->via_extra);
-		if (kn->nattrs)
-			k = cf_hash_bytes(kn->attrs, kn->nattrs * sizeof(*kn->attrs), k);
+		for (uint32_t i = 0; i < kn->nattrs; i++)
+			k = hash_attr(&kn->attrs[i], k);
 		b = cf_hash_bytes(kn->params, kn->param_size, b);
+		b = cf_hash_combine(b, (uint64_t)(uintptr_t)kn->handle);
+		b = cf_hash_combine(b, (uint64_t)(uintptr_t)kn->func);
 		break;
 	}
 	case CAP_OP_MEMCPY: {

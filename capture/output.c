@@ -16,8 +16,7 @@
 #include "capture/capture_int.h"
 #include "common/config.h"
 
-/* path with %p expanded into out; false when it does not fit. */
-static bool expand(const char *path, char *out, size_t cap)
+bool cap__path_expand(const char *path, char *out, size_t cap)
 {
 	size_t n = 0;
 
@@ -40,19 +39,30 @@ static bool expand(const char *path, char *out, size_t cap)
 
 FILE *cap__out_open(const char *path, const char *marker)
 {
-	char p[CF_PATH_MAX], head[64];
+	char p[CF_PATH_MAX];
+
+	if (!cap__path_expand(path, p, sizeof(p))) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return cap__out_openat(AT_FDCWD, p, marker);
+}
+
+FILE *cap__out_openat(int dirfd, const char *p, const char *marker)
+{
+	char head[64];
 	size_t mlen = strlen(marker);
 	struct stat st;
 	FILE *f;
 	int fd, saved;
 
-	if (!expand(path, p, sizeof(p)) || mlen > sizeof(head)) {
+	if (mlen > sizeof(head)) {
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
-	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = openat(dirfd, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == EEXIST) {
-		fd = open(p, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		fd = openat(dirfd, p, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			return NULL; /* ELOOP: a symlink */
 		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -7,7 +7,9 @@
  *     one unit: a boundary on any thread observes the device for every thread's earlier work.
  *  2. An op is recorded before the driver sees the call and is never changed afterwards except
  *     for CAP_OPF_FAILED (the driver refused it); failed ops are dropped when the window closes,
- *     so a shape only ever holds calls the driver accepted.
+ *     so a shape only ever holds calls the driver accepted. An op refused after its window
+ *     closed (invariant 4, or another thread's boundary) is taken out again: its shape is
+ *     dropped and the window filed anew without it (cap_op_done).
  *  3. Everything an op keeps is a deep copy in its window's arena or array: nothing points into
  *     the caller's memory after cap_record returns (staging pageable copy sources is optional,
  *     cap_op_stage, because only a deferred op needs it).
@@ -284,6 +286,17 @@ static int open_next(void)
 	return 0;
 }
 
+/* Keep a window no longer needed as the spare (or free it when there is one). */
+static void keep_spare(struct cap_window *w)
+{
+	if (!w)
+		return;
+	if (cap__s.spare)
+		cap__window_free(w);
+	else
+		cap__s.spare = w;
+}
+
 /* Close the open window (it has ops). */
 static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id api)
 {
@@ -305,12 +318,7 @@ static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id a
 		if (cap__s.cfg.trace_max_bytes)
 			cap__trace_window(w, s);
 	}
-	if (spare) {
-		if (cap__s.spare)
-			cap__window_free(spare);
-		else
-			cap__s.spare = spare;
-	}
+	keep_spare(spare);
 	if (open_next() != 0) {
 		/* keep a window open at any cost: reuse the spare we just gave away, if any */
 		cf_log_err_once("out of memory opening a capture window; recording stops");
@@ -331,6 +339,8 @@ struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api)
 	if ((unsigned)kind >= CAP_BOUNDARY_COUNT || !cap__s.cur)
 		return NULL;
 	cap__s.totals.boundaries[kind]++;
+	if (kind == CAP_BOUNDARY_FREE || kind == CAP_BOUNDARY_UNMODELED || kind == CAP_BOUNDARY_CONTEXT)
+		cap__alloc_probe_reset(); /* the call may map or unmap memory capture does not see */
 	if (cap__s.cur->nops == 0)
 		return NULL;
 	return close_window(kind, api);
@@ -502,7 +512,7 @@ static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_
 /* One side of a copy: its first byte, span, whether it is device memory and pageable. */
 static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
 			 uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span, bool *dev,
-			 bool *pageable)
+			 bool *pageable, bool *unknown)
 {
 	const struct cap_alloc *a;
 	uint64_t w = d->WidthInBytes, h = d->Height, dp = d->Depth;
@@ -518,13 +528,25 @@ static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t 
 	*dev = type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY ||
 	       (type == CU_MEMORYTYPE_UNIFIED && cap_alloc_is_device(a));
 	*pageable = !*dev && !a;
+	*unknown = false;
+	if (type == CU_MEMORYTYPE_UNIFIED && !a) {
+		/* outside the map: pageable host memory, or memory cufold never saw allocated;
+		 * staging the latter would read a device address with a host memcpy */
+		enum cap_probe p = cap__alloc_probe(*first);
+
+		if (p != CAP_PROBE_PAGEABLE) {
+			*pageable = false;
+			*dev = p != CAP_PROBE_HOST;
+			*unknown = true;
+		}
+	}
 }
 
 static void build_memcpy(struct cap_op *op, const struct cap_call *c)
 {
 	struct cap_memcpy *m = &op->u.memcpy;
 	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
-	bool sdev, ddev;
+	bool sdev, ddev, sunk, dunk;
 
 	m->d = *d;
 	m->dst_ctx = c->u.memcpy.dst_ctx;
@@ -533,11 +555,13 @@ static void build_memcpy(struct cap_op *op, const struct cap_call *c)
 	resolve_side(d->srcMemoryType,
 		     d->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->srcHost : d->srcDevice,
 		     d->srcXInBytes, d->srcY, d->srcZ, d->srcPitch, d->srcHeight, d, &m->src_first, &m->src_span, &sdev,
-		     &m->src_pageable);
+		     &m->src_pageable, &sunk);
 	resolve_side(d->dstMemoryType,
 		     d->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->dstHost : d->dstDevice,
 		     d->dstXInBytes, d->dstY, d->dstZ, d->dstPitch, d->dstHeight, d, &m->dst_first, &m->dst_span, &ddev,
-		     &m->dst_pageable);
+		     &m->dst_pageable, &dunk);
+	if (sunk || dunk)
+		op->flags |= CAP_OPF_NO_DEFER;
 	m->dir = (uint8_t)(sdev ? (ddev ? CAP_DIR_DTOD : CAP_DIR_DTOH) : (ddev ? CAP_DIR_HTOD : CAP_DIR_HTOH));
 	/* A synchronous copy touching host memory returns only when the host can see its
 	 * effect (and waits for earlier work); a copy into host memory is how programs read
@@ -657,6 +681,7 @@ int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_r
 		cap__callsite_count(who->callsite);
 	rec->index = w->nops++;
 	rec->window = w->seq;
+	rec->seq = op->seq;
 	rec->result = CAP_REC_RECORDED;
 	if (op->flags & CAP_OPF_ENDS_WINDOW) {
 		rec->ends_window = true;
@@ -672,14 +697,58 @@ out_nomem:
 	return -CF_ENOMEM;
 }
 
+/* A refused op whose window closed before the answer: if that window is still its shape's
+ * last sighting, drop the shape and file the window again without the op. (A window that is
+ * no shape's last any more was recycled: nothing holds the op.) */
+static void retract_closed(const struct cap_rec *rec)
+{
+	struct cap_shape *s;
+	struct cap_window *w, *spare = NULL;
+	uint32_t i;
+	uint8_t kind;
+
+	for (s = cap_shape_first(); s; s = cap_shape_next(s))
+		if (s->last && s->last->seq == rec->window)
+			break;
+	if (!s)
+		return;
+	w = s->last;
+	for (i = 0; i < w->nops && w->ops[i].seq != rec->seq; i++)
+		;
+	if (i == w->nops)
+		return;
+	kind = w->closed_by;
+	cap__s.totals.ops[w->ops[i].kind]--;
+	w = cap__trie_retract(s);
+	memmove(&w->ops[i], &w->ops[i + 1], (w->nops - i - 1) * sizeof(*w->ops));
+	w->nops--;
+	if (w->nops == 0) {
+		cap__s.totals.windows--;
+		cap__s.totals.windows_by[kind]--;
+		keep_spare(w);
+		return;
+	}
+	if (!cap__trie_insert(w, &spare))
+		cf_log_debug("window %llu not tracked again after a refused op", (unsigned long long)w->seq);
+	keep_spare(spare);
+}
+
 void cap_op_done(const struct cap_rec *rec, bool failed)
 {
 	if (failed) {
 		struct cap_window *w = cap__s.cur;
+		uint32_t i;
 
-		if (rec->result == CAP_REC_RECORDED && w && rec->window == w->seq && rec->index < w->nops &&
-		    !(w->ops[rec->index].flags & CAP_OPF_FAILED)) {
-			w->ops[rec->index].flags |= CAP_OPF_FAILED;
+		if (rec->result != CAP_REC_RECORDED)
+			return;
+		if (!w || rec->window != w->seq) {
+			retract_closed(rec);
+			return;
+		}
+		/* the index, unless something moved the ops since (it never does in the open window) */
+		i = rec->index < w->nops && w->ops[rec->index].seq == rec->seq ? rec->index : w->nops;
+		if (i < w->nops && !(w->ops[i].flags & CAP_OPF_FAILED)) {
+			w->ops[i].flags |= CAP_OPF_FAILED;
 			w->nfailed++;
 		}
 		return;

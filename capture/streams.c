@@ -5,7 +5,11 @@
  * The stream an op names depends on the entry point: handle 0 is the legacy default stream for
  * the plain forms and the calling thread's per-thread default stream for _ptsz/_ptds forms;
  * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name them explicitly. Both default streams are per
- * context, and per-thread streams also per thread. */
+ * context, and per-thread streams also per thread.
+ *
+ * Threads come and go without telling anyone, so per-thread stream records are bounded: when
+ * PT_MAX of them exist, those not used in the open window are dropped (a live thread that
+ * comes back gets a new record; only its trace track number changes). */
 #include <stdlib.h>
 
 #include "capture/capture_int.h"
@@ -16,6 +20,9 @@ static struct cf_map streams;    /* created stream handle, or hash of a default 
 static struct cf_map events;     /* event handle -> struct cap_event_rec */
 static uint32_t next_stream_id = 1; /* number of the next stream record */
 static size_t nbytes;            /* bytes of records */
+static uint32_t npt;             /* per-thread stream records */
+
+#define PT_MAX 256u              /* per-thread stream records kept before a sweep */
 
 static uint64_t default_key(int which, CUcontext ctx, uint32_t tid)
 {
@@ -39,7 +46,33 @@ static struct cap_stream *add(uint64_t key, CUstream h, CUcontext ctx, uint32_t 
 		return NULL;
 	}
 	nbytes += sizeof(*s);
+	if (kind == CAP_STREAM_PER_THREAD)
+		npt++;
 	return s;
+}
+
+/* Drop the per-thread stream records not used in the open window (their threads may be gone). */
+static void sweep_per_thread(void)
+{
+	uint64_t *keys, k;
+	size_t n = 0;
+	void *v;
+
+	keys = malloc(npt * sizeof(*keys));
+	if (!keys)
+		return;
+	for (size_t i = 0; cf_map_next(&streams, &i, &k, &v) && n < npt;) {
+		const struct cap_stream *s = v;
+
+		if (s->kind == CAP_STREAM_PER_THREAD && (!cap__s.cur || s->win != cap__s.cur->seq))
+			keys[n++] = k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(cf_map_del(&streams, keys[i]));
+		nbytes -= sizeof(struct cap_stream);
+		npt--;
+	}
+	free(keys);
 }
 
 struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t tid)
@@ -56,7 +89,11 @@ struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t t
 	if (h == CU_STREAM_PER_THREAD || !h) {
 		key = default_key(2, ctx, tid);
 		s = cf_map_get(&streams, key);
-		return s ? s : add(key, h, ctx, tid, CAP_STREAM_PER_THREAD);
+		if (s)
+			return s;
+		if (npt >= PT_MAX)
+			sweep_per_thread();
+		return add(key, h, ctx, tid, CAP_STREAM_PER_THREAD);
 	}
 	key = (uint64_t)(uintptr_t)h;
 	s = cf_map_get(&streams, key);
@@ -129,6 +166,7 @@ void cap__streams_fini(void)
 	cap__map_drop(&events);
 	next_stream_id = 1;
 	nbytes = 0;
+	npt = 0;
 }
 
 size_t cap__streams_bytes(void)

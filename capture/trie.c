@@ -127,6 +127,22 @@ static void evict(struct cap_shape *s)
 	cap__s.totals.shapes_evicted++;
 }
 
+struct cap_window *cap__trie_retract(struct cap_shape *s)
+{
+	struct cap_window *w = s->last;
+	struct cap_trie_node *end = s->end;
+
+	if (cap__s.cfg.shape_evicted)
+		cap__s.cfg.shape_evicted(s);
+	lru_unlink(s);
+	end->shape = NULL;
+	prune(end);
+	s->last = NULL;
+	shape_free(s);
+	nshapes--;
+	return w;
+}
+
 struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spare)
 {
 	struct cap_trie_node *n = &root;

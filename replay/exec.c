@@ -32,6 +32,12 @@
  *     after the graph, earlier work before it, as the program's own submissions were.
  *  8. A stage buffer is written by the host only after the previous launch of its exec has
  *     finished (its done event), so a launch in flight never sees the next call's bytes.
+ *  9. Nothing here waits on the device (callers hold the engine's mutex, and a host function
+ *     queued before the awaited work may wait for a thread blocked on that mutex): a stage
+ *     buffer still in use is asked with cuEventQuery, and when busy that launch goes eagerly
+ *     (BUSY); a synchronization that a failure makes necessary is left to the engine, which
+ *     makes it after dropping its mutex (rpl_take_wait).
+ * 10. After rpl_stop (exit) nothing is deferred.
  *
  * States of the open window:
  *
@@ -64,6 +70,9 @@ struct rpl_totals rpl__totals;
 static struct {
 	bool ready;                  /* rpl_init ran */
 	bool no_driver;              /* forked child: never call the driver for the parent's objects */
+	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
+	bool wait_due;               /* wait holds a synchronization for the engine to make */
+	struct rpl_wait wait;        /* see rpl_take_wait */
 	struct rpl_config cfg;       /* configuration */
 	struct rpl_template *templates; /* every live template, newest first */
 	struct rpl_template *retired; /* retired templates' figures, newest first (no graphs) */
@@ -515,7 +524,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 			void *extra_buf[5];
 			size_t extra_size;
 
-			if (n->param_size == op->u.kernel.param_size &&
+			if (n->func == op->u.kernel.func && n->param_size == op->u.kernel.param_size &&
 			    memcmp(n->params, op->u.kernel.params, n->param_size) == 0)
 				continue;
 			if (rpl__node_set_kernel(n, op) != 0)
@@ -584,15 +593,15 @@ static bool stages_fit(const struct rpl_seg *g)
 	return true;
 }
 
-/* Wait until the exec's previous launch has read its stage buffers, then fill them with the
- * bytes staged at the calls. */
+/* When the exec's previous launch has read its stage buffers, fill them with the bytes staged
+ * at the calls; CUDA_ERROR_NOT_READY when it has not (never waits: invariant 9). */
 static CUresult stages_fill(struct rpl_seg *g)
 {
 	if (g->launches) {
 		CUresult rc;
 
 		rpl__own_call();
-		rc = SHIM_REAL(cuEventSynchronize)(g->done_ev);
+		rc = SHIM_REAL(cuEventQuery)(g->done_ev);
 		if (rc != CUDA_SUCCESS)
 			return rc;
 	}
@@ -701,6 +710,13 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 	op_ctx_enter(first, &pushed);
 	if (g->staged) {
 		rc = stages_fill(g);
+		if (rc == CUDA_ERROR_NOT_READY) {
+			/* the previous launch still reads the buffers: this one goes eagerly (the
+			 * copies from the bytes taken at the calls), which needs no wait */
+			rpl__ctx_leave(pushed);
+			flush_eager(RPL_FB_BUSY);
+			return;
+		}
 		if (rc != CUDA_SUCCESS) {
 			rpl__ctx_leave(pushed);
 			flush_eager(RPL_FB_LAUNCH);
@@ -716,9 +732,11 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 		if (rc == CUDA_SUCCESS && (join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
 					   (g->staged && rec_done(g, launch) != CUDA_SUCCESS))) {
 			/* the graph runs but later work on the other streams would not wait for it:
-			 * wait here instead, then stop replaying */
-			rpl__own_call();
-			SHIM_REAL(cuStreamSynchronize)(launch);
+			 * the engine waits for it after dropping its mutex (invariant 9), before the
+			 * program's call returns; then stop replaying */
+			st.wait.stream = launch;
+			st.wait.ctx = ctx;
+			st.wait_due = true;
 			rpl__ctx_leave(pushed);
 			def_clear();
 			ctx_fail(ctx, "ordering streams after a graph launch failed");
@@ -847,6 +865,11 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 
 	if (!st.ready)
 		return RPL_EAGER;
+	if (cf_unlikely(st.stopped)) {
+		if (CF_NEVER(st.ndef != 0))
+			submit_deferred(RPL_FB_BOUNDARY);
+		return RPL_EAGER;
+	}
 	if (st.mstate == RPL_M_RECORDING) {
 		if (CF_NEVER(st.ndef != 0))
 			submit_deferred(RPL_FB_BOUNDARY);
@@ -892,6 +915,36 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 		}
 	}
 	return v;
+}
+
+void rpl_stop(void)
+{
+	if (!st.ready)
+		return;
+	rpl_flush();
+	st.stopped = true;
+}
+
+bool rpl_take_wait(struct rpl_wait *w)
+{
+	if (cf_likely(!st.wait_due))
+		return false;
+	*w = st.wait;
+	st.wait_due = false;
+	return true;
+}
+
+/* Outside the lock: the calls are not counted (the totals are the lock's). */
+void rpl_wait(const struct rpl_wait *w)
+{
+	CUcontext cur = NULL, dummy;
+	bool pushed = false;
+
+	if (w->ctx && (SHIM_REAL(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || cur != w->ctx))
+		pushed = SHIM_REAL(cuCtxPushCurrent_v2)(w->ctx) == CUDA_SUCCESS;
+	SHIM_REAL(cuStreamSynchronize)(w->stream);
+	if (pushed)
+		SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
 }
 
 void rpl_op_failed(void)

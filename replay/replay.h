@@ -10,12 +10,23 @@
  * The contract with the engine, per call of the program in CUFOLD_MODE=replay:
  *  - a stream-work call that capture recorded as op: rpl_op(op) says RPL_DEFER (the hook returns
  *    CUDA_SUCCESS without calling the driver; replay owns a deep copy) or RPL_EAGER (the hook
- *    issues the call itself, now, before the lock is dropped); on RPL_EAGER every deferred op
- *    has already been submitted, in order;
+ *    issues the call itself, after the lock is dropped, as the program's own call); on RPL_EAGER
+ *    every deferred op has already been submitted, in order. Issuing after the drop is safe:
+ *    another thread may take the lock first and get its own op deferred or flushed ahead of
+ *    this one, but that op's call overlaps this call (which has not returned), so the program
+ *    cannot order the two; any op the program orders after this one is made after the issue;
+ *  - while a program stream capture is open (the engine counts them), no call is deferred:
+ *    the engine does not call rpl_op, it calls rpl_flush (a wait on an event of a capture joins
+ *    its stream to the capture, which must happen in the driver at once);
  *  - before any other call reaches the driver (a boundary, a call cufold does not model, a
  *    call capture could not record): rpl_flush();
  *  - whenever capture closes a window (cap_boundary or cap_rec.closed): rpl_window_closed();
- *  - an eagerly issued op the driver refused: rpl_op_failed(). */
+ *  - an eagerly issued op the driver refused: rpl_op_failed();
+ *  - at exit, after the last flush: rpl_stop() (every later op is RPL_EAGER);
+ *  - after every lock drop: rpl_take_wait(), and rpl_wait() outside the lock when it says so.
+ *
+ * Replay never waits on the device under the lock: a host function queued on a stream may
+ * wait for a thread that is blocked on the lock. */
 #ifndef RPL_REPLAY_H
 #define RPL_REPLAY_H
 
@@ -46,7 +57,8 @@ enum rpl_verdict {
 	X(LAUNCH, "launching a graph failed") \
 	X(NOMEM, "out of memory deferring a call") \
 	X(FREE, "memory the template references was freed") \
-	X(CHURN, "bindings change on most launches (cheaper eager)")
+	X(CHURN, "bindings change on most launches (cheaper eager)") \
+	X(BUSY, "a stage buffer was still read by the previous launch")
 
 enum rpl_fallback {
 #define RPL_FALLBACK_ENUM_(name, label) RPL_FB_##name,
@@ -63,6 +75,21 @@ int rpl_init(const struct rpl_config *cfg);
 void rpl_fini(void);
 /* In a forked child: the parent's graphs are not ours to launch; forget everything. */
 void rpl_atfork_child(void);
+
+/* Exit: submit what is deferred; from now on every op is answered RPL_EAGER (a thread that
+ * records after the exit flush must not leave work that nothing submits). */
+void rpl_stop(void);
+
+/* A device wait replay could not make under the lock (after a failure it could not order in
+ * the driver): the stream to synchronize before the program goes on. */
+struct rpl_wait {
+	CUstream stream;             /* stream to synchronize */
+	CUcontext ctx;               /* its context (current while waiting) */
+};
+/* Under the lock: whether a wait is due (cheap); takes it. */
+bool rpl_take_wait(struct rpl_wait *w);
+/* Outside the lock: make it. */
+void rpl_wait(const struct rpl_wait *w);
 
 /* A call capture recorded (op is valid for this call only). */
 enum rpl_verdict rpl_op(const struct cap_op *op);

@@ -35,6 +35,8 @@ struct rpl_top {
 struct rpl_node {
 	CUgraphNode node;            /* the node in the segment's graph */
 	uint8_t kind;                /* enum cap_op_kind */
+	CUfunction func;             /* kernel: the function the exec holds (a binding: a reloaded
+				      * module or another handle of the same kernel may differ) */
 	uint32_t param_size;         /* kernel: bytes of params */
 	void *params;                /* kernel: parameter bytes the exec holds (owned) */
 	void **param_ptrs;           /* kernel: pointers into params per parameter (owned), or NULL */

@@ -48,6 +48,12 @@ enum rpl_cls rpl__classify(const struct cap_op *op)
 {
 	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED))
 		return RPL_CLS_EAGER;
+#ifdef CAP_OPF_NO_DEFER
+	/* it touches memory cufold cannot classify (the host may see it without a boundary):
+	 * issued in place, never kept; a template that had it as a node mismatches here */
+	if (op->flags & CAP_OPF_NO_DEFER)
+		return RPL_CLS_EAGER;
+#endif
 	/* A synchronous copy or memset (no Async in its name) runs in place: the driver may only
 	 * promise ordering on the legacy stream, but programs lean on such calls being done when
 	 * they return (a memset before a launch on a non-blocking stream), and deferring one into a
@@ -115,6 +121,7 @@ int rpl__node_set_kernel(struct rpl_node *n, const struct cap_op *op)
 	free(n->params);
 	n->params = params;
 	n->param_size = k->param_size;
+	n->func = k->func;
 	for (uint32_t i = 0; i < np; i++)
 		n->param_ptrs[i] = (char *)params + k->info->offset[i];
 	return 0;

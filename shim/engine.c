@@ -53,10 +53,27 @@ static void lock_take(void)
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
 
+/* Whether the engine still records, asked again under the lock: a thread that passed
+ * recording() may have waited on the lock while exit flushed and stopped. */
+static bool still_recording(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && cap_is_ready();
+}
+
 static void lock_drop(void)
 {
+	struct rpl_wait w;
+	bool wait = replaying && rpl_take_wait(&w);
+
 	shim_inside_leave();
 	pthread_mutex_unlock(&lock);
+	/* a synchronization replay needed: never under the lock (a host function queued before
+	 * the awaited work may wait for a thread blocked on it) */
+	if (cf_unlikely(wait)) {
+		shim_inside_enter();
+		rpl_wait(&w);
+		shim_inside_leave();
+	}
 }
 
 /* A driver call capture makes itself: counted like the program's calls, so every call the
@@ -95,7 +112,7 @@ static void atfork_prepare(void)
 		return;
 	lock_take();
 	prepared = true;
-	if (cap_is_ready())
+	if (still_recording())
 		close_window(CAP_BOUNDARY_FORK, SHIM_API_COUNT);
 }
 
@@ -255,10 +272,13 @@ static bool replay_op(struct shim_tok *t, CUresult *rc)
 	const struct cap_op *op = rec_op(&t->rec);
 	enum rpl_verdict v = RPL_EAGER;
 
-	if (op)
+	/* While the program captures a stream, nothing is kept: a wait on an event recorded in a
+	 * capture makes its stream join the capture, which the driver must see now (queries of
+	 * capture state do not flush); every call is a boundary for replay until it ends. */
+	if (op && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0)
 		v = rpl_op(op);
 	else
-		rpl_flush(); /* not recorded (barrier, opaque, no memory): a boundary for replay */
+		rpl_flush(); /* not recorded (barrier, opaque, no memory), or a capture is open */
 	if (t->rec.closed || !op)
 		rpl_window_closed(t->rec.closed);
 	if (v != RPL_DEFER)
@@ -280,7 +300,11 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		return true;
 	if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0 && stream_capturing(c)) {
 		lock_take();
-		cap_note_passthrough((enum shim_api_id)c->api);
+		if (still_recording()) {
+			if (replaying)
+				rpl_flush(); /* nothing is kept while a capture is open; never kept behind it */
+			cap_note_passthrough((enum shim_api_id)c->api);
+		}
 		lock_drop();
 		return true;
 	}
@@ -291,7 +315,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	who.tid = tid();
 	who.t_ns = now_ns();
 	lock_take();
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		who.ctx = current_ctx();
 		cap_record(c, &who, &t->rec);
 		t->active = true;
@@ -314,22 +338,47 @@ void shim_engine_op_end(struct shim_tok *t, CUresult rc)
 	}
 	lock_take();
 	cap_op_done(&t->rec, true);
-	if (replaying)
+	if (replaying && still_recording())
 		rpl_op_failed();
 	lock_drop();
 }
 
 /* ------------------------------------------------------------------ other calls */
 
+static bool is_capture_query(enum shim_api_id api)
+{
+	switch (api) {
+	case SHIM_ID_cuStreamIsCapturing:
+	case SHIM_ID_cuStreamIsCapturing_ptsz:
+	case SHIM_ID_cuStreamGetCaptureInfo_ptsz:
+	case SHIM_ID_cuStreamGetCaptureInfo_v2:
+	case SHIM_ID_cuStreamGetCaptureInfo_v2_ptsz:
+	case SHIM_ID_cuStreamGetCaptureInfo_v3:
+	case SHIM_ID_cuStreamGetCaptureInfo_v3_ptsz:
+		return true;
+	default:
+		return false;
+	}
+}
+
 void shim_engine_neutral(enum shim_api_id api)
 {
 	shim_note_call(api);
+	/* the capture state of a stream depends on the waits it was given: kept ones must reach
+	 * the driver first (nothing is kept while a capture is open, but a query is cheap to
+	 * make exact) */
+	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && replaying) {
+		lock_take();
+		if (still_recording() && rpl_has_deferred())
+			rpl_flush();
+		lock_drop();
+	}
 }
 
 static void boundary_locked(enum cap_boundary kind, enum shim_api_id api)
 {
 	lock_take();
-	if (cap_is_ready())
+	if (still_recording())
 		close_window(kind, api);
 	lock_drop();
 }
@@ -357,7 +406,7 @@ void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum 
 	if (!recording() || !size)
 		return;
 	lock_take();
-	if (cap_is_ready() && cap_alloc_add(base, size, kind) != 0)
+	if (still_recording() && cap_alloc_add(base, size, kind) != 0)
 		cf_log_warn_once("out of memory growing the allocation map; some pointers will not resolve");
 	lock_drop();
 }
@@ -369,7 +418,7 @@ void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_fre
 	if (!recording())
 		return;
 	lock_take();
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		close_window(CAP_BOUNDARY_FREE, api);
 		t->removed = base && cap_alloc_remove(base, &t->alloc) == 0;
 		if (replaying && t->removed)
@@ -383,7 +432,7 @@ void shim_engine_free_end(struct shim_free_tok *t, CUresult rc)
 	if (!t->removed || rc == CUDA_SUCCESS)
 		return;
 	lock_take();
-	if (cap_is_ready())
+	if (still_recording())
 		cap_alloc_restore(&t->alloc);
 	lock_drop();
 }
@@ -394,7 +443,7 @@ void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size)
 	if (!recording())
 		return;
 	lock_take();
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		close_window(CAP_BOUNDARY_FREE, api);
 		cap_alloc_remove_range(base, size);
 		if (replaying)
@@ -408,7 +457,7 @@ void shim_engine_stream_created(CUstream s, unsigned int flags)
 	if (!recording())
 		return;
 	lock_take();
-	if (cap_is_ready())
+	if (still_recording())
 		cap_stream_created(s, flags);
 	lock_drop();
 }
@@ -419,7 +468,7 @@ void shim_engine_stream_destroy(enum shim_api_id api, CUstream s)
 	if (!recording())
 		return;
 	lock_take();
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		close_window(CAP_BOUNDARY_DESTROY, api);
 		cap_stream_forget(s);
 	}
@@ -432,7 +481,7 @@ void shim_engine_event_destroy(enum shim_api_id api, CUevent e)
 	if (!recording())
 		return;
 	lock_take();
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		close_window(CAP_BOUNDARY_DESTROY, api);
 		cap_event_forget(e);
 		if (replaying)
@@ -473,7 +522,7 @@ void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
 		return;
 	lock_take();
 	change = current_ctx() != target || !target;
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		if (change)
 			close_window(CAP_BOUNDARY_CONTEXT, api);
 	}
@@ -487,7 +536,8 @@ void shim_engine_ctx_switch(enum shim_api_id api)
 	if (api == SHIM_ID_cuCtxDestroy_v2 && replaying && recording()) {
 		/* which context is not passed here: every template retires (destroys are rare) */
 		lock_take();
-		rpl_context_destroyed(NULL);
+		if (still_recording())
+			rpl_context_destroyed(NULL);
 		lock_drop();
 	}
 }
@@ -508,7 +558,7 @@ void shim_engine_module_unload(enum shim_api_id api)
 	if (!recording())
 		return;
 	lock_take();
-	if (cap_is_ready()) {
+	if (still_recording()) {
 		close_window(CAP_BOUNDARY_MODULE_UNLOAD, api);
 		cap_funcs_forget();
 		if (replaying)
@@ -524,7 +574,7 @@ void shim_engine_kernels(enum shim_api_id api, const CUkernel *k, unsigned int n
 	if (!k || !n || !recording())
 		return;
 	lock_take();
-	if (cap_is_ready())
+	if (still_recording())
 		for (unsigned int i = 0; i < n; i++)
 			cap_kernel_handle_add(k[i]);
 	lock_drop();
@@ -586,7 +636,10 @@ __attribute__((destructor)) static void engine_exit(void)
 	if (!cap_is_ready())
 		goto out;
 	close_window(CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
-	/* calls made after this point (other threads, later destructors) pass through */
+	/* calls made after this point (other threads, later destructors) pass through: the state
+	 * is asked again under the lock, and replay keeps nothing any more */
+	if (replaying)
+		rpl_stop();
 	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
 	if (!cfg->secure) {
 		write_output("CUFOLD_REPORT", cfg->report, cap_write_report);

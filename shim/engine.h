@@ -18,9 +18,16 @@
  *     order their calls took it. No hook holds it while the driver runs the program's call
  *     (cufold's own driver calls do run under it: queries, and replay's graph builds,
  *     launches and eager submissions of kept calls, so those reach the driver in the
- *     program's order).
+ *     program's order). A call replay answers RPL_EAGER is issued after the mutex is
+ *     dropped (replay/replay.h says why that keeps the program's order).
  *  4. While any stream of the process is being captured by the program, ops on capturing
- *     streams pass through unrecorded (cuStreamIsCapturing decides, asked only then).
+ *     streams pass through unrecorded (cuStreamIsCapturing decides, asked only then), and
+ *     replay keeps no call at all: every stream-work call is a boundary for it (a wait joins
+ *     its stream to a capture in the driver at once). Queries of capture state first make
+ *     replay submit what it keeps.
+ *  6. Every locked path asks the state again under the mutex: a thread that blocked on it
+ *     while exit flushed passes through. Nothing waits on the device under the mutex (replay's
+ *     waits after a failure are made after it is dropped).
  *  5. Fork closes the window (FORK, kept calls submitted first) with the mutex held across the
  *     fork; the child starts with nothing recorded and no templates, and writes no outputs
  *     unless their path has %p. Exit closes the window (EXIT, kept calls submitted first) and

@@ -1,20 +1,28 @@
 /* hooks_module.c - hand-written hooks of module and library calls whose results capture caches:
- * unloading (a boundary: function handles may be reused afterwards, so capture forgets them) and
+ * unloading (a boundary: the module's function handles may be reused afterwards, so capture
+ * forgets them, and only them) and
  * the lookups that hand out CUkernel handles (launches of those resolve through
  * cuKernelGetFunction). shim layer. */
 #include "shim/engine.h"
 
 SHIM_HOOK(cuModuleUnload)(CUmodule m)
 {
-	if (!shim_is_inside())
+	if (!shim_is_inside()) {
+		/* which module: read by capture under the engine's lock, on this thread */
+		cap_funcs_unloading(m, NULL);
 		shim_engine_module_unload(SHIM_ID_cuModuleUnload);
+		cap_funcs_unloading(NULL, NULL);
+	}
 	return shim_real.p_cuModuleUnload(m);
 }
 
 SHIM_HOOK(cuLibraryUnload)(CUlibrary lib)
 {
-	if (!shim_is_inside())
+	if (!shim_is_inside()) {
+		cap_funcs_unloading(NULL, lib);
 		shim_engine_module_unload(SHIM_ID_cuLibraryUnload);
+		cap_funcs_unloading(NULL, NULL);
+	}
 	return shim_real.p_cuLibraryUnload(lib);
 }
 
@@ -39,7 +47,21 @@ SHIM_HOOK(cuLibraryEnumerateKernels)(CUkernel *k, unsigned int n, CUlibrary lib)
 		return shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
 	shim_engine_neutral(SHIM_ID_cuLibraryEnumerateKernels);
 	rc = shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
-	if (rc == CUDA_SUCCESS && k)
+	if (rc == CUDA_SUCCESS && k) {
+		unsigned int count = 0;
+
+		/* the driver fills only as many entries as the library has: the rest of the
+		 * program's array is whatever was there */
+		if (shim_real.p_cuLibraryGetKernelCount) {
+			shim_note_call(SHIM_ID_cuLibraryGetKernelCount); /* counted like all we send */
+			shim_inside_enter();
+			if (shim_real.p_cuLibraryGetKernelCount(&count, lib) != CUDA_SUCCESS)
+				count = 0;
+			shim_inside_leave();
+		}
+		if (count < n)
+			n = count;
 		shim_engine_kernels(SHIM_ID_cuLibraryEnumerateKernels, k, n, false);
+	}
 	return rc;
 }

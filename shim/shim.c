@@ -78,9 +78,8 @@ static int init_slow(void)
 
 			for (int id = 0; id < SHIM_API_COUNT; id++)
 				n += shim_real_has((enum shim_api_id)id);
-			cf_log_info("mode %s%s; driver %s: %d of %d entry points", cf_mode_name(mode),
-				    mode == CF_MODE_REPLAY ? " (replay is not built yet: behaves as trace)" : "",
-				    cfg->libcuda, n, SHIM_API_COUNT);
+			cf_log_info("mode %s; driver %s: %d of %d entry points", cf_mode_name(mode), cfg->libcuda, n,
+				    SHIM_API_COUNT);
 		}
 	}
 	shim_inside_leave();

@@ -3,7 +3,8 @@
 # a read-only one gives one clear message naming the variable, no crash and unchanged program
 # output; a symlink planted at the path is not followed; an existing file that is not cufold's
 # own output is not truncated, while cufold's own earlier output is replaced; "%p" becomes the
-# process id; CUFOLD_DOT naming a file is refused. tests layer.
+# process id, in CUFOLD_DOT's folder too; CUFOLD_DOT naming a file, or a symlink to a folder, is
+# refused. tests layer.
 source "$(dirname "$0")/lib.sh"
 
 prog="$B/progs/sample_train"
@@ -69,3 +70,17 @@ run_bad "CUFOLD_DOT is a file" CUFOLD_DOT="$TMP/notadir"
 CUFOLD_MODE=trace CUFOLD_REPORT="$TMP/per-%p.json" run_cufold "$TMP/out" "$prog" 2 2 || fail "%p run failed"
 ls "$TMP"/per-[0-9]*.json >/dev/null 2>&1 || fail "no per-process report (%p)"
 note "%p names a report per process: $(basename "$TMP"/per-[0-9]*.json)"
+
+# %p in the picture folder: expanded before the folder is made
+CUFOLD_MODE=trace CUFOLD_DOT="$TMP/dots-%p" run_cufold "$TMP/out" "$prog" 2 2 2>"$TMP/err" || fail "%p dot run failed"
+[[ ! -s "$TMP/err" ]] || { cat "$TMP/err"; fail "the %p picture folder was refused"; }
+[[ ! -e "$TMP/dots-%p" ]] || fail "a folder named literally dots-%p was made"
+ls "$TMP"/dots-[0-9]*/shape-1.dot >/dev/null 2>&1 || fail "no shape files in the per-process picture folder"
+note "%p names a picture folder per process: $(basename "$TMP"/dots-[0-9]*)"
+
+# a symlink planted where the picture folder goes: not followed, its target stays empty
+mkdir "$TMP/elsewhere"
+ln -s "$TMP/elsewhere" "$TMP/dotlink"
+run_bad "CUFOLD_DOT is a symlink to a folder" CUFOLD_DOT="$TMP/dotlink"
+[[ -z $(ls -A "$TMP/elsewhere") ]] || fail "files were written through the symlinked picture folder"
+grep -q "symbolic link" "$TMP/err" || { cat "$TMP/err"; fail "the message does not say it is a symlink"; }

@@ -18,6 +18,8 @@
  *   fork       forks in the middle of windows (the child leaves at once); the parent goes on
  *   exit       trains, then leaves with a step's work submitted and never synchronized
  *   churn      every call's arguments change every step (patching cannot pay for itself)
+ *   capjoin    each step captures s1, and s2 joins the capture by waiting on an event recorded
+ *              in it; the capture state of s2 is printed; unrelated work on s3 in between
  *   launches   every way to launch: kernelParams, an extra buffer, cuLaunchKernelEx with and
  *              without attributes, a CUkernel handle from a library, cooperative, 2-D copies
  *              and memsets, synchronous device-to-device copies and memsets */
@@ -514,6 +516,51 @@ static void mode_launches(int steps)
 	model_hash(&m);
 }
 
+/* ------------------------------------------------------------------ captures joined by waits */
+
+static void mode_capjoin(int steps)
+{
+	CUstream s1, s2, s3;
+	CUevent e, e2;
+	CUdeviceptr a, b;
+
+	CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuEventCreate(&e2, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuMemAlloc(&a, N * sizeof(float)));
+	CHECK(cuMemAlloc(&b, N * sizeof(float)));
+	for (int step = 0; step < steps; step++) {
+		CUgraph g;
+		CUgraphExec x;
+		CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+		float out[4];
+
+		CHECK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_RELAXED));
+		k_fill(a, (float)step, N, s1);
+		CHECK(cuEventRecord(e, s1));
+		CHECK(cuStreamWaitEvent(s2, e, 0)); /* s2 joins the capture, now */
+		CHECK(cuStreamIsCapturing(s2, &cs));
+		printf("step %d: s2 capture status %d\n", step, (int)cs);
+		for (int k = 0; k < 8; k++)         /* unrelated work, a window of its own shape */
+			k_fill(b, (float)(step + k), N, s3);
+		k_scale(a, a, 2.0f, N, s2);         /* captured into the graph through s2 */
+		CHECK(cuEventRecord(e2, s2));
+		CHECK(cuStreamWaitEvent(s1, e2, 0)); /* join back */
+		CHECK(cuStreamEndCapture(s1, &g));
+		CHECK(cuGraphInstantiate(&x, g, 0));
+		CHECK(cuGraphLaunch(x, s1));
+		CHECK(cuStreamSynchronize(s1));
+		CHECK(cuStreamSynchronize(s3));
+		CHECK(cuMemcpyDtoH(out, a, sizeof(out)));
+		h64 = tl_hash(out, sizeof(out), h64);
+		CHECK(cuGraphExecDestroy(x));
+		CHECK(cuGraphDestroy(g));
+	}
+	h64 = tl_hash_device(b, N * sizeof(float), h64);
+}
+
 /* ------------------------------------------------------------------ threads */
 
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -628,6 +675,8 @@ int main(int argc, char **argv)
 		mode_churn(steps);
 	else if (!strcmp(mode, "launches"))
 		mode_launches(steps);
+	else if (!strcmp(mode, "capjoin"))
+		mode_capjoin(steps);
 	else {
 		fprintf(stderr, "rpl_loop: unknown mode %s\n", mode);
 		return 2;

@@ -67,9 +67,17 @@ static char *read_ptx(const char *name)
 	return text;
 }
 
+static unsigned int kernel_param_info_calls; /* cuKernelGetParamInfo calls capture made */
+
+static void note_call(enum shim_api_id id)
+{
+	if (id == SHIM_ID_cuKernelGetParamInfo)
+		kernel_param_info_calls++;
+}
+
 static int group_setup(void **state)
 {
-	struct cap_config cfg = { .max_templates = 8, .barrier_kernels = "nccl*,axp?" };
+	struct cap_config cfg = { .max_templates = 8, .barrier_kernels = "nccl*,axp?", .note_driver_call = note_call };
 	CUdevice dev;
 	char *ptx;
 
@@ -230,6 +238,22 @@ static void test_kernel_ex_and_coop(void **state)
 	c.u.kernel.nattrs = 1;
 	zero(dbuf);
 	op = record(&c);
+	{
+		/* the same attribute with garbage in the union bytes PRIORITY does not use: same key */
+		CUlaunchAttribute dirty[1];
+		const struct cap_op *op2;
+
+		memset(dirty, 0xab, sizeof(dirty));
+		dirty[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		dirty[0].value.priority = 0;
+		c.u.kernel.attrs = dirty;
+		op2 = record(&c);
+		assert_int_equal(op2->key, op->key);
+		dirty[0].value.priority = 1; /* a different value: a different key */
+		op2 = record(&c);
+		assert_int_not_equal(op2->key, op->key);
+		c.u.kernel.attrs = attr;
+	}
 	attr[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE; /* the program reuses its attribute array */
 	assert_int_equal(op->u.kernel.nattrs, 1);
 	assert_int_equal(op->u.kernel.attrs[0].id, CU_LAUNCH_ATTRIBUTE_PRIORITY);
@@ -265,7 +289,22 @@ static void test_kernel_handle(void **state)
 	CK(SHIM_REAL(cuLibraryGetKernel)(&k, lib, "fill"));
 	cap_kernel_handle_add(k);
 	c = kernel_call(SHIM_ID_cuLaunchKernel, (CUfunction)k, s1, args, NULL);
+	kernel_param_info_calls = 0;
 	op = record(&c);
+	/* the layout of a CUkernel comes from cuKernelGetParamInfo */
+	assert_true(kernel_param_info_calls > 0);
+	assert_true(op->u.kernel.info->layout_known);
+	assert_int_equal(op->u.kernel.info->nparams, 3);
+	/* the same kernel of another module is the same kernel for keys: same record, same id */
+	assert_ptr_not_equal(op->u.kernel.func, f_fill);
+	{
+		struct cap_call plain = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, args, NULL);
+		const struct cap_op *op2 = record(&plain);
+
+		assert_ptr_equal(op2->u.kernel.info, op->u.kernel.info);
+		assert_int_equal(op2->key, op->key);
+		assert_int_not_equal(op2->bind, op->bind); /* the handle is a binding */
+	}
 	assert_ptr_equal(op->u.kernel.handle, (CUfunction)k);
 	assert_ptr_not_equal(op->u.kernel.func, (CUfunction)k);
 	assert_string_equal(op->u.kernel.info->name, "fill");
@@ -388,6 +427,68 @@ static void test_copies(void **state)
 	cf_arena_fini(&arena);
 }
 
+/* Memory capture never saw allocated (here: straight through the real table, as IPC or a pool
+ * import would be) is not pageable host memory: such a unified copy is never staged and never
+ * deferred; plain host memory on the other side still is pageable. */
+static void test_unknown_memory(void **state)
+{
+	float host[N];
+	struct cf_arena arena;
+	CUdeviceptr unseen;
+	struct cap_call c;
+	struct cap_op *op;
+	struct cap_totals t0, t1;
+
+	(void)state;
+	cf_arena_init(&arena, 0);
+	memset(host, 0, sizeof(host));
+	CK(SHIM_REAL(cuMemAlloc_v2)(&unseen, N * sizeof(float)));
+	assert_null(cap_alloc_find(unseen));
+	memset(&c, 0, sizeof(c));
+	c.kind = CAP_OP_MEMCPY;
+	c.api = SHIM_ID_cuMemcpyAsync;
+	c.stream = s1;
+	/* unknown device source into a known device buffer */
+	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf, CU_MEMORYTYPE_UNIFIED, unseen, 64);
+	cap_get_totals(&t0);
+	op = (struct cap_op *)record(&c);
+	assert_false(op->u.memcpy.src_pageable);
+	assert_int_equal(op->u.memcpy.dir, CAP_DIR_DTOD);
+	assert_true(op->flags & CAP_OPF_NO_DEFER);
+	assert_int_equal(cap_op_stage(op, &arena), 0);
+	assert_false(op->flags & CAP_OPF_STAGED);
+	assert_null(op->u.memcpy.staged);
+	/* the same page again: answered from the cache, no second driver call */
+	cap_get_totals(&t1);
+	assert_int_equal(t1.own_calls, t0.own_calls + 1);
+	op = (struct cap_op *)record(&c);
+	assert_true(op->flags & CAP_OPF_NO_DEFER);
+	cap_get_totals(&t0);
+	assert_int_equal(t0.own_calls, t1.own_calls);
+	/* unknown device destination, pageable host source: the host side stays pageable */
+	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, unseen, CU_MEMORYTYPE_UNIFIED, (uint64_t)(uintptr_t)host, 64);
+	op = (struct cap_op *)record(&c);
+	assert_true(op->u.memcpy.src_pageable);
+	assert_false(op->u.memcpy.dst_pageable);
+	assert_int_equal(op->u.memcpy.dir, CAP_DIR_HTOD);
+	assert_true(op->flags & CAP_OPF_NO_DEFER);
+	/* known memory on both sides: deferrable as before */
+	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf2, CU_MEMORYTYPE_UNIFIED, dbuf, 64);
+	op = (struct cap_op *)record(&c);
+	assert_false(op->flags & CAP_OPF_NO_DEFER);
+	/* after a free the cache forgets: the address may be something else now */
+	cap_boundary(CAP_BOUNDARY_FREE, SHIM_ID_cuMemFree_v2);
+	cap_get_totals(&t0);
+	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf, CU_MEMORYTYPE_UNIFIED, unseen, 64);
+	op = (struct cap_op *)record(&c);
+	assert_true(op->flags & CAP_OPF_NO_DEFER);
+	cap_get_totals(&t1);
+	assert_int_equal(t1.own_calls, t0.own_calls + 1);
+	CK(SHIM_REAL(cuCtxSynchronize)());
+	CK(SHIM_REAL(cuMemFree_v2)(unseen));
+	cf_arena_fini(&arena);
+}
+
 static void test_memsets(void **state)
 {
 	struct cap_call c;
@@ -473,6 +574,7 @@ int main(void)
 		cmocka_unit_test_setup(test_kernel_handle, fresh_window),
 		cmocka_unit_test_setup(test_barrier, fresh_window),
 		cmocka_unit_test_setup(test_copies, fresh_window),
+		cmocka_unit_test_setup(test_unknown_memory, fresh_window),
 		cmocka_unit_test_setup(test_memsets, fresh_window),
 		cmocka_unit_test_setup(test_events_and_host_fn, fresh_window),
 	};

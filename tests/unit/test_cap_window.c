@@ -256,6 +256,56 @@ static void test_empty_and_failed(void **state)
 	assert_int_equal(t.bytes_set, 16);
 }
 
+/* An op refused after its window closed (it ended the window itself, or another thread's
+ * boundary came between its call and its answer) is taken out of the shape: the window is filed
+ * again without it, joining the shape of the same work without the refused call. */
+static void test_refused_after_close(void **state)
+{
+	struct cap_rec r1, r2, rc;
+	struct cap_totals t;
+	struct cap_shape *s, *plain;
+	char host[64];
+
+	(void)state;
+	/* the plain shape: one memset */
+	memset_async(S1, 0x1000, 4);
+	plain = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	assert_non_null(plain);
+	/* memset + a DtoH that closes its own window, then is refused */
+	memset_async(S1, 0x1000, 4);
+	rc = copy(SHIM_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
+		  0x10, 64);
+	assert_true(rc.ends_window);
+	assert_non_null(rc.closed);
+	assert_int_equal(cap_shape_count(), 2);
+	cap_op_done(&rc, true);
+	/* the two-op shape is gone; its window joined the plain one */
+	assert_int_equal(cap_shape_count(), 1);
+	assert_ptr_equal(cap_shape_first(), plain);
+	assert_int_equal(cap_shape_sightings(plain), 2);
+	assert_int_equal(cap_window_nops(cap_shape_last(plain)), 1);
+	/* another thread's boundary closes the window before the answer */
+	r1 = memset_async(S1, 0x1000, 4);
+	r2 = memset_async(S2, 0x2000, 8);
+	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	assert_ptr_not_equal(s, plain);
+	cap_op_done(&r1, false);
+	cap_op_done(&r2, true);
+	assert_int_equal(cap_shape_count(), 1);
+	assert_int_equal(cap_shape_sightings(plain), 3);
+	/* a window whose only op is refused after the close leaves nothing behind */
+	rc = copy(SHIM_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
+		  0x10, 64);
+	cap_op_done(&rc, true);
+	assert_int_equal(cap_shape_count(), 1);
+	cap_get_totals(&t);
+	assert_int_equal(t.ops[CAP_OP_MEMCPY], 0);
+	assert_int_equal(t.ops[CAP_OP_MEMSET], 3);
+	assert_int_equal(t.windows, 3);
+	/* the memset's window did close at the refused copy's call */
+	assert_int_equal(t.windows_by[CAP_BOUNDARY_HOST_COPY], 1);
+}
+
 /* A window of thousands of ops inserts and matches in linear time. */
 static void test_long_window(void **state)
 {
@@ -470,6 +520,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_and_failed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refused_after_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ends_window, setup, teardown),

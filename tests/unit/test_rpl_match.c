@@ -85,15 +85,16 @@ static float first_value(CUdeviceptr p)
 	return h[0];
 }
 
-/* The engine's part for one axpy call y += a * x on s1 (grid g): record, match, issue when told. */
-static enum rpl_verdict axpy(CUdeviceptr y, CUdeviceptr x, float a, unsigned int g)
+/* The engine's part for one axpy call y += a * x on s1 (grid g): record, match (with extra
+ * flags on the op, as capture would set them), issue when told. */
+static enum rpl_verdict axpy_flags(CUdeviceptr y, CUdeviceptr x, float a, unsigned int g, uint8_t flags)
 {
 	int n = N;
 	void *args[] = {&y, &x, &a, &n};
 	struct cap_call c;
 	struct cap_who who = { .ctx = ctx, .tid = 1, .t_ns = 1 };
 	struct cap_rec rec;
-	const struct cap_op *op;
+	struct cap_op op;
 	enum rpl_verdict v;
 
 	memset(&c, 0, sizeof(c));
@@ -108,12 +109,18 @@ static enum rpl_verdict axpy(CUdeviceptr y, CUdeviceptr x, float a, unsigned int
 	c.u.kernel.params = args;
 	assert_int_equal(cap_record(&c, &who, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_RECORDED);
-	op = cap_window_op(cap_window_current(), rec.index);
-	assert_non_null(op);
-	v = rpl_op(op);
+	assert_non_null(cap_window_op(cap_window_current(), rec.index));
+	op = *cap_window_op(cap_window_current(), rec.index);
+	op.flags |= flags;
+	v = rpl_op(&op);
 	if (v == RPL_EAGER)
 		CK(SHIM_REAL(cuLaunchKernel)(f_axpy, g, 1, 1, (N + g - 1) / g, 1, 1, 0, s1, args, NULL));
 	return v;
+}
+
+static enum rpl_verdict axpy(CUdeviceptr y, CUdeviceptr x, float a, unsigned int g)
+{
+	return axpy_flags(y, x, a, g, 0);
 }
 
 /* A boundary (the program synchronizes): flush, close, then the call. */
@@ -320,6 +327,69 @@ static void test_free_retires(void **state)
 	assert_true(first_value(ya) == 6.0f);
 }
 
+/* Three ops on yb, warmed into a template (each test below starts from it). */
+static void warm_three(void)
+{
+	for (int w = 0; w < 2; w++) {
+		for (int i = 0; i < 3; i++)
+			axpy(yb, x2, 1.0f, 4);
+		sync_boundary();
+	}
+}
+
+/* An op capture marks CAP_OPF_NO_DEFER (memory cufold cannot classify) is issued in place,
+ * never kept: the run before it goes first, and the window records to its end. */
+static void test_no_defer_issued_in_place(void **state)
+{
+#ifdef CAP_OPF_NO_DEFER
+	struct rpl_totals t0, t;
+
+	(void)state;
+	fill(yb, 0.0f);
+	warm_three();
+	t0 = totals();
+	assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_DEFER); /* the template is live */
+	assert_int_equal(axpy_flags(yb, x2, 1.0f, 4, CAP_OPF_NO_DEFER), RPL_EAGER);
+	t = totals();
+	assert_int_equal(t.ops_flushed - t0.ops_flushed, 1); /* the kept op went first */
+	assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_EAGER);
+	sync_boundary();
+	/* a window that starts with it keeps nothing either */
+	assert_int_equal(axpy_flags(yb, x2, 1.0f, 4, CAP_OPF_NO_DEFER), RPL_EAGER);
+	assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_EAGER);
+	sync_boundary();
+	t = totals();
+	assert_int_equal(t.graph_launches, t0.graph_launches);
+	assert_true(first_value(yb) == 6.0f * 0.5f + 5.0f * 0.5f);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+/* After rpl_stop (exit) nothing is kept, even in a window a template matches. Last: replay
+ * stays stopped. */
+static void test_stop_defers_nothing(void **state)
+{
+	struct rpl_totals t0, t;
+
+	(void)state;
+	fill(yb, 0.0f);
+	warm_three();
+	assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_DEFER); /* the template is live */
+	sync_boundary();
+	t0 = totals();
+	rpl_stop();
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_EAGER);
+	assert_false(rpl_has_deferred());
+	sync_boundary();
+	t = totals();
+	assert_int_equal(t.ops_deferred, t0.ops_deferred);
+	assert_int_equal(t.graph_launches, t0.graph_launches);
+	assert_true(first_value(yb) == 10.0f * 0.5f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +398,8 @@ int main(void)
 		cmocka_unit_test(test_patch_moved_bindings),
 		cmocka_unit_test(test_shared_prefix),
 		cmocka_unit_test(test_free_retires),
+		cmocka_unit_test(test_no_defer_issued_in_place),
+		cmocka_unit_test(test_stop_defers_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
