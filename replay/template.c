@@ -19,9 +19,11 @@
 #include <string.h>
 
 #include "common/compiler.h"
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
+#include "rewrite/rewriter.h"
 
 /* ------------------------------------------------------------------ classes */
 
@@ -199,10 +201,104 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
 	       a->width == b->width && a->height == b->height;
 }
 
+/* ------------------------------------------------------------------ rewrite plans */
+
+/* [rewrite] CUFOLD_OPT >= 1: each segment's ops go through the rewriter when it is built
+ * (rewrite/plan.h, struct rw_run: a plan node stands at its first op's position, the other ops
+ * it covers become empty graph nodes, so g->nodes stays one per op). The plans are kept in this
+ * side table, keyed by segment, until replay_int.h gives struct rpl_seg a field for one. */
+struct seg_plan {
+	const struct rpl_seg *seg;   /* the segment */
+	struct rw_run *run;          /* its plan */
+	struct seg_plan *next;       /* every plan */
+};
+static struct seg_plan *seg_plans;
+static struct seg_plan *seg_plan_last; /* the last one looked up (a launch asks per node) */
+
+/* Declared again in exec.c (replay_int.h is not the rewrite layer's to edit yet). */
+bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def);
+const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
+
+static struct seg_plan *seg_plan_of(const struct rpl_seg *g)
+{
+	if (seg_plan_last && seg_plan_last->seg == g)
+		return seg_plan_last;
+	for (struct seg_plan *p = seg_plans; p; p = p->next) {
+		if (p->seg == g) {
+			seg_plan_last = p;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static void seg_plan_drop(const struct rpl_seg *g)
+{
+	for (struct seg_plan **pp = &seg_plans; *pp; pp = &(*pp)->next) {
+		struct seg_plan *p = *pp;
+
+		if (p->seg == g) {
+			*pp = p->next;
+			if (seg_plan_last == p)
+				seg_plan_last = NULL;
+			rw_run_destroy(p->run);
+			free(p);
+			return;
+		}
+	}
+}
+
+/* Rewrite g's ops (window w) when cfg asks; NULL when they go as they are. */
+static struct seg_plan *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w,
+				      const struct rpl_config *cfg)
+{
+	const struct cf_config *cc = cf_config_get();
+	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL };
+	const struct cap_op **ops;
+	struct seg_plan *p;
+
+	if (cfg->opt < 1 || !(ops = malloc(g->n * sizeof(*ops))))
+		return NULL;
+	for (uint32_t i = 0; i < g->n; i++)
+		ops[i] = cap_window_op(w, g->first + i);
+	p = calloc(1, sizeof(*p));
+	/* the trace graph's indices are the window's: the segment is rewritten on window order
+	 * alone (its ops are consecutive in the window, so adjacency means the same) */
+	if (p)
+		p->run = rw_run_create(ops, g->n, &rc);
+	free(ops);
+	if (!p || !p->run) {
+		free(p);
+		return NULL;
+	}
+	p->seg = g;
+	p->next = seg_plans;
+	seg_plans = p;
+	return p;
+}
+
+bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def)
+{
+	struct seg_plan *p = seg_plan_of(g);
+
+	return !p || rw_run_guards_hold(p->run, def);
+}
+
+/* The op node i of g stands for at this launch (def: the segment's deferred ops, right after
+ * rpl__seg_guards_hold(g, def) said yes): &def[i], tmp filled with a derived op, or NULL for
+ * an empty node (an op folded into an earlier node). */
+const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp)
+{
+	struct seg_plan *p = seg_plan_of(g);
+
+	return p ? rw_run_op(p->run, i, def, tmp) : &def[i];
+}
+
 /* ------------------------------------------------------------------ building */
 
 static void seg_destroy(struct rpl_seg *g)
 {
+	seg_plan_drop(g); /* [rewrite] */
 	if (g->exec) {
 		rpl__own_call();
 		SHIM_REAL(cuGraphExecDestroy)(g->exec);
@@ -280,7 +376,7 @@ static bool recorded_in_seg(const struct cap_window *w, const struct rpl_seg *g,
  * predecessors inside the segment (those outside were submitted before the launch and are
  * ordered by the stream joins, see exec.c). */
 static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
-			 const struct cap_graph *tg, CUgraphNode *deps)
+			 const struct cap_graph *tg, CUgraphNode *deps, bool folded)
 {
 	struct rpl_node *n = &g->nodes[i];
 	uint32_t np = cap_graph_npred(tg, g->first + i);
@@ -296,6 +392,11 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 
 	n->kind = op->kind;
 	rpl__own_call();
+	if (folded) {
+		/* [rewrite] an op a plan node before it covers: an empty node keeps the order */
+		n->empty = true;
+		return SHIM_REAL(cuGraphAddEmptyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps);
+	}
 	switch (op->kind) {
 	case CAP_OP_KERNEL: {
 		CUDA_KERNEL_NODE_PARAMS p;
@@ -349,7 +450,8 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 	return rc;
 }
 
-static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg)
+static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
+			  const struct rpl_config *cfg)
 {
 	const struct cap_op *first = cap_window_op(w, g->first);
 	CUgraphNode *deps;
@@ -363,8 +465,26 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 	}
 	rpl__own_call();
 	rc = SHIM_REAL(cuGraphCreate)(&g->graph, 0);
-	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++)
-		rc = add_node(g, i, cap_window_op(w, g->first + i), w, tg, deps);
+	{
+		/* [rewrite] the plan's op for each position (derived from the window's bindings) */
+		struct seg_plan *sp = rc == CUDA_SUCCESS ? seg_plan_make(g, w, cfg) : NULL;
+
+		struct rw_run *run = sp ? sp->run : NULL;
+
+		if (run) {
+			for (uint32_t j = 0; j < g->n; j++)
+				run->ops[j] = cap_window_op(w, g->first + j);
+		}
+		for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
+			const struct cap_op *op = cap_window_op(w, g->first + i);
+			struct cap_op tmp;
+
+			if (run && !rw_run_is_folded(run, i) &&
+			    rw_plan_node_op(run->plan, (uint32_t)run->node_of[i], run->ops, &tmp) == 0)
+				op = &tmp;
+			rc = add_node(g, i, op, w, tg, deps, run && rw_run_is_folded(run, i));
+		}
+	}
 	free(deps);
 	if (rc != CUDA_SUCCESS)
 		return rc;
@@ -472,7 +592,7 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 		goto out_nomem;
 	rpl__ctx_enter(t->ctx, &pushed);
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
-		rc = seg_build(&t->segs[k], w, tg);
+		rc = seg_build(&t->segs[k], w, tg, cfg);
 		if (rc == CUDA_SUCCESS && seg_streams(&t->segs[k], w) > 1)
 			t->multi_stream = true;
 	}

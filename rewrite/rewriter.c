@@ -1,0 +1,390 @@
+/* rewriter.c - the rewriter: the node list rules edit, the fixed-point driver (rules by benefit
+ * then name, restart after every application), rule registration through the "rw_rules" linker
+ * section, CUFOLD_RULES, and turning the final list into a plan. rewrite layer.
+ *
+ * Invariants of the node list (checked after every application in debug builds):
+ *  1. every original op index appears in at most one node (erased ops in none);
+ *  2. the indices, read node by node, are strictly ascending (rules never reorder);
+ *  3. every index is < the window's op count. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "common/compiler.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "rewrite/rewriter.h"
+#include "shim/api.h"
+
+#define RW_MAX_RULES 64 /* registered rules kept (more are ignored, with an error) */
+
+struct rw_rewriter {
+	const struct cap_op *const *ops; /* the original window (by index) */
+	uint32_t norig;              /* its op count */
+	const struct cap_graph *tg;  /* its trace graph, or NULL */
+	struct rw_node *nodes;       /* the list rules edit */
+	uint32_t n;                  /* nodes in it */
+	struct rw_guard *guards;     /* conditions recorded so far */
+	uint32_t nguards, gcap;      /* used / allocated guards */
+	struct cf_arena arena;       /* orig arrays of merged nodes */
+};
+
+/* ------------------------------------------------------------------ registration */
+
+/* Bounds of the section the linker makes of every RW_RULE_REGISTER; weak so a link with no
+ * rule objects (a unit test not naming any) still links, with no rules. */
+extern const struct rw_rule *const __start_rw_rules[] __attribute__((weak, visibility("hidden")));
+extern const struct rw_rule *const __stop_rw_rules[] __attribute__((weak, visibility("hidden")));
+
+static const struct rw_rule *sorted_rules[RW_MAX_RULES];
+static size_t nsorted_rules;
+static pthread_once_t rules_once = PTHREAD_ONCE_INIT;
+
+static int rule_cmp(const void *pa, const void *pb)
+{
+	const struct rw_rule *a = *(const struct rw_rule *const *)pa, *b = *(const struct rw_rule *const *)pb;
+
+	if (a->benefit != b->benefit)
+		return a->benefit > b->benefit ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static void sort_rules_once(void)
+{
+	const struct rw_rule *const *p;
+
+	if (!__start_rw_rules || !__stop_rw_rules)
+		return;
+	for (p = __start_rw_rules; p < __stop_rw_rules; p++) {
+		if (nsorted_rules == RW_MAX_RULES) {
+			cf_log_err("more than %d rewrite rules registered; the rest are ignored", RW_MAX_RULES);
+			break;
+		}
+		sorted_rules[nsorted_rules++] = *p;
+	}
+	qsort(sorted_rules, nsorted_rules, sizeof(sorted_rules[0]), rule_cmp);
+}
+
+const struct rw_rule *const *rw_rules_registered(size_t *n)
+{
+	pthread_once(&rules_once, sort_rules_once);
+	*n = nsorted_rules;
+	return sorted_rules;
+}
+
+bool rw_rule_is_enabled(const struct rw_rule *r, const struct rw_config *cfg)
+{
+	bool on = cfg->opt > 0 && r->level <= cfg->opt;
+	size_t len = strlen(r->name);
+	const char *s = cfg->rules;
+
+	if (cfg->opt <= 0)
+		return false;
+	/* "-a,+b,c": each token switches one rule; later tokens win */
+	while (s && *s) {
+		const char *end = strchr(s, ',');
+		size_t tl = end ? (size_t)(end - s) : strlen(s);
+		bool plus = true;
+		const char *name = s;
+
+		if (tl && (*name == '+' || *name == '-')) {
+			plus = *name == '+';
+			name++;
+			tl--;
+		}
+		if (tl == len && strncmp(name, r->name, len) == 0)
+			on = plus;
+		s = end ? end + 1 : NULL;
+	}
+	return on;
+}
+
+/* ------------------------------------------------------------------ for rules */
+
+uint32_t rw_count(const struct rw_rewriter *rw)
+{
+	return rw->n;
+}
+
+const struct rw_node *rw_node_at(const struct rw_rewriter *rw, uint32_t i)
+{
+	return i < rw->n ? &rw->nodes[i] : NULL;
+}
+
+const struct cap_op *rw_orig(const struct rw_rewriter *rw, uint32_t j)
+{
+	return j < rw->norig ? rw->ops[j] : NULL;
+}
+
+bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b)
+{
+	const uint32_t *pred;
+	uint32_t np;
+
+	if (a >= rw->norig || b >= rw->norig || b <= a)
+		return false;
+	if (!rw->tg || cap_graph_nnodes(rw->tg) != rw->norig)
+		return b == a + 1;
+	np = cap_graph_npred(rw->tg, b);
+	pred = cap_graph_pred(rw->tg, b);
+	for (uint32_t k = 0; k < np; k++)
+		if (pred[k] != a && !cap_graph_has_edge(rw->tg, pred[k], a))
+			return false;
+	return true;
+}
+
+static bool is_async_api(uint16_t api)
+{
+	return api < SHIM_API_COUNT && strstr(shim_api[api].name, "Async") != NULL;
+}
+
+static bool is_linear_type(CUmemorytype t)
+{
+	return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
+}
+
+bool rw_op_is_linear_dtod(const struct cap_op *op)
+{
+	const struct cap_memcpy *c;
+
+	if (op->kind != CAP_OP_MEMCPY)
+		return false;
+	c = &op->u.memcpy;
+	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED | CAP_OPF_NO_DEFER | CAP_OPF_STAGED))
+		return false;
+	if (op->stream_kind == CAP_STREAM_PER_THREAD || !is_async_api(op->api))
+		return false;
+	return c->dir == CAP_DIR_DTOD && !c->src_ctx && !c->dst_ctx && !c->src_pageable && !c->dst_pageable &&
+	       c->d.Height == 1 && c->d.Depth == 1 && c->bytes == c->d.WidthInBytes && c->bytes &&
+	       is_linear_type(c->d.srcMemoryType) && is_linear_type(c->d.dstMemoryType);
+}
+
+int rw_erase(struct rw_rewriter *rw, uint32_t i)
+{
+	if (i >= rw->n)
+		return -CF_EINVAL;
+	memmove(&rw->nodes[i], &rw->nodes[i + 1], (rw->n - i - 1) * sizeof(rw->nodes[0]));
+	rw->n--;
+	return 0;
+}
+
+int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, const struct cap_op *op,
+	       const char *rule)
+{
+	struct rw_node nn;
+	uint32_t norig = 0, at = 0;
+
+	if (!count || i >= rw->n || count > rw->n - i)
+		return -CF_EINVAL;
+	for (uint32_t k = i; k < i + count; k++)
+		norig += rw->nodes[k].norig;
+	memset(&nn, 0, sizeof(nn));
+	nn.orig = cf_arena_alloc(&rw->arena, norig * sizeof(uint32_t));
+	if (!nn.orig)
+		return -CF_ENOMEM;
+	for (uint32_t k = i; k < i + count; k++) {
+		memcpy(&nn.orig[at], rw->nodes[k].orig, rw->nodes[k].norig * sizeof(uint32_t));
+		at += rw->nodes[k].norig;
+	}
+	nn.kind = (uint8_t)kind;
+	nn.norig = norig;
+	nn.op = *op;
+	nn.rule = rule;
+	rw->nodes[i] = nn;
+	memmove(&rw->nodes[i + 1], &rw->nodes[i + count], (rw->n - i - count) * sizeof(rw->nodes[0]));
+	rw->n -= count - 1;
+	return 0;
+}
+
+int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b)
+{
+	if (a >= rw->norig || b >= rw->norig)
+		return -CF_EINVAL;
+	/* the same condition twice would only cost a check per launch */
+	for (uint32_t k = 0; k < rw->nguards; k++)
+		if (rw->guards[k].kind == kind && rw->guards[k].a == a && rw->guards[k].b == b)
+			return 0;
+	if (rw->nguards == rw->gcap) {
+		uint32_t cap = rw->gcap ? 2 * rw->gcap : 16;
+		struct rw_guard *g = realloc(rw->guards, cap * sizeof(*g));
+
+		if (!g)
+			return -CF_ENOMEM;
+		rw->guards = g;
+		rw->gcap = cap;
+	}
+	rw->guards[rw->nguards].kind = (uint8_t)kind;
+	rw->guards[rw->nguards].a = a;
+	rw->guards[rw->nguards].b = b;
+	rw->nguards++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ the driver */
+
+/* The invariants at the top of this file. */
+static bool list_is_valid(const struct rw_rewriter *rw)
+{
+	int64_t last = -1;
+
+	for (uint32_t k = 0; k < rw->n; k++) {
+		const struct rw_node *n = &rw->nodes[k];
+
+		if (!n->norig)
+			return false;
+		for (uint32_t i = 0; i < n->norig; i++) {
+			if (n->orig[i] >= rw->norig || (int64_t)n->orig[i] <= last)
+				return false;
+			last = n->orig[i];
+		}
+	}
+	return true;
+}
+
+static void count_rule(struct rw_plan_stat *stats, uint32_t *nstats, const char *name)
+{
+	for (uint32_t k = 0; k < *nstats; k++) {
+		if (stats[k].rule == name) {
+			stats[k].count++;
+			return;
+		}
+	}
+	stats[*nstats].rule = name;
+	stats[*nstats].count = 1;
+	(*nstats)++;
+}
+
+/* The plan of rw's list (identity: ignore the list and guards, one node per original op). */
+static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, const struct rw_plan_stat *stats,
+				 uint32_t nstats)
+{
+	struct rw_plan *p = calloc(1, sizeof(*p));
+	uint32_t nn = identity ? rw->norig : rw->n;
+
+	if (!p)
+		return NULL;
+	p->norig = rw->norig;
+	p->nodes = calloc(nn ? nn : 1, sizeof(*p->nodes));
+	if (!p->nodes)
+		goto out_nomem;
+	for (uint32_t k = 0; k < nn; k++) {
+		struct rw_plan_node *d = &p->nodes[k];
+		const struct rw_node *s = identity ? NULL : &rw->nodes[k];
+
+		d->norig = s ? s->norig : 1;
+		d->orig = malloc(d->norig * sizeof(uint32_t));
+		if (!d->orig)
+			goto out_nomem;
+		p->nnodes = k + 1;
+		if (s)
+			memcpy(d->orig, s->orig, d->norig * sizeof(uint32_t));
+		else
+			d->orig[0] = k;
+		d->kind = s ? s->kind : RW_NODE_OP;
+		d->rule = s ? s->rule : NULL;
+	}
+	if (!identity && rw->nguards) {
+		p->guards = malloc(rw->nguards * sizeof(*p->guards));
+		if (!p->guards)
+			goto out_nomem;
+		memcpy(p->guards, rw->guards, rw->nguards * sizeof(*p->guards));
+		p->nguards = rw->nguards;
+	}
+	if (!identity && nstats) {
+		p->stats = malloc(nstats * sizeof(*p->stats));
+		if (!p->stats)
+			goto out_nomem;
+		memcpy(p->stats, stats, nstats * sizeof(*p->stats));
+		p->nstats = nstats;
+	}
+	return p;
+
+out_nomem:
+	rw_plan_destroy(p);
+	return NULL;
+}
+
+struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
+			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules)
+{
+	const struct rw_rule *run[RW_MAX_RULES];
+	struct rw_plan_stat stats[RW_MAX_RULES];
+	uint32_t nstats = 0, nrun = 0;
+	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * n + 16;
+	struct rw_rewriter rw;
+	struct rw_plan *p = NULL;
+	bool identity = false;
+
+	memset(&rw, 0, sizeof(rw));
+	rw.ops = ops;
+	rw.norig = n;
+	rw.tg = tg;
+	cf_arena_init(&rw.arena, 4096);
+	/* which rules, in run order */
+	if (rules) {
+		for (size_t k = 0; k < nrules && nrun < RW_MAX_RULES; k++)
+			run[nrun++] = rules[k];
+		qsort(run, nrun, sizeof(run[0]), rule_cmp);
+	} else if (cfg) {
+		size_t nreg;
+		const struct rw_rule *const *reg = rw_rules_registered(&nreg);
+
+		for (size_t k = 0; k < nreg; k++)
+			if (rw_rule_is_enabled(reg[k], cfg))
+				run[nrun++] = reg[k];
+	}
+	rw.nodes = calloc(n ? n : 1, sizeof(*rw.nodes));
+	if (!rw.nodes)
+		goto out;
+	rw.n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		rw.nodes[i].kind = RW_NODE_OP;
+		rw.nodes[i].norig = 1;
+		rw.nodes[i].orig = cf_arena_alloc(&rw.arena, sizeof(uint32_t));
+		if (!rw.nodes[i].orig)
+			goto out;
+		rw.nodes[i].orig[0] = i;
+		rw.nodes[i].op = *ops[i];
+	}
+	for (bool changed = nrun > 0; changed;) {
+		changed = false;
+		for (uint32_t r = 0; r < nrun && !changed; r++) {
+			for (uint32_t i = 0; i < rw.n && !changed; i++) {
+				int rc;
+
+				if (!run[r]->match(&rw, i))
+					continue;
+				rc = run[r]->apply(&rw, i);
+				if (rc != 0) {
+					cf_log_debug("rule %s failed (%s): window left unchanged", run[r]->name,
+						     cf_strerror(rc));
+					identity = true;
+					goto out_plan;
+				}
+				count_rule(stats, &nstats, run[r]->name);
+				changed = true;
+#ifdef CF_DEBUG
+				if (CF_NEVER(!list_is_valid(&rw))) {
+					identity = true;
+					goto out_plan;
+				}
+#endif
+			}
+		}
+		if (changed && ++applied > budget) {
+			cf_log_warn("rewrite of a %u-op window did not settle after %llu applications; left unchanged",
+				    n, (unsigned long long)applied);
+			identity = true;
+			break;
+		}
+	}
+out_plan:
+	(void)list_is_valid;
+	p = plan_make(&rw, identity, stats, nstats);
+out:
+	free(rw.nodes);
+	free(rw.guards);
+	cf_arena_fini(&rw.arena);
+	return p;
+}

@@ -1,0 +1,98 @@
+/* rewriter.h - the rewriter: applies rules (the files of rewrite/rules/) to a window's ops until none
+ * matches, and the API through which a rule edits. rewrite layer: includes capture/ and
+ * rewrite/plan.h.
+ *
+ * Model (MLIR's PatternRewriter): the rewriter holds a list of nodes, at first one per original
+ * op. A rule's `match` looks (const) at node i and its neighbours; its `apply` edits only with
+ * rw_erase / rw_replace and records with rw_guard every binding condition it relied on. Rules
+ * run in order of benefit (higher first) then name, restarting from the first rule after each
+ * application, until none matches: the result is deterministic. Every rule must make the list
+ * strictly shorter or stop matching what it made, so the fixed point is reached; the rewriter
+ * also stops after RW_MAX_APPLY applications per node as a belt.
+ *
+ * Registration: each rule file defines `const struct rw_rule rw_rule_<name>` and registers it
+ * with RW_RULE_REGISTER(<name>), which puts a pointer to it in the linker section "rw_rules";
+ * the rewriter walks the section, so adding a rule is adding its file (no central list). */
+#ifndef RW_REWRITER_H
+#define RW_REWRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+#include "rewrite/plan.h"
+
+#define RW_MAX_APPLY 4 /* applications per original op before the rewriter gives up (belt) */
+
+struct rw_rewriter;
+
+/* One node of the list a rule sees. */
+struct rw_node {
+	uint8_t kind;                /* enum rw_node_kind */
+	uint32_t norig;              /* original ops it covers */
+	uint32_t *orig;              /* their indices, in window order (rewriter's arena) */
+	struct cap_op op;            /* the op it stands for with the bindings seen at rewrite time
+				      * (RW_NODE_OP: the original op; RW_NODE_COPY: derived) */
+	const char *rule;            /* the rule that made it, or NULL */
+};
+
+struct rw_rule {
+	const char *name;            /* "coalesce": what CUFOLD_RULES names */
+	int benefit;                 /* higher runs first */
+	int level;                   /* lowest CUFOLD_OPT that enables it (1 or 2) */
+	/* Whether the rule applies at node i. Pure: looks only, through the const rewriter. */
+	bool (*match)(const struct rw_rewriter *rw, uint32_t i);
+	/* Rewrite at node i (match said yes): edits only through rw_erase / rw_replace / rw_guard.
+	 * 0 or a negative CF_E* code (the rewrite is abandoned: the plan is the window unchanged). */
+	int (*apply)(struct rw_rewriter *rw, uint32_t i);
+};
+
+#define RW_RULE_REGISTER(name) \
+	static const struct rw_rule *const rw_rule_ptr_##name __attribute__((used, section("rw_rules"))) = \
+		&rw_rule_##name
+
+/* Which rules run. */
+struct rw_config {
+	int opt;                     /* CUFOLD_OPT: 0 runs nothing; rules with level <= opt run */
+	const char *rules;           /* CUFOLD_RULES: "-name,+name" (later wins), or NULL */
+};
+
+/* The registered rules (linker section), in run order (benefit, then name); *n gets how many.
+ * The array is static and sorted once; thread-safe after the first call returns. */
+const struct rw_rule *const *rw_rules_registered(size_t *n);
+/* Whether cfg enables r. */
+bool rw_rule_is_enabled(const struct rw_rule *r, const struct rw_config *cfg);
+
+/* Rewrite the window ops[0..n) (tg: its trace graph, or NULL to rely on window order only)
+ * with the registered rules cfg enables (none when cfg is NULL), or, when rules is not NULL,
+ * exactly with rules[0..nrules) (tests). Returns the plan (rw_plan_destroy), the identity plan when nothing fires or a rule
+ * failed, NULL only when out of memory. */
+struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
+			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules);
+
+/* ------------------------------------------------------------------ for rules */
+
+uint32_t rw_count(const struct rw_rewriter *rw);
+/* Node i (valid until the next edit). */
+const struct rw_node *rw_node_at(const struct rw_rewriter *rw, uint32_t i);
+/* Original op j as captured. */
+const struct cap_op *rw_orig(const struct rw_rewriter *rw, uint32_t j);
+/* Whether original op b's only ordering inputs are original op a and what a already waits for
+ * (trace graph: preds(b) is a subset of preds(a) + {a}); true when there is no trace graph and
+ * b == a + 1. Rules use it to prove nothing else can come between a and b. */
+bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b);
+/* Whether the original op is a 1-D device-to-device copy in linear memory that replay may
+ * defer (asynchronous, not host-visible, not refused, no peer contexts). */
+bool rw_op_is_linear_dtod(const struct cap_op *op);
+
+/* Remove node i (its original ops are not submitted). 0 or -CF_EINVAL. */
+int rw_erase(struct rw_rewriter *rw, uint32_t i);
+/* Replace nodes [i, i+count) by one node of kind covering their original ops in order; op is
+ * what it stands for (copied). 0, -CF_EINVAL or -CF_ENOMEM. */
+int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, const struct cap_op *op,
+	       const char *rule);
+/* Record a condition the rewrite relies on. 0 or -CF_ENOMEM. */
+int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b);
+
+#endif
