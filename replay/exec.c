@@ -713,7 +713,7 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 	if (!rpl__seg_guards_hold(g, st.def)) {
 		/* [rewrite] the plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
-		flush_eager(RPL_FB_MISMATCH);
+		flush_eager(RPL_FB_GUARD);
 		template_retire(t, "a rewrite guard failed on a launch's bindings");
 		return;
 	}

@@ -58,6 +58,7 @@ enum rpl_verdict {
 	X(NOMEM, "out of memory deferring a call") \
 	X(FREE, "memory the template references was freed") \
 	X(CHURN, "bindings change on most launches (cheaper eager)") \
+	X(GUARD, "a rewrite guard failed on the call's bindings") \
 	X(BUSY, "a stage buffer was still read by the previous launch")
 
 enum rpl_fallback {

@@ -13,6 +13,7 @@ CUFOLD_OPT=1 same_output_over_seeds "$prog" moving 24
 # the moving run took the guard path: a template was retired because a guard failed
 CUFOLD_OPT=1 CUFOLD_REPORT=$TMP/moving.json run_cufold /dev/null "$prog" moving 24 || fail "moving run exited $?"
 grep -q 'a rewrite guard failed' "$TMP/moving.json" || fail "no template retired by a failed guard in the moving run"
+grep -Eq '"GUARD": [1-9]' "$TMP/moving.json" || fail "the failed guard was not counted as a GUARD fallback"
 CUFOLD_OPT=0 same_output_over_seeds "$prog" moving 24
 
 # copies executed in runs of 6 and 16 steps: the difference is 10 steady-state steps
