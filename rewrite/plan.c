@@ -55,6 +55,16 @@ bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops)
 		dstn = b->u.memcpy.dst_first + b->u.memcpy.bytes - dst0;
 		return !ranges_overlap(src0, srcn, dst0, dstn);
 	}
+	case RW_G_FORWARDS:
+		return a->kind == CAP_OP_MEMCPY && b->kind == CAP_OP_MEMCPY &&
+		       b->u.memcpy.src_first == a->u.memcpy.dst_first && b->u.memcpy.bytes == a->u.memcpy.bytes;
+	case RW_G_MISSES:
+		if (a->kind != CAP_OP_MEMCPY || b->kind != CAP_OP_MEMCPY)
+			return false;
+		if (ranges_overlap(a->u.memcpy.src_first, a->u.memcpy.bytes, b->u.memcpy.dst_first, b->u.memcpy.bytes))
+			return false;
+		return g->a == g->b ||
+		       !ranges_overlap(a->u.memcpy.dst_first, a->u.memcpy.bytes, b->u.memcpy.dst_first, b->u.memcpy.bytes);
 	default:
 		return false;
 	}
@@ -85,6 +95,7 @@ int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *co
 	case RW_NODE_OP:
 		return 0;
 	case RW_NODE_COPY:
+	case RW_NODE_FORWARD:
 		for (uint32_t i = 0; i < n->norig; i++) {
 			if (ops[n->orig[i]]->kind != CAP_OP_MEMCPY)
 				return -CF_EINVAL;
@@ -98,6 +109,29 @@ int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *co
 		out->u.memcpy.dst_span = bytes;
 		out->u.memcpy.staged = NULL;
 		out->flags &= (uint8_t)~CAP_OPF_STAGED;
+		if (n->kind == RW_NODE_FORWARD) {
+			const struct cap_op *from = NULL;
+
+			for (uint32_t g = 0; g < p->nguards && !from; g++)
+				if (p->guards[g].kind == RW_G_FORWARDS && p->guards[g].b == n->orig[0])
+					from = ops[p->guards[g].a];
+			if (!from || from->kind != CAP_OP_MEMCPY)
+				return -CF_EINVAL;
+			/* 1-D (guarded): the source is the first byte the slice copy read */
+			out->u.memcpy.d.srcXInBytes = from->u.memcpy.d.srcXInBytes;
+			out->u.memcpy.d.srcY = from->u.memcpy.d.srcY;
+			out->u.memcpy.d.srcZ = from->u.memcpy.d.srcZ;
+			out->u.memcpy.d.srcLOD = from->u.memcpy.d.srcLOD;
+			out->u.memcpy.d.srcMemoryType = from->u.memcpy.d.srcMemoryType;
+			out->u.memcpy.d.srcHost = from->u.memcpy.d.srcHost;
+			out->u.memcpy.d.srcDevice = from->u.memcpy.d.srcDevice;
+			out->u.memcpy.d.srcArray = from->u.memcpy.d.srcArray;
+			out->u.memcpy.d.srcPitch = from->u.memcpy.d.srcPitch;
+			out->u.memcpy.d.srcHeight = from->u.memcpy.d.srcHeight;
+			out->u.memcpy.src_ctx = from->u.memcpy.src_ctx;
+			out->u.memcpy.src_pageable = from->u.memcpy.src_pageable;
+			out->u.memcpy.src_first = from->u.memcpy.src_first;
+		}
 		return 0;
 	default:
 		return -CF_EINVAL;
@@ -137,7 +171,8 @@ int rw_plan_format(const struct rw_plan *p, char *buf, size_t cap)
 	for (uint32_t k = 0; k < p->nnodes; k++) {
 		const struct rw_plan_node *n = &p->nodes[k];
 
-		put(buf, cap, &len, "%s%s(", k ? " " : "", n->kind == RW_NODE_COPY ? "copy" : "op");
+		put(buf, cap, &len, "%s%s(", k ? " " : "",
+		    n->kind == RW_NODE_COPY ? "copy" : n->kind == RW_NODE_FORWARD ? "forward" : "op");
 		for (uint32_t i = 0; i < n->norig; i++)
 			put(buf, cap, &len, "%s%u", i ? "," : "", (unsigned)n->orig[i]);
 		put(buf, cap, &len, ")");
@@ -221,7 +256,7 @@ bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
 		const struct rw_plan_node *pn = &r->plan->nodes[k];
 
-		for (uint32_t j = 0; pn->kind == RW_NODE_COPY && j < pn->norig; j++)
+		for (uint32_t j = 0; pn->kind != RW_NODE_OP && j < pn->norig; j++)
 			if (def[pn->orig[j]].kind != CAP_OP_MEMCPY)
 				return false;
 	}

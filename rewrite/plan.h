@@ -22,6 +22,9 @@ enum rw_node_kind {
 	RW_NODE_OP = 0,   /* one original op, unchanged */
 	RW_NODE_COPY = 1, /* one 1-D copy over the union of abutting original 1-D copies (orig, in
 			   * order): src and dst of orig[0], bytes summed */
+	RW_NODE_FORWARD = 2, /* one 1-D copy over abutting glue copies (orig, in order): dst of
+			      * orig[0], bytes summed, src of the op a of the plan's guard
+			      * forwards(a, orig[0]) (the copy that wrote orig[0]'s source) */
 };
 
 /* X(name, label): the conditions a rule can rely on. a and b are original op indices. */
@@ -30,7 +33,10 @@ enum rw_node_kind {
 	X(DST_ABUTS, "dst_abuts")          /* ops[b] dst == ops[a] dst + ops[a] bytes */ \
 	X(SAME_STREAM, "same_stream")      /* ops[a] and ops[b] name the same stream handle */ \
 	X(LINEAR_DTOD, "linear_dtod")      /* ops[a] is a 1-D device-to-device linear copy (b unused) */ \
-	X(DISJOINT, "disjoint")            /* [src a, src b + bytes b) misses [dst a, dst b + bytes b) */
+	X(DISJOINT, "disjoint")            /* [src a, src b + bytes b) misses [dst a, dst b + bytes b) */ \
+	X(FORWARDS, "forwards")            /* ops[b] src == ops[a] dst and the same bytes */ \
+	X(MISSES, "misses")                /* ops[b]'s dst range misses ops[a]'s src range and, when \
+					    * a != b, ops[a]'s dst range */
 
 enum rw_guard_kind {
 #define RW_GUARD_ENUM_(name, label) RW_G_##name,

@@ -1,0 +1,45 @@
+# rewrite_slice_glue.sh - the slice-glue rule end to end: results bit for bit the same as
+# without cufold over 20 seeds at CUFOLD_OPT=1 (steady buffers, and buffers that move so that a
+# guard fails mid-run) and at CUFOLD_OPT=0; the device's own counters show the 16 copies of a
+# step (8 slices, 8 glue) executed as 9 at CUFOLD_OPT=1, as 16 at CUFOLD_OPT=0 and with
+# CUFOLD_RULES=-slice-glue. tests layer.
+source "$(dirname "$0")/lib.sh"
+prog=$B/progs/rw_slice_glue
+[[ -x $prog ]] || fail "$prog is not built"
+grep -aq 'slice-glue' "$CUFOLD" || fail "the slice-glue rule is not in $CUFOLD"
+export CUFOLD_MODE=replay
+
+CUFOLD_OPT=1 same_output_over_seeds "$prog" steady 12
+CUFOLD_OPT=1 same_output_over_seeds "$prog" moving 24
+# the moving run took the guard path: a template was retired because a guard failed
+CUFOLD_OPT=1 CUFOLD_REPORT=$TMP/moving.json run_cufold /dev/null "$prog" moving 24 || fail "moving run exited $?"
+grep -q 'a rewrite guard failed' "$TMP/moving.json" || fail "no template retired by a failed guard in the moving run"
+grep -Eq '"GUARD": [1-9]' "$TMP/moving.json" || fail "the failed guard was not counted as a GUARD fallback"
+CUFOLD_OPT=0 same_output_over_seeds "$prog" moving 24
+
+# copies executed in runs of 6 and 16 steps: the difference is 10 steady-state steps
+copies() { # out opt steps [rules]
+	SIMCUDA_STATS=$1 CUFOLD_OPT=$2 CUFOLD_RULES=${4:-} CUFOLD_REPORT=$1.report run_cufold /dev/null "$prog" steady "$3" ||
+		fail "rw_slice_glue steady $3 exited $?"
+}
+copies "$TMP/o1a" 1 6; copies "$TMP/o1b" 1 16
+copies "$TMP/o0a" 0 6; copies "$TMP/o0b" 0 16
+copies "$TMP/ofa" 1 6 -slice-glue; copies "$TMP/ofb" 1 16 -slice-glue
+SIMCUDA_STATS=$TMP/pa run_plain /dev/null "$prog" steady 6 || fail "plain run exited $?"
+SIMCUDA_STATS=$TMP/pb run_plain /dev/null "$prog" steady 16 || fail "plain run exited $?"
+python3 - "$TMP" <<'PY' || fail "the device's counters do not show the glue copies replaced"
+import json, sys, os
+d = sys.argv[1]
+def load(n): return json.load(open(os.path.join(d, n)))["totals"]
+def per_step(a, b): return (load(b)["copies_executed"] - load(a)["copies_executed"]) / 10.0
+plain, opt0, opt1, off = per_step("pa", "pb"), per_step("o0a", "o0b"), per_step("o1a", "o1b"), per_step("ofa", "ofb")
+print("copies executed per step: plain %.1f, OPT=0 %.1f, OPT=1 %.1f, OPT=1 -slice-glue %.1f" % (plain, opt0, opt1, off))
+def want(what, got, exp):
+    if abs(got - exp) > 1e-9:
+        sys.exit("%s: got %s, expected %s" % (what, got, exp))
+want("plain", plain, 16)
+want("CUFOLD_OPT=0", opt0, 16)
+want("CUFOLD_OPT=1", opt1, 9)
+want("CUFOLD_RULES=-slice-glue", off, 16)
+PY
+note "16 copies per step (8 slices, 8 glue) executed as 9 at CUFOLD_OPT=1"
