@@ -201,6 +201,5 @@ void cap__callsite_atfork_child(void);
 size_t cap__callsite_bytes(void);
 
 /* Monotonic nanoseconds. */
-uint64_t cap__now_ns(void);
 
 #endif

@@ -30,9 +30,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "capture/capture_int.h"
+#include "common/clock.h"
 #include "common/compiler.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -61,14 +61,6 @@ const char *cap_boundary_name(enum cap_boundary b)
 const char *cap_boundary_label(enum cap_boundary b)
 {
 	return (unsigned)b < CAP_BOUNDARY_COUNT ? boundary_labels[b] : "?";
-}
-
-uint64_t cap__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void cap__own_call(enum shim_api_id id)
@@ -306,7 +298,7 @@ static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id a
 	compact(w);
 	w->closed_by = (uint8_t)kind;
 	w->closed_api = (uint16_t)api;
-	w->t_end = cap__now_ns();
+	w->t_end = cf_now_ns();
 	if (w->nops == 0) {
 		spare = w; /* every op failed: nothing to remember */
 	} else {

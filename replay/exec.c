@@ -54,10 +54,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/compiler.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -93,7 +92,7 @@ static struct {
 	CUcontext failed[RPL_MAX_FAILED_CTX]; /* contexts in sticky passthrough */
 	uint32_t nfailed;            /* used entries of failed */
 	bool all_failed;             /* more failed contexts than fit: every context passes through */
-	uint64_t clock_ns;           /* cost of one now_ns() (calibrated at init) */
+	uint64_t clock_ns;           /* cost of one cf_now_ns() (calibrated at init) */
 } st;
 
 /* A note with its list link (notes are few: one per shape seen). */
@@ -113,23 +112,6 @@ static const char *const fallback_names[RPL_FB_COUNT] = {
 const char *rpl_fallback_name(enum rpl_fallback f)
 {
 	return (unsigned)f < RPL_FB_COUNT ? fallback_names[f] : "?";
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint32_t my_tid(void)
-{
-	static __thread uint32_t tid;
-
-	if (cf_unlikely(!tid))
-		tid = (uint32_t)syscall(SYS_gettid);
-	return tid;
 }
 
 void rpl__own_call(void)
@@ -166,7 +148,7 @@ void rpl__ctx_leave(bool pushed)
 static void op_ctx_enter(const struct cap_op *op, bool *pushed)
 {
 	*pushed = false;
-	if (op->tid != my_tid())
+	if (op->tid != cf_tid())
 		rpl__ctx_enter(op->ctx, pushed);
 }
 
@@ -185,11 +167,11 @@ int rpl_init(const struct rpl_config *cfg)
 	cf_arena_init(&st.arena, 16 * 1024);
 	/* what reading the clock itself costs, taken out of the matching cost measured */
 	{
-		uint64_t t0 = now_ns(), t1;
+		uint64_t t0 = cf_now_ns(), t1;
 
 		for (int i = 0; i < 64; i++)
-			t1 = now_ns();
-		t1 = now_ns();
+			t1 = cf_now_ns();
+		t1 = cf_now_ns();
 		st.clock_ns = (t1 - t0) / 66;
 	}
 	st.ready = true;
@@ -895,7 +877,7 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 		return go_recording(RPL_FB_MISMATCH);
 	timed = (rpl__totals.matched_ops++ & 15) == 0;
 	if (timed)
-		t0 = now_ns();
+		t0 = cf_now_ns();
 	d = st.depth;
 	cls = rpl__classify(op);
 	if (st.mstate == RPL_M_FRESH) {
@@ -922,7 +904,7 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 		submit_deferred(RPL_FB_BOUNDARY);
 		v = RPL_DEFER;
 	} else if (timed) {
-		uint64_t dt = now_ns() - t0;
+		uint64_t dt = cf_now_ns() - t0;
 
 		/* a sample that long was preempted or faulted: it measures the machine, not us */
 		if (dt < RPL_SAMPLE_MAX_NS) {

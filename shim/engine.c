@@ -16,10 +16,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -45,7 +44,6 @@ static bool replaying;           /* CUFOLD_MODE=replay and replay started: calls
 
 static __thread CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
 static __thread bool tls_ctx_ok;    /* tls_ctx is known */
-static __thread uint32_t tls_tid;   /* gettid, cached */
 
 static void lock_take(void)
 {
@@ -136,7 +134,7 @@ static void atfork_child(void)
 	__atomic_store_n(&captures, 0, __ATOMIC_RELAXED);
 	is_child = true;
 	tls_ctx_ok = false;
-	tls_tid = 0;
+	cf_tid_forget();
 }
 
 static void start(void)
@@ -214,21 +212,6 @@ static CUcontext current_ctx(void)
 		tls_ctx_ok = true;
 	}
 	return tls_ctx;
-}
-
-static uint32_t tid(void)
-{
-	if (cf_unlikely(!tls_tid))
-		tls_tid = (uint32_t)syscall(SYS_gettid);
-	return tls_tid;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Whether the stream an op names is being captured by the program (asked only while some
@@ -312,8 +295,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
 		pthread_atfork(atfork_prepare, atfork_parent, NULL);
 	who.callsite = callsites ? cap_callsite_capture() : 0;
-	who.tid = tid();
-	who.t_ns = now_ns();
+	who.tid = cf_tid();
+	who.t_ns = cf_now_ns();
 	lock_take();
 	if (still_recording()) {
 		who.ctx = current_ctx();
