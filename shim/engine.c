@@ -36,6 +36,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* orders all recording
 static int state;                /* enum engine_state (acquire/release) */
 static int captures;             /* program stream captures in progress (atomic) */
 static bool callsites;           /* CUFOLD_CALLSITES */
+static bool timestamps;            /* CUFOLD_TRACE is on: ops carry the time of the call */
 static bool is_child;            /* a forked child (outputs only with %p in the path) */
 static int atfork_child_done;    /* the child handler is registered */
 static int atfork_prepare_done;  /* the prepare and parent handlers are registered */
@@ -162,6 +163,7 @@ static void start(void)
 	cc.mode_name = cf_mode_name(shim_mode());
 	cc.note_driver_call = note_own;
 	callsites = cfg->callsites;
+	timestamps = cfg->trace[0] != 0;
 	if (shim_mode() == CF_MODE_REPLAY) {
 		cc.shape_evicted = rpl_shape_evicted;
 		cc.report_extra = rpl_write_report_json;
@@ -296,7 +298,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		pthread_atfork(atfork_prepare, atfork_parent, NULL);
 	who.callsite = callsites ? cap_callsite_capture() : 0;
 	who.tid = cf_tid();
-	who.t_ns = cf_now_ns();
+	who.t_ns = timestamps ? cf_now_ns() : 0; /* only the trace reads it */
 	lock_take();
 	if (still_recording()) {
 		who.ctx = current_ctx();
