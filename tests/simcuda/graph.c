@@ -20,98 +20,29 @@
 
 /* ------------------------------------------------------------------ handles */
 
-/* Every live graph, node and exec, so a handle is checked without reading memory that may
- * have been freed (a destroyed exec launched again must fail, also under AddressSanitizer).
- * Open addressing over pointer values; 0 is an empty slot, 1 a removed one. */
-static uintptr_t *live;
-static size_t live_cap, live_used;
-
-static size_t live_slot(uintptr_t p, size_t cap)
-{
-	return (size_t)(((uint64_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1);
-}
-
-static bool live_has(const void *p)
-{
-	uintptr_t v = (uintptr_t)p;
-
-	if (!live_cap || v < 2)
-		return false;
-	for (size_t i = live_slot(v, live_cap);; i = (i + 1) & (live_cap - 1)) {
-		if (live[i] == v)
-			return true;
-		if (!live[i])
-			return false;
-	}
-}
-
-static bool live_add(const void *p)
-{
-	uintptr_t v = (uintptr_t)p;
-	size_t i;
-
-	if (2 * (live_used + 1) > live_cap) {
-		size_t cap = live_cap ? live_cap : 256, n = 0;
-		uintptr_t *t;
-
-		for (size_t j = 0; j < live_cap; j++)
-			n += live[j] > 1;
-		while (2 * (n + 1) > cap / 2)
-			cap *= 2;
-		t = calloc(cap, sizeof(*t));
-		if (!t)
-			return false;
-		for (size_t j = 0; j < live_cap; j++)
-			if (live[j] > 1) {
-				for (i = live_slot(live[j], cap); t[i]; i = (i + 1) & (cap - 1))
-					;
-				t[i] = live[j];
-			}
-		free(live);
-		live = t;
-		live_cap = cap;
-		live_used = n;
-	}
-	for (i = live_slot(v, live_cap); live[i] > 1; i = (i + 1) & (live_cap - 1))
-		;
-	if (!live[i])
-		live_used++;
-	live[i] = v;
-	return true;
-}
-
-static void live_del(const void *p)
-{
-	uintptr_t v = (uintptr_t)p;
-
-	if (!live_cap)
-		return;
-	for (size_t i = live_slot(v, live_cap); live[i]; i = (i + 1) & (live_cap - 1))
-		if (live[i] == v) {
-			live[i] = 1;
-			return;
-		}
-}
+/* Graphs, nodes and execs are in the device's handle registry (sim_handle_add), so a handle is
+ * checked without reading memory that may have been freed (a destroyed exec launched again must
+ * fail, also under AddressSanitizer). */
 
 struct sim_graph *sim_graph_from(CUgraph h)
 {
 	struct sim_graph *g = (struct sim_graph *)h;
 
-	return live_has(g) && g->magic == SIM_MAGIC_GRAPH ? g : NULL;
+	return sim_handle_is_live(g, SIM_MAGIC_GRAPH) ? g : NULL;
 }
 
 struct sim_gnode *sim_gnode_from(CUgraphNode h)
 {
 	struct sim_gnode *n = (struct sim_gnode *)h;
 
-	return live_has(n) && n->magic == SIM_MAGIC_GNODE ? n : NULL;
+	return sim_handle_is_live(n, SIM_MAGIC_GNODE) ? n : NULL;
 }
 
 struct sim_gexec *sim_gexec_from(CUgraphExec h)
 {
 	struct sim_gexec *x = (struct sim_gexec *)h;
 
-	return live_has(x) && x->magic == SIM_MAGIC_GEXEC ? x : NULL;
+	return sim_handle_is_live(x, SIM_MAGIC_GEXEC) ? x : NULL;
 }
 
 static CUresult need_init(void)
@@ -395,18 +326,16 @@ struct sim_graph *sim_graph_new(void)
 {
 	struct sim_graph *g = calloc(1, sizeof(*g));
 
-	if (g && !live_add(g)) {
-		free(g);
-		g = NULL;
-	}
-	if (g)
+	if (g) {
 		g->magic = SIM_MAGIC_GRAPH;
+		sim_handle_add(g);
+	}
 	return g;
 }
 
 static void gnode_free(struct sim_gnode *n)
 {
-	live_del(n);
+	sim_handle_remove(n);
 	n->magic = 0;
 	sim_node_body_fini(&n->body);
 	free(n->deps);
@@ -420,7 +349,7 @@ void sim_graph_free(struct sim_graph *g)
 	for (unsigned int i = 0; i < g->n; i++)
 		gnode_free(g->nodes[i]);
 	free(g->nodes);
-	live_del(g);
+	sim_handle_remove(g);
 	g->magic = 0;
 	free(g);
 }
@@ -471,10 +400,8 @@ CUresult sim_graph_add(struct sim_graph *g, struct sim_node_body *b, struct sim_
 		g->cap = cap;
 	}
 	n = calloc(1, sizeof(*n));
-	if (n && !live_add(n)) {
-		free(n);
-		n = NULL;
-	}
+	if (n)
+		sim_handle_add(n);
 	if (!n) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out_body;
@@ -691,7 +618,7 @@ static void gexec_free(struct sim_gexec *x)
 	}
 	free(x->nodes);
 	sim_work_unref(x->last_join);
-	live_del(x);
+	sim_handle_remove(x);
 	x->magic = 0;
 	free(x);
 }
@@ -705,10 +632,11 @@ static CUresult gexec_create(struct sim_graph *g, cuuint64_t flags, struct sim_g
 	CUresult rc = CUDA_SUCCESS;
 
 	*result = CUDA_GRAPH_INSTANTIATE_ERROR;
-	if (!order || !pos || !x || (g->n && !(x->nodes = calloc(g->n, sizeof(*x->nodes)))) || !live_add(x)) {
+	if (!order || !pos || !x || (g->n && !(x->nodes = calloc(g->n, sizeof(*x->nodes))))) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
+	sim_handle_add(x);
 	x->magic = SIM_MAGIC_GEXEC;
 	x->flags = flags;
 	rc = topo_order(g, order, err);
