@@ -480,7 +480,12 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 			struct cap_op tmp;
 
 			if (run && !rw_run_is_folded(run, i) &&
-			    rw_plan_node_op(run->plan, (uint32_t)run->node_of[i], run->ops, &tmp) == 0)
+			    rw_plan_node_op(run->plan, (uint32_t)run->node_of[i], run->ops, &tmp) != 0) {
+				/* rw_run_create derived every node from this very window: never here */
+				rc = CUDA_ERROR_NOT_SUPPORTED;
+				break;
+			}
+			if (run && !rw_run_is_folded(run, i))
 				op = &tmp;
 			rc = add_node(g, i, op, w, tg, deps, run && rw_run_is_folded(run, i));
 		}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "rewrite/effects.h"
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
 
@@ -15,9 +16,20 @@ static const char *const guard_names[] = {
 #undef RW_GUARD_NAME_
 };
 
+static const char *const node_names[] = {
+#define RW_NODE_NAME_(name, label) label,
+	RW_NODE_LIST(RW_NODE_NAME_)
+#undef RW_NODE_NAME_
+};
+
 const char *rw_guard_name(enum rw_guard_kind k)
 {
 	return (unsigned)k < RW_G_COUNT ? guard_names[k] : "?";
+}
+
+const char *rw_node_kind_name(enum rw_node_kind k)
+{
+	return (unsigned)k < RW_NODE_KIND_COUNT ? node_names[k] : "?";
 }
 
 /* Whether [a0, a0+an) and [b0, b0+bn) overlap (no wrap-around: both are real address ranges). */
@@ -26,11 +38,173 @@ static bool ranges_overlap(uint64_t a0, uint64_t an, uint64_t b0, uint64_t bn)
 	return an && bn && a0 < b0 + bn && b0 < a0 + an;
 }
 
-bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops)
-{
-	const struct cap_op *a = ops[g->a], *b = ops[g->b];
+/* ------------------------------------------------------------------ conditions on effects */
 
-	switch (g->kind) {
+static bool cond_covers(const struct cap_op *a, const struct cap_op *b)
+{
+	struct rw_effects ea;
+	struct rw_range r;
+
+	if (!rw_op_sure_write(b, &r))
+		return false;
+	rw_op_effects(a, &ea);
+	if (ea.all)
+		return false;
+	for (uint32_t i = 0; i < ea.nw; i++)
+		if (ea.w[i].bytes && (ea.w[i].addr < r.addr || ea.w[i].addr + ea.w[i].bytes > r.addr + r.bytes))
+			return false;
+	return true;
+}
+
+/* b reads nothing a writes (reads), b writes nothing a touches (writes). */
+static bool cond_apart(const struct cap_op *a, const struct cap_op *b, bool reads, bool writes)
+{
+	struct rw_effects ea, eb;
+
+	rw_op_effects(a, &ea);
+	rw_op_effects(b, &eb);
+	if (ea.all || eb.all)
+		return false;
+	for (uint32_t i = 0; i < ea.nw; i++) {
+		if (reads && rw_ranges_overlap(eb.r, eb.nr, ea.w[i].addr, ea.w[i].bytes))
+			return false;
+		if (writes && rw_ranges_overlap(eb.w, eb.nw, ea.w[i].addr, ea.w[i].bytes))
+			return false;
+	}
+	for (uint32_t i = 0; writes && i < ea.nr; i++)
+		if (rw_ranges_overlap(eb.w, eb.nw, ea.r[i].addr, ea.r[i].bytes))
+			return false;
+	return true;
+}
+
+static bool cond_within(const struct cap_op *a, const struct cap_op *b)
+{
+	if (a->kind != CAP_OP_MEMCPY || b->kind != CAP_OP_MEMCPY)
+		return false;
+	return b->u.memcpy.src_first >= a->u.memcpy.dst_first &&
+	       b->u.memcpy.src_first - a->u.memcpy.dst_first <= a->u.memcpy.dst_span &&
+	       b->u.memcpy.src_span <= a->u.memcpy.dst_span - (b->u.memcpy.src_first - a->u.memcpy.dst_first);
+}
+
+static bool cond_set_abuts(const struct cap_op *a, const struct cap_op *b)
+{
+	const struct cap_memset *x = &a->u.memset, *y = &b->u.memset;
+
+	return a->kind == CAP_OP_MEMSET && b->kind == CAP_OP_MEMSET && x->height == 1 && y->height == 1 &&
+	       x->elem_size == y->elem_size && x->value == y->value && y->dst == x->dst + rw_set_bytes(a);
+}
+
+/* The access set of an elementwise 1-D launch whose grid is derived from its count, else false. */
+static bool elem_set(const struct cap_op *op, struct rw_access_set *s)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	unsigned want = RW_SET_ELEMENTWISE | RW_SET_COVERS | RW_SET_COUNT;
+
+	if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, s) != 0 || (s->flags & want) != want ||
+	    (s->flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN)) || s->count_param < 0 || s->count <= 0)
+		return false;
+	if (k->nattrs || k->via_extra || k->grid[1] != 1 || k->grid[2] != 1 || k->block[1] != 1 || k->block[2] != 1 ||
+	    !k->block[0])
+		return false;
+	/* "grid derived from n": exactly the blocks the count needs */
+	return (uint64_t)k->grid[0] == ((uint64_t)s->count + k->block[0] - 1) / k->block[0];
+}
+
+/* The pointer access of parameter p in s, or NULL. */
+static const struct rw_access *elem_ptr(const struct rw_access_set *s, unsigned p)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->acc[i].entry < 0 && s->acc[i].param == p)
+			return &s->acc[i];
+	return NULL;
+}
+
+static bool cond_elem_abuts(const struct cap_op *a, const struct cap_op *b)
+{
+	const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
+	struct rw_access_set sa, sb;
+
+	if (!elem_set(a, &sa) || !elem_set(b, &sb) || x->func != y->func || x->info != y->info ||
+	    x->block[0] != y->block[0] || x->shared_bytes != y->shared_bytes || a->stream != b->stream ||
+	    sa.count_param != sb.count_param || sa.n != sb.n)
+		return false;
+	for (uint32_t p = 0; p < x->info->nparams; p++) {
+		const struct rw_access *pa = elem_ptr(&sa, p), *pb = elem_ptr(&sb, p);
+
+		if (pa || pb) {
+			/* element i touches element i: the span is count elements of a fixed size */
+			if (!pa || !pb || pa->flags != pb->flags || !pa->bytes || pa->bytes % (uint64_t)sa.count ||
+			    pb->bytes != pa->bytes / (uint64_t)sa.count * (uint64_t)sb.count ||
+			    pb->addr != pa->addr + pa->bytes)
+				return false;
+		} else if ((int)p != sa.count_param &&
+			   memcmp((const char *)x->params + x->info->offset[p], (const char *)y->params + x->info->offset[p],
+				  x->info->size[p]) != 0) {
+			return false; /* a different scalar */
+		}
+	}
+	return true;
+}
+
+static bool cond_elem_safe(const struct cap_op *a, const struct cap_op *b)
+{
+	struct rw_access_set sa, sb;
+
+	if (!elem_set(a, &sa) || !elem_set(b, &sb) || sa.n != sb.n)
+		return false;
+	for (unsigned i = 0; i < sa.n; i++) {
+		const struct rw_access *p0 = &sa.acc[i], *p1 = elem_ptr(&sb, p0->param);
+
+		if (p0->entry >= 0 || !p1 || !(p0->flags & RW_ACC_WRITE) || p1->addr < p0->addr)
+			return false;
+		for (unsigned j = 0; j < sa.n; j++) {
+			const struct rw_access *q0 = &sa.acc[j], *q1 = elem_ptr(&sb, q0->param);
+
+			if (j == i || q0->entry >= 0)
+				continue;
+			if (!q1 || q1->addr < q0->addr)
+				return false;
+			if (q0->addr == p0->addr && q1->addr == p1->addr && q0->bytes == p0->bytes && q1->bytes == p1->bytes)
+				continue; /* the same pointer in every launch: element i meets element i */
+			if (ranges_overlap(p0->addr, p1->addr + p1->bytes - p0->addr, q0->addr,
+					   q1->addr + q1->bytes - q0->addr))
+				return false;
+		}
+	}
+	return true;
+}
+
+static bool cond_cat_identity(const struct cap_op *a)
+{
+	struct rw_access_set s;
+	const struct rw_access_table *t;
+	uint64_t total = 0, first;
+
+	if (a->kind != CAP_OP_KERNEL || rw_op_kernel_access(a, &s) != 0 || !(s.flags & RW_SET_CAT) || s.cat_out < 0 ||
+	    (s.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN)) || !s.ntables || !s.tables[0].n)
+		return false;
+	t = &s.tables[0];
+	first = s.acc[t->first].addr;
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct rw_access *e = &s.acc[t->first + i];
+
+		if (e->addr != first + total || (e->flags & RW_ACC_WRITE))
+			return false;
+		total += e->bytes;
+	}
+	/* nothing else is written, nothing else read: the kernel is exactly the copy */
+	for (unsigned i = 0; i < s.n; i++) {
+		bool in_table = i >= t->first && i < (unsigned)t->first + t->n;
+
+		if ((int)i != s.cat_out && !in_table && (s.acc[i].flags & (RW_ACC_READ | RW_ACC_WRITE)))
+			return false;
+	}
+	return total && s.acc[s.cat_out].bytes == total && !ranges_overlap(first, total, s.acc[s.cat_out].addr, total);
+}
+
+bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct cap_op *b, bool same)
+{
+	switch (kind) {
 	case RW_G_SRC_ABUTS:
 		return a->kind == CAP_OP_MEMCPY && b->kind == CAP_OP_MEMCPY &&
 		       b->u.memcpy.src_first == a->u.memcpy.src_first + a->u.memcpy.bytes;
@@ -63,17 +237,64 @@ bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops)
 			return false;
 		if (ranges_overlap(a->u.memcpy.src_first, a->u.memcpy.bytes, b->u.memcpy.dst_first, b->u.memcpy.bytes))
 			return false;
-		return g->a == g->b ||
+		return same ||
 		       !ranges_overlap(a->u.memcpy.dst_first, a->u.memcpy.bytes, b->u.memcpy.dst_first, b->u.memcpy.bytes);
+	case RW_G_SET_1D:
+		return rw_op_is_set_1d(a);
+	case RW_G_SET_ABUTS:
+		return cond_set_abuts(a, b);
+	case RW_G_COVERS:
+		return cond_covers(a, b);
+	case RW_G_UNREAD:
+		return cond_apart(a, b, true, false);
+	case RW_G_UNWRITTEN:
+		return cond_apart(a, b, false, true);
+	case RW_G_INDEPENDENT:
+		return cond_apart(a, b, true, true);
+	case RW_G_SAME_OP:
+		return rw_op_same(a, b);
+	case RW_G_PURE:
+		return rw_op_is_pure(a);
+	case RW_G_WITHIN:
+		return cond_within(a, b);
+	case RW_G_ELEM_ABUTS:
+		return cond_elem_abuts(a, b);
+	case RW_G_ELEM_SAFE:
+		return cond_elem_safe(a, b);
+	case RW_G_CAT_IDENTITY:
+		return cond_cat_identity(a);
 	default:
 		return false;
 	}
 }
 
+bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops)
+{
+	if (g->na >= 0 || g->nb >= 0)
+		return false; /* needs the plan's snapshots: rw_plan_guards_hold */
+	return rw_cond_holds((enum rw_guard_kind)g->kind, ops[g->a], ops[g->b], g->a == g->b);
+}
+
+/* The op guard side (index, snapshot) stands for: ops[index], or derived into tmp. */
+static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, int32_t snap,
+				       const struct cap_op *const *ops, struct cap_op *tmp)
+{
+	if (snap < 0)
+		return ops[index];
+	if ((uint32_t)snap >= p->nsnaps || rw_node_derive(&p->snaps[snap], ops, tmp) != 0)
+		return NULL;
+	return tmp;
+}
+
 bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *ops, uint32_t *failed)
 {
 	for (uint32_t i = 0; i < p->nguards; i++) {
-		if (!rw_guard_holds(&p->guards[i], ops)) {
+		const struct rw_guard *g = &p->guards[i];
+		struct cap_op ta, tb;
+		const struct cap_op *a = guard_side(p, g->a, g->na, ops, &ta);
+		const struct cap_op *b = g->nb == g->na && g->b == g->a ? a : guard_side(p, g->b, g->nb, ops, &tb);
+
+		if (!a || !b || !rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb)) {
 			if (failed)
 				*failed = i;
 			return false;
@@ -84,58 +305,9 @@ bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *op
 
 int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *const *ops, struct cap_op *out)
 {
-	const struct rw_plan_node *n;
-	uint64_t bytes = 0;
-
 	if (k >= p->nnodes)
 		return -CF_EINVAL;
-	n = &p->nodes[k];
-	*out = *ops[n->orig[0]];
-	switch (n->kind) {
-	case RW_NODE_OP:
-		return 0;
-	case RW_NODE_COPY:
-	case RW_NODE_FORWARD:
-		for (uint32_t i = 0; i < n->norig; i++) {
-			if (ops[n->orig[i]]->kind != CAP_OP_MEMCPY)
-				return -CF_EINVAL;
-			bytes += ops[n->orig[i]]->u.memcpy.bytes;
-		}
-		/* 1-D (guarded): width is the whole extent; the first piece's offsets and pointers
-		 * name the first byte of both unions */
-		out->u.memcpy.d.WidthInBytes = bytes;
-		out->u.memcpy.bytes = bytes;
-		out->u.memcpy.src_span = bytes;
-		out->u.memcpy.dst_span = bytes;
-		out->u.memcpy.staged = NULL;
-		out->flags &= (uint8_t)~CAP_OPF_STAGED;
-		if (n->kind == RW_NODE_FORWARD) {
-			const struct cap_op *from = NULL;
-
-			for (uint32_t g = 0; g < p->nguards && !from; g++)
-				if (p->guards[g].kind == RW_G_FORWARDS && p->guards[g].b == n->orig[0])
-					from = ops[p->guards[g].a];
-			if (!from || from->kind != CAP_OP_MEMCPY)
-				return -CF_EINVAL;
-			/* 1-D (guarded): the source is the first byte the slice copy read */
-			out->u.memcpy.d.srcXInBytes = from->u.memcpy.d.srcXInBytes;
-			out->u.memcpy.d.srcY = from->u.memcpy.d.srcY;
-			out->u.memcpy.d.srcZ = from->u.memcpy.d.srcZ;
-			out->u.memcpy.d.srcLOD = from->u.memcpy.d.srcLOD;
-			out->u.memcpy.d.srcMemoryType = from->u.memcpy.d.srcMemoryType;
-			out->u.memcpy.d.srcHost = from->u.memcpy.d.srcHost;
-			out->u.memcpy.d.srcDevice = from->u.memcpy.d.srcDevice;
-			out->u.memcpy.d.srcArray = from->u.memcpy.d.srcArray;
-			out->u.memcpy.d.srcPitch = from->u.memcpy.d.srcPitch;
-			out->u.memcpy.d.srcHeight = from->u.memcpy.d.srcHeight;
-			out->u.memcpy.src_ctx = from->u.memcpy.src_ctx;
-			out->u.memcpy.src_pageable = from->u.memcpy.src_pageable;
-			out->u.memcpy.src_first = from->u.memcpy.src_first;
-		}
-		return 0;
-	default:
-		return -CF_EINVAL;
-	}
+	return rw_node_derive(&p->nodes[k], ops, out);
 }
 
 bool rw_plan_is_identity(const struct rw_plan *p)
@@ -162,6 +334,26 @@ static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 		*len += (size_t)w;
 }
 
+/* One node (or snapshot) as "kind(i,j,..)", a node with a source as "kind(i<-f)". */
+static void put_node(char *buf, size_t cap, size_t *len, const struct rw_plan_node *n)
+{
+	put(buf, cap, len, "%s(", rw_node_kind_name((enum rw_node_kind)n->kind));
+	for (uint32_t i = 0; i < n->norig; i++)
+		put(buf, cap, len, "%s%u", i ? "," : "", (unsigned)n->orig[i]);
+	if (n->kind == RW_NODE_CHAIN && n->from != RW_NONE)
+		put(buf, cap, len, "<-%u", (unsigned)n->from);
+	put(buf, cap, len, ")");
+}
+
+/* One side of a guard: the original op's index, or its snapshot. */
+static void put_side(char *buf, size_t cap, size_t *len, const struct rw_plan *p, uint32_t index, int32_t snap)
+{
+	if (snap >= 0 && (uint32_t)snap < p->nsnaps)
+		put_node(buf, cap, len, &p->snaps[snap]);
+	else
+		put(buf, cap, len, "%u", (unsigned)index);
+}
+
 int rw_plan_format(const struct rw_plan *p, char *buf, size_t cap)
 {
 	size_t len = 0;
@@ -169,35 +361,47 @@ int rw_plan_format(const struct rw_plan *p, char *buf, size_t cap)
 	if (cap)
 		buf[0] = '\0';
 	for (uint32_t k = 0; k < p->nnodes; k++) {
-		const struct rw_plan_node *n = &p->nodes[k];
-
-		put(buf, cap, &len, "%s%s(", k ? " " : "",
-		    n->kind == RW_NODE_COPY ? "copy" : n->kind == RW_NODE_FORWARD ? "forward" : "op");
-		for (uint32_t i = 0; i < n->norig; i++)
-			put(buf, cap, &len, "%s%u", i ? "," : "", (unsigned)n->orig[i]);
-		put(buf, cap, &len, ")");
+		if (k)
+			put(buf, cap, &len, " ");
+		put_node(buf, cap, &len, &p->nodes[k]);
 	}
 	if (p->nguards)
 		put(buf, cap, &len, " |");
-	for (uint32_t i = 0; i < p->nguards; i++)
-		put(buf, cap, &len, " %s(%u,%u)", rw_guard_name((enum rw_guard_kind)p->guards[i].kind),
-		    (unsigned)p->guards[i].a, (unsigned)p->guards[i].b);
+	for (uint32_t i = 0; i < p->nguards; i++) {
+		const struct rw_guard *g = &p->guards[i];
+
+		put(buf, cap, &len, " %s(", rw_guard_name((enum rw_guard_kind)g->kind));
+		put_side(buf, cap, &len, p, g->a, g->na);
+		put(buf, cap, &len, ",");
+		put_side(buf, cap, &len, p, g->b, g->nb);
+		put(buf, cap, &len, ")");
+	}
 	return (int)len;
+}
+
+static void nodes_free(struct rw_plan_node *nodes, uint32_t n)
+{
+	for (uint32_t k = 0; nodes && k < n; k++) {
+		free(nodes[k].orig);
+		free(nodes[k].scratch);
+	}
+	free(nodes);
 }
 
 void rw_plan_destroy(struct rw_plan *p)
 {
 	if (!p)
 		return;
-	for (uint32_t k = 0; p->nodes && k < p->nnodes; k++)
-		free(p->nodes[k].orig);
-	free(p->nodes);
+	nodes_free(p->nodes, p->nnodes);
+	nodes_free(p->snaps, p->nsnaps);
 	free(p->guards);
 	free(p->stats);
 	free(p);
 }
 
 /* ------------------------------------------------------------------ runs */
+
+static bool rw_run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *ops);
 
 struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg)
 {
@@ -225,9 +429,13 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 		for (uint32_t j = 1; j < pn->norig; j++)
 			r->node_of[pn->orig[j]] = -1;
 	}
+	/* an erased op keeps its position as an empty node: the order around it stays */
 	for (uint32_t i = 0; i < n; i++)
-		if (r->node_of[i] == -2) /* erased: no position would stand for it */
-			goto out_drop;
+		if (r->node_of[i] == -2)
+			r->node_of[i] = -1;
+	/* the plan must derive every node from the window it was made from */
+	if (!rw_run_guards_hold_ptrs(r, ops))
+		goto out_drop;
 	return r;
 
 out_drop:
@@ -245,22 +453,33 @@ void rw_run_destroy(struct rw_run *r)
 	free(r);
 }
 
+/* Whether the guards hold for r->ops and every node derives from them. */
+static bool run_check(struct rw_run *r)
+{
+	struct cap_op tmp;
+
+	if (!rw_plan_guards_hold(r->plan, r->ops, NULL))
+		return false;
+	/* every derived node can be derived (cufold's kernels load, the originals are of the
+	 * kinds the node needs), so rw_run_op never comes back empty-handed for a node */
+	for (uint32_t k = 0; k < r->plan->nnodes; k++)
+		if (r->plan->nodes[k].kind != RW_NODE_OP && rw_plan_node_op(r->plan, k, r->ops, &tmp) != 0)
+			return false;
+	return true;
+}
+
+static bool rw_run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *ops)
+{
+	for (uint32_t i = 0; i < r->n; i++)
+		r->ops[i] = ops[i];
+	return run_check(r);
+}
+
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 {
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = &def[i];
-	if (!rw_plan_guards_hold(r->plan, r->ops, NULL))
-		return false;
-	/* and every derived node can be derived from them (rules guard this already; checked so
-	 * rw_run_op can never come back empty-handed for a node) */
-	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
-		const struct rw_plan_node *pn = &r->plan->nodes[k];
-
-		for (uint32_t j = 0; pn->kind != RW_NODE_OP && j < pn->norig; j++)
-			if (def[pn->orig[j]].kind != CAP_OP_MEMCPY)
-				return false;
-	}
-	return true;
+	return run_check(r);
 }
 
 bool rw_run_is_folded(const struct rw_run *r, uint32_t i)
@@ -277,6 +496,7 @@ const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct 
 	k = (uint32_t)r->node_of[i];
 	if (r->plan->nodes[k].kind == RW_NODE_OP)
 		return &def[i];
-	/* rw_run_guards_hold checked these very ops, so the derivation cannot refuse them */
-	return rw_plan_node_op(r->plan, k, r->ops, tmp) == 0 ? tmp : &def[i];
+	/* rw_run_guards_hold checked these very ops, so the derivation cannot refuse them; if it
+	 * did, NULL makes replay leave the node as it is rather than submit a wrong op */
+	return rw_plan_node_op(r->plan, k, r->ops, tmp) == 0 ? tmp : NULL;
 }

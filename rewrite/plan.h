@@ -17,26 +17,67 @@
 
 #include "capture/capture.h"
 
-/* What a plan node stands for. */
+/* What a plan node stands for. The op a node submits is derived afresh at every launch from
+ * the bindings of the original ops it covers (rw_plan_node_op), so a plan never holds an
+ * address; `from` names the one other original op a node reads its source from. */
+#define RW_NODE_LIST(X) \
+	X(OP, "op")             /* one original op, unchanged */ \
+	X(COPY, "copy")         /* one 1-D copy over abutting original 1-D copies (orig, in order): \
+				 * src and dst of orig[0], bytes summed */ \
+	X(FORWARD, "forward")   /* one 1-D copy over abutting glue copies (orig, in order): dst of \
+				 * orig[0], bytes summed, source where `from` (the slice copy that \
+				 * wrote orig[0]'s source) read */ \
+	X(CHAIN, "chain")       /* copy orig[0] reading from where `from` read instead of where \
+				 * `from` wrote: src = from.src + (orig[0].src - from.dst) */ \
+	X(SET, "set")           /* one 1-D memset over abutting 1-D memsets of one value: dst of \
+				 * orig[0], widths summed */ \
+	X(BATCH_COPY, "batch_copy") /* one launch of cufold_batch_copy over the 1-D copies orig */ \
+	X(BATCH_SET, "batch_set")   /* one launch of cufold_batch_memset over the 1-D memsets orig */ \
+	X(CAT_COPY, "cat_copy")     /* one 1-D copy doing what the cat kernel orig[0] does (its \
+				     * inputs abut in order: from the first input to its output) */ \
+	X(ELEMENTWISE, "elementwise") /* one launch of the elementwise kernel orig[0] over the \
+				       * counts of orig summed (grid derived from the count) */
+
 enum rw_node_kind {
-	RW_NODE_OP = 0,   /* one original op, unchanged */
-	RW_NODE_COPY = 1, /* one 1-D copy over the union of abutting original 1-D copies (orig, in
-			   * order): src and dst of orig[0], bytes summed */
-	RW_NODE_FORWARD = 2, /* one 1-D copy over abutting glue copies (orig, in order): dst of
-			      * orig[0], bytes summed, src of the op a of the plan's guard
-			      * forwards(a, orig[0]) (the copy that wrote orig[0]'s source) */
+#define RW_NODE_ENUM_(name, label) RW_NODE_##name,
+	RW_NODE_LIST(RW_NODE_ENUM_)
+#undef RW_NODE_ENUM_
+	RW_NODE_KIND_COUNT
 };
 
-/* X(name, label): the conditions a rule can rely on. a and b are original op indices. */
+#define RW_NONE UINT32_MAX /* no op (a node's `from` when it has none) */
+
+/* X(name, label): the conditions a rule can rely on. a and b are ops: original ops, or the op a
+ * node of the rewriter's list stood for when the guard was recorded (a snapshot, re-derived
+ * from the original ops at every check). "Ranges" are what rewrite/effects.h says an op reads
+ * and writes. */
 #define RW_GUARD_LIST(X) \
-	X(SRC_ABUTS, "src_abuts")          /* ops[b] src == ops[a] src + ops[a] bytes */ \
-	X(DST_ABUTS, "dst_abuts")          /* ops[b] dst == ops[a] dst + ops[a] bytes */ \
-	X(SAME_STREAM, "same_stream")      /* ops[a] and ops[b] name the same stream handle */ \
-	X(LINEAR_DTOD, "linear_dtod")      /* ops[a] is a 1-D device-to-device linear copy (b unused) */ \
+	X(SRC_ABUTS, "src_abuts")          /* b's src == a's src + a's bytes (copies) */ \
+	X(DST_ABUTS, "dst_abuts")          /* b's dst == a's dst + a's bytes (copies) */ \
+	X(SAME_STREAM, "same_stream")      /* a and b name the same stream handle */ \
+	X(LINEAR_DTOD, "linear_dtod")      /* a is a 1-D device-to-device linear copy (b unused) */ \
 	X(DISJOINT, "disjoint")            /* [src a, src b + bytes b) misses [dst a, dst b + bytes b) */ \
-	X(FORWARDS, "forwards")            /* ops[b] src == ops[a] dst and the same bytes */ \
-	X(MISSES, "misses")                /* ops[b]'s dst range misses ops[a]'s src range and, when \
-					    * a != b, ops[a]'s dst range */
+	X(FORWARDS, "forwards")            /* b's src == a's dst and the same bytes */ \
+	X(MISSES, "misses")                /* b's dst range misses a's src range and, when a is not \
+					    * b, a's dst range */ \
+	X(SET_1D, "set_1d")                /* a is an asynchronous 1-D memset (b unused) */ \
+	X(SET_ABUTS, "set_abuts")          /* memsets: b's dst == a's dst + a's bytes, the same \
+					    * element size and value */ \
+	X(COVERS, "covers")                /* b surely writes every byte a may write */ \
+	X(UNREAD, "unread")                /* b reads nothing a may write (b's effects known) */ \
+	X(UNWRITTEN, "unwritten")          /* b writes nothing a may read or write */ \
+	X(INDEPENDENT, "independent")      /* unwritten(a, b) and b reads nothing a may write */ \
+	X(SAME_OP, "same_op")              /* b is a again with the same bindings */ \
+	X(PURE, "pure")                    /* a is pure (rw_op_is_pure; b unused) */ \
+	X(WITHIN, "within")                /* copies: b's source lies inside a's destination */ \
+	X(ELEM_ABUTS, "elem_abuts")        /* elementwise launches of one kernel: b's pointers start \
+					    * where a's spans end, other parameters equal, grids \
+					    * derived from the counts */ \
+	X(ELEM_SAFE, "elem_safe")          /* the launches from a to b (elem_abuts pairwise): every \
+					    * written pointer's union misses every other pointer's \
+					    * union (or is the same pointer at every launch) */ \
+	X(CAT_IDENTITY, "cat_identity")    /* a is a cat kernel whose inputs abut in order and miss \
+					    * its output (b unused) */
 
 enum rw_guard_kind {
 #define RW_GUARD_ENUM_(name, label) RW_G_##name,
@@ -47,14 +88,20 @@ enum rw_guard_kind {
 
 struct rw_guard {
 	uint8_t kind;                /* enum rw_guard_kind */
-	uint32_t a, b;               /* original op indices */
+	uint32_t a, b;               /* original op indices (a snapshot's first op) */
+	int32_t na, nb;              /* snapshots (plan->snaps) standing for a and b, or -1: the
+				      * original op itself */
 };
 
 struct rw_plan_node {
 	uint8_t kind;                /* enum rw_node_kind */
 	uint32_t norig;              /* original ops it covers (1 for RW_NODE_OP) */
 	uint32_t *orig;              /* their indices, in window order (owned) */
+	uint32_t from;               /* FORWARD, CHAIN: the op whose source it reads; else RW_NONE */
 	const char *rule;            /* the rule that made it (static), NULL for an untouched op */
+	void *scratch;               /* BATCH_*, ELEMENTWISE: the derived launch's parameter bytes
+				      * (owned; rewritten by each derivation) */
+	uint32_t scratch_size;       /* bytes of scratch */
 };
 
 /* How often one rule fired while making the plan (report). */
@@ -69,14 +116,27 @@ struct rw_plan {
 	struct rw_plan_node *nodes;  /* nnodes entries (owned) */
 	uint32_t nguards;            /* guards */
 	struct rw_guard *guards;     /* nguards entries (owned), in the order rules added them */
+	uint32_t nsnaps;             /* snapshots guards refer to */
+	struct rw_plan_node *snaps;  /* nsnaps entries (owned) */
 	uint32_t nstats;             /* rules that fired */
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
 };
 
+const char *rw_node_kind_name(enum rw_node_kind k); /* "forward" */
 const char *rw_guard_name(enum rw_guard_kind k); /* "src_abuts" */
 
-/* Whether one guard holds for the bindings of ops (original op indices). */
+/* Whether a condition holds between two ops (same: a and b are one op). */
+bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct cap_op *b, bool same);
+/* Whether one guard without snapshots holds for the bindings of ops (original op indices). */
 bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops);
+/* The op node n stands for with the bindings of ops: 0, or -CF_EINVAL (the originals are not
+ * what the kind needs, or cufold's kernels cannot be loaded). out's pointers may alias ops'
+ * and n's scratch; key and bind are not recomputed. */
+int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out);
+/* Bytes of scratch a node of kind needs (first: its first original op). */
+uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first);
+/* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func). */
+void rw__set_kernel_resolver(CUresult (*fn)(CUcontext ctx, int kernel, CUfunction *out));
 /* Whether every guard holds; *failed (may be NULL) gets the index of the first that does not. */
 bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *ops, uint32_t *failed);
 /* The op plan node k submits for the bindings of ops: the original op itself for RW_NODE_OP,
@@ -96,8 +156,9 @@ void rw_plan_destroy(struct rw_plan *p);
 struct rw_config;
 
 /* A plan over a run of consecutive ops that replay lays out one graph node per op: a plan node
- * stands at the position of its first op, the other ops it covers become empty nodes. Only a
- * plan whose nodes each cover a contiguous run of ops and that erases none fits this layout. */
+ * stands at the position of its first op, the other ops it covers and the ops the plan erased
+ * become empty nodes (which keep the order around them). Only a plan whose nodes each cover a
+ * contiguous run of ops fits this layout. */
 struct rw_run {
 	struct rw_plan *plan;        /* the plan (never the identity) */
 	uint32_t n;                  /* ops of the run */

@@ -14,6 +14,7 @@
 #include "common/compiler.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "rewrite/effects.h"
 #include "rewrite/rewriter.h"
 #include "shim/api.h"
 
@@ -27,6 +28,8 @@ struct rw_rewriter {
 	uint32_t n;                  /* nodes in it */
 	struct rw_guard *guards;     /* conditions recorded so far */
 	uint32_t nguards, gcap;      /* used / allocated guards */
+	struct rw_plan_node *snaps;  /* nodes guards named (orig in the arena, scratch not set) */
+	uint32_t nsnaps, scap;       /* used / allocated snapshots */
 	struct cf_arena arena;       /* orig arrays of merged nodes */
 };
 
@@ -169,13 +172,14 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i)
 	return 0;
 }
 
-int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, const struct cap_op *op,
+int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, uint32_t from,
 	       const char *rule)
 {
+	struct rw_plan_node pn;
 	struct rw_node nn;
 	uint32_t norig = 0, at = 0;
 
-	if (!count || i >= rw->n || count > rw->n - i)
+	if (!count || i >= rw->n || count > rw->n - i || (from != RW_NONE && from >= rw->norig))
 		return -CF_EINVAL;
 	for (uint32_t k = i; k < i + count; k++)
 		norig += rw->nodes[k].norig;
@@ -189,21 +193,37 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	}
 	nn.kind = (uint8_t)kind;
 	nn.norig = norig;
-	nn.op = *op;
+	nn.from = from;
 	nn.rule = rule;
+	nn.snap = -1;
+	memset(&pn, 0, sizeof(pn));
+	pn.kind = (uint8_t)kind;
+	pn.norig = norig;
+	pn.orig = nn.orig;
+	pn.from = from;
+	pn.scratch_size = rw_node_scratch_bytes(kind, rw->ops[nn.orig[0]]);
+	if (pn.scratch_size) {
+		pn.scratch = nn.scratch = cf_arena_alloc(&rw->arena, pn.scratch_size);
+		if (!pn.scratch)
+			return -CF_ENOMEM;
+	}
+	/* what the node stands for now, built as replay will build it at each launch */
+	if (rw_node_derive(&pn, rw->ops, &nn.op) != 0)
+		return -CF_EINVAL;
 	rw->nodes[i] = nn;
 	memmove(&rw->nodes[i + 1], &rw->nodes[i + count], (rw->n - i - count) * sizeof(rw->nodes[0]));
 	rw->n -= count - 1;
 	return 0;
 }
 
-int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b)
+static int guard_add(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b, int32_t na, int32_t nb)
 {
 	if (a >= rw->norig || b >= rw->norig)
 		return -CF_EINVAL;
 	/* the same condition twice would only cost a check per launch */
 	for (uint32_t k = 0; k < rw->nguards; k++)
-		if (rw->guards[k].kind == kind && rw->guards[k].a == a && rw->guards[k].b == b)
+		if (rw->guards[k].kind == kind && rw->guards[k].a == a && rw->guards[k].b == b &&
+		    rw->guards[k].na == na && rw->guards[k].nb == nb)
 			return 0;
 	if (rw->nguards == rw->gcap) {
 		uint32_t cap = rw->gcap ? 2 * rw->gcap : 16;
@@ -214,11 +234,80 @@ int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32
 		rw->guards = g;
 		rw->gcap = cap;
 	}
-	rw->guards[rw->nguards].kind = (uint8_t)kind;
-	rw->guards[rw->nguards].a = a;
-	rw->guards[rw->nguards].b = b;
+	rw->guards[rw->nguards] = (struct rw_guard){ (uint8_t)kind, a, b, na, nb };
 	rw->nguards++;
 	return 0;
+}
+
+int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b)
+{
+	return guard_add(rw, kind, a, b, -1, -1);
+}
+
+bool rw_is_plain(const struct rw_rewriter *rw, uint32_t i)
+{
+	return i < rw->n && rw->nodes[i].kind == RW_NODE_OP;
+}
+
+/* The snapshot standing for node i (made on first use), or -1 for an untouched op; -2 when out
+ * of memory. */
+static int32_t snap_of(struct rw_rewriter *rw, uint32_t i)
+{
+	struct rw_node *n = &rw->nodes[i];
+	struct rw_plan_node *s;
+
+	if (n->kind == RW_NODE_OP)
+		return -1;
+	if (n->snap >= 0)
+		return n->snap;
+	if (rw->nsnaps == rw->scap) {
+		uint32_t cap = rw->scap ? 2 * rw->scap : 8;
+		struct rw_plan_node *p = realloc(rw->snaps, cap * sizeof(*p));
+
+		if (!p)
+			return -2;
+		rw->snaps = p;
+		rw->scap = cap;
+	}
+	s = &rw->snaps[rw->nsnaps];
+	memset(s, 0, sizeof(*s));
+	s->kind = n->kind;
+	s->norig = n->norig;
+	s->orig = n->orig; /* arena: lives as long as the rewriter */
+	s->from = n->from;
+	s->rule = n->rule;
+	n->snap = (int32_t)rw->nsnaps++;
+	return n->snap;
+}
+
+int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard_kind kind, uint32_t i, uint32_t j)
+{
+	int32_t si, sj;
+
+	if (i >= rw->n || j >= rw->n)
+		return rec ? -CF_EINVAL : 1;
+	if (!rec)
+		return rw_cond_holds(kind, &rw->nodes[i].op, &rw->nodes[j].op, i == j) ? 0 : 1;
+	si = snap_of(rec, i);
+	sj = snap_of(rec, j);
+	if (si < -1 || sj < -1)
+		return -CF_ENOMEM;
+	return guard_add(rec, kind, rw->nodes[i].orig[0], rw->nodes[j].orig[0], si, sj);
+}
+
+bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
+{
+	if (i >= j || j >= rw->n)
+		return false;
+	for (uint32_t k = i + 1; k < j; k++) {
+		const struct cap_op *op = &rw->nodes[k].op;
+
+		if (op->kind != CAP_OP_KERNEL && op->kind != CAP_OP_MEMCPY && op->kind != CAP_OP_MEMSET)
+			return false;
+		if (op->stream_slot != rw->nodes[i].op.stream_slot || op->ctx != rw->nodes[i].op.ctx)
+			return false;
+	}
+	return true;
 }
 
 /* ------------------------------------------------------------------ the driver */
@@ -255,6 +344,16 @@ static void count_rule(struct rw_plan_stat *stats, uint32_t *nstats, const char 
 	(*nstats)++;
 }
 
+/* Give plan node d the scratch its kind needs (owned). 0 or -CF_ENOMEM. */
+static int node_scratch(const struct rw_rewriter *rw, struct rw_plan_node *d)
+{
+	d->scratch_size = rw_node_scratch_bytes((enum rw_node_kind)d->kind, rw->ops[d->orig[0]]);
+	if (!d->scratch_size)
+		return 0;
+	d->scratch = calloc(1, d->scratch_size);
+	return d->scratch ? 0 : -CF_ENOMEM;
+}
+
 /* The plan of rw's list (identity: ignore the list and guards, one node per original op). */
 static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, const struct rw_plan_stat *stats,
 				 uint32_t nstats)
@@ -283,6 +382,27 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 			d->orig[0] = k;
 		d->kind = s ? s->kind : RW_NODE_OP;
 		d->rule = s ? s->rule : NULL;
+		d->from = s ? s->from : RW_NONE;
+		if (node_scratch(rw, d) != 0)
+			goto out_nomem;
+	}
+	if (!identity && rw->nsnaps) {
+		p->snaps = calloc(rw->nsnaps, sizeof(*p->snaps));
+		if (!p->snaps)
+			goto out_nomem;
+		for (uint32_t k = 0; k < rw->nsnaps; k++) {
+			struct rw_plan_node *d = &p->snaps[k];
+
+			*d = rw->snaps[k];
+			d->scratch = NULL;
+			d->orig = malloc(d->norig * sizeof(uint32_t));
+			if (!d->orig)
+				goto out_nomem;
+			p->nsnaps = k + 1;
+			memcpy(d->orig, rw->snaps[k].orig, d->norig * sizeof(uint32_t));
+			if (node_scratch(rw, d) != 0)
+				goto out_nomem;
+		}
 	}
 	if (!identity && rw->nguards) {
 		p->guards = malloc(rw->nguards * sizeof(*p->guards));
@@ -346,6 +466,8 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 			goto out;
 		rw.nodes[i].orig[0] = i;
 		rw.nodes[i].op = *ops[i];
+		rw.nodes[i].from = RW_NONE;
+		rw.nodes[i].snap = -1;
 	}
 	for (bool changed = nrun > 0; changed;) {
 		changed = false;
@@ -385,6 +507,7 @@ out_plan:
 out:
 	free(rw.nodes);
 	free(rw.guards);
+	free(rw.snaps);
 	cf_arena_fini(&rw.arena);
 	return p;
 }

@@ -32,9 +32,12 @@ struct rw_node {
 	uint8_t kind;                /* enum rw_node_kind */
 	uint32_t norig;              /* original ops it covers */
 	uint32_t *orig;              /* their indices, in window order (rewriter's arena) */
+	uint32_t from;               /* FORWARD, CHAIN: the op it reads its source from, else RW_NONE */
 	struct cap_op op;            /* the op it stands for with the bindings seen at rewrite time
-				      * (RW_NODE_OP: the original op; RW_NODE_COPY: derived) */
+				      * (derived by rewrite/derive.c, as replay will at each launch) */
 	const char *rule;            /* the rule that made it, or NULL */
+	void *scratch;               /* derived parameter bytes (rewriter's arena), or NULL */
+	int32_t snap;                /* its snapshot once a guard named it, else -1 */
 };
 
 struct rw_rule {
@@ -88,11 +91,27 @@ bool rw_op_is_linear_dtod(const struct cap_op *op);
 
 /* Remove node i (its original ops are not submitted). 0 or -CF_EINVAL. */
 int rw_erase(struct rw_rewriter *rw, uint32_t i);
-/* Replace nodes [i, i+count) by one node of kind covering their original ops in order; op is
- * what it stands for (copied). 0, -CF_EINVAL or -CF_ENOMEM. */
-int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, const struct cap_op *op,
+/* Replace nodes [i, i+count) by one node of kind covering their original ops in order; from is
+ * the op a FORWARD or CHAIN node reads its source from (else RW_NONE). The node's op is derived
+ * from the window's ops (rewrite/derive.c). 0, -CF_EINVAL (also when it cannot be derived) or
+ * -CF_ENOMEM. */
+int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, uint32_t from,
 	       const char *rule);
-/* Record a condition the rewrite relies on. 0 or -CF_ENOMEM. */
+/* Record a condition on original ops a and b. 0 or -CF_ENOMEM. */
 int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b);
+
+/* A condition between nodes i and j of the list as they are now. With rec NULL: evaluate it
+ * on the nodes' ops (pure), 0 when it holds, else 1. With rec (the same rewriter, in apply):
+ * record it as a guard on what the nodes stand for (an untouched op by its index, a merged or
+ * derived node by a snapshot re-derived at every check), 0 or a negative CF_E* code. Rules
+ * write their conditions once and call them both ways. */
+int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard_kind kind, uint32_t i, uint32_t j);
+
+/* Whether every node strictly between i and j (i < j) is a kernel, copy or memset on node i's
+ * stream (slot), so the only ops between them in time are those, in list order. Ops of one
+ * slot name one stream handle in every window of the shape, so this needs no guard. */
+bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j);
+/* Whether node i is an unmerged original op (RW_NODE_OP). */
+bool rw_is_plain(const struct rw_rewriter *rw, uint32_t i);
 
 #endif

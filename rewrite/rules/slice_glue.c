@@ -48,16 +48,10 @@ static uint32_t glue_orig(const struct rw_rewriter *rw, uint32_t j)
 static int glue_guard(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard_kind kind, uint32_t a,
 		      uint32_t b)
 {
-	const struct cap_op *ops[2];
-	struct rw_guard local;
-
 	if (rec)
 		return rw_guard(rec, kind, a, b);
-	ops[0] = rw_orig(rw, a);
-	ops[1] = rw_orig(rw, b);
 	/* misses(a, a) differs from misses(a, b): keep the identity of the indices */
-	local = (struct rw_guard){ (uint8_t)kind, 0, a == b ? 0 : 1 };
-	return rw_guard_holds(&local, ops) ? 0 : -1;
+	return rw_cond_holds(kind, rw_orig(rw, a), rw_orig(rw, b), a == b) ? 0 : -1;
 }
 
 /* Every condition the rewrite of the 2k nodes from i relies on: 0 when all hold (rec NULL) or
@@ -128,32 +122,15 @@ static bool glue_match(const struct rw_rewriter *rw, uint32_t i)
 static int glue_apply(struct rw_rewriter *rw, uint32_t i)
 {
 	uint32_t k = glue_find(rw, i);
-	struct cap_op op;
-	uint64_t bytes = 0;
 	int rc;
 
 	if (!k)
 		return 0;
-	op = *rw_orig(rw, glue_orig(rw, i + k));
-	for (uint32_t t = 0; t < k; t++)
-		bytes += rw_orig(rw, glue_orig(rw, i + k + t))->u.memcpy.bytes;
 	rc = glue_conditions(rw, rw, i, k);
 	if (rc != 0)
 		return rc;
-	/* what the node stands for at rewrite time; the plan derives it afresh each launch */
-	{
-		const struct cap_op *p1 = rw_orig(rw, glue_orig(rw, i));
-
-		op.u.memcpy.d.srcMemoryType = p1->u.memcpy.d.srcMemoryType;
-		op.u.memcpy.d.srcDevice = p1->u.memcpy.d.srcDevice;
-		op.u.memcpy.d.srcXInBytes = p1->u.memcpy.d.srcXInBytes;
-		op.u.memcpy.src_first = p1->u.memcpy.src_first;
-	}
-	op.u.memcpy.bytes = bytes;
-	op.u.memcpy.d.WidthInBytes = bytes;
-	op.u.memcpy.src_span = bytes;
-	op.u.memcpy.dst_span = bytes;
-	return rw_replace(rw, i + k, k, RW_NODE_FORWARD, &op, "slice-glue");
+	/* the glue copies become one copy reading where the first slice copy read */
+	return rw_replace(rw, i + k, k, RW_NODE_FORWARD, glue_orig(rw, i), "slice-glue");
 }
 
 const struct rw_rule rw_rule_slice_glue = {

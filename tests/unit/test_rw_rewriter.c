@@ -28,9 +28,7 @@ static bool tag_match(const struct rw_rewriter *rw, uint32_t i)
 
 static int tag_apply_as(struct rw_rewriter *rw, uint32_t i, const char *name)
 {
-	struct cap_op op = rw_node_at(rw, i)->op;
-
-	return rw_replace(rw, i, 1, RW_NODE_OP, &op, name);
+	return rw_replace(rw, i, 1, RW_NODE_OP, RW_NONE, name);
 }
 
 static int tag_a_apply(struct rw_rewriter *rw, uint32_t i)
@@ -79,9 +77,7 @@ static const struct rw_rule rule_fail = { "fail", 0, 1, drop_match, fail_apply }
 /* Never settles: replaces a memset by itself forever. */
 static int spin_apply(struct rw_rewriter *rw, uint32_t i)
 {
-	struct cap_op op = rw_node_at(rw, i)->op;
-
-	return rw_replace(rw, i, 1, RW_NODE_OP, &op, "spin");
+	return rw_replace(rw, i, 1, RW_NODE_OP, RW_NONE, "spin");
 }
 
 static const struct rw_rule rule_spin = { "spin", 0, 1, drop_match, spin_apply };

@@ -1,0 +1,320 @@
+/* derive.c - the op a plan node submits, derived from the bindings of the original ops it
+ * covers: merged copies and memsets, forwarded and chained sources, launches of cufold's batch
+ * kernels with their by-value tables, a cat kernel as one copy, an elementwise kernel over the
+ * summed count. rewrite layer. The rules decide WHAT a node is; this file alone decides how its
+ * op is built, so the rewriter (at rewrite time) and replay (at every launch) build the same. */
+#include <string.h>
+
+#include "common/errors.h"
+#include "rewrite/effects.h"
+#include "rewrite/kernels.h"
+#include "rewrite/plan.h"
+#include "rewrite/rewriter.h"
+#include "shim/api.h"
+
+/* ------------------------------------------------------------------ cufold's kernels */
+
+static uint32_t table_offset[1] = { 0 };
+static uint32_t table_size[1] = { RW_BATCH_TABLE_SIZE };
+
+/* Name and layout of the by-value batch kernels (one parameter: the 776-byte table). */
+static const struct cap_func batch_info[2] = {
+	{ .nparams = 1, .param_bytes = RW_BATCH_TABLE_SIZE, .layout_known = true, .name = "cufold_batch_copy",
+	  .offset = table_offset, .size = table_size },
+	{ .nparams = 1, .param_bytes = RW_BATCH_TABLE_SIZE, .layout_known = true, .name = "cufold_batch_memset",
+	  .offset = table_offset, .size = table_size },
+};
+
+static CUresult (*kernel_resolver)(CUcontext ctx, int kernel, CUfunction *out);
+
+void rw__set_kernel_resolver(CUresult (*fn)(CUcontext ctx, int kernel, CUfunction *out))
+{
+	kernel_resolver = fn;
+}
+
+static CUresult resolve(CUcontext ctx, enum rw_kernel k, CUfunction *out)
+{
+	if (kernel_resolver)
+		return kernel_resolver(ctx, (int)k, out);
+	return rw_kernels_func(ctx, k, out);
+}
+
+#define BATCH_BLOCK 256u          /* threads per block of a batch launch */
+#define BATCH_BYTES_PER_BLOCK 4096u /* bytes one block moves per pass (16 per thread) */
+#define BATCH_MAX_GRID_X 1024u    /* blocks per range at most (the kernels loop over the rest) */
+
+/* The launch of batch kernel k over n ranges, the longest max_bytes, on first's stream; the
+ * table is already in scratch. */
+static int batch_launch(const struct cap_op *first, enum rw_kernel k, uint32_t n, uint64_t max_bytes, void *scratch,
+			struct cap_op *out)
+{
+	CUfunction fn;
+	uint64_t gx = (max_bytes + BATCH_BYTES_PER_BLOCK - 1) / BATCH_BYTES_PER_BLOCK;
+
+	if (resolve(first->ctx, k, &fn) != CUDA_SUCCESS)
+		return -CF_EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->kind = CAP_OP_KERNEL;
+	out->api = SHIM_ID_cuLaunchKernel;
+	out->stream_kind = first->stream_kind;
+	out->stream_slot = first->stream_slot;
+	out->tid = first->tid;
+	out->stream = first->stream;
+	out->ctx = first->ctx;
+	out->seq = first->seq;
+	out->callsite = first->callsite;
+	out->u.kernel.handle = fn;
+	out->u.kernel.func = fn;
+	out->u.kernel.info = &batch_info[k == RW_K_BATCH_COPY ? 0 : 1];
+	out->u.kernel.grid[0] = (unsigned)(gx < 1 ? 1 : gx > BATCH_MAX_GRID_X ? BATCH_MAX_GRID_X : gx);
+	out->u.kernel.grid[1] = n;
+	out->u.kernel.grid[2] = 1;
+	out->u.kernel.block[0] = BATCH_BLOCK;
+	out->u.kernel.block[1] = 1;
+	out->u.kernel.block[2] = 1;
+	out->u.kernel.param_size = RW_BATCH_TABLE_SIZE;
+	out->u.kernel.params = scratch;
+	return 0;
+}
+
+static int derive_batch_copy(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	struct rw_batch_copy_table *t = n->scratch;
+	uint64_t max_bytes = 0;
+
+	if (!t || n->scratch_size < sizeof(*t) || n->norig > RW_BATCH_MAX)
+		return -CF_EINVAL;
+	memset(t, 0, sizeof(*t));
+	for (uint32_t i = 0; i < n->norig; i++) {
+		const struct cap_op *c = ops[n->orig[i]];
+
+		if (!rw_op_is_linear_dtod(c))
+			return -CF_EINVAL;
+		t->r[i].dst = c->u.memcpy.dst_first;
+		t->r[i].src = c->u.memcpy.src_first;
+		t->r[i].bytes = c->u.memcpy.bytes;
+		if (c->u.memcpy.bytes > max_bytes)
+			max_bytes = c->u.memcpy.bytes;
+	}
+	t->count = n->norig;
+	return batch_launch(ops[n->orig[0]], RW_K_BATCH_COPY, n->norig, max_bytes, t, out);
+}
+
+static int derive_batch_set(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	struct rw_batch_memset_table *t = n->scratch;
+	uint64_t max_bytes = 0;
+
+	if (!t || n->scratch_size < sizeof(*t) || n->norig > RW_BATCH_MAX)
+		return -CF_EINVAL;
+	memset(t, 0, sizeof(*t));
+	for (uint32_t i = 0; i < n->norig; i++) {
+		const struct cap_op *m = ops[n->orig[i]];
+
+		if (!rw_op_is_set_1d(m))
+			return -CF_EINVAL;
+		t->r[i].dst = m->u.memset.dst;
+		t->r[i].bytes = rw_set_bytes(m);
+		t->r[i].value = m->u.memset.value;
+		t->r[i].elem_size = m->u.memset.elem_size;
+		if (t->r[i].bytes > max_bytes)
+			max_bytes = t->r[i].bytes;
+	}
+	t->count = n->norig;
+	return batch_launch(ops[n->orig[0]], RW_K_BATCH_MEMSET, n->norig, max_bytes, t, out);
+}
+
+/* ------------------------------------------------------------------ copies and memsets */
+
+/* A 1-D copy as `tmpl` but over bytes bytes. */
+static void copy_resize(struct cap_op *out, uint64_t bytes)
+{
+	out->u.memcpy.d.WidthInBytes = bytes;
+	out->u.memcpy.bytes = bytes;
+	out->u.memcpy.src_span = bytes;
+	out->u.memcpy.dst_span = bytes;
+	out->u.memcpy.staged = NULL;
+	out->flags &= (uint8_t)~CAP_OPF_STAGED;
+}
+
+/* Make out read from `from`'s source, delta bytes past its first byte. */
+static void copy_source_of(struct cap_op *out, const struct cap_op *from, uint64_t delta)
+{
+	const struct cap_memcpy *f = &from->u.memcpy;
+	struct cap_memcpy *o = &out->u.memcpy;
+
+	/* 1-D (guarded): the source is the first byte `from` read, moved by delta */
+	o->d.srcXInBytes = f->d.srcXInBytes + delta;
+	o->d.srcY = f->d.srcY;
+	o->d.srcZ = f->d.srcZ;
+	o->d.srcLOD = f->d.srcLOD;
+	o->d.srcMemoryType = f->d.srcMemoryType;
+	o->d.srcHost = f->d.srcHost;
+	o->d.srcDevice = f->d.srcDevice;
+	o->d.srcArray = f->d.srcArray;
+	o->d.srcPitch = f->d.srcPitch;
+	o->d.srcHeight = f->d.srcHeight;
+	o->src_ctx = f->src_ctx;
+	o->src_pageable = f->src_pageable;
+	o->src_first = f->src_first + delta;
+}
+
+static int derive_copy(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < n->norig; i++) {
+		if (ops[n->orig[i]]->kind != CAP_OP_MEMCPY)
+			return -CF_EINVAL;
+		bytes += ops[n->orig[i]]->u.memcpy.bytes;
+	}
+	*out = *ops[n->orig[0]];
+	copy_resize(out, bytes);
+	if (n->kind == RW_NODE_FORWARD || n->kind == RW_NODE_CHAIN) {
+		const struct cap_op *from;
+		uint64_t delta = 0;
+
+		if (n->from >= RW_NONE || ops[n->from]->kind != CAP_OP_MEMCPY)
+			return -CF_EINVAL;
+		from = ops[n->from];
+		if (n->kind == RW_NODE_CHAIN) {
+			if (out->u.memcpy.src_first < from->u.memcpy.dst_first)
+				return -CF_EINVAL;
+			delta = out->u.memcpy.src_first - from->u.memcpy.dst_first;
+		}
+		copy_source_of(out, from, delta);
+	}
+	return 0;
+}
+
+static int derive_set(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	size_t width = 0;
+
+	for (uint32_t i = 0; i < n->norig; i++) {
+		if (ops[n->orig[i]]->kind != CAP_OP_MEMSET)
+			return -CF_EINVAL;
+		width += ops[n->orig[i]]->u.memset.width;
+	}
+	*out = *ops[n->orig[0]];
+	out->u.memset.width = width;
+	out->u.memset.pitch = width * out->u.memset.elem_size;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+static int derive_cat_copy(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	const struct cap_op *k = ops[n->orig[0]];
+	struct rw_access_set set;
+	uint64_t bytes = 0, src, dst;
+
+	if (n->norig != 1 || rw_op_kernel_access(k, &set) != 0 || !(set.flags & RW_SET_CAT) || set.cat_out < 0 ||
+	    !set.ntables || !set.tables[0].n)
+		return -CF_EINVAL;
+	for (uint32_t i = 0; i < set.tables[0].n; i++)
+		bytes += set.acc[set.tables[0].first + i].bytes;
+	src = set.acc[set.tables[0].first].addr;
+	dst = set.acc[set.cat_out].addr;
+	memset(out, 0, sizeof(*out));
+	out->kind = CAP_OP_MEMCPY;
+	out->api = SHIM_ID_cuMemcpyDtoDAsync_v2;
+	out->stream_kind = k->stream_kind;
+	out->stream_slot = k->stream_slot;
+	out->tid = k->tid;
+	out->stream = k->stream;
+	out->ctx = k->ctx;
+	out->seq = k->seq;
+	out->callsite = k->callsite;
+	out->u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	out->u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	out->u.memcpy.d.srcDevice = src;
+	out->u.memcpy.d.dstDevice = dst;
+	out->u.memcpy.d.Height = 1;
+	out->u.memcpy.d.Depth = 1;
+	out->u.memcpy.dir = CAP_DIR_DTOD;
+	out->u.memcpy.src_first = src;
+	out->u.memcpy.dst_first = dst;
+	copy_resize(out, bytes);
+	return bytes ? 0 : -CF_EINVAL;
+}
+
+static int derive_elementwise(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	const struct cap_op *first = ops[n->orig[0]];
+	const struct cap_kernel *k = &first->u.kernel;
+	struct rw_access_set set;
+	int64_t total = 0;
+	int cparam = -1;
+	uint32_t off, size;
+
+	if (first->kind != CAP_OP_KERNEL || !n->scratch || n->scratch_size < k->param_size || !k->block[0])
+		return -CF_EINVAL;
+	for (uint32_t i = 0; i < n->norig; i++) {
+		if (rw_op_kernel_access(ops[n->orig[i]], &set) != 0 || !(set.flags & RW_SET_COUNT) ||
+		    set.count_param < 0 || set.count < 0 || __builtin_add_overflow(total, set.count, &total) ||
+		    (cparam >= 0 && cparam != set.count_param))
+			return -CF_EINVAL;
+		cparam = set.count_param;
+	}
+	if (cparam < 0 || (uint32_t)cparam >= k->info->nparams)
+		return -CF_EINVAL;
+	off = k->info->offset[cparam];
+	size = k->info->size[cparam];
+	if ((size != 4 && size != 8) || off + size > k->param_size || (size == 4 && total > INT32_MAX) ||
+	    (total + k->block[0] - 1) / k->block[0] > INT32_MAX)
+		return -CF_EINVAL;
+	memcpy(n->scratch, k->params, k->param_size);
+	if (size == 4) {
+		int32_t v = (int32_t)total;
+
+		memcpy((char *)n->scratch + off, &v, 4);
+	} else {
+		memcpy((char *)n->scratch + off, &total, 8);
+	}
+	*out = *first;
+	out->u.kernel.params = n->scratch;
+	out->u.kernel.grid[0] = (unsigned)((total + k->block[0] - 1) / k->block[0]);
+	return 0;
+}
+
+int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	if (!n->norig)
+		return -CF_EINVAL;
+	switch (n->kind) {
+	case RW_NODE_OP:
+		*out = *ops[n->orig[0]];
+		return 0;
+	case RW_NODE_COPY:
+	case RW_NODE_FORWARD:
+	case RW_NODE_CHAIN:
+		return derive_copy(n, ops, out);
+	case RW_NODE_SET:
+		return derive_set(n, ops, out);
+	case RW_NODE_BATCH_COPY:
+		return derive_batch_copy(n, ops, out);
+	case RW_NODE_BATCH_SET:
+		return derive_batch_set(n, ops, out);
+	case RW_NODE_CAT_COPY:
+		return derive_cat_copy(n, ops, out);
+	case RW_NODE_ELEMENTWISE:
+		return derive_elementwise(n, ops, out);
+	default:
+		return -CF_EINVAL;
+	}
+}
+
+uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first)
+{
+	switch (kind) {
+	case RW_NODE_BATCH_COPY:
+	case RW_NODE_BATCH_SET:
+		return RW_BATCH_TABLE_SIZE;
+	case RW_NODE_ELEMENTWISE:
+		return first->kind == CAP_OP_KERNEL ? first->u.kernel.param_size : 0;
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,203 @@
+/* effects.c - the ranges one op reads and writes (copies and memsets from their arguments,
+ * kernels from their cards), purity and sameness of ops. rewrite layer; pure computation. */
+#include <string.h>
+
+#include "common/errors.h"
+#include "rewrite/effects.h"
+#include "rewrite/rewriter.h"
+#include "shim/api.h"
+
+static bool overlap(uint64_t a0, uint64_t an, uint64_t b0, uint64_t bn)
+{
+	return an && bn && a0 < b0 + bn && b0 < a0 + an;
+}
+
+bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, uint64_t addr, uint64_t bytes)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (overlap(list[i].addr, list[i].bytes, addr, bytes))
+			return true;
+	return false;
+}
+
+bool rw_effects_reads(const struct rw_effects *e, uint64_t addr, uint64_t bytes)
+{
+	return e->all || rw_ranges_overlap(e->r, e->nr, addr, bytes);
+}
+
+bool rw_effects_writes(const struct rw_effects *e, uint64_t addr, uint64_t bytes)
+{
+	return e->all || rw_ranges_overlap(e->w, e->nw, addr, bytes);
+}
+
+uint64_t rw_set_bytes(const struct cap_op *op)
+{
+	return (uint64_t)op->u.memset.width * op->u.memset.elem_size;
+}
+
+/* Bytes from a memset's first byte to one past its last. */
+static uint64_t set_span(const struct cap_memset *m)
+{
+	uint64_t row = (uint64_t)m->width * m->elem_size;
+
+	return m->height > 1 ? (uint64_t)m->pitch * (m->height - 1) + row : row;
+}
+
+int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	struct rw_param_info info[RW_CARD_MAX_PARAMS];
+	struct rw_launch_args args;
+	const struct rw_card *card;
+
+	if (op->kind != CAP_OP_KERNEL || !k->info || !k->info->layout_known || k->info->nparams > RW_CARD_MAX_PARAMS)
+		return -CF_EINVAL;
+	card = rw_card_lookup(k->info->name);
+	if (!card)
+		return -CF_ENOENT;
+	for (uint32_t i = 0; i < k->info->nparams; i++) {
+		info[i].offset = k->info->offset[i];
+		info[i].size = k->info->size[i];
+	}
+	memset(&args, 0, sizeof(args));
+	args.buf = k->params;
+	args.buf_size = k->param_size;
+	args.params = info;
+	args.nparams = k->info->nparams;
+	memcpy(args.grid, k->grid, sizeof(args.grid));
+	memcpy(args.block, k->block, sizeof(args.block));
+	return rw_card_access(card, &args, set);
+}
+
+static void kernel_effects(const struct cap_op *op, struct rw_effects *e)
+{
+	struct rw_access_set set;
+
+	if (rw_op_kernel_access(op, &set) != 0 || (set.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN))) {
+		e->all = true;
+		return;
+	}
+	for (unsigned i = 0; i < set.n; i++) {
+		const struct rw_access *a = &set.acc[i];
+
+		if (a->flags & RW_ACC_UNKNOWN) {
+			e->all = true;
+			return;
+		}
+		if (a->flags & RW_ACC_READ)
+			e->r[e->nr++] = (struct rw_range){ a->addr, a->bytes };
+		if (a->flags & RW_ACC_WRITE)
+			e->w[e->nw++] = (struct rw_range){ a->addr, a->bytes };
+	}
+}
+
+void rw_op_effects(const struct cap_op *op, struct rw_effects *e)
+{
+	e->all = false;
+	e->nr = e->nw = 0;
+	switch (op->kind) {
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *c = &op->u.memcpy;
+
+		/* a pageable side is host memory only the host reaches: it cannot alias device ranges,
+		 * but it is listed all the same (the ranges are plain addresses) */
+		e->r[e->nr++] = (struct rw_range){ c->src_first, c->src_span };
+		e->w[e->nw++] = (struct rw_range){ c->dst_first, c->dst_span };
+		return;
+	}
+	case CAP_OP_MEMSET:
+		e->w[e->nw++] = (struct rw_range){ op->u.memset.dst, set_span(&op->u.memset) };
+		return;
+	case CAP_OP_KERNEL:
+		kernel_effects(op, e);
+		return;
+	default:
+		e->all = true;
+		return;
+	}
+}
+
+bool rw_op_is_set_1d(const struct cap_op *op)
+{
+	if (op->kind != CAP_OP_MEMSET || op->u.memset.height != 1 || !op->u.memset.width)
+		return false;
+	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED | CAP_OPF_NO_DEFER))
+		return false;
+	return op->stream_kind != CAP_STREAM_PER_THREAD && op->api < SHIM_API_COUNT &&
+	       strstr(shim_api[op->api].name, "Async") != NULL;
+}
+
+bool rw_op_sure_write(const struct cap_op *op, struct rw_range *out)
+{
+	if (op->kind == CAP_OP_MEMCPY && rw_op_is_linear_dtod(op)) {
+		*out = (struct rw_range){ op->u.memcpy.dst_first, op->u.memcpy.bytes };
+		return true;
+	}
+	if (op->kind == CAP_OP_MEMSET && op->u.memset.height == 1) {
+		*out = (struct rw_range){ op->u.memset.dst, rw_set_bytes(op) };
+		return out->bytes != 0;
+	}
+	return false;
+}
+
+bool rw_op_is_pure(const struct cap_op *op)
+{
+	struct rw_effects e;
+
+	switch (op->kind) {
+	case CAP_OP_MEMSET:
+		return true;
+	case CAP_OP_MEMCPY:
+		return !overlap(op->u.memcpy.src_first, op->u.memcpy.src_span, op->u.memcpy.dst_first,
+				op->u.memcpy.dst_span);
+	case CAP_OP_KERNEL: {
+		struct rw_access_set set;
+
+		if (rw_op_kernel_access(op, &set) != 0 || !(set.flags & RW_SET_PURE))
+			return false;
+		if (set.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN) || rw_access_set_self_overlaps(&set))
+			return false;
+		rw_op_effects(op, &e);
+		return !e.all;
+	}
+	default:
+		return false;
+	}
+}
+
+bool rw_op_same(const struct cap_op *a, const struct cap_op *b)
+{
+	if (a->kind != b->kind || a->api != b->api || a->stream != b->stream || a->ctx != b->ctx)
+		return false;
+	switch (a->kind) {
+	case CAP_OP_KERNEL: {
+		const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
+
+		return x->func == y->func && x->handle == y->handle && !x->nattrs && !y->nattrs &&
+		       memcmp(x->grid, y->grid, sizeof(x->grid)) == 0 &&
+		       memcmp(x->block, y->block, sizeof(x->block)) == 0 && x->shared_bytes == y->shared_bytes &&
+		       x->param_size == y->param_size && x->via_extra == y->via_extra &&
+		       memcmp(x->params, y->params, x->param_size) == 0;
+	}
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *x = &a->u.memcpy, *y = &b->u.memcpy;
+
+		/* field by field: the descriptor has padding */
+		return x->dir == y->dir && x->src_first == y->src_first && x->dst_first == y->dst_first &&
+		       x->bytes == y->bytes && x->src_span == y->src_span && x->dst_span == y->dst_span &&
+		       x->d.WidthInBytes == y->d.WidthInBytes && x->d.Height == y->d.Height &&
+		       x->d.Depth == y->d.Depth && x->d.srcPitch == y->d.srcPitch && x->d.dstPitch == y->d.dstPitch &&
+		       x->d.srcHeight == y->d.srcHeight && x->d.dstHeight == y->d.dstHeight &&
+		       x->d.srcMemoryType == y->d.srcMemoryType && x->d.dstMemoryType == y->d.dstMemoryType &&
+		       x->src_ctx == y->src_ctx && x->dst_ctx == y->dst_ctx && !x->src_pageable && !y->src_pageable;
+	}
+	case CAP_OP_MEMSET: {
+		const struct cap_memset *x = &a->u.memset, *y = &b->u.memset;
+
+		return x->dst == y->dst && x->pitch == y->pitch && x->elem_size == y->elem_size &&
+		       x->value == y->value && x->width == y->width && x->height == y->height;
+	}
+	default:
+		return false;
+	}
+}

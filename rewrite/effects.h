@@ -1,0 +1,69 @@
+/* effects.h - what one op reads and writes, as address ranges: the facts every rule's safety
+ * condition is made of. rewrite layer: includes capture/capture.h and rewrite/cards.h.
+ *
+ * Copies and memsets need no card: a copy reads its source span and writes its destination
+ * span, a memset writes its span (for 2-D forms the span from the first to one past the last
+ * byte, pitch gaps included: an upper bound). A kernel's ranges come from its card
+ * (rewrite/cards.h); a kernel with no card, an `indirect` card, a span the card cannot compute
+ * (`unknown`) or a launch that does not fit its card may touch anything: `all`. Events, host
+ * functions and anything else are `all` too, so a rule that asks "does anything between these
+ * two ops read this range" gets "maybe" for them and leaves the window alone.
+ *
+ * Ranges are [addr, addr + bytes) in the one virtual address space of the process (device,
+ * managed and pinned host memory alike, as unified addressing gives them). */
+#ifndef RW_EFFECTS_H
+#define RW_EFFECTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+#include "rewrite/cards.h"
+
+struct rw_range {
+	uint64_t addr;               /* first byte */
+	uint64_t bytes;              /* length (0: touches nothing) */
+};
+
+struct rw_effects {
+	bool all;                    /* may read and write anything: the lists say nothing */
+	uint32_t nr, nw;             /* ranges read / written */
+	struct rw_range r[RW_ACCESS_MAX];
+	struct rw_range w[RW_ACCESS_MAX];
+};
+
+/* What op may read and write. Never fails: what cannot be known is `all`. */
+void rw_op_effects(const struct cap_op *op, struct rw_effects *e);
+
+/* The access set of a kernel op from its card: 0, or -CF_ENOENT (no card) / -CF_EINVAL (the
+ * launch does not fit the card). */
+int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set);
+
+/* Whether [addr, addr + bytes) overlaps any range of the list. */
+bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, uint64_t addr, uint64_t bytes);
+/* Whether some read (write) of e overlaps [addr, addr + bytes); true when e is `all`. */
+bool rw_effects_reads(const struct rw_effects *e, uint64_t addr, uint64_t bytes);
+bool rw_effects_writes(const struct rw_effects *e, uint64_t addr, uint64_t bytes);
+
+/* The one range op surely writes whole (every byte of it, whatever the data): a 1-D copy's
+ * destination, a 1-D memset's span. False for everything else (2-D forms skip pitch gaps; a
+ * kernel's card gives upper bounds). */
+bool rw_op_sure_write(const struct cap_op *op, struct rw_range *out);
+
+/* Whether op, run again on the same inputs, writes the same bytes and does nothing else: a
+ * memset; a copy whose source misses its destination; a kernel whose card is `pure` with a
+ * complete access set whose writes miss its reads. */
+bool rw_op_is_pure(const struct cap_op *op);
+
+/* Whether b is a with the same bindings: the same entry point, stream, context and every
+ * argument (a kernel: function, grid, block, shared bytes and parameter bytes; attributes make
+ * it different). */
+bool rw_op_same(const struct cap_op *a, const struct cap_op *b);
+
+/* Whether op is an asynchronous 1-D memset (height 1) replay may defer. */
+bool rw_op_is_set_1d(const struct cap_op *op);
+
+/* The bytes a 1-D memset sets (width * element size). */
+uint64_t rw_set_bytes(const struct cap_op *op);
+
+#endif
