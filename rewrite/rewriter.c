@@ -297,7 +297,7 @@ int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard
 
 bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 {
-	if (i >= j || j >= rw->n)
+	if (i >= j || j > rw->n)
 		return false;
 	for (uint32_t k = i + 1; k < j; k++) {
 		const struct cap_op *op = &rw->nodes[k].op;

@@ -107,7 +107,7 @@ int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32
  * write their conditions once and call them both ways. */
 int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard_kind kind, uint32_t i, uint32_t j);
 
-/* Whether every node strictly between i and j (i < j) is a kernel, copy or memset on node i's
+/* Whether every node strictly between i and j (i < j <= rw_count) is a kernel, copy or memset on node i's
  * stream (slot), so the only ops between them in time are those, in list order. Ops of one
  * slot name one stream handle in every window of the shape, so this needs no guard. */
 bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j);

@@ -1,8 +1,8 @@
 # rewrite_slice_glue.sh - the slice-glue rule end to end: results bit for bit the same as
 # without cufold over 20 seeds at CUFOLD_OPT=1 (steady buffers, and buffers that move so that a
 # guard fails mid-run) and at CUFOLD_OPT=0; the device's own counters show the 16 copies of a
-# step (8 slices, 8 glue) executed as 9 at CUFOLD_OPT=1, as 16 at CUFOLD_OPT=0 and with
-# CUFOLD_RULES=-slice-glue. tests layer.
+# step (8 slices, 8 glue) executed as 9 at CUFOLD_OPT=1 without batch-copy, as one copy and one
+# launch of the batch kernel with it, as 16 at CUFOLD_OPT=0 and without slice-glue. tests layer.
 source "$(dirname "$0")/lib.sh"
 prog=$B/progs/rw_slice_glue
 [[ -x $prog ]] || fail "$prog is not built"
@@ -22,24 +22,32 @@ copies() { # out opt steps [rules]
 	SIMCUDA_STATS=$1 CUFOLD_OPT=$2 CUFOLD_RULES=${4:-} CUFOLD_REPORT=$1.report run_cufold /dev/null "$prog" steady "$3" ||
 		fail "rw_slice_glue steady $3 exited $?"
 }
-copies "$TMP/o1a" 1 6; copies "$TMP/o1b" 1 16
+copies "$TMP/o1a" 1 6 -batch-copy; copies "$TMP/o1b" 1 16 -batch-copy
+copies "$TMP/oaa" 1 6; copies "$TMP/oab" 1 16
 copies "$TMP/o0a" 0 6; copies "$TMP/o0b" 0 16
-copies "$TMP/ofa" 1 6 -slice-glue; copies "$TMP/ofb" 1 16 -slice-glue
+copies "$TMP/ofa" 1 6 -slice-glue,-batch-copy,-copy-chain; copies "$TMP/ofb" 1 16 -slice-glue,-batch-copy,-copy-chain
 SIMCUDA_STATS=$TMP/pa run_plain /dev/null "$prog" steady 6 || fail "plain run exited $?"
 SIMCUDA_STATS=$TMP/pb run_plain /dev/null "$prog" steady 16 || fail "plain run exited $?"
 python3 - "$TMP" <<'PY' || fail "the device's counters do not show the glue copies replaced"
 import json, sys, os
 d = sys.argv[1]
 def load(n): return json.load(open(os.path.join(d, n)))["totals"]
-def per_step(a, b): return (load(b)["copies_executed"] - load(a)["copies_executed"]) / 10.0
+def per_step(a, b, what="copies"):
+    if what == "copies":
+        return (load(b)["copies_executed"] - load(a)["copies_executed"]) / 10.0
+    k = lambda n: json.load(open(os.path.join(d, n)))["kernels"].get(what, 0)
+    return (k(b) - k(a)) / 10.0
 plain, opt0, opt1, off = per_step("pa", "pb"), per_step("o0a", "o0b"), per_step("o1a", "o1b"), per_step("ofa", "ofb")
-print("copies executed per step: plain %.1f, OPT=0 %.1f, OPT=1 %.1f, OPT=1 -slice-glue %.1f" % (plain, opt0, opt1, off))
+print("copies executed per step: plain %.1f, OPT=0 %.1f, OPT=1 -batch-copy %.1f, OPT=1 -slice-glue %.1f" % (plain, opt0, opt1, off))
 def want(what, got, exp):
     if abs(got - exp) > 1e-9:
         sys.exit("%s: got %s, expected %s" % (what, got, exp))
 want("plain", plain, 16)
 want("CUFOLD_OPT=0", opt0, 16)
-want("CUFOLD_OPT=1", opt1, 9)
-want("CUFOLD_RULES=-slice-glue", off, 16)
+want("CUFOLD_OPT=1 -batch-copy", opt1, 9)
+want("CUFOLD_RULES=-slice-glue,-batch-copy,-copy-chain", off, 16)
+# all rules: the 8 slices (independent) go in one launch of cufold's batch kernel
+want("CUFOLD_OPT=1: copies", per_step("oaa", "oab"), 1)
+want("CUFOLD_OPT=1: batch kernels", per_step("oaa", "oab", "cufold_batch_copy"), 1)
 PY
-note "16 copies per step (8 slices, 8 glue) executed as 9 at CUFOLD_OPT=1"
+note "16 copies per step (8 slices, 8 glue) executed as 9 (-batch-copy), as 1 copy + 1 batch launch at CUFOLD_OPT=1"

@@ -1,0 +1,82 @@
+/* duplicate.c - rule: the same pure op issued again, with nothing in between writing what it
+ * reads or writes, is dropped. rewrite layer.
+ *
+ *   before:  X          a kernel (card: pure), a copy or a memset   (stream s)
+ *            Y1 .. Ym   kernels, copies, memsets on s writing nothing X reads or writes
+ *            X'         X again: the same entry point, stream and arguments
+ *   after:   X, Y1 .. Ym                        (X' is not submitted)
+ *
+ * Safe when (each a guard checked on every launch, on the bindings of that launch):
+ *  - X is pure (pure: a memset; a copy whose source misses its destination; a kernel whose card
+ *    says `pure`, whose access set is complete and whose writes miss its reads), so run again
+ *    on the same inputs it writes the same bytes and does nothing else;
+ *  - X' is X with the same bindings (same_op);
+ *  - Y1 .. Ym write nothing X reads or writes (unwritten), so X' would find the inputs X found
+ *    and write over outputs that still hold what X wrote;
+ *  - X, the Yi and X' are one stream's consecutive kernels, copies and memsets in the window
+ *    (checked once: the shape fixes it).
+ *
+ * Why it pays: a launch or copy that changes no byte disappears (the repeated zeroing of a
+ * buffer, a recomputed mask, a copy done twice). */
+#include "common/errors.h"
+#include "rewrite/rewriter.h"
+
+#define DUP_SCAN 64 /* nodes looked ahead for the repeat */
+
+static int dup_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec, uint32_t i, uint32_t j)
+{
+	int rc = rw_need(rw, rec, RW_G_PURE, i, i);
+
+	if (rc == 0)
+		rc = rw_need(rw, rec, RW_G_SAME_OP, i, j);
+	for (uint32_t k = i + 1; k < j && rc == 0; k++)
+		rc = rw_need(rw, rec, RW_G_UNWRITTEN, i, k);
+	return rc;
+}
+
+/* The node repeating node i, or 0 (pure). */
+static uint32_t dup_find(const struct rw_rewriter *rw, uint32_t i)
+{
+	const struct rw_node *x = rw_node_at(rw, i);
+
+	if (!x || !rw_is_plain(rw, i) || rw_need(rw, NULL, RW_G_PURE, i, i) != 0)
+		return 0;
+	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= DUP_SCAN; j++) {
+		const struct rw_node *y = rw_node_at(rw, j);
+
+		if (!rw_plain_between(rw, i, j + 1))
+			return 0;
+		if (rw_is_plain(rw, j) && y->op.key == x->op.key && y->op.bind == x->op.bind &&
+		    rw_need(rw, NULL, RW_G_SAME_OP, i, j) == 0)
+			return dup_conditions(rw, NULL, i, j) == 0 ? j : 0;
+		/* something between writes what X touches: X' would not repeat X */
+		if (rw_need(rw, NULL, RW_G_UNWRITTEN, i, j) != 0)
+			return 0;
+	}
+	return 0;
+}
+
+static bool dup_match(const struct rw_rewriter *rw, uint32_t i)
+{
+	return dup_find(rw, i) != 0;
+}
+
+static int dup_apply(struct rw_rewriter *rw, uint32_t i)
+{
+	uint32_t j = dup_find(rw, i);
+	int rc;
+
+	if (!j)
+		return -CF_EINVAL;
+	rc = dup_conditions(rw, rw, i, j);
+	return rc ? rc : rw_erase(rw, j);
+}
+
+const struct rw_rule rw_rule_duplicate = {
+	.name = "duplicate",
+	.benefit = 30,
+	.level = 1,
+	.match = dup_match,
+	.apply = dup_apply,
+};
+RW_RULE_REGISTER(duplicate);
