@@ -43,8 +43,18 @@ static void memset_range(const struct rw_batch_memset_range *r)
 	unsigned char *d = (unsigned char *)(uintptr_t)r->dst;
 	unsigned int es = r->elem_size == 2 || r->elem_size == 4 ? r->elem_size : 1;
 
-	for (uint64_t o = 0; o < r->bytes; o++)
-		d[o] = (unsigned char)(r->value >> (8 * (unsigned int)(o % es)));
+	uint64_t filled;
+
+	/* one element, then the filled prefix doubled: every copy starts at a multiple of es, so
+	 * byte o still gets byte o % es of the value */
+	for (filled = 0; filled < es && filled < r->bytes; filled++)
+		d[filled] = (unsigned char)(r->value >> (8 * (unsigned int)filled));
+	while (filled < r->bytes) {
+		uint64_t n = filled < r->bytes - filled ? filled : r->bytes - filled;
+
+		memcpy(d + filled, d, (size_t)n);
+		filled += n;
+	}
 }
 
 void sim_twin_cufold_batch_copy(const struct sim_launch *l)
