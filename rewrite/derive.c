@@ -77,51 +77,72 @@ static int batch_launch(const struct cap_op *first, enum rw_kernel k, uint32_t n
 	return 0;
 }
 
+/* The op member m of batch node n stands for (a copy or memset derived like a node of its
+ * kind; without members, original op m). */
+static int member_op(const struct rw_plan_node *n, uint32_t m, const struct cap_op *const *ops, struct cap_op *out)
+{
+	struct rw_plan_node v;
+
+	if (!n->nmembers) {
+		*out = *ops[n->orig[m]];
+		return 0;
+	}
+	if (n->members[m].first + n->members[m].count > n->norig || n->members[m].kind == RW_NODE_BATCH_COPY ||
+	    n->members[m].kind == RW_NODE_BATCH_SET)
+		return -CF_EINVAL;
+	memset(&v, 0, sizeof(v));
+	v.kind = n->members[m].kind;
+	v.norig = n->members[m].count;
+	v.orig = &n->orig[n->members[m].first];
+	v.from = n->members[m].from;
+	return rw_node_derive(&v, ops, out);
+}
+
 static int derive_batch_copy(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
 {
 	struct rw_batch_copy_table *t = n->scratch;
+	uint32_t count = n->nmembers ? n->nmembers : n->norig;
 	uint64_t max_bytes = 0;
+	struct cap_op c;
 
-	if (!t || n->scratch_size < sizeof(*t) || n->norig > RW_BATCH_MAX)
+	if (!t || n->scratch_size < sizeof(*t) || count > RW_BATCH_MAX)
 		return -CF_EINVAL;
 	memset(t, 0, sizeof(*t));
-	for (uint32_t i = 0; i < n->norig; i++) {
-		const struct cap_op *c = ops[n->orig[i]];
-
-		if (!rw_op_is_linear_dtod(c))
+	for (uint32_t i = 0; i < count; i++) {
+		if (member_op(n, i, ops, &c) != 0 || !rw_op_is_linear_dtod(&c))
 			return -CF_EINVAL;
-		t->r[i].dst = c->u.memcpy.dst_first;
-		t->r[i].src = c->u.memcpy.src_first;
-		t->r[i].bytes = c->u.memcpy.bytes;
-		if (c->u.memcpy.bytes > max_bytes)
-			max_bytes = c->u.memcpy.bytes;
+		t->r[i].dst = c.u.memcpy.dst_first;
+		t->r[i].src = c.u.memcpy.src_first;
+		t->r[i].bytes = c.u.memcpy.bytes;
+		if (c.u.memcpy.bytes > max_bytes)
+			max_bytes = c.u.memcpy.bytes;
 	}
-	t->count = n->norig;
-	return batch_launch(ops[n->orig[0]], RW_K_BATCH_COPY, n->norig, max_bytes, t, out);
+	t->count = count;
+	return batch_launch(ops[n->orig[0]], RW_K_BATCH_COPY, count, max_bytes, t, out);
 }
 
 static int derive_batch_set(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
 {
 	struct rw_batch_memset_table *t = n->scratch;
+	uint32_t count = n->nmembers ? n->nmembers : n->norig;
 	uint64_t max_bytes = 0;
+	struct cap_op m;
 
-	if (!t || n->scratch_size < sizeof(*t) || n->norig > RW_BATCH_MAX)
+	if (!t || n->scratch_size < sizeof(*t) || count > RW_BATCH_MAX)
 		return -CF_EINVAL;
 	memset(t, 0, sizeof(*t));
-	for (uint32_t i = 0; i < n->norig; i++) {
-		const struct cap_op *m = ops[n->orig[i]];
-
-		if (!rw_op_is_set_1d(m))
+	for (uint32_t i = 0; i < count; i++) {
+		if (member_op(n, i, ops, &m) != 0 || !rw_op_is_set_1d(&m))
 			return -CF_EINVAL;
-		t->r[i].dst = m->u.memset.dst;
-		t->r[i].bytes = rw_set_bytes(m);
-		t->r[i].value = m->u.memset.value;
-		t->r[i].elem_size = m->u.memset.elem_size;
+		t->r[i].dst = m.u.memset.dst;
+		t->r[i].bytes = rw_set_bytes(&m);
+		t->r[i].value = m.u.memset.value;
+		t->r[i].elem_size = m.u.memset.elem_size;
 		if (t->r[i].bytes > max_bytes)
 			max_bytes = t->r[i].bytes;
 	}
-	t->count = n->norig;
-	return batch_launch(ops[n->orig[0]], RW_K_BATCH_MEMSET, n->norig, max_bytes, t, out);
+	t->count = count;
+	return batch_launch(ops[n->orig[0]], RW_K_BATCH_MEMSET, count, max_bytes, t, out);
 }
 
 /* ------------------------------------------------------------------ copies and memsets */

@@ -275,24 +275,30 @@ bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops)
 	return rw_cond_holds((enum rw_guard_kind)g->kind, ops[g->a], ops[g->b], g->a == g->b);
 }
 
-/* The op guard side (index, snapshot) stands for: ops[index], or derived into tmp. */
+/* The op guard side (index, snapshot) stands for: ops[index], or the snapshot's op derived for
+ * this check. */
 static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, int32_t snap,
-				       const struct cap_op *const *ops, struct cap_op *tmp)
+				       const struct cap_op *const *ops)
 {
 	if (snap < 0)
 		return ops[index];
-	if ((uint32_t)snap >= p->nsnaps || rw_node_derive(&p->snaps[snap], ops, tmp) != 0)
-		return NULL;
-	return tmp;
+	return (uint32_t)snap < p->nsnaps ? &p->snap_ops[snap] : NULL;
 }
 
 bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *ops, uint32_t *failed)
 {
+	/* every snapshot derived once for this check (a snapshot may appear in many guards) */
+	for (uint32_t s = 0; s < p->nsnaps; s++) {
+		if (rw_node_derive(&p->snaps[s], ops, &p->snap_ops[s]) != 0) {
+			if (failed)
+				*failed = 0;
+			return false;
+		}
+	}
 	for (uint32_t i = 0; i < p->nguards; i++) {
 		const struct rw_guard *g = &p->guards[i];
-		struct cap_op ta, tb;
-		const struct cap_op *a = guard_side(p, g->a, g->na, ops, &ta);
-		const struct cap_op *b = g->nb == g->na && g->b == g->a ? a : guard_side(p, g->b, g->nb, ops, &tb);
+		const struct cap_op *a = guard_side(p, g->a, g->na, ops);
+		const struct cap_op *b = guard_side(p, g->b, g->nb, ops);
 
 		if (!a || !b || !rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb)) {
 			if (failed)
@@ -338,6 +344,21 @@ static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 static void put_node(char *buf, size_t cap, size_t *len, const struct rw_plan_node *n)
 {
 	put(buf, cap, len, "%s(", rw_node_kind_name((enum rw_node_kind)n->kind));
+	if (n->nmembers) {
+		/* a batch: its members, an untouched op by its index */
+		for (uint32_t m = 0; m < n->nmembers; m++) {
+			struct rw_plan_node v = { .kind = n->members[m].kind, .norig = n->members[m].count,
+						  .orig = &n->orig[n->members[m].first], .from = n->members[m].from };
+
+			put(buf, cap, len, "%s", m ? "," : "");
+			if (v.kind == RW_NODE_OP && v.norig == 1)
+				put(buf, cap, len, "%u", (unsigned)v.orig[0]);
+			else
+				put_node(buf, cap, len, &v);
+		}
+		put(buf, cap, len, ")");
+		return;
+	}
 	for (uint32_t i = 0; i < n->norig; i++)
 		put(buf, cap, len, "%s%u", i ? "," : "", (unsigned)n->orig[i]);
 	if (n->kind == RW_NODE_CHAIN && n->from != RW_NONE)
@@ -384,6 +405,7 @@ static void nodes_free(struct rw_plan_node *nodes, uint32_t n)
 	for (uint32_t k = 0; nodes && k < n; k++) {
 		free(nodes[k].orig);
 		free(nodes[k].scratch);
+		free(nodes[k].members);
 	}
 	free(nodes);
 }
@@ -394,6 +416,7 @@ void rw_plan_destroy(struct rw_plan *p)
 		return;
 	nodes_free(p->nodes, p->nnodes);
 	nodes_free(p->snaps, p->nsnaps);
+	free(p->snap_ops);
 	free(p->guards);
 	free(p->stats);
 	free(p);
@@ -422,12 +445,19 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
 		const struct rw_plan_node *pn = &r->plan->nodes[k];
 
-		for (uint32_t j = 0; j < pn->norig; j++)
-			if (pn->orig[j] != pn->orig[0] + j)
-				goto out_drop;
 		r->node_of[pn->orig[0]] = (int32_t)k;
 		for (uint32_t j = 1; j < pn->norig; j++)
 			r->node_of[pn->orig[j]] = -1;
+	}
+	/* a node covers a run of ops with only erased ops (-2) inside it: it can stand at its
+	 * first op's position, everything else of the run being empty nodes */
+	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
+		const struct rw_plan_node *pn = &r->plan->nodes[k];
+
+		for (uint32_t j = 1; j < pn->norig; j++)
+			for (uint32_t x = pn->orig[j - 1] + 1; x < pn->orig[j]; x++)
+				if (r->node_of[x] != -2)
+					goto out_drop;
 	}
 	/* an erased op keeps its position as an empty node: the order around it stays */
 	for (uint32_t i = 0; i < n; i++)

@@ -93,11 +93,22 @@ struct rw_guard {
 				      * original op itself */
 };
 
+/* One member of a batch node: a node that was merged into it whole (a copy or memset of any
+ * kind above), covering orig[first .. first+count) of the batch node. */
+struct rw_member {
+	uint8_t kind;                /* enum rw_node_kind of the member */
+	uint32_t first, count;       /* its original ops within the batch node's orig */
+	uint32_t from;               /* its `from` */
+};
+
 struct rw_plan_node {
 	uint8_t kind;                /* enum rw_node_kind */
 	uint32_t norig;              /* original ops it covers (1 for RW_NODE_OP) */
 	uint32_t *orig;              /* their indices, in window order (owned) */
 	uint32_t from;               /* FORWARD, CHAIN: the op whose source it reads; else RW_NONE */
+	uint32_t nmembers;           /* BATCH_*: members (one table range each); 0: every original
+				      * op is a member of kind OP */
+	struct rw_member *members;   /* nmembers entries (owned), in order */
 	const char *rule;            /* the rule that made it (static), NULL for an untouched op */
 	void *scratch;               /* BATCH_*, ELEMENTWISE: the derived launch's parameter bytes
 				      * (owned; rewritten by each derivation) */
@@ -118,6 +129,7 @@ struct rw_plan {
 	struct rw_guard *guards;     /* nguards entries (owned), in the order rules added them */
 	uint32_t nsnaps;             /* snapshots guards refer to */
 	struct rw_plan_node *snaps;  /* nsnaps entries (owned) */
+	struct cap_op *snap_ops;     /* nsnaps entries: scratch for one check (owned) */
 	uint32_t nstats;             /* rules that fired */
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
 };

@@ -31,6 +31,7 @@ struct rw_rewriter {
 	struct rw_plan_node *snaps;  /* nodes guards named (orig in the arena, scratch not set) */
 	uint32_t nsnaps, scap;       /* used / allocated snapshots */
 	struct cf_arena arena;       /* orig arrays of merged nodes */
+	bool *erased;                /* per original op: erased by a rule */
 };
 
 /* ------------------------------------------------------------------ registration */
@@ -127,8 +128,12 @@ bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b)
 
 	if (a >= rw->norig || b >= rw->norig || b <= a)
 		return false;
-	if (!rw->tg || cap_graph_nnodes(rw->tg) != rw->norig)
-		return b == a + 1;
+	if (!rw->tg || cap_graph_nnodes(rw->tg) != rw->norig) {
+		for (uint32_t k = a + 1; k < b; k++)
+			if (!rw->erased[k])
+				return false;
+		return true;
+	}
 	np = cap_graph_npred(rw->tg, b);
 	pred = cap_graph_pred(rw->tg, b);
 	for (uint32_t k = 0; k < np; k++)
@@ -167,6 +172,8 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i)
 {
 	if (i >= rw->n)
 		return -CF_EINVAL;
+	for (uint32_t k = 0; k < rw->nodes[i].norig; k++)
+		rw->erased[rw->nodes[i].orig[k]] = true;
 	memmove(&rw->nodes[i], &rw->nodes[i + 1], (rw->n - i - 1) * sizeof(rw->nodes[0]));
 	rw->n--;
 	return 0;
@@ -201,6 +208,24 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	pn.norig = norig;
 	pn.orig = nn.orig;
 	pn.from = from;
+	if (kind == RW_NODE_BATCH_COPY || kind == RW_NODE_BATCH_SET) {
+		/* each replaced node is one range of the table, whatever it was */
+		nn.members = cf_arena_alloc(&rw->arena, count * sizeof(*nn.members));
+		if (!nn.members)
+			return -CF_ENOMEM;
+		at = 0;
+		for (uint32_t k = i; k < i + count; k++) {
+			const struct rw_node *m = &rw->nodes[k];
+
+			if (m->nmembers) /* a batch inside a batch: the table has one level */
+				return -CF_EINVAL;
+			nn.members[k - i] = (struct rw_member){ m->kind, at, m->norig, m->from };
+			at += m->norig;
+		}
+		nn.nmembers = count;
+	}
+	pn.nmembers = nn.nmembers;
+	pn.members = nn.members;
 	pn.scratch_size = rw_node_scratch_bytes(kind, rw->ops[nn.orig[0]]);
 	if (pn.scratch_size) {
 		pn.scratch = nn.scratch = cf_arena_alloc(&rw->arena, pn.scratch_size);
@@ -276,6 +301,8 @@ static int32_t snap_of(struct rw_rewriter *rw, uint32_t i)
 	s->orig = n->orig; /* arena: lives as long as the rewriter */
 	s->from = n->from;
 	s->rule = n->rule;
+	s->nmembers = n->nmembers;
+	s->members = n->members; /* arena too */
 	n->snap = (int32_t)rw->nsnaps++;
 	return n->snap;
 }
@@ -354,6 +381,21 @@ static int node_scratch(const struct rw_rewriter *rw, struct rw_plan_node *d)
 	return d->scratch ? 0 : -CF_ENOMEM;
 }
 
+/* Give plan node d its own copy of members. 0 or -CF_ENOMEM. */
+static int node_members(struct rw_plan_node *d, const struct rw_member *m, uint32_t n)
+{
+	d->members = NULL;
+	d->nmembers = 0;
+	if (!n)
+		return 0;
+	d->members = malloc(n * sizeof(*m));
+	if (!d->members)
+		return -CF_ENOMEM;
+	memcpy(d->members, m, n * sizeof(*m));
+	d->nmembers = n;
+	return 0;
+}
+
 /* The plan of rw's list (identity: ignore the list and guards, one node per original op). */
 static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, const struct rw_plan_stat *stats,
 				 uint32_t nstats)
@@ -383,6 +425,8 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 		d->kind = s ? s->kind : RW_NODE_OP;
 		d->rule = s ? s->rule : NULL;
 		d->from = s ? s->from : RW_NONE;
+		if (s && node_members(d, s->members, s->nmembers) != 0)
+			goto out_nomem;
 		if (node_scratch(rw, d) != 0)
 			goto out_nomem;
 	}
@@ -395,14 +439,20 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 
 			*d = rw->snaps[k];
 			d->scratch = NULL;
+			d->members = NULL;
+			d->nmembers = 0;
 			d->orig = malloc(d->norig * sizeof(uint32_t));
 			if (!d->orig)
 				goto out_nomem;
 			p->nsnaps = k + 1;
 			memcpy(d->orig, rw->snaps[k].orig, d->norig * sizeof(uint32_t));
-			if (node_scratch(rw, d) != 0)
+			if (node_members(d, rw->snaps[k].members, rw->snaps[k].nmembers) != 0 ||
+			    node_scratch(rw, d) != 0)
 				goto out_nomem;
 		}
+		p->snap_ops = calloc(rw->nsnaps, sizeof(*p->snap_ops));
+		if (!p->snap_ops)
+			goto out_nomem;
 	}
 	if (!identity && rw->nguards) {
 		p->guards = malloc(rw->nguards * sizeof(*p->guards));
@@ -455,7 +505,8 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 				run[nrun++] = reg[k];
 	}
 	rw.nodes = calloc(n ? n : 1, sizeof(*rw.nodes));
-	if (!rw.nodes)
+	rw.erased = calloc(n ? n : 1, sizeof(*rw.erased));
+	if (!rw.nodes || !rw.erased)
 		goto out;
 	rw.n = n;
 	for (uint32_t i = 0; i < n; i++) {
@@ -506,6 +557,7 @@ out_plan:
 	p = plan_make(&rw, identity, stats, nstats);
 out:
 	free(rw.nodes);
+	free(rw.erased);
 	free(rw.guards);
 	free(rw.snaps);
 	cf_arena_fini(&rw.arena);

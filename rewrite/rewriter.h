@@ -33,6 +33,8 @@ struct rw_node {
 	uint32_t norig;              /* original ops it covers */
 	uint32_t *orig;              /* their indices, in window order (rewriter's arena) */
 	uint32_t from;               /* FORWARD, CHAIN: the op it reads its source from, else RW_NONE */
+	uint32_t nmembers;           /* BATCH_*: the nodes merged into it (rewriter's arena) */
+	struct rw_member *members;
 	struct cap_op op;            /* the op it stands for with the bindings seen at rewrite time
 				      * (derived by rewrite/derive.c, as replay will at each launch) */
 	const char *rule;            /* the rule that made it, or NULL */
@@ -82,8 +84,9 @@ const struct rw_node *rw_node_at(const struct rw_rewriter *rw, uint32_t i);
 /* Original op j as captured. */
 const struct cap_op *rw_orig(const struct rw_rewriter *rw, uint32_t j);
 /* Whether original op b's only ordering inputs are original op a and what a already waits for
- * (trace graph: preds(b) is a subset of preds(a) + {a}); true when there is no trace graph and
- * b == a + 1. Rules use it to prove nothing else can come between a and b. */
+ * (trace graph: preds(b) is a subset of preds(a) + {a}); without a trace graph, whether every
+ * op between a and b (b > a) was erased. Rules use it to prove nothing else can come between
+ * a and b. */
 bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b);
 /* Whether the original op is a 1-D device-to-device copy in linear memory that replay may
  * defer (asynchronous, not host-visible, not refused, no peer contexts). */
@@ -92,7 +95,8 @@ bool rw_op_is_linear_dtod(const struct cap_op *op);
 /* Remove node i (its original ops are not submitted). 0 or -CF_EINVAL. */
 int rw_erase(struct rw_rewriter *rw, uint32_t i);
 /* Replace nodes [i, i+count) by one node of kind covering their original ops in order; from is
- * the op a FORWARD or CHAIN node reads its source from (else RW_NONE). The node's op is derived
+ * the op a FORWARD or CHAIN node reads its source from (else RW_NONE). A BATCH_* node keeps the
+ * replaced nodes as its members (one table range each). The node's op is derived
  * from the window's ops (rewrite/derive.c). 0, -CF_EINVAL (also when it cannot be derived) or
  * -CF_ENOMEM. */
 int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, uint32_t from,
