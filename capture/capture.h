@@ -399,6 +399,26 @@ uint32_t cap_shape_moved(const struct cap_shape *s, uint32_t i);
 void *cap_shape_user(const struct cap_shape *s);
 void cap_shape_set_user(struct cap_shape *s, void *user);
 
+/* What an upper layer's rewrite did to one op of a shape, for the pictures (CUFOLD_DOT). */
+enum cap_mark_kind {
+	CAP_MARK_NONE = 0,      /* submitted as it was */
+	CAP_MARK_REMOVED = 1,   /* not submitted at all */
+	CAP_MARK_MERGED = 2,    /* its work done by the node of another op (`into`) */
+	CAP_MARK_REWRITTEN = 3, /* submitted as a different op (merged nodes stand here) */
+};
+
+struct cap_mark {
+	uint8_t kind;                /* enum cap_mark_kind */
+	uint32_t into;               /* CAP_MARK_MERGED: the op whose node does its work */
+	const char *rule;            /* the rule (static text), or NULL */
+};
+
+/* Mark op i of shape s (the last mark of a rebuilt template wins; all marks go with the shape).
+ * 0 or -CF_ENOMEM (then the pictures show no mark). */
+int cap_shape_mark(struct cap_shape *s, uint32_t i, enum cap_mark_kind kind, uint32_t into, const char *rule);
+/* Forget every mark of s (a template of it was dropped). */
+void cap_shape_unmark(struct cap_shape *s);
+
 /* The trie of op keys, for a matcher walking it as calls come (read-only; nodes stay valid
  * until the next window closes). */
 struct cap_trie_node;

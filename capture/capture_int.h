@@ -65,6 +65,7 @@ struct cap_shape {
 	uint64_t closed_by[CAP_BOUNDARY_COUNT]; /* what ended its windows */
 	struct cap_shape *prev, *next; /* recency list, most recent first */
 	void *user;                  /* replay's template */
+	struct cap_mark *marks;      /* per op: what the rewrite did to it (owned), or NULL */
 };
 
 /* Insert the closed window w (ops compacted, nops > 0) into the trie: an existing shape takes

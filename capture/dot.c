@@ -1,6 +1,7 @@
 /* dot.c - one Graphviz file per window shape (CUFOLD_DOT=dir): the trace graph of the shape's
  * last sighting, nodes colored by stream, edges of stream order solid and edges across streams
- * (events, the legacy stream's implicit synchronization) dashed. capture layer.
+ * (events, the legacy stream's implicit synchronization) dashed; ops the rewrite removed, merged
+ * or rewrote marked as replay told (cap_shape_mark). capture layer.
  *
  * Files are dir/shape-<id>.dot; each starts with the marker line "// cufold window shape", the
  * only kind of existing file cap__out_openat lets this overwrite. The folder ("%p" expanded) is
@@ -93,12 +94,30 @@ static int write_shape(int dfd, const struct cap_shape *s)
 	}
 	for (uint32_t i = 0; i < cap_window_nops(w); i++) {
 		const struct cap_op *op = cap_window_op(w, i);
+		const struct cap_mark *m = s->marks && i < s->nops ? &s->marks[i] : NULL;
+		const char *rule = m && m->rule ? m->rule : "?";
 
 		fprintf(f, "  n%u [label=\"", i);
 		node_label(f, op, i);
-		fprintf(f, "\", fillcolor=\"%s\"%s];\n", palette[op->stream_slot % CF_ARRAY_SIZE(palette)],
-			op->kind == CAP_OP_KERNEL ? "" : ", shape=note");
+		/* what the rewrite did: removed nodes grey and dashed, merged ones dotted with the op
+		 * that does their work, rewritten ones (merged nodes stand there) with a bold border */
+		if (m && m->kind == CAP_MARK_REMOVED)
+			fprintf(f, "\\nremoved by %s\", fillcolor=\"#eeeeee\", style=\"rounded,filled,dashed\", "
+				   "fontcolor=\"#777777\"%s];\n", rule, op->kind == CAP_OP_KERNEL ? "" : ", shape=note");
+		else if (m && m->kind == CAP_MARK_MERGED)
+			fprintf(f, "\\nmerged into %u by %s\", fillcolor=\"%s\", style=\"rounded,filled,dotted\"%s];\n",
+				m->into, rule, palette[op->stream_slot % CF_ARRAY_SIZE(palette)],
+				op->kind == CAP_OP_KERNEL ? "" : ", shape=note");
+		else if (m && m->kind == CAP_MARK_REWRITTEN)
+			fprintf(f, "\\nrewritten by %s\", fillcolor=\"%s\", penwidth=3%s];\n", rule,
+				palette[op->stream_slot % CF_ARRAY_SIZE(palette)], op->kind == CAP_OP_KERNEL ? "" : ", shape=note");
+		else
+			fprintf(f, "\", fillcolor=\"%s\"%s];\n", palette[op->stream_slot % CF_ARRAY_SIZE(palette)],
+				op->kind == CAP_OP_KERNEL ? "" : ", shape=note");
 	}
+	for (uint32_t i = 0; s->marks && i < cap_window_nops(w) && i < s->nops; i++)
+		if (s->marks[i].kind == CAP_MARK_MERGED && s->marks[i].into < s->nops)
+			fprintf(f, "  n%u -> n%u [style=dotted, arrowhead=none, constraint=false];\n", i, s->marks[i].into);
 	for (uint32_t i = 0; i < cap_graph_nnodes(g); i++) {
 		const uint32_t *p = cap_graph_pred(g, i);
 

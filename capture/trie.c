@@ -110,6 +110,7 @@ static void shape_free(struct cap_shape *s)
 {
 	cap__window_free(s->last);
 	free(s->moved);
+	free(s->marks);
 	free(s);
 }
 
@@ -297,4 +298,23 @@ void *cap_shape_user(const struct cap_shape *s)
 void cap_shape_set_user(struct cap_shape *s, void *user)
 {
 	s->user = user;
+}
+
+int cap_shape_mark(struct cap_shape *s, uint32_t i, enum cap_mark_kind kind, uint32_t into, const char *rule)
+{
+	if (i >= s->nops)
+		return -CF_EINVAL;
+	if (!s->marks) {
+		s->marks = calloc(s->nops, sizeof(*s->marks));
+		if (!s->marks)
+			return -CF_ENOMEM;
+	}
+	s->marks[i] = (struct cap_mark){ (uint8_t)kind, into, rule };
+	return 0;
+}
+
+void cap_shape_unmark(struct cap_shape *s)
+{
+	free(s->marks);
+	s->marks = NULL;
 }

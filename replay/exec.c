@@ -64,11 +64,6 @@
 
 struct rpl_totals rpl__totals;
 
-/* [rewrite] rewrite plans of segments (template.c); to move to replay_int.h with a plan field
- * in struct rpl_seg. */
-bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def);
-const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
-
 #define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
 
 static struct {
@@ -502,12 +497,12 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 
 	*npatched = 0;
 	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
-		struct cap_op tmp; /* [rewrite] a plan node's op derived from this launch's bindings */
+		struct cap_op tmp; /* a plan node's op derived from this launch's bindings */
 		const struct cap_op *op = rpl__seg_op(g, i, st.def, &tmp);
 		struct rpl_node *n = &g->nodes[i];
 
 		if (!op || (n->empty && n->kind != CAP_OP_EVENT_WAIT))
-			continue; /* [rewrite] folded into an earlier node */
+			continue; /* folded into another node, or erased */
 
 		switch (op->kind) {
 		case CAP_OP_KERNEL: {
@@ -693,7 +688,7 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 		return;
 	}
 	if (!rpl__seg_guards_hold(g, st.def)) {
-		/* [rewrite] the plan was not proven for these bindings: the program's ops go as
+		/* the rewrite plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
 		flush_eager(RPL_FB_GUARD);
 		template_retire(t, "a rewrite guard failed on a launch's bindings");

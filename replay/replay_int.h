@@ -7,6 +7,7 @@
 #include "capture/capture.h"
 #include "common/arena.h"
 #include "replay/replay.h"
+#include "rewrite/plan.h"
 #include "shim/real.h"
 
 #define RPL_MAX_CAND 8        /* templates followed at once through a shared prefix */
@@ -14,6 +15,7 @@
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
+#define RPL_SITES_MAX 8       /* call sites of rewritten ops kept per template (report) */
 
 /* How an op of a template is submitted when it matches. */
 enum rpl_cls {
@@ -62,6 +64,22 @@ struct rpl_seg {
 	uint64_t launches;           /* launches of exec */
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
+	struct rw_run *run;          /* the rewrite plan of its ops (CUFOLD_OPT >= 1), or NULL: a
+				      * plan node stands at its first op's position, the other ops
+				      * it covers and the ops it erased are empty nodes */
+};
+
+/* What the rewrite did to a template's graphable ops, counted when it was built (report). */
+struct rpl_rewrite_figures {
+	uint32_t kernels[2];         /* kernel launches before / after */
+	uint32_t copies[2];          /* copies before / after */
+	uint32_t memsets[2];         /* memsets before / after */
+	uint64_t bytes[2];           /* bytes copied or set before / after (copies, memsets and
+				      * cufold's batch kernels, which count as kernels too) */
+	struct rw_plan_stat rules[16]; /* rules that fired and how often, summed over segments */
+	uint32_t nrules;             /* used entries */
+	uint64_t sites[RPL_SITES_MAX]; /* call sites of ops a rule changed, removed or merged */
+	uint32_t nsites;             /* used entries */
 };
 
 struct rpl_template {
@@ -83,6 +101,7 @@ struct rpl_template {
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	const char *retired_why;     /* retired: why (static text); NULL while live */
 	uint64_t fallbacks[RPL_FB_COUNT]; /* eager fallbacks while following it, by reason */
+	struct rpl_rewrite_figures rw; /* what the rewrite did */
 	uint64_t *moved_sites;       /* call sites of patched ops (report), up to RPL_SITES */
 	uint32_t nmoved_sites;       /* used entries */
 	struct rpl_template *prev, *next; /* every live template */
@@ -126,6 +145,13 @@ bool rpl__copy_equal(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b);
 /* The descriptor of a copy node: the op's, reading from stage when it has one. */
 void rpl__copy_desc(const struct cap_op *op, const void *stage, CUDA_MEMCPY3D *d);
 bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b);
+/* Whether the rewrite plan of g (if any) holds for the deferred ops def[0..g->n): its guards,
+ * and every node derivable. */
+bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def);
+/* The op node i of g stands for at this launch (right after rpl__seg_guards_hold(g, def) said
+ * yes): &def[i], tmp filled with a derived op, or NULL for an empty node (an op folded into
+ * another node or erased). */
+const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
 /* Whether any binding of t points into [base, base+size). */
 bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size);
 size_t rpl__template_bytes(const struct rpl_template *t);

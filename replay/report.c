@@ -1,6 +1,7 @@
 /* report.c - replay's part of the JSON report: per template its segments, launches, ops
  * replayed, fallbacks with their reasons, patches and the call sites whose bindings moved, host
- * submissions saved; totals; the measured matching cost. replay layer. */
+ * submissions saved, what the rewrite did (rules fired, kernels, copies, memsets and bytes before
+ * and after, call sites of the ops it changed); totals; the measured matching cost. replay layer. */
 #include <inttypes.h>
 
 #include "replay/replay_int.h"
@@ -17,6 +18,41 @@ static void write_fallbacks(FILE *f, const uint64_t *fb)
 		first = false;
 	}
 	fputc('}', f);
+}
+
+/* A call site's name as a JSON string. */
+static void write_site(FILE *f, uint64_t site)
+{
+	const char *name = cap_callsite_name(site);
+
+	fputc('"', f);
+	for (const char *p = name ? name : "?"; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*p >= 0x20)
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* What the rewrite did: the rules that fired, graphable ops before and after by kind, bytes,
+ * and the call sites of the ops it changed. */
+static void write_rewrite(FILE *f, const struct rpl_rewrite_figures *w)
+{
+	fputs("\"rewrite\": {\"rules\": {", f);
+	for (uint32_t i = 0; i < w->nrules; i++)
+		fprintf(f, "%s\"%s\": %u", i ? ", " : "", w->rules[i].rule, w->rules[i].count);
+	fprintf(f,
+		"}, \"kernels\": [%u, %u], \"copies\": [%u, %u], \"memsets\": [%u, %u], \"bytes\": [%" PRIu64
+		", %" PRIu64 "], \"call_sites\": [",
+		w->kernels[0], w->kernels[1], w->copies[0], w->copies[1], w->memsets[0], w->memsets[1], w->bytes[0],
+		w->bytes[1]);
+	for (uint32_t i = 0; i < w->nsites; i++) {
+		if (i)
+			fputs(", ", f);
+		write_site(f, w->sites[i]);
+	}
+	fputs("]}", f);
 }
 
 static void write_template(FILE *f, const struct rpl_template *t)
@@ -38,18 +74,13 @@ static void write_template(FILE *f, const struct rpl_template *t)
 		fputs("null", f);
 	fputs(", \"moved_call_sites\": [", f);
 	for (uint32_t i = 0; i < t->nmoved_sites; i++) {
-		const char *name = cap_callsite_name(t->moved_sites[i]);
-
-		fprintf(f, "%s\"", i ? ", " : "");
-		for (const char *p = name ? name : "?"; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				fputc('\\', f);
-			if ((unsigned char)*p >= 0x20)
-				fputc(*p, f);
-		}
-		fputc('"', f);
+		if (i)
+			fputs(", ", f);
+		write_site(f, t->moved_sites[i]);
 	}
-	fputs("], \"segment_launches\": [", f);
+	fputs("], ", f);
+	write_rewrite(f, &t->rw);
+	fputs(", \"segment_launches\": [", f);
 	for (uint32_t k = 0; k < t->nsegs; k++)
 		fprintf(f, "%s{\"first\": %u, \"ops\": %u, \"launches\": %" PRIu64 ", \"patched_launches\": %" PRIu64
 			   ", \"patches\": %" PRIu64 "}",

@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
+#include "rewrite/kernels/batch.h"
 #include "rewrite/rewriter.h"
 
 /* ------------------------------------------------------------------ classes */
@@ -203,102 +204,152 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
 
 /* ------------------------------------------------------------------ rewrite plans */
 
-/* [rewrite] CUFOLD_OPT >= 1: each segment's ops go through the rewriter when it is built
- * (rewrite/plan.h, struct rw_run: a plan node stands at its first op's position, the other ops
- * it covers become empty graph nodes, so g->nodes stays one per op). The plans are kept in this
- * side table, keyed by segment, until replay_int.h gives struct rpl_seg a field for one. */
-struct seg_plan {
-	const struct rpl_seg *seg;   /* the segment */
-	struct rw_run *run;          /* its plan */
-	struct seg_plan *next;       /* every plan */
-};
-static struct seg_plan *seg_plans;
-static struct seg_plan *seg_plan_last; /* the last one looked up (a launch asks per node) */
-
-/* Declared again in exec.c (replay_int.h is not the rewrite layer's to edit yet). */
-bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def);
-const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
-
-static struct seg_plan *seg_plan_of(const struct rpl_seg *g)
-{
-	if (seg_plan_last && seg_plan_last->seg == g)
-		return seg_plan_last;
-	for (struct seg_plan *p = seg_plans; p; p = p->next) {
-		if (p->seg == g) {
-			seg_plan_last = p;
-			return p;
-		}
-	}
-	return NULL;
-}
-
-static void seg_plan_drop(const struct rpl_seg *g)
-{
-	for (struct seg_plan **pp = &seg_plans; *pp; pp = &(*pp)->next) {
-		struct seg_plan *p = *pp;
-
-		if (p->seg == g) {
-			*pp = p->next;
-			if (seg_plan_last == p)
-				seg_plan_last = NULL;
-			rw_run_destroy(p->run);
-			free(p);
-			return;
-		}
-	}
-}
-
-/* Rewrite g's ops (window w) when cfg asks; NULL when they go as they are. */
-static struct seg_plan *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w,
-				      const struct rpl_config *cfg)
+/* CUFOLD_OPT >= 1: each segment's ops go through the rewriter when it is built (rewrite/plan.h,
+ * struct rw_run: a plan node stands at its first op's position, the other ops it covers and the
+ * ops the plan erased become empty graph nodes, so g->nodes stays one per op). */
+static struct rw_run *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w, const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
 	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL };
 	const struct cap_op **ops;
-	struct seg_plan *p;
+	struct rw_run *run;
 
 	if (cfg->opt < 1 || !(ops = malloc(g->n * sizeof(*ops))))
 		return NULL;
 	for (uint32_t i = 0; i < g->n; i++)
 		ops[i] = cap_window_op(w, g->first + i);
-	p = calloc(1, sizeof(*p));
 	/* the trace graph's indices are the window's: the segment is rewritten on window order
 	 * alone (its ops are consecutive in the window, so adjacency means the same) */
-	if (p)
-		p->run = rw_run_create(ops, g->n, &rc);
+	run = rw_run_create(ops, g->n, &rc);
 	free(ops);
-	if (!p || !p->run) {
-		free(p);
-		return NULL;
-	}
-	p->seg = g;
-	p->next = seg_plans;
-	seg_plans = p;
-	return p;
+	return run;
 }
 
 bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def)
 {
-	struct seg_plan *p = seg_plan_of(g);
-
-	return !p || rw_run_guards_hold(p->run, def);
+	return !g->run || rw_run_guards_hold(g->run, def);
 }
 
-/* The op node i of g stands for at this launch (def: the segment's deferred ops, right after
- * rpl__seg_guards_hold(g, def) said yes): &def[i], tmp filled with a derived op, or NULL for
- * an empty node (an op folded into an earlier node). */
 const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp)
 {
-	struct seg_plan *p = seg_plan_of(g);
+	return g->run ? rw_run_op(g->run, i, def, tmp) : &def[i];
+}
 
-	return p ? rw_run_op(p->run, i, def, tmp) : &def[i];
+/* Bytes a launch of cufold's batch kernels copies or sets (their tables share the layout of
+ * ranges and count; a copy range's bytes and a memset range's bytes sit at different offsets). */
+static uint64_t batch_bytes(const struct cap_op *op)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	uint64_t n = 0;
+
+	if (!k->info || k->param_size != RW_BATCH_TABLE_SIZE || strncmp(k->info->name, "cufold_batch_", 13) != 0)
+		return 0;
+	if (strcmp(k->info->name, "cufold_batch_copy") == 0) {
+		const struct rw_batch_copy_table *t = k->params;
+
+		for (uint32_t i = 0; i < t->count && i < RW_BATCH_MAX; i++)
+			n += t->r[i].bytes;
+	} else if (strcmp(k->info->name, "cufold_batch_memset") == 0) {
+		const struct rw_batch_memset_table *t = k->params;
+
+		for (uint32_t i = 0; i < t->count && i < RW_BATCH_MAX; i++)
+			n += t->r[i].bytes;
+	}
+	return n;
+}
+
+/* Count what one op does into the figures' column col (0 before, 1 after). */
+static void figures_count(struct rpl_rewrite_figures *f, const struct cap_op *op, int col)
+{
+	switch (op->kind) {
+	case CAP_OP_KERNEL:
+		f->kernels[col]++;
+		f->bytes[col] += batch_bytes(op);
+		break;
+	case CAP_OP_MEMCPY:
+		f->copies[col]++;
+		f->bytes[col] += cap_op_bytes(op);
+		break;
+	case CAP_OP_MEMSET:
+		f->memsets[col]++;
+		f->bytes[col] += cap_op_bytes(op);
+		break;
+	default:
+		break;
+	}
+}
+
+static void figures_site(struct rpl_rewrite_figures *f, uint64_t site)
+{
+	if (!site)
+		return;
+	for (uint32_t i = 0; i < f->nsites; i++)
+		if (f->sites[i] == site)
+			return;
+	if (f->nsites < RPL_SITES_MAX)
+		f->sites[f->nsites++] = site;
+}
+
+/* Tell capture what segment g's plan does to each op of shape s (for CUFOLD_DOT). */
+static void seg_mark(struct cap_shape *s, const struct rpl_seg *g)
+{
+	const struct rw_plan *p = g->run ? g->run->plan : NULL;
+
+	for (uint32_t k = 0; p && k < p->nnodes; k++) {
+		const struct rw_plan_node *n = &p->nodes[k];
+
+		if (n->kind == RW_NODE_OP)
+			continue;
+		(void)cap_shape_mark(s, g->first + n->orig[0], CAP_MARK_REWRITTEN, 0, n->rule);
+		for (uint32_t j = 1; j < n->norig; j++)
+			(void)cap_shape_mark(s, g->first + n->orig[j], CAP_MARK_MERGED, g->first + n->orig[0], n->rule);
+	}
+	for (uint32_t i = 0; p && p->erased_by && i < g->n; i++)
+		if (p->erased_by[i])
+			(void)cap_shape_mark(s, g->first + i, CAP_MARK_REMOVED, 0, p->erased_by[i]);
+}
+
+/* Add segment g's rewrite (window w) to the template's figures. */
+static void figures_add(struct rpl_rewrite_figures *f, const struct rpl_seg *g, const struct cap_window *w)
+{
+	const struct rw_plan *p = g->run ? g->run->plan : NULL;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct cap_op *op = cap_window_op(w, g->first + i);
+
+		figures_count(f, op, 0);
+		if (!p)
+			figures_count(f, op, 1);
+		else if (g->run->node_of[i] < 0 || p->nodes[g->run->node_of[i]].kind != RW_NODE_OP)
+			figures_site(f, op->callsite); /* removed, merged or derived */
+	}
+	if (!p)
+		return;
+	for (uint32_t k = 0; k < p->nnodes; k++) {
+		struct cap_op tmp;
+
+		if (rw_plan_node_op(p, k, g->run->ops, &tmp) == 0)
+			figures_count(f, &tmp, 1);
+	}
+	for (uint32_t r = 0; r < p->nstats; r++) {
+		uint32_t j = 0;
+
+		while (j < f->nrules && strcmp(f->rules[j].rule, p->stats[r].rule) != 0)
+			j++;
+		if (j == f->nrules) {
+			if (f->nrules == CF_ARRAY_SIZE(f->rules))
+				continue;
+			f->rules[f->nrules++] = (struct rw_plan_stat){ p->stats[r].rule, 0 };
+		}
+		f->rules[j].count += p->stats[r].count;
+	}
 }
 
 /* ------------------------------------------------------------------ building */
 
 static void seg_destroy(struct rpl_seg *g)
 {
-	seg_plan_drop(g); /* [rewrite] */
+	rw_run_destroy(g->run);
 	if (g->exec) {
 		rpl__own_call();
 		SHIM_REAL(cuGraphExecDestroy)(g->exec);
@@ -393,7 +444,7 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 	n->kind = op->kind;
 	rpl__own_call();
 	if (folded) {
-		/* [rewrite] an op a plan node before it covers: an empty node keeps the order */
+		/* an op a plan node covers or the plan erased: an empty node keeps the order */
 		n->empty = true;
 		return SHIM_REAL(cuGraphAddEmptyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps);
 	}
@@ -465,30 +516,27 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 	}
 	rpl__own_call();
 	rc = SHIM_REAL(cuGraphCreate)(&g->graph, 0);
-	{
-		/* [rewrite] the plan's op for each position (derived from the window's bindings) */
-		struct seg_plan *sp = rc == CUDA_SUCCESS ? seg_plan_make(g, w, cfg) : NULL;
+	if (rc == CUDA_SUCCESS)
+		g->run = seg_plan_make(g, w, cfg);
+	if (g->run) {
+		/* the plan's op for each position, derived from the window's bindings */
+		for (uint32_t j = 0; j < g->n; j++)
+			g->run->ops[j] = cap_window_op(w, g->first + j);
+	}
+	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
+		const struct cap_op *op = cap_window_op(w, g->first + i);
+		bool folded = g->run && rw_run_is_folded(g->run, i);
+		struct cap_op tmp;
 
-		struct rw_run *run = sp ? sp->run : NULL;
-
-		if (run) {
-			for (uint32_t j = 0; j < g->n; j++)
-				run->ops[j] = cap_window_op(w, g->first + j);
-		}
-		for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
-			const struct cap_op *op = cap_window_op(w, g->first + i);
-			struct cap_op tmp;
-
-			if (run && !rw_run_is_folded(run, i) &&
-			    rw_plan_node_op(run->plan, (uint32_t)run->node_of[i], run->ops, &tmp) != 0) {
-				/* rw_run_create derived every node from this very window: never here */
+		if (g->run && !folded) {
+			/* rw_run_create derived every node from this very window: never refused */
+			if (rw_plan_node_op(g->run->plan, (uint32_t)g->run->node_of[i], g->run->ops, &tmp) != 0) {
 				rc = CUDA_ERROR_NOT_SUPPORTED;
 				break;
 			}
-			if (run && !rw_run_is_folded(run, i))
-				op = &tmp;
-			rc = add_node(g, i, op, w, tg, deps, run && rw_run_is_folded(run, i));
+			op = &tmp;
 		}
+		rc = add_node(g, i, op, w, tg, deps, folded);
 	}
 	free(deps);
 	if (rc != CUDA_SUCCESS)
@@ -596,8 +644,13 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 	if (!tg)
 		goto out_nomem;
 	rpl__ctx_enter(t->ctx, &pushed);
+	cap_shape_unmark(s);
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
 		rc = seg_build(&t->segs[k], w, tg, cfg);
+		if (rc == CUDA_SUCCESS) {
+			figures_add(&t->rw, &t->segs[k], w);
+			seg_mark(s, &t->segs[k]);
+		}
 		if (rc == CUDA_SUCCESS && seg_streams(&t->segs[k], w) > 1)
 			t->multi_stream = true;
 	}

@@ -417,6 +417,7 @@ void rw_plan_destroy(struct rw_plan *p)
 	nodes_free(p->nodes, p->nnodes);
 	nodes_free(p->snaps, p->nsnaps);
 	free(p->snap_ops);
+	free(p->erased_by);
 	free(p->guards);
 	free(p->stats);
 	free(p);

@@ -130,6 +130,8 @@ struct rw_plan {
 	uint32_t nsnaps;             /* snapshots guards refer to */
 	struct rw_plan_node *snaps;  /* nsnaps entries (owned) */
 	struct cap_op *snap_ops;     /* nsnaps entries: scratch for one check (owned) */
+	const char **erased_by;      /* norig entries (owned): the rule that erased each original op,
+				      * NULL for ops a node covers; NULL for the identity plan */
 	uint32_t nstats;             /* rules that fired */
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
 };

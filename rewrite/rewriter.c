@@ -32,6 +32,8 @@ struct rw_rewriter {
 	uint32_t nsnaps, scap;       /* used / allocated snapshots */
 	struct cf_arena arena;       /* orig arrays of merged nodes */
 	bool *erased;                /* per original op: erased by a rule */
+	const char **erased_by;      /* per original op: the rule that erased it, or NULL */
+	const char *applying;        /* the rule being applied (its name) */
 };
 
 /* ------------------------------------------------------------------ registration */
@@ -172,8 +174,10 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i)
 {
 	if (i >= rw->n)
 		return -CF_EINVAL;
-	for (uint32_t k = 0; k < rw->nodes[i].norig; k++)
+	for (uint32_t k = 0; k < rw->nodes[i].norig; k++) {
 		rw->erased[rw->nodes[i].orig[k]] = true;
+		rw->erased_by[rw->nodes[i].orig[k]] = rw->applying;
+	}
 	memmove(&rw->nodes[i], &rw->nodes[i + 1], (rw->n - i - 1) * sizeof(rw->nodes[0]));
 	rw->n--;
 	return 0;
@@ -461,6 +465,12 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 		memcpy(p->guards, rw->guards, rw->nguards * sizeof(*p->guards));
 		p->nguards = rw->nguards;
 	}
+	if (!identity) {
+		p->erased_by = malloc((rw->norig ? rw->norig : 1) * sizeof(*p->erased_by));
+		if (!p->erased_by)
+			goto out_nomem;
+		memcpy(p->erased_by, rw->erased_by, rw->norig * sizeof(*p->erased_by));
+	}
 	if (!identity && nstats) {
 		p->stats = malloc(nstats * sizeof(*p->stats));
 		if (!p->stats)
@@ -506,7 +516,8 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 	}
 	rw.nodes = calloc(n ? n : 1, sizeof(*rw.nodes));
 	rw.erased = calloc(n ? n : 1, sizeof(*rw.erased));
-	if (!rw.nodes || !rw.erased)
+	rw.erased_by = calloc(n ? n : 1, sizeof(*rw.erased_by));
+	if (!rw.nodes || !rw.erased || !rw.erased_by)
 		goto out;
 	rw.n = n;
 	for (uint32_t i = 0; i < n; i++) {
@@ -528,6 +539,7 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 
 				if (!run[r]->match(&rw, i))
 					continue;
+				rw.applying = run[r]->name;
 				rc = run[r]->apply(&rw, i);
 				if (rc != 0) {
 					cf_log_debug("rule %s failed (%s): window left unchanged", run[r]->name,
@@ -558,6 +570,7 @@ out_plan:
 out:
 	free(rw.nodes);
 	free(rw.erased);
+	free(rw.erased_by);
 	free(rw.guards);
 	free(rw.snaps);
 	cf_arena_fini(&rw.arena);

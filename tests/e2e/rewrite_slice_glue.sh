@@ -51,3 +51,25 @@ want("CUFOLD_OPT=1: copies", per_step("oaa", "oab"), 0)
 want("CUFOLD_OPT=1: batch kernels", per_step("oaa", "oab", "cufold_batch_copy"), 1)
 PY
 note "16 copies per step (8 slices, 8 glue) executed as 9 (-batch-copy), as 1 batch launch at CUFOLD_OPT=1"
+
+# the report says what the rewrite did; the pictures mark the nodes it rewrote and merged
+rm -rf "$TMP/dot"
+CUFOLD_OPT=1 CUFOLD_RULES=-batch-copy CUFOLD_CALLSITES=1 CUFOLD_REPORT=$TMP/sg.json CUFOLD_DOT=$TMP/dot run_cufold /dev/null "$prog" steady 6 ||
+	fail "report run exited $?"
+python3 - "$TMP/sg.json" <<'PY' || fail "the report does not show the slice-glue rewrite"
+import json, sys
+t = [t for t in json.load(open(sys.argv[1]))["replay"]["templates"] if t["rewrite"]["rules"]]
+if not t:
+    sys.exit("no template says a rule fired")
+rw = t[0]["rewrite"]
+print("rewrite of the template:", {k: v for k, v in rw.items() if k != "call_sites"})
+if rw["rules"].get("slice-glue") != 1:
+    sys.exit("slice-glue fired %s times, expected once" % rw["rules"].get("slice-glue"))
+if rw["copies"] != [16, 9] or rw["bytes"][0] != rw["bytes"][1]:
+    sys.exit("copies before/after %s, bytes %s: expected [16, 9] and the same bytes" % (rw["copies"], rw["bytes"]))
+if not rw["call_sites"]:
+    sys.exit("no call site of a rewritten op")
+PY
+grep -q 'rewritten by slice-glue' "$TMP"/dot/*.dot || fail "no node marked rewritten by slice-glue in the pictures"
+[[ $(grep -c 'merged into .* by slice-glue' "$TMP"/dot/*.dot | awk -F: '{s += $2} END {print s}') == 7 ]] ||
+	fail "the pictures do not mark the 7 glue copies merged into the first"
