@@ -690,7 +690,12 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 	if (!rpl__seg_guards_hold(g, st.def)) {
 		/* the rewrite plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
+		struct rpl_shape_note *n = cap_shape_user(t->shape);
+
 		flush_eager(RPL_FB_GUARD);
+		if (n && ++n->guard_retires == RPL_GUARD_RETIRES)
+			cf_log_info("window shape %llu: rewrite guards failed %d times; it is replayed without "
+				    "rewriting from now on", (unsigned long long)t->shape_id, RPL_GUARD_RETIRES);
 		template_retire(t, "a rewrite guard failed on a launch's bindings");
 		return;
 	}
@@ -1009,7 +1014,15 @@ void rpl_window_closed(struct cap_shape *s)
 		if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(cap_window_op(w, 0)->ctx))
 			return;
 	}
-	t = rpl__template_build(s, &st.cfg, &why, &own_failure);
+	if (n->guard_retires >= RPL_GUARD_RETIRES) {
+		/* its bindings keep breaking the plans' guards: replay it as it is */
+		struct rpl_config plain = st.cfg;
+
+		plain.opt = 0;
+		t = rpl__template_build(s, &plain, &why, &own_failure);
+	} else {
+		t = rpl__template_build(s, &st.cfg, &why, &own_failure);
+	}
 	if (!t) {
 		n->rejected = true;
 		n->why = why;

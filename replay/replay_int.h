@@ -15,6 +15,7 @@
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
+#define RPL_GUARD_RETIRES 3   /* after this many retirements by failed guards, a shape is replayed unrewritten */
 #define RPL_SITES_MAX 8       /* call sites of rewritten ops kept per template (report) */
 
 /* How an op of a template is submitted when it matches. */
@@ -116,6 +117,7 @@ struct rpl_shape_note {
 	const char *why;             /* static text */
 	uint64_t retired_at;         /* sightings when its last template retired */
 	uint32_t free_retires;       /* retirements caused by frees */
+	uint32_t guard_retires;      /* retirements caused by failed rewrite guards */
 	bool patch_frees;            /* frees no longer retire it (allocates per step) */
 };
 

@@ -16,6 +16,17 @@ CUFOLD_OPT=1 CUFOLD_REPORT=$TMP/moving.json run_cufold /dev/null "$prog" moving 
 grep -q 'a rewrite guard failed' "$TMP/moving.json" || fail "no template retired by a failed guard in the moving run"
 grep -Eq '"GUARD": [1-9]' "$TMP/moving.json" || fail "the failed guard was not counted as a GUARD fallback"
 CUFOLD_OPT=0 same_output_over_seeds "$prog" moving 24
+# a shape whose guards keep failing is replayed unrewritten after 3 failures (no 4th GUARD)
+CUFOLD_OPT=1 CUFOLD_REPORT=$TMP/long.json run_cufold /dev/null "$prog" moving 80 || fail "long moving run exited $?"
+python3 - "$TMP/long.json" <<'PY' || fail "the shape was not given up on after 3 failed guards"
+import json, sys
+r = json.load(open(sys.argv[1]))["replay"]
+print("long moving run: fallbacks %s, templates %s" % (r["fallbacks"], [t["rewrite"]["rules"] for t in r["templates"]]))
+if r["fallbacks"].get("GUARD") != 3:
+    sys.exit("GUARD fallbacks: %s, expected exactly 3" % r["fallbacks"].get("GUARD"))
+if not any(not t["rewrite"]["rules"] and t["launches"] for t in r["templates"]):
+    sys.exit("no template replayed without rewriting after the third failure")
+PY
 
 # copies executed in runs of 6 and 16 steps: the difference is 10 steady-state steps
 copies() { # out opt steps [rules]
