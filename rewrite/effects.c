@@ -197,6 +197,10 @@ bool rw_op_same(const struct cap_op *a, const struct cap_op *b)
 		return x->dst == y->dst && x->pitch == y->pitch && x->elem_size == y->elem_size &&
 		       x->value == y->value && x->width == y->width && x->height == y->height;
 	}
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		return a->u.event.event == b->u.event.event && a->u.event.flags == b->u.event.flags &&
+		       a->u.event.slot == b->u.event.slot;
 	default:
 		return false;
 	}

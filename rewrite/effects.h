@@ -57,7 +57,8 @@ bool rw_op_is_pure(const struct cap_op *op);
 
 /* Whether b is a with the same bindings: the same entry point, stream, context and every
  * argument (a kernel: function, grid, block, shared bytes and parameter bytes; attributes make
- * it different). */
+ * it different; a copy from pageable memory never is: its bytes are taken at each call; an
+ * event op: the same event and flags). */
 bool rw_op_same(const struct cap_op *a, const struct cap_op *b);
 
 /* Whether op is an asynchronous 1-D memset (height 1) replay may defer. */

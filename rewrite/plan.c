@@ -481,6 +481,8 @@ void rw_run_destroy(struct rw_run *r)
 	rw_plan_destroy(r->plan);
 	free(r->node_of);
 	free(r->ops);
+	free(r->last);
+	free(r->last_params);
 	free(r);
 }
 
@@ -506,11 +508,58 @@ static bool rw_run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const
 	return run_check(r);
 }
 
+/* Remember def as the last launch that passed (kernel parameters copied). */
+static void run_remember(struct rw_run *r, const struct cap_op *def)
+{
+	size_t bytes = 0, at = 0;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (def[i].kind == CAP_OP_KERNEL)
+			bytes += def[i].u.kernel.param_size;
+	r->last_ok = false;
+	if (!r->last)
+		r->last = malloc(r->n * sizeof(*r->last));
+	free(r->last_params);
+	r->last_params = malloc(bytes ? bytes : 1);
+	if (!r->last || !r->last_params)
+		return; /* no cache: every launch is checked */
+	for (uint32_t i = 0; i < r->n; i++) {
+		r->last[i] = def[i];
+		if (def[i].kind == CAP_OP_KERNEL) {
+			memcpy(r->last_params + at, def[i].u.kernel.params, def[i].u.kernel.param_size);
+			r->last[i].u.kernel.params = r->last_params + at;
+			at += def[i].u.kernel.param_size;
+		}
+	}
+	r->last_ok = true;
+}
+
+/* Whether def has exactly the bindings of the last launch that passed. */
+static bool run_same_as_last(const struct rw_run *r, const struct cap_op *def)
+{
+	if (!r->last_ok)
+		return false;
+	for (uint32_t i = 0; i < r->n; i++) {
+		/* bind hashes first (cheap), then every binding exactly */
+		if (def[i].bind != r->last[i].bind || def[i].key != r->last[i].key ||
+		    def[i].flags != r->last[i].flags || !rw_op_same(&def[i], &r->last[i]))
+			return false;
+	}
+	return true;
+}
+
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 {
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = &def[i];
-	return run_check(r);
+	if (run_same_as_last(r, def))
+		return true;
+	if (!run_check(r)) {
+		r->last_ok = false;
+		return false;
+	}
+	run_remember(r, def);
+	return true;
 }
 
 bool rw_run_is_folded(const struct rw_run *r, uint32_t i)

@@ -179,6 +179,11 @@ struct rw_run {
 	int32_t *node_of;            /* per op: the plan node it heads, or -1 (folded into an
 				      * earlier op's node: an empty node) */
 	const struct cap_op **ops;   /* scratch: the ops of one launch, by run index */
+	struct cap_op *last;         /* the ops of the last launch whose check passed (n entries;
+				      * kernel parameters copied into last_params), so a launch with
+				      * the very same bindings needs no new check */
+	uint8_t *last_params;        /* their kernel parameter bytes */
+	bool last_ok;                /* last holds a launch that passed */
 };
 
 /* Rewrite ops[0..n) with the rules cfg enables. NULL when nothing fires, the plan does not fit
