@@ -435,9 +435,19 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 	size_t ndeps = 0;
 	CUresult rc;
 
-	for (uint32_t j = 0; j < np; j++)
-		if (pred[j] >= g->first && pred[j] < g->first + i)
-			deps[ndeps++] = g->nodes[pred[j] - g->first].node;
+	const struct rw_plan *plan = g->run ? g->run->plan : NULL;
+
+	if (plan && plan->dep_start && !folded) {
+		/* the parallel rule: exactly the plan nodes this one depends on through memory */
+		uint32_t k = (uint32_t)g->run->node_of[i];
+
+		for (uint32_t d = plan->dep_start[k]; d < plan->dep_start[k + 1]; d++)
+			deps[ndeps++] = g->nodes[plan->nodes[plan->dep_list[d]].orig[0]].node;
+	} else {
+		for (uint32_t j = 0; j < np; j++)
+			if (pred[j] >= g->first && pred[j] < g->first + i)
+				deps[ndeps++] = g->nodes[pred[j] - g->first].node;
+	}
 	if (op->stream_kind == CAP_STREAM_LEGACY)
 		g->legacy = true;
 

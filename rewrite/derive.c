@@ -178,6 +178,14 @@ static void copy_source_of(struct cap_op *out, const struct cap_op *from, uint64
 	o->src_ctx = f->src_ctx;
 	o->src_pageable = f->src_pageable;
 	o->src_first = f->src_first + delta;
+	if (f->d.srcMemoryType == CU_MEMORYTYPE_DEVICE || f->d.srcMemoryType == CU_MEMORYTYPE_UNIFIED) {
+		/* linear memory named by its address alone, as a 1-D entry point takes it (the op
+		 * would be right even if issued through its entry point) */
+		o->d.srcDevice = o->src_first;
+		o->d.srcXInBytes = 0;
+		o->d.srcY = 0;
+		o->d.srcZ = 0;
+	}
 }
 
 static int derive_copy(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)

@@ -155,8 +155,10 @@ static bool cond_elem_safe(const struct cap_op *a, const struct cap_op *b)
 	for (unsigned i = 0; i < sa.n; i++) {
 		const struct rw_access *p0 = &sa.acc[i], *p1 = elem_ptr(&sb, p0->param);
 
-		if (p0->entry >= 0 || !p1 || !(p0->flags & RW_ACC_WRITE) || p1->addr < p0->addr)
+		if (p0->entry >= 0 || !p1 || p1->addr < p0->addr)
 			return false;
+		if (!(p0->flags & RW_ACC_WRITE))
+			continue; /* read only: checked against each written pointer */
 		for (unsigned j = 0; j < sa.n; j++) {
 			const struct rw_access *q0 = &sa.acc[j], *q1 = elem_ptr(&sb, q0->param);
 
@@ -180,7 +182,9 @@ static bool cond_cat_identity(const struct cap_op *a)
 	const struct rw_access_table *t;
 	uint64_t total = 0, first;
 
-	if (a->kind != CAP_OP_KERNEL || rw_op_kernel_access(a, &s) != 0 || !(s.flags & RW_SET_CAT) || s.cat_out < 0 ||
+	/* the kernel writes its whole output only when its grid covers it (cards.h: RW_SET_COVERS) */
+	if (a->kind != CAP_OP_KERNEL || rw_op_kernel_access(a, &s) != 0 || !(s.flags & RW_SET_CAT) ||
+	    !(s.flags & RW_SET_COVERS) || s.cat_out < 0 ||
 	    (s.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN)) || !s.ntables || !s.tables[0].n)
 		return false;
 	t = &s.tables[0];
@@ -418,6 +422,8 @@ void rw_plan_destroy(struct rw_plan *p)
 	nodes_free(p->snaps, p->nsnaps);
 	free(p->snap_ops);
 	free(p->erased_by);
+	free(p->dep_start);
+	free(p->dep_list);
 	free(p->guards);
 	free(p->stats);
 	free(p);

@@ -130,6 +130,11 @@ struct rw_plan {
 	uint32_t nsnaps;             /* snapshots guards refer to */
 	struct rw_plan_node *snaps;  /* nsnaps entries (owned) */
 	struct cap_op *snap_ops;     /* nsnaps entries: scratch for one check (owned) */
+	uint32_t *dep_start;         /* NULL: nodes keep the window's order (stream order and event
+				      * edges); else (the parallel rule) node k waits exactly for the
+				      * nodes dep_list[dep_start[k] .. dep_start[k+1]) (nnodes+1
+				      * entries, owned) */
+	uint32_t *dep_list;          /* node indices, each < k (owned) */
 	const char **erased_by;      /* norig entries (owned): the rule that erased each original op,
 				      * NULL for ops a node covers; NULL for the identity plan */
 	uint32_t nstats;             /* rules that fired */

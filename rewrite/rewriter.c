@@ -34,6 +34,9 @@ struct rw_rewriter {
 	bool *erased;                /* per original op: erased by a rule */
 	const char **erased_by;      /* per original op: the rule that erased it, or NULL */
 	const char *applying;        /* the rule being applied (its name) */
+	uint8_t *unordered;          /* n x n (nodes at the time): pair (i, j) may run in any order,
+				      * or NULL when none is */
+	uint32_t unordered_n;        /* the node count it was made for */
 };
 
 /* ------------------------------------------------------------------ registration */
@@ -170,10 +173,70 @@ bool rw_op_is_linear_dtod(const struct cap_op *op)
 	       is_linear_type(c->d.srcMemoryType) && is_linear_type(c->d.dstMemoryType);
 }
 
+static void order_forget(struct rw_rewriter *rw)
+{
+	free(rw->unordered);
+	rw->unordered = NULL;
+	rw->unordered_n = 0;
+}
+
+int rw_unorder(struct rw_rewriter *rw, uint32_t i, uint32_t j)
+{
+	if (i >= j || j >= rw->n)
+		return -CF_EINVAL;
+	if (!rw->unordered) {
+		rw->unordered = calloc((size_t)rw->n * rw->n, 1);
+		if (!rw->unordered)
+			return -CF_ENOMEM;
+		rw->unordered_n = rw->n;
+	}
+	rw->unordered[(size_t)i * rw->unordered_n + j] = 1;
+	return 0;
+}
+
+bool rw_any_unordered(const struct rw_rewriter *rw)
+{
+	return rw->unordered != NULL;
+}
+
+/* The plan's dependency lists from the dropped pairs: node k waits for every earlier node whose
+ * pair was not dropped, less those another of its waits already waits for (transitively).
+ * 0 or -CF_ENOMEM. */
+static int plan_deps(const struct rw_rewriter *rw, struct rw_plan *p)
+{
+	uint32_t n = rw->n, at = 0;
+	uint8_t *reach = calloc((size_t)n * n, 1); /* reach[k*n+j]: k waits for j, maybe transitively */
+	int rc = -CF_ENOMEM;
+
+	p->dep_start = malloc((n + 1) * sizeof(*p->dep_start));
+	p->dep_list = malloc(((size_t)n * n / 2 + 1) * sizeof(*p->dep_list));
+	if (!reach || !p->dep_start || !p->dep_list)
+		goto out;
+	for (uint32_t k = 0; k < n; k++) {
+		p->dep_start[k] = at;
+		/* nearest first: a wait implied by a nearer one is not needed */
+		for (uint32_t j = k; j-- > 0;) {
+			if (rw->unordered[(size_t)j * n + k] || reach[(size_t)k * n + j])
+				continue;
+			p->dep_list[at++] = j;
+			reach[(size_t)k * n + j] = 1;
+			for (uint32_t m = 0; m < j; m++)
+				if (reach[(size_t)j * n + m])
+					reach[(size_t)k * n + m] = 1;
+		}
+	}
+	p->dep_start[n] = at;
+	rc = 0;
+out:
+	free(reach);
+	return rc;
+}
+
 int rw_erase(struct rw_rewriter *rw, uint32_t i)
 {
 	if (i >= rw->n)
 		return -CF_EINVAL;
+	order_forget(rw);
 	for (uint32_t k = 0; k < rw->nodes[i].norig; k++) {
 		rw->erased[rw->nodes[i].orig[k]] = true;
 		rw->erased_by[rw->nodes[i].orig[k]] = rw->applying;
@@ -239,6 +302,7 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	/* what the node stands for now, built as replay will build it at each launch */
 	if (rw_node_derive(&pn, rw->ops, &nn.op) != 0)
 		return -CF_EINVAL;
+	order_forget(rw);
 	rw->nodes[i] = nn;
 	memmove(&rw->nodes[i + 1], &rw->nodes[i + count], (rw->n - i - count) * sizeof(rw->nodes[0]));
 	rw->n -= count - 1;
@@ -465,6 +529,8 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 		memcpy(p->guards, rw->guards, rw->nguards * sizeof(*p->guards));
 		p->nguards = rw->nguards;
 	}
+	if (!identity && rw->unordered && rw->unordered_n == rw->n && plan_deps(rw, p) != 0)
+		goto out_nomem;
 	if (!identity) {
 		p->erased_by = malloc((rw->norig ? rw->norig : 1) * sizeof(*p->erased_by));
 		if (!p->erased_by)
@@ -571,6 +637,7 @@ out:
 	free(rw.nodes);
 	free(rw.erased);
 	free(rw.erased_by);
+	free(rw.unordered);
 	free(rw.guards);
 	free(rw.snaps);
 	cf_arena_fini(&rw.arena);

@@ -115,6 +115,13 @@ int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard
  * stream (slot), so the only ops between them in time are those, in list order. Ops of one
  * slot name one stream handle in every window of the shape, so this needs no guard. */
 bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j);
+/* Let node j run without waiting for node i (i < j): the order between them in the window is
+ * dropped from the plan (the caller has recorded the guards that make that safe). Pairs not
+ * dropped keep their order. Any later edit of the list forgets every dropped pair (node
+ * indices would no longer mean the same nodes). 0, -CF_EINVAL or -CF_ENOMEM. */
+int rw_unorder(struct rw_rewriter *rw, uint32_t i, uint32_t j);
+/* Whether any pair was dropped since the list last changed. */
+bool rw_any_unordered(const struct rw_rewriter *rw);
 /* Whether node i is an unmerged original op (RW_NODE_OP). */
 bool rw_is_plain(const struct rw_rewriter *rw, uint32_t i);
 

@@ -21,22 +21,28 @@
  *             pieces and tmp (the guards hold with new pointers); overlapping or gapped ranges
  *             of the same sizes (a glue output inside its source, a chain's output overlapping
  *             its input, gaps in the memsets and in the scale chunks: guards fail mid-run).
- *   nearmiss  the same skeleton, each pattern nearly there and unsafe to rewrite:
+ *   nearmiss  the same skeleton, each pattern nearly there but unsafe to rewrite, so that no
+ *             operation of the census may be removed:
  *             (a) group 0: an indirect kernel (embedding_bag_backward: its card cannot say which
- *                 rows it touches) adds into a piece between slices and glue; group 1: the glue
- *                 destinations leave a gap; group 2: a second stream waits for the slices and
- *                 writes a piece before the glue (joined back by an event); group 3: the slices
- *                 leave a gap in the source;
- *             (b) chain 0: tmp is read by a kernel after the chain (its copy is not dead);
- *                 chain 1: the indirect kernel writes X_1 between the two copies; chain 2: the
- *                 second copy runs on a second stream after an event (a cross-stream reader
- *                 between the two writes of tmp); chain 3: Y_3 overlaps X_3;
- *             (c) the gradient's memsets leave a gap after each chunk (padded rows) or
- *                 alternate their value; the indirect kernel writes between the two memsets;
- *             (d) the scale chunks alternate their scalar or leave gaps; the indirect kernel
- *                 writes relu's input between the two relu launches.
- *             Every rewrite that would remove one of these operations is unsafe, so they must
- *             all still execute (tests/e2e/rewrite_patterns.sh compares the device's counts).
+ *                 rows it touches) adds into a piece between the slices and the glue; group 1:
+ *                 the glue destinations leave a gap, and a `cat` kernel reads every piece after
+ *                 the glue (scratch read later: group 1's slices are not dead, though group 2
+ *                 overwrites them); group 2: a second stream waits for the slices and changes a
+ *                 piece before the glue (joined back by an event); group 3: the slices leave a
+ *                 gap in the source;
+ *             (b) chain 0: tmp is read by a kernel after the chain (its first copy is not
+ *                 dead); chain 1: the indirect kernel writes X_1 between the two copies; chain
+ *                 2: the second copy reads tmp on a second stream, between the two writes of
+ *                 tmp (events); chain 3: Y_3 overlaps X_3;
+ *             (c) the gradient's memsets leave a gap after each chunk (padded rows) or take
+ *                 turns with their value; the indirect kernel reads and writes the twice-zeroed
+ *                 buffer between its two memsets;
+ *             (d) the scale chunks take turns with their scalar or leave gaps; the indirect
+ *                 kernel writes relu's input between the two relu launches (and the first
+ *                 relu's output is read before that: neither launch is dead).
+ *             Copy-chain may still fire (it removes nothing); every rule that would remove one
+ *             of these operations must not (tests/e2e/rewrite_patterns.sh compares the
+ *             device's counts with CUFOLD_OPT=0).
  *
  * --census prints, before the hash, the pattern operations one step issues by kind:
  *   census: copies=72 memsets=18 elementwise_launches=18
@@ -83,7 +89,9 @@ enum variant {
 };
 
 struct kern {
-	CUfunction scale, add, axpy, relu, reduce_sum, emb_bwd, cat;
+	CUfunction scale, relu;            /* the repeated elementwise launches (census) */
+	CUfunction add, axpy, reduce_sum;  /* the step's own compute */
+	CUfunction emb_bwd, cat;           /* nearmiss: the indirect writer, the pieces' reader */
 };
 
 struct bufs {
@@ -100,7 +108,7 @@ struct bufs {
 	CUdeviceptr idx, offs;                                  /* the indirect kernel's {0}, {0, 1} */
 };
 
-static struct kern K;
+static struct kern kfn; /* the kernels, loaded once */
 
 static unsigned grid_for(int n)
 {
@@ -111,35 +119,35 @@ static void k_scale(CUdeviceptr out, CUdeviceptr in, float s, int n, CUstream st
 {
 	void *a[] = { &out, &in, &s, &n };
 
-	CHECK(cuLaunchKernel(K.scale, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.scale, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 static void k_add(CUdeviceptr out, CUdeviceptr x, CUdeviceptr y, int n, CUstream st)
 {
 	void *a[] = { &out, &x, &y, &n };
 
-	CHECK(cuLaunchKernel(K.add, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.add, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 static void k_axpy(CUdeviceptr y, CUdeviceptr x, float s, int n, CUstream st)
 {
 	void *a[] = { &y, &x, &s, &n };
 
-	CHECK(cuLaunchKernel(K.axpy, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.axpy, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 static void k_relu(CUdeviceptr out, CUdeviceptr in, int n, CUstream st)
 {
 	void *a[] = { &out, &in, &n };
 
-	CHECK(cuLaunchKernel(K.relu, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.relu, grid_for(n), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 static void k_reduce(CUdeviceptr out, CUdeviceptr in, int n, CUstream st)
 {
 	void *a[] = { &out, &in, &n };
 
-	CHECK(cuLaunchKernel(K.reduce_sum, 1, 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.reduce_sum, 1, 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 /* The indirect write: t[0 .. EMB_DIM) += noise[0 .. EMB_DIM), through an index read from device
@@ -150,7 +158,7 @@ static void k_indirect(const struct bufs *b, CUdeviceptr t, CUstream st)
 	int nbags = 1, dim = EMB_DIM;
 	void *a[] = { &t, &idx, &offs, &nbags, &dim, &dout };
 
-	CHECK(cuLaunchKernel(K.emb_bwd, grid_for(dim), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.emb_bwd, grid_for(dim), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 /* catbuf = piece[0] ++ piece[1] ++ ... (tests/kernels/copy.cu's cat: the table by value). */
@@ -171,7 +179,7 @@ static void k_cat(const struct bufs *b, const CUdeviceptr *piece, CUstream st)
 		args.len[k] = SG_CH;
 	}
 	args.count = PIECES;
-	CHECK(cuLaunchKernel(K.cat, grid_for(SG_N), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
+	CHECK(cuLaunchKernel(kfn.cat, grid_for(SG_N), 1, 1, BLOCK, 1, 1, 0, st, a, NULL));
 }
 
 static void copy_f(CUdeviceptr dst, CUdeviceptr src, int floats, CUstream st)
@@ -488,13 +496,13 @@ int main(int argc, char **argv)
 	linalg = tl_load_module("linalg");
 	train = tl_load_module("train");
 	copy = tl_load_module("copy");
-	K.scale = tl_func(elem, "scale");
-	K.add = tl_func(elem, "add");
-	K.axpy = tl_func(elem, "axpy");
-	K.relu = tl_func(elem, "relu");
-	K.reduce_sum = tl_func(linalg, "reduce_sum");
-	K.emb_bwd = tl_func(train, "embedding_bag_backward");
-	K.cat = tl_func(copy, "cat");
+	kfn.scale = tl_func(elem, "scale");
+	kfn.add = tl_func(elem, "add");
+	kfn.axpy = tl_func(elem, "axpy");
+	kfn.relu = tl_func(elem, "relu");
+	kfn.reduce_sum = tl_func(linalg, "reduce_sum");
+	kfn.emb_bwd = tl_func(train, "embedding_bag_backward");
+	kfn.cat = tl_func(copy, "cat");
 	CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
 	CHECK(cuStreamCreate(&st2, CU_STREAM_NON_BLOCKING));
 	CHECK(cuEventCreate(&ev_a, CU_EVENT_DISABLE_TIMING));

@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -200,7 +199,7 @@ static void test_three_scales(void **state)
 	uint32_t failed = 999;
 
 	(void)state;
-	printf("scales: %s\n", buf);
+	assert_string_equal(buf, "elementwise(0,1,2) | elem_abuts(0,1) elem_safe(0,1) elem_abuts(1,2) elem_safe(0,2)");
 	assert_int_equal(p->nnodes, 1);
 	assert_int_equal(p->nodes[0].kind, RW_NODE_ELEMENTWISE);
 	assert_string_equal(p->nodes[0].rule, "batch-elementwise");
@@ -269,7 +268,7 @@ static void test_guard_safe_moves(void **state)
 	uint32_t failed = 999;
 
 	(void)state;
-	printf("safe: %s\n", buf);
+	assert_string_equal(buf, "elementwise(0,1) | elem_abuts(0,1) elem_safe(0,1)");
 	ptrs(ops, 2, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* in = out + 4000 bytes: launch 1 reads [O+8000, ..), launch 0 writes [O, O+4000), but
@@ -293,7 +292,7 @@ static void test_axpy(void **state)
 	struct rw_plan *p = run(ops, 3, buf, sizeof(buf));
 
 	(void)state;
-	printf("axpy: %s\n", buf);
+	assert_string_equal(buf, "elementwise(0,1,2) | elem_abuts(0,1) elem_safe(0,1) elem_abuts(1,2) elem_safe(0,2)");
 	assert_int_equal(p->nnodes, 1);
 	ptrs(ops, 3, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
@@ -318,7 +317,8 @@ static void test_fill_runs(void **state)
 	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
 
 	(void)state;
-	printf("fill: %s\n", buf);
+	assert_string_equal(buf, "elementwise(0,1) elementwise(2,3) | elem_abuts(0,1) elem_safe(0,1) elem_abuts(2,3) "
+				 "elem_safe(2,3)");
 	ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
