@@ -40,41 +40,67 @@ static bool ranges_overlap(uint64_t a0, uint64_t an, uint64_t b0, uint64_t bn)
 
 /* ------------------------------------------------------------------ conditions on effects */
 
-static bool cond_covers(const struct cap_op *a, const struct cap_op *b)
+/* Effects as lists (an rw_effects, or a slot of a plan's check cache). */
+struct eff_view {
+	bool all;
+	const struct rw_range *r, *w;
+	uint32_t nr, nw;
+};
+
+static struct eff_view view_of(const struct rw_effects *e)
 {
-	struct rw_effects ea;
+	return (struct eff_view){ e->all, e->r, e->w, e->nr, e->nw };
+}
+
+static bool covers_eff(const struct eff_view *ea, const struct cap_op *b)
+{
 	struct rw_range r;
 
-	if (!rw_op_sure_write(b, &r))
+	if (!rw_op_sure_write(b, &r) || ea->all)
 		return false;
-	rw_op_effects(a, &ea);
-	if (ea.all)
-		return false;
-	for (uint32_t i = 0; i < ea.nw; i++)
-		if (ea.w[i].bytes && (ea.w[i].addr < r.addr || ea.w[i].addr + ea.w[i].bytes > r.addr + r.bytes))
+	for (uint32_t i = 0; i < ea->nw; i++)
+		if (ea->w[i].bytes && (ea->w[i].addr < r.addr || ea->w[i].addr + ea->w[i].bytes > r.addr + r.bytes))
 			return false;
 	return true;
 }
 
 /* b reads nothing a writes (reads), b writes nothing a touches (writes). */
+static bool apart_eff(const struct eff_view *ea, const struct eff_view *eb, bool reads, bool writes)
+{
+	if (ea->all || eb->all)
+		return false;
+	for (uint32_t i = 0; i < ea->nw; i++) {
+		if (reads && rw_ranges_overlap(eb->r, eb->nr, ea->w[i].addr, ea->w[i].bytes))
+			return false;
+		if (writes && rw_ranges_overlap(eb->w, eb->nw, ea->w[i].addr, ea->w[i].bytes))
+			return false;
+	}
+	for (uint32_t i = 0; writes && i < ea->nr; i++)
+		if (rw_ranges_overlap(eb->w, eb->nw, ea->r[i].addr, ea->r[i].bytes))
+			return false;
+	return true;
+}
+
+static bool cond_covers(const struct cap_op *a, const struct cap_op *b)
+{
+	struct rw_effects ea;
+	struct eff_view va;
+
+	rw_op_effects(a, &ea);
+	va = view_of(&ea);
+	return covers_eff(&va, b);
+}
+
 static bool cond_apart(const struct cap_op *a, const struct cap_op *b, bool reads, bool writes)
 {
 	struct rw_effects ea, eb;
+	struct eff_view va, vb;
 
 	rw_op_effects(a, &ea);
 	rw_op_effects(b, &eb);
-	if (ea.all || eb.all)
-		return false;
-	for (uint32_t i = 0; i < ea.nw; i++) {
-		if (reads && rw_ranges_overlap(eb.r, eb.nr, ea.w[i].addr, ea.w[i].bytes))
-			return false;
-		if (writes && rw_ranges_overlap(eb.w, eb.nw, ea.w[i].addr, ea.w[i].bytes))
-			return false;
-	}
-	for (uint32_t i = 0; writes && i < ea.nr; i++)
-		if (rw_ranges_overlap(eb.w, eb.nw, ea.r[i].addr, ea.r[i].bytes))
-			return false;
-	return true;
+	va = view_of(&ea);
+	vb = view_of(&eb);
+	return apart_eff(&va, &vb, reads, writes);
 }
 
 static bool cond_within(const struct cap_op *a, const struct cap_op *b)
@@ -289,8 +315,87 @@ static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, 
 	return (uint32_t)snap < p->nsnaps ? &p->snap_ops[snap] : NULL;
 }
 
-bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *ops, uint32_t *failed)
+/* The effects of guard side (index, snap) for this check, worked out once (slot of the cache).
+ * false when out of memory (the caller then works them out itself). */
+static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op, struct eff_view *v)
 {
+	uint32_t k = snap >= 0 ? p->norig + (uint32_t)snap : index;
+	struct rw_eff_slot *s = &p->eff[k];
+
+	if (!s->valid) {
+		struct rw_effects e;
+		uint32_t need;
+
+		rw_op_effects(op, &e);
+		need = p->eff_used + e.nr + e.nw;
+		if (need > p->eff_cap) {
+			uint32_t cap = p->eff_cap ? p->eff_cap : 256;
+			struct rw_range *np;
+
+			while (cap < need)
+				cap *= 2;
+			np = realloc(p->eff_pool, cap * sizeof(*np));
+			if (!np)
+				return false;
+			p->eff_pool = np;
+			p->eff_cap = cap;
+		}
+		s->all = e.all;
+		s->r = p->eff_used;
+		s->nr = e.nr;
+		memcpy(&p->eff_pool[p->eff_used], e.r, e.nr * sizeof(e.r[0]));
+		p->eff_used += e.nr;
+		s->w = p->eff_used;
+		s->nw = e.nw;
+		memcpy(&p->eff_pool[p->eff_used], e.w, e.nw * sizeof(e.w[0]));
+		p->eff_used += e.nw;
+		s->valid = true;
+	}
+	/* views point into the pool: take them only once every slot of the guard is made */
+	*v = (struct eff_view){ s->all, NULL, NULL, s->nr, s->nw };
+	return true;
+}
+
+static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, struct eff_view *v)
+{
+	const struct rw_eff_slot *s = &p->eff[snap >= 0 ? p->norig + (uint32_t)snap : index];
+
+	v->r = &p->eff_pool[s->r];
+	v->w = &p->eff_pool[s->w];
+}
+
+/* A guard on effects, with each side's effects from the plan's cache; -1 when the cache cannot
+ * serve (out of memory, or a kind that needs more than effects). */
+static int guard_on_effects(struct rw_plan *p, const struct rw_guard *g, const struct cap_op *a,
+			    const struct cap_op *b)
+{
+	struct eff_view va, vb;
+
+	if (!p->eff || (g->kind != RW_G_UNREAD && g->kind != RW_G_UNWRITTEN && g->kind != RW_G_INDEPENDENT &&
+			g->kind != RW_G_COVERS))
+		return -1;
+	if (!eff_slot(p, g->a, g->na, a, &va) ||
+	    (g->kind != RW_G_COVERS && !eff_slot(p, g->b, g->nb, b, &vb)))
+		return -1;
+	eff_bind(p, g->a, g->na, &va);
+	if (g->kind == RW_G_COVERS)
+		return covers_eff(&va, b);
+	eff_bind(p, g->b, g->nb, &vb);
+	return apart_eff(&va, &vb, g->kind != RW_G_UNWRITTEN, g->kind != RW_G_UNREAD);
+}
+
+bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *const *ops, uint32_t *failed)
+{
+	/* the check caches (snapshot ops, effects) are the plan's scratch: plans are checked by one
+	 * thread at a time (replay runs under the engine's lock) */
+	struct rw_plan *p = (struct rw_plan *)p_const;
+
+	if (!p->eff && p->nguards)
+		p->eff = calloc(p->norig + p->nsnaps, sizeof(*p->eff));
+	if (p->eff) {
+		memset(p->eff, 0, (p->norig + p->nsnaps) * sizeof(*p->eff));
+		p->eff_used = 0;
+	}
 	/* every snapshot derived once for this check (a snapshot may appear in many guards) */
 	for (uint32_t s = 0; s < p->nsnaps; s++) {
 		if (rw_node_derive(&p->snaps[s], ops, &p->snap_ops[s]) != 0) {
@@ -304,7 +409,11 @@ bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *op
 		const struct cap_op *a = guard_side(p, g->a, g->na, ops);
 		const struct cap_op *b = guard_side(p, g->b, g->nb, ops);
 
-		if (!a || !b || !rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb)) {
+		int held = a && b ? guard_on_effects(p, g, a, b) : 0;
+
+		if (held < 0)
+			held = rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb);
+		if (!held) {
 			if (failed)
 				*failed = i;
 			return false;
@@ -421,6 +530,8 @@ void rw_plan_destroy(struct rw_plan *p)
 	nodes_free(p->nodes, p->nnodes);
 	nodes_free(p->snaps, p->nsnaps);
 	free(p->snap_ops);
+	free(p->eff);
+	free(p->eff_pool);
 	free(p->erased_by);
 	free(p->dep_start);
 	free(p->dep_list);

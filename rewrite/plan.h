@@ -115,6 +115,14 @@ struct rw_plan_node {
 	uint32_t scratch_size;       /* bytes of scratch */
 };
 
+struct rw_range;
+/* One op's effects in a plan's check cache (ranges at r.., w.. of the plan's eff_pool). */
+struct rw_eff_slot {
+	bool valid;                  /* worked out in this check */
+	bool all;                    /* may touch anything */
+	uint32_t r, nr, w, nw;       /* first index and count of the reads and the writes */
+};
+
 /* How often one rule fired while making the plan (report). */
 struct rw_plan_stat {
 	const char *rule;            /* rule name (static) */
@@ -130,6 +138,10 @@ struct rw_plan {
 	uint32_t nsnaps;             /* snapshots guards refer to */
 	struct rw_plan_node *snaps;  /* nsnaps entries (owned) */
 	struct cap_op *snap_ops;     /* nsnaps entries: scratch for one check (owned) */
+	struct rw_eff_slot *eff;     /* norig + nsnaps entries: each op's effects, worked out at most
+				      * once per check (owned, made on the first check) */
+	struct rw_range *eff_pool;   /* their ranges (owned, grows) */
+	uint32_t eff_used, eff_cap;  /* ranges in use / allocated */
 	uint32_t *dep_start;         /* NULL: nodes keep the window's order (stream order and event
 				      * edges); else (the parallel rule) node k waits exactly for the
 				      * nodes dep_list[dep_start[k] .. dep_start[k+1]) (nnodes+1

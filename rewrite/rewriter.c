@@ -13,6 +13,7 @@
 #include "common/arena.h"
 #include "common/compiler.h"
 #include "common/errors.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "rewrite/effects.h"
 #include "rewrite/rewriter.h"
@@ -28,6 +29,9 @@ struct rw_rewriter {
 	uint32_t n;                  /* nodes in it */
 	struct rw_guard *guards;     /* conditions recorded so far */
 	uint32_t nguards, gcap;      /* used / allocated guards */
+	uint32_t *gset;              /* open-addressing set of guard indices + 1 (0: empty), so a
+				      * repeated condition is found without a scan */
+	uint32_t gset_cap;           /* slots (a power of two, at least twice nguards) */
 	struct rw_plan_node *snaps;  /* nodes guards named (orig in the arena, scratch not set) */
 	uint32_t nsnaps, scap;       /* used / allocated snapshots */
 	struct cf_arena arena;       /* orig arrays of merged nodes */
@@ -309,25 +313,66 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	return 0;
 }
 
+static uint64_t guard_hash(const struct rw_guard *g)
+{
+	uint64_t h = cf_hash_combine(CF_HASH_SEED, ((uint64_t)g->kind << 32) | g->a);
+
+	h = cf_hash_combine(h, ((uint64_t)g->b << 32) | (uint32_t)g->na);
+	return cf_hash_combine(h, (uint32_t)g->nb);
+}
+
+static bool guard_equal(const struct rw_guard *x, const struct rw_guard *y)
+{
+	return x->kind == y->kind && x->a == y->a && x->b == y->b && x->na == y->na && x->nb == y->nb;
+}
+
+/* Put guard index k in the set (which has room). */
+static void gset_put(struct rw_rewriter *rw, uint32_t k)
+{
+	uint32_t mask = rw->gset_cap - 1, at = (uint32_t)guard_hash(&rw->guards[k]) & mask;
+
+	while (rw->gset[at])
+		at = (at + 1) & mask;
+	rw->gset[at] = k + 1;
+}
+
 static int guard_add(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b, int32_t na, int32_t nb)
 {
+	struct rw_guard g = { (uint8_t)kind, a, b, na, nb };
+
 	if (a >= rw->norig || b >= rw->norig)
 		return -CF_EINVAL;
 	/* the same condition twice would only cost a check per launch */
-	for (uint32_t k = 0; k < rw->nguards; k++)
-		if (rw->guards[k].kind == kind && rw->guards[k].a == a && rw->guards[k].b == b &&
-		    rw->guards[k].na == na && rw->guards[k].nb == nb)
-			return 0;
+	if (rw->gset_cap) {
+		uint32_t mask = rw->gset_cap - 1;
+
+		for (uint32_t at = (uint32_t)guard_hash(&g) & mask; rw->gset[at]; at = (at + 1) & mask)
+			if (guard_equal(&rw->guards[rw->gset[at] - 1], &g))
+				return 0;
+	}
 	if (rw->nguards == rw->gcap) {
 		uint32_t cap = rw->gcap ? 2 * rw->gcap : 16;
-		struct rw_guard *g = realloc(rw->guards, cap * sizeof(*g));
+		struct rw_guard *ng = realloc(rw->guards, cap * sizeof(*ng));
 
-		if (!g)
+		if (!ng)
 			return -CF_ENOMEM;
-		rw->guards = g;
+		rw->guards = ng;
 		rw->gcap = cap;
 	}
-	rw->guards[rw->nguards] = (struct rw_guard){ (uint8_t)kind, a, b, na, nb };
+	if (2 * (rw->nguards + 1) > rw->gset_cap) {
+		uint32_t cap = rw->gset_cap ? 2 * rw->gset_cap : 64;
+		uint32_t *set = calloc(cap, sizeof(*set));
+
+		if (!set)
+			return -CF_ENOMEM;
+		free(rw->gset);
+		rw->gset = set;
+		rw->gset_cap = cap;
+		for (uint32_t k = 0; k < rw->nguards; k++)
+			gset_put(rw, k);
+	}
+	rw->guards[rw->nguards] = g;
+	gset_put(rw, rw->nguards);
 	rw->nguards++;
 	return 0;
 }
@@ -639,6 +684,7 @@ out:
 	free(rw.erased_by);
 	free(rw.unordered);
 	free(rw.guards);
+	free(rw.gset);
 	free(rw.snaps);
 	cf_arena_fini(&rw.arena);
 	return p;
