@@ -18,10 +18,12 @@ static uint32_t table_offset[1] = { 0 };
 static uint32_t table_size[1] = { RW_BATCH_TABLE_SIZE };
 
 /* Name and layout of the by-value batch kernels (one parameter: the 776-byte table). */
-static const struct cap_func batch_info[2] = {
+static const struct cap_func batch_info[3] = {
 	{ .nparams = 1, .param_bytes = RW_BATCH_TABLE_SIZE, .layout_known = true, .name = "cufold_batch_copy",
 	  .offset = table_offset, .size = table_size },
 	{ .nparams = 1, .param_bytes = RW_BATCH_TABLE_SIZE, .layout_known = true, .name = "cufold_batch_memset",
+	  .offset = table_offset, .size = table_size },
+	{ .nparams = 1, .param_bytes = RW_BATCH_TABLE_SIZE, .layout_known = true, .name = "cufold_batch_copy2d",
 	  .offset = table_offset, .size = table_size },
 };
 
@@ -65,7 +67,7 @@ static int batch_launch(const struct cap_op *first, enum rw_kernel k, uint32_t n
 	out->callsite = first->callsite;
 	out->u.kernel.handle = fn;
 	out->u.kernel.func = fn;
-	out->u.kernel.info = &batch_info[k == RW_K_BATCH_COPY ? 0 : 1];
+	out->u.kernel.info = &batch_info[k == RW_K_BATCH_COPY ? 0 : k == RW_K_BATCH_MEMSET ? 1 : 2];
 	out->u.kernel.grid[0] = (unsigned)(gx < 1 ? 1 : gx > BATCH_MAX_GRID_X ? BATCH_MAX_GRID_X : gx);
 	out->u.kernel.grid[1] = n;
 	out->u.kernel.grid[2] = 1;
@@ -88,7 +90,7 @@ static int member_op(const struct rw_plan_node *n, uint32_t m, const struct cap_
 		return 0;
 	}
 	if (n->members[m].first + n->members[m].count > n->norig || n->members[m].kind == RW_NODE_BATCH_COPY ||
-	    n->members[m].kind == RW_NODE_BATCH_SET)
+	    n->members[m].kind == RW_NODE_BATCH_SET || n->members[m].kind == RW_NODE_BATCH_COPY2D)
 		return -CF_EINVAL;
 	memset(&v, 0, sizeof(v));
 	v.kind = n->members[m].kind;
@@ -143,6 +145,35 @@ static int derive_batch_set(const struct rw_plan_node *n, const struct cap_op *c
 	}
 	t->count = count;
 	return batch_launch(ops[n->orig[0]], RW_K_BATCH_MEMSET, count, max_bytes, t, out);
+}
+
+static int derive_batch_copy2d(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+{
+	struct rw_batch_copy2d_table *t = n->scratch;
+	uint32_t count = n->nmembers ? n->nmembers : n->norig;
+	uint64_t max_bytes = 0;
+	struct cap_op c;
+
+	if (!t || n->scratch_size < sizeof(*t) || count > RW_BATCH2D_MAX)
+		return -CF_EINVAL;
+	memset(t, 0, sizeof(*t));
+	for (uint32_t i = 0; i < count; i++) {
+		const struct cap_memcpy *m;
+
+		if (member_op(n, i, ops, &c) != 0 || !rw_op_is_pitched_dtod(&c))
+			return -CF_EINVAL;
+		m = &c.u.memcpy;
+		t->r[i].dst = m->dst_first;
+		t->r[i].src = m->src_first;
+		t->r[i].width = m->d.WidthInBytes;
+		t->r[i].height = m->d.Height;
+		t->r[i].dpitch = m->d.Height > 1 ? m->d.dstPitch : m->d.WidthInBytes;
+		t->r[i].spitch = m->d.Height > 1 ? m->d.srcPitch : m->d.WidthInBytes;
+		if (m->bytes > max_bytes)
+			max_bytes = m->bytes;
+	}
+	t->count = count;
+	return batch_launch(ops[n->orig[0]], RW_K_BATCH_COPY2D, count, max_bytes, t, out);
 }
 
 /* ------------------------------------------------------------------ copies and memsets */
@@ -326,6 +357,8 @@ int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops
 		return derive_batch_copy(n, ops, out);
 	case RW_NODE_BATCH_SET:
 		return derive_batch_set(n, ops, out);
+	case RW_NODE_BATCH_COPY2D:
+		return derive_batch_copy2d(n, ops, out);
 	case RW_NODE_CAT_COPY:
 		return derive_cat_copy(n, ops, out);
 	case RW_NODE_ELEMENTWISE:
@@ -340,6 +373,7 @@ uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *firs
 	switch (kind) {
 	case RW_NODE_BATCH_COPY:
 	case RW_NODE_BATCH_SET:
+	case RW_NODE_BATCH_COPY2D:
 		return RW_BATCH_TABLE_SIZE;
 	case RW_NODE_ELEMENTWISE:
 		return first->kind == CAP_OP_KERNEL ? first->u.kernel.param_size : 0;

@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "rewrite/effects.h"
+#include "rewrite/kernels/batch.h"
 #include "rewrite/rewriter.h"
 #include "shim/api.h"
 
@@ -12,22 +13,63 @@ static bool overlap(uint64_t a0, uint64_t an, uint64_t b0, uint64_t bn)
 	return an && bn && a0 < b0 + bn && b0 < a0 + an;
 }
 
-bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, uint64_t addr, uint64_t bytes)
+/* Whether pitched region p (rows of p->width bytes from p->addr, p->pitch apart, the last ending
+ * at the span's end) meets the contiguous [a, a + n). */
+static bool pitched_meets(const struct rw_range *p, uint64_t a, uint64_t n)
+{
+	uint64_t rows = (p->bytes - p->width) / p->pitch + 1, r;
+
+	if (!overlap(p->addr, p->bytes, a, n))
+		return false;
+	/* the first row that ends after a; it meets [a, a+n) when it starts before a + n */
+	r = a < p->addr + p->width ? 0 : (a - p->addr - p->width) / p->pitch + 1;
+	return r < rows && p->addr + r * p->pitch < a + n;
+}
+
+bool rw_range_overlap(const struct rw_range *x, const struct rw_range *y)
+{
+	if (!overlap(x->addr, x->bytes, y->addr, y->bytes))
+		return false;
+	if (!x->pitch && !y->pitch)
+		return true;
+	if (!y->pitch)
+		return pitched_meets(x, y->addr, y->bytes);
+	if (!x->pitch)
+		return pitched_meets(y, x->addr, x->bytes);
+	if (x->pitch == y->pitch) {
+		/* columns on a circle of one pitch: x covers [0, wx), y covers [o, o + wy) */
+		uint64_t o = y->addr >= x->addr ? (y->addr - x->addr) % x->pitch
+						: (x->pitch - (x->addr - y->addr) % x->pitch) % x->pitch;
+
+		return !(o >= x->width && o + y->width <= x->pitch);
+	}
+	return true; /* different pitches: by span */
+}
+
+bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, const struct rw_range *q)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (overlap(list[i].addr, list[i].bytes, addr, bytes))
+		if (rw_range_overlap(&list[i], q))
 			return true;
 	return false;
 }
 
-bool rw_effects_reads(const struct rw_effects *e, uint64_t addr, uint64_t bytes)
+bool rw_effects_reads(const struct rw_effects *e, const struct rw_range *q)
 {
-	return e->all || rw_ranges_overlap(e->r, e->nr, addr, bytes);
+	return e->all || rw_ranges_overlap(e->r, e->nr, q);
 }
 
-bool rw_effects_writes(const struct rw_effects *e, uint64_t addr, uint64_t bytes)
+bool rw_effects_writes(const struct rw_effects *e, const struct rw_range *q)
 {
-	return e->all || rw_ranges_overlap(e->w, e->nw, addr, bytes);
+	return e->all || rw_ranges_overlap(e->w, e->nw, q);
+}
+
+/* A side of a copy: pitched when it has several rows of one layer, else its span. */
+static struct rw_range copy_side(uint64_t first, uint64_t span, const CUDA_MEMCPY3D *d, size_t pitch)
+{
+	if (d->Height > 1 && d->Depth == 1 && pitch > d->WidthInBytes)
+		return (struct rw_range){ first, span, d->WidthInBytes, pitch };
+	return (struct rw_range){ first, span, 0, 0 };
 }
 
 uint64_t rw_set_bytes(const struct cap_op *op)
@@ -69,9 +111,42 @@ int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set)
 	return rw_card_access(card, &args, set);
 }
 
+/* cufold_batch_copy2d: its table's pitched regions (cards cannot say them). */
+static bool copy2d_effects(const struct cap_op *op, struct rw_effects *e)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	struct rw_batch_copy2d_table t;
+
+	if (!k->info || strcmp(k->info->name, "cufold_batch_copy2d") != 0)
+		return false;
+	if (k->param_size != sizeof(t) || k->via_extra) {
+		e->all = true;
+		return true;
+	}
+	memcpy(&t, k->params, sizeof(t));
+	for (uint32_t i = 0; i < t.count && i < RW_BATCH2D_MAX; i++) {
+		const struct rw_batch_copy2d_range *g = &t.r[i];
+
+		if (!g->width || !g->height)
+			continue;
+		if (g->height > 1 && g->spitch > g->width)
+			e->r[e->nr++] = (struct rw_range){ g->src, (g->height - 1) * g->spitch + g->width, g->width, g->spitch };
+		else
+			e->r[e->nr++] = (struct rw_range){ g->src, (g->height - 1) * g->spitch + g->width, 0, 0 };
+		if (g->height > 1 && g->dpitch > g->width)
+			e->w[e->nw++] = (struct rw_range){ g->dst, (g->height - 1) * g->dpitch + g->width, g->width, g->dpitch };
+		else
+			e->w[e->nw++] = (struct rw_range){ g->dst, (g->height - 1) * g->dpitch + g->width, 0, 0 };
+	}
+	return true;
+}
+
 static void kernel_effects(const struct cap_op *op, struct rw_effects *e)
 {
 	struct rw_access_set set;
+
+	if (copy2d_effects(op, e))
+		return;
 
 	if (rw_op_kernel_access(op, &set) != 0 || (set.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN))) {
 		e->all = true;
@@ -85,9 +160,9 @@ static void kernel_effects(const struct cap_op *op, struct rw_effects *e)
 			return;
 		}
 		if (a->flags & RW_ACC_READ)
-			e->r[e->nr++] = (struct rw_range){ a->addr, a->bytes };
+			e->r[e->nr++] = (struct rw_range){ a->addr, a->bytes, 0, 0 };
 		if (a->flags & RW_ACC_WRITE)
-			e->w[e->nw++] = (struct rw_range){ a->addr, a->bytes };
+			e->w[e->nw++] = (struct rw_range){ a->addr, a->bytes, 0, 0 };
 	}
 }
 
@@ -101,13 +176,20 @@ void rw_op_effects(const struct cap_op *op, struct rw_effects *e)
 
 		/* a pageable side is host memory only the host reaches: it cannot alias device ranges,
 		 * but it is listed all the same (the ranges are plain addresses) */
-		e->r[e->nr++] = (struct rw_range){ c->src_first, c->src_span };
-		e->w[e->nw++] = (struct rw_range){ c->dst_first, c->dst_span };
+		e->r[e->nr++] = copy_side(c->src_first, c->src_span, &c->d, c->d.srcPitch);
+		e->w[e->nw++] = copy_side(c->dst_first, c->dst_span, &c->d, c->d.dstPitch);
 		return;
 	}
-	case CAP_OP_MEMSET:
-		e->w[e->nw++] = (struct rw_range){ op->u.memset.dst, set_span(&op->u.memset) };
+	case CAP_OP_MEMSET: {
+		const struct cap_memset *m = &op->u.memset;
+		uint64_t row = (uint64_t)m->width * m->elem_size;
+
+		if (m->height > 1 && m->pitch > row)
+			e->w[e->nw++] = (struct rw_range){ m->dst, set_span(m), row, m->pitch };
+		else
+			e->w[e->nw++] = (struct rw_range){ m->dst, set_span(m), 0, 0 };
 		return;
+	}
 	case CAP_OP_KERNEL:
 		kernel_effects(op, e);
 		return;
@@ -130,11 +212,11 @@ bool rw_op_is_set_1d(const struct cap_op *op)
 bool rw_op_sure_write(const struct cap_op *op, struct rw_range *out)
 {
 	if (op->kind == CAP_OP_MEMCPY && rw_op_is_linear_dtod(op)) {
-		*out = (struct rw_range){ op->u.memcpy.dst_first, op->u.memcpy.bytes };
+		*out = (struct rw_range){ op->u.memcpy.dst_first, op->u.memcpy.bytes, 0, 0 };
 		return true;
 	}
 	if (op->kind == CAP_OP_MEMSET && op->u.memset.height == 1) {
-		*out = (struct rw_range){ op->u.memset.dst, rw_set_bytes(op) };
+		*out = (struct rw_range){ op->u.memset.dst, rw_set_bytes(op), 0, 0 };
 		return out->bytes != 0;
 	}
 	return false;
@@ -148,8 +230,8 @@ bool rw_op_is_pure(const struct cap_op *op)
 	case CAP_OP_MEMSET:
 		return true;
 	case CAP_OP_MEMCPY:
-		return !overlap(op->u.memcpy.src_first, op->u.memcpy.src_span, op->u.memcpy.dst_first,
-				op->u.memcpy.dst_span);
+		rw_op_effects(op, &e);
+		return !rw_range_overlap(&e.r[0], &e.w[0]);
 	case CAP_OP_KERNEL: {
 		struct rw_access_set set;
 

@@ -1,9 +1,9 @@
 /* effects.h - what one op reads and writes, as address ranges: the facts every rule's safety
  * condition is made of. rewrite layer: includes capture/capture.h and rewrite/cards.h.
  *
- * Copies and memsets need no card: a copy reads its source span and writes its destination
- * span, a memset writes its span (for 2-D forms the span from the first to one past the last
- * byte, pitch gaps included: an upper bound). A kernel's ranges come from its card
+ * Copies and memsets need no card: a copy reads its source and writes its destination, a memset
+ * writes its destination (2-D forms as pitched regions, 3-D forms as their whole span: an upper
+ * bound). A kernel's ranges come from its card
  * (rewrite/cards.h); a kernel with no card, an `indirect` card, a span the card cannot compute
  * (`unknown`) or a launch that does not fit its card may touch anything: `all`. Events, host
  * functions and anything else are `all` too, so a rule that asks "does anything between these
@@ -20,9 +20,14 @@
 #include "capture/capture.h"
 #include "rewrite/cards.h"
 
+/* A contiguous range, or (pitch != 0) a pitched region: rows of `width` bytes `pitch` apart,
+ * from addr to addr + bytes (the span: the last row ends there), the bytes between rows not
+ * touched. */
 struct rw_range {
 	uint64_t addr;               /* first byte */
-	uint64_t bytes;              /* length (0: touches nothing) */
+	uint64_t bytes;              /* span (0: touches nothing) */
+	uint64_t width;              /* pitched: bytes per row (< pitch); else 0 */
+	uint64_t pitch;              /* pitched: bytes from a row to the next; 0: contiguous */
 };
 
 struct rw_effects {
@@ -39,11 +44,14 @@ void rw_op_effects(const struct cap_op *op, struct rw_effects *e);
  * launch does not fit the card). */
 int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set);
 
-/* Whether [addr, addr + bytes) overlaps any range of the list. */
-bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, uint64_t addr, uint64_t bytes);
-/* Whether some read (write) of e overlaps [addr, addr + bytes); true when e is `all`. */
-bool rw_effects_reads(const struct rw_effects *e, uint64_t addr, uint64_t bytes);
-bool rw_effects_writes(const struct rw_effects *e, uint64_t addr, uint64_t bytes);
+/* Whether two ranges share a byte (pitched regions exactly when their pitches are equal or one
+ * of them is contiguous; otherwise by span, which may say yes for regions that interleave). */
+bool rw_range_overlap(const struct rw_range *x, const struct rw_range *y);
+/* Whether q overlaps any range of the list. */
+bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, const struct rw_range *q);
+/* Whether some read (write) of e overlaps q; true when e is `all`. */
+bool rw_effects_reads(const struct rw_effects *e, const struct rw_range *q);
+bool rw_effects_writes(const struct rw_effects *e, const struct rw_range *q);
 
 /* The one range op surely writes whole (every byte of it, whatever the data): a 1-D copy's
  * destination, a 1-D memset's span. False for everything else (2-D forms skip pitch gaps; a

@@ -20,6 +20,7 @@ static const char *const names[RW_K_COUNT] = {
 	[RW_K_BATCH_MEMSET] = "cufold_batch_memset",
 	[RW_K_BATCH_COPY_BUF] = "cufold_batch_copy_buf",
 	[RW_K_BATCH_MEMSET_BUF] = "cufold_batch_memset_buf",
+	[RW_K_BATCH_COPY2D] = "cufold_batch_copy2d",
 };
 
 struct ctx_entry {

@@ -17,6 +17,7 @@ enum rw_kernel {
 	RW_K_BATCH_MEMSET,      /* cufold_batch_memset(struct rw_batch_memset_table) */
 	RW_K_BATCH_COPY_BUF,    /* cufold_batch_copy_buf(const struct rw_batch_copy_range *, unsigned) */
 	RW_K_BATCH_MEMSET_BUF,  /* cufold_batch_memset_buf(const struct rw_batch_memset_range *, unsigned) */
+	RW_K_BATCH_COPY2D,      /* cufold_batch_copy2d(struct rw_batch_copy2d_table) */
 	RW_K_COUNT
 };
 

@@ -70,13 +70,13 @@ static bool apart_eff(const struct eff_view *ea, const struct eff_view *eb, bool
 	if (ea->all || eb->all)
 		return false;
 	for (uint32_t i = 0; i < ea->nw; i++) {
-		if (reads && rw_ranges_overlap(eb->r, eb->nr, ea->w[i].addr, ea->w[i].bytes))
+		if (reads && rw_ranges_overlap(eb->r, eb->nr, &ea->w[i]))
 			return false;
-		if (writes && rw_ranges_overlap(eb->w, eb->nw, ea->w[i].addr, ea->w[i].bytes))
+		if (writes && rw_ranges_overlap(eb->w, eb->nw, &ea->w[i]))
 			return false;
 	}
 	for (uint32_t i = 0; writes && i < ea->nr; i++)
-		if (rw_ranges_overlap(eb->w, eb->nw, ea->r[i].addr, ea->r[i].bytes))
+		if (rw_ranges_overlap(eb->w, eb->nw, &ea->r[i]))
 			return false;
 	return true;
 }
@@ -245,6 +245,8 @@ bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct
 		return a->stream == b->stream && a->stream_slot == b->stream_slot && a->ctx == b->ctx;
 	case RW_G_LINEAR_DTOD:
 		return rw_op_is_linear_dtod(a);
+	case RW_G_PITCHED_DTOD:
+		return rw_op_is_pitched_dtod(a);
 	case RW_G_DISJOINT: {
 		uint64_t src0, dst0, srcn, dstn;
 

@@ -33,6 +33,7 @@
 				 * orig[0], widths summed */ \
 	X(BATCH_COPY, "batch_copy") /* one launch of cufold_batch_copy over the 1-D copies orig */ \
 	X(BATCH_SET, "batch_set")   /* one launch of cufold_batch_memset over the 1-D memsets orig */ \
+	X(BATCH_COPY2D, "batch_copy2d") /* one launch of cufold_batch_copy2d over 1-D and 2-D copies */ \
 	X(CAT_COPY, "cat_copy")     /* one 1-D copy doing what the cat kernel orig[0] does (its \
 				     * inputs abut in order: from the first input to its output) */ \
 	X(ELEMENTWISE, "elementwise") /* one launch of the elementwise kernel orig[0] over the \
@@ -56,6 +57,7 @@ enum rw_node_kind {
 	X(DST_ABUTS, "dst_abuts")          /* b's dst == a's dst + a's bytes (copies) */ \
 	X(SAME_STREAM, "same_stream")      /* a and b name the same stream handle */ \
 	X(LINEAR_DTOD, "linear_dtod")      /* a is a 1-D device-to-device linear copy (b unused) */ \
+	X(PITCHED_DTOD, "pitched_dtod")    /* a is a 1-D or 2-D device-to-device linear copy (b unused) */ \
 	X(DISJOINT, "disjoint")            /* [src a, src b + bytes b) misses [dst a, dst b + bytes b) */ \
 	X(FORWARDS, "forwards")            /* b's src == a's dst and the same bytes */ \
 	X(MISSES, "misses")                /* b's dst range misses a's src range and, when a is not \

@@ -161,6 +161,25 @@ static bool is_linear_type(CUmemorytype t)
 	return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED;
 }
 
+bool rw_op_is_pitched_dtod(const struct cap_op *op)
+{
+	const struct cap_memcpy *c;
+
+	if (op->kind != CAP_OP_MEMCPY)
+		return false;
+	c = &op->u.memcpy;
+	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED | CAP_OPF_NO_DEFER | CAP_OPF_STAGED))
+		return false;
+	if (op->stream_kind == CAP_STREAM_PER_THREAD || !is_async_api(op->api))
+		return false;
+	if (c->dir != CAP_DIR_DTOD || c->src_ctx || c->dst_ctx || c->src_pageable || c->dst_pageable ||
+	    !is_linear_type(c->d.srcMemoryType) || !is_linear_type(c->d.dstMemoryType))
+		return false;
+	if (c->d.Depth != 1 || !c->d.Height || !c->d.WidthInBytes || c->bytes != c->d.WidthInBytes * c->d.Height)
+		return false;
+	return c->d.Height == 1 || (c->d.srcPitch >= c->d.WidthInBytes && c->d.dstPitch >= c->d.WidthInBytes);
+}
+
 bool rw_op_is_linear_dtod(const struct cap_op *op)
 {
 	const struct cap_memcpy *c;
@@ -279,7 +298,7 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	pn.norig = norig;
 	pn.orig = nn.orig;
 	pn.from = from;
-	if (kind == RW_NODE_BATCH_COPY || kind == RW_NODE_BATCH_SET) {
+	if (kind == RW_NODE_BATCH_COPY || kind == RW_NODE_BATCH_SET || kind == RW_NODE_BATCH_COPY2D) {
 		/* each replaced node is one range of the table, whatever it was */
 		nn.members = cf_arena_alloc(&rw->arena, count * sizeof(*nn.members));
 		if (!nn.members)

@@ -91,6 +91,8 @@ bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b);
 /* Whether the original op is a 1-D device-to-device copy in linear memory that replay may
  * defer (asynchronous, not host-visible, not refused, no peer contexts). */
 bool rw_op_is_linear_dtod(const struct cap_op *op);
+/* The same for a 1-D or 2-D (one layer of rows, pitches at least the width) copy. */
+bool rw_op_is_pitched_dtod(const struct cap_op *op);
 
 /* Remove node i (its original ops are not submitted). 0 or -CF_EINVAL. */
 int rw_erase(struct rw_rewriter *rw, uint32_t i);

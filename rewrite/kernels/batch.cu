@@ -125,6 +125,35 @@ extern "C" __global__ void cufold_batch_memset(struct rw_batch_memset_table t)
 		memset_range(t.r[r].dst, t.r[r].bytes, t.r[r].value, t.r[r].elem_size);
 }
 
+/* Rows of a pitched region, dealt to the x dimension of the grid: 4-byte words when every
+ * address, width and pitch allows, else bytes. */
+__device__ static void copy_region(const struct rw_batch_copy2d_range *g)
+{
+	unsigned long long tid, stride;
+	bool words = ((g->dst | g->src | g->width | g->dpitch | g->spitch) & 3) == 0;
+	unsigned long long unit = words ? 4 : 1, per_row = g->width / unit, items = per_row * g->height;
+
+	lane(&tid, &stride);
+	for (unsigned long long i = tid; i < items; i += stride) {
+		unsigned long long row = i / per_row, col = (i % per_row) * unit;
+		unsigned char *d = (unsigned char *)(g->dst + row * g->dpitch + col);
+		const unsigned char *s = (const unsigned char *)(g->src + row * g->spitch + col);
+
+		if (words)
+			*(unsigned int *)d = *(const unsigned int *)s;
+		else
+			*d = *s;
+	}
+}
+
+extern "C" __global__ void cufold_batch_copy2d(struct rw_batch_copy2d_table t)
+{
+	unsigned int count = t.count < RW_BATCH2D_MAX ? t.count : RW_BATCH2D_MAX;
+
+	for (unsigned int r = first_range(); r < count; r += range_step())
+		copy_region(&t.r[r]);
+}
+
 /* The same over a table in device memory: ranges[0, count). */
 extern "C" __global__ void cufold_batch_copy_buf(const struct rw_batch_copy_range *ranges,
 						 unsigned int count)

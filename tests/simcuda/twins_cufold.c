@@ -17,10 +17,12 @@
 void sim_twin_cufold_batch_copy(const struct sim_launch *l);
 void sim_twin_cufold_batch_memset(const struct sim_launch *l);
 void sim_twin_cufold_batch_copy_buf(const struct sim_launch *l);
+void sim_twin_cufold_batch_copy2d(const struct sim_launch *l);
 void sim_twin_cufold_batch_memset_buf(const struct sim_launch *l);
 
 _Static_assert(sizeof(struct rw_batch_copy_table) == RW_BATCH_TABLE_SIZE, "copy table layout");
 _Static_assert(sizeof(struct rw_batch_memset_table) == RW_BATCH_TABLE_SIZE, "memset table layout");
+_Static_assert(sizeof(struct rw_batch_copy2d_table) == RW_BATCH_TABLE_SIZE, "pitched copy table layout");
 
 /* Whether the launch has the parameter sizes the kernel was compiled with. */
 static bool sizes_are(const struct sim_launch *l, unsigned int n, size_t s0, size_t s1)
@@ -111,4 +113,17 @@ void sim_twin_cufold_batch_memset_buf(const struct sim_launch *l)
 		memcpy(&one, &ranges[r], sizeof(one));
 		memset_range(&one);
 	}
+}
+
+void sim_twin_cufold_batch_copy2d(const struct sim_launch *l)
+{
+	struct rw_batch_copy2d_table t;
+
+	if (!sizes_are(l, 1, sizeof(t), 0))
+		return;
+	memcpy(&t, l->params[0], sizeof(t));
+	for (uint32_t r = 0; r < t.count && r < RW_BATCH2D_MAX; r++)
+		for (uint64_t row = 0; row < t.r[r].height; row++)
+			memmove((void *)(uintptr_t)(t.r[r].dst + row * t.r[r].dpitch),
+				(const void *)(uintptr_t)(t.r[r].src + row * t.r[r].spitch), (size_t)t.r[r].width);
 }
