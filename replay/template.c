@@ -426,8 +426,40 @@ static bool recorded_in_seg(const struct cap_window *w, const struct rpl_seg *g,
 /* Add op (position i of segment g) to g's graph, depending on the nodes of its trace-graph
  * predecessors inside the segment (those outside were submitted before the launch and are
  * ordered by the stream joins, see exec.c). */
+/* What an op without a graph node (folded into another node, or erased) stands for in the
+ * dependencies of later nodes: the nodes it would have waited for. */
+struct standin {
+	CUgraphNode *v;              /* nodes (owned), or NULL */
+	uint32_t n;                  /* entries */
+};
+
+/* Add node to deps[0..*ndeps) unless it is there. */
+static void dep_add(CUgraphNode *deps, size_t *ndeps, CUgraphNode node)
+{
+	for (size_t k = 0; k < *ndeps; k++)
+		if (deps[k] == node)
+			return;
+	deps[(*ndeps)++] = node;
+}
+
+/* Position p of g as a dependency: its node, or what it stands in for. */
+static void dep_position(const struct rpl_seg *g, const struct standin *st, uint32_t p, CUgraphNode *deps,
+			 size_t *ndeps)
+{
+	if (g->nodes[p].node) {
+		dep_add(deps, ndeps, g->nodes[p].node);
+		return;
+	}
+	for (uint32_t k = 0; k < st[p].n; k++)
+		dep_add(deps, ndeps, st[p].v[k]);
+}
+
+/* Add op (position i of segment g) to g's graph, depending on the nodes of its trace-graph
+ * predecessors inside the segment (those outside were submitted before the launch and are
+ * ordered by the stream joins, see exec.c). A folded op gets no node: later nodes wait for what
+ * it would have waited for (st[i]). */
 static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
-			 const struct cap_graph *tg, CUgraphNode *deps, bool folded)
+			 const struct cap_graph *tg, CUgraphNode *deps, bool folded, struct standin *st)
 {
 	struct rpl_node *n = &g->nodes[i];
 	uint32_t np = cap_graph_npred(tg, g->first + i);
@@ -442,22 +474,31 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 		uint32_t k = (uint32_t)g->run->node_of[i];
 
 		for (uint32_t d = plan->dep_start[k]; d < plan->dep_start[k + 1]; d++)
-			deps[ndeps++] = g->nodes[plan->nodes[plan->dep_list[d]].orig[0]].node;
+			dep_position(g, st, plan->nodes[plan->dep_list[d]].orig[0], deps, &ndeps);
 	} else {
 		for (uint32_t j = 0; j < np; j++)
 			if (pred[j] >= g->first && pred[j] < g->first + i)
-				deps[ndeps++] = g->nodes[pred[j] - g->first].node;
+				dep_position(g, st, pred[j] - g->first, deps, &ndeps);
+	}
+	if (folded) {
+		/* an op a plan node covers or the plan erased: no node; the order it carried goes to
+		 * the nodes after it */
+		n->kind = op->kind;
+		n->empty = true;
+		if (ndeps) {
+			st[i].v = malloc(ndeps * sizeof(*st[i].v));
+			if (!st[i].v)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			memcpy(st[i].v, deps, ndeps * sizeof(*deps));
+			st[i].n = (uint32_t)ndeps;
+		}
+		return CUDA_SUCCESS;
 	}
 	if (op->stream_kind == CAP_STREAM_LEGACY)
 		g->legacy = true;
 
 	n->kind = op->kind;
 	rpl__own_call();
-	if (folded) {
-		/* an op a plan node covers or the plan erased: an empty node keeps the order */
-		n->empty = true;
-		return SHIM_REAL(cuGraphAddEmptyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps);
-	}
 	switch (op->kind) {
 	case CAP_OP_KERNEL: {
 		CUDA_KERNEL_NODE_PARAMS p;
@@ -515,13 +556,16 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 			  const struct rpl_config *cfg)
 {
 	const struct cap_op *first = cap_window_op(w, g->first);
+	struct standin *st;
 	CUgraphNode *deps;
 	CUresult rc;
 
 	g->nodes = calloc(g->n, sizeof(*g->nodes));
 	deps = calloc(g->n + 1, sizeof(*deps));
-	if (!g->nodes || !deps) {
+	st = calloc(g->n, sizeof(*st));
+	if (!g->nodes || !deps || !st) {
 		free(deps);
+		free(st);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	rpl__own_call();
@@ -546,8 +590,11 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 			}
 			op = &tmp;
 		}
-		rc = add_node(g, i, op, w, tg, deps, folded);
+		rc = add_node(g, i, op, w, tg, deps, folded, st);
 	}
+	for (uint32_t i = 0; i < g->n; i++)
+		free(st[i].v);
+	free(st);
 	free(deps);
 	if (rc != CUDA_SUCCESS)
 		return rc;

@@ -29,6 +29,9 @@
  * Device: a work item starts when its dependencies have ended and it was submitted; streams run
  * concurrently without contention (an optimistic simplification that favours neither eager nor
  * graph execution). Eager stream work pays the stream launch floor; graph nodes the graph floor.
+ * A graph launch's nodes are dispatched one per dev_graph_node_gap_ns in topological order (an
+ * assumption: the front end issues nodes serially, each no faster than an empty node runs), so
+ * independent branches of a graph overlap only as fast as their nodes can be handed out.
  * A program's modeled time is the host clock at exit, after all work has finished. */
 #include "sim_int.h"
 

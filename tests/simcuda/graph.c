@@ -788,8 +788,13 @@ static CUresult launch(struct sim_gexec *x, struct sim_stream *s)
 		sim_work_dep(join, items[k]);
 		sim_stats_count("graph_nodes", xn->enabled ? node_type_name(xn->body.type) : "empty", 1);
 	}
-	for (unsigned int k = 0; k < x->n; k++)
+	/* the device's front end hands a graph's nodes out one at a time (in topological order),
+	 * each taking what an empty node takes: independent branches overlap, but no faster than
+	 * the nodes can be dispatched (cost.c, dev_graph_node_gap_ns) */
+	for (unsigned int k = 0; k < x->n; k++) {
+		items[k]->submit_ns = entry->submit_ns + (uint64_t)k * sim_cost.dev_graph_node_gap_ns;
 		sim_sched_add(items[k]);
+	}
 	created = 0;
 	sim_work_unref(x->last_join);
 	sim_work_ref(join);
