@@ -61,6 +61,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
+#include "rewrite/kernels.h"
 
 struct rpl_totals rpl__totals;
 
@@ -1127,6 +1128,11 @@ void rpl_context_destroyed(CUcontext ctx)
 		if (!ctx || t->ctx == ctx)
 			template_retire(t, "its context was destroyed");
 	}
+}
+
+void rpl_context_gone(CUcontext ctx)
+{
+	rw_kernels_forget(ctx);
 }
 
 /* ------------------------------------------------------------------ statistics */

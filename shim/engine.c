@@ -527,6 +527,12 @@ void shim_engine_ctx_switch(enum shim_api_id api)
 	}
 }
 
+void shim_engine_ctx_destroyed(CUcontext ctx)
+{
+	/* a new context may get the handle back: it must load cufold's kernels anew */
+	rpl_context_gone(ctx);
+}
+
 void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now)
 {
 	if (rc == CUDA_SUCCESS && known) {

@@ -95,6 +95,8 @@ void shim_engine_capture_done(bool begin, CUresult rc);
 void shim_engine_ctx_set(enum shim_api_id api, CUcontext target);
 void shim_engine_ctx_switch(enum shim_api_id api);
 void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now);
+/* ctx was destroyed (its modules with it): forget what cufold loaded into it. */
+void shim_engine_ctx_destroyed(CUcontext ctx);
 
 /* Module and library calls: unload is a boundary (MODULE_UNLOAD) and forgets functions;
  * CUkernel handles are learned after cuLibraryGetKernel / cuLibraryEnumerateKernels. */

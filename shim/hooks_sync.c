@@ -111,6 +111,8 @@ SHIM_HOOK(cuCtxDestroy_v2)(CUcontext ctx)
 	shim_engine_ctx_switch(SHIM_ID_cuCtxDestroy_v2);
 	rc = shim_real.p_cuCtxDestroy_v2(ctx);
 	shim_engine_ctx_done(rc, false, NULL);
+	if (rc == CUDA_SUCCESS)
+		shim_engine_ctx_destroyed(ctx);
 	return rc;
 }
 
