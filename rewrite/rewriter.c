@@ -182,18 +182,7 @@ bool rw_op_is_pitched_dtod(const struct cap_op *op)
 
 bool rw_op_is_linear_dtod(const struct cap_op *op)
 {
-	const struct cap_memcpy *c;
-
-	if (op->kind != CAP_OP_MEMCPY)
-		return false;
-	c = &op->u.memcpy;
-	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED | CAP_OPF_NO_DEFER | CAP_OPF_STAGED))
-		return false;
-	if (op->stream_kind == CAP_STREAM_PER_THREAD || !is_async_api(op->api))
-		return false;
-	return c->dir == CAP_DIR_DTOD && !c->src_ctx && !c->dst_ctx && !c->src_pageable && !c->dst_pageable &&
-	       c->d.Height == 1 && c->d.Depth == 1 && c->bytes == c->d.WidthInBytes && c->bytes &&
-	       is_linear_type(c->d.srcMemoryType) && is_linear_type(c->d.dstMemoryType);
+	return rw_op_is_pitched_dtod(op) && op->u.memcpy.d.Height == 1;
 }
 
 static void order_forget(struct rw_rewriter *rw)

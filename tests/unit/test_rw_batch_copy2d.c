@@ -1,0 +1,651 @@
+/* test_rw_batch_copy2d.c - golden and negative tests of the batch-copy rule on 2-D (pitched)
+ * copies: the batch_copy2d nodes it makes for per-head splits and glues, the derived launch of
+ * cufold_batch_copy2d (function, grid, every field of the table), guards failing when bindings
+ * move, and the near misses it must leave alone. tests layer (cmocka, libcufold.a). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/errors.h"
+#include "rewrite/kernels.h"
+#include "rewrite/plan.h"
+#include "rewrite/rewriter.h"
+#include "shim/api.h"
+
+extern const struct rw_rule rw_rule_batch_copy;
+
+#define STREAM_A ((CUstream)0x1000)
+#define STREAM_B ((CUstream)0x2000)
+#define BUF_QKV 0x7f0000000000ull /* a fused qkv activation: T rows of 3 * DM bytes */
+#define BUF_H 0x7f0001000000ull   /* per-head blocks, T * HW bytes each, HEAD_STRIDE apart */
+#define BUF_O 0x7f0002000000ull   /* the heads glued back: T rows of DM bytes */
+#define BUF_S 0x7f0003000000ull   /* a source of 1-D copies */
+#define BUF_D 0x7f0004000000ull   /* a destination of 1-D copies */
+#define HW 64u                    /* bytes of one head's row */
+#define NH 4u                     /* heads */
+#define DM (NH * HW)              /* bytes of one model row (256) */
+#define T 8u                      /* rows (tokens) */
+#define HEAD_STRIDE 0x1000u       /* between per-head blocks */
+#define MAX_OPS 24
+
+/* What the fake resolver answers for kernel k: recognizable, never a real handle. */
+#define FAKE_FUNC(k) ((CUfunction)(uintptr_t)(0xfeed0000u + (unsigned)(k)))
+
+static CUresult fake_resolver(CUcontext ctx, int kernel, CUfunction *out)
+{
+	(void)ctx;
+	*out = FAKE_FUNC(kernel);
+	return CUDA_SUCCESS;
+}
+
+/* Point a copy at new sides and extent, keeping every form capture keeps consistent (spans as
+ * capture's box_span computes them). */
+static void copy2d_set(struct cap_op *op, uint64_t src, size_t spitch, uint64_t dst, size_t dpitch, size_t width,
+		       size_t height)
+{
+	struct cap_memcpy *m = &op->u.memcpy;
+
+	m->d.srcDevice = src;
+	m->d.dstDevice = dst;
+	m->d.srcPitch = spitch;
+	m->d.dstPitch = dpitch;
+	m->d.WidthInBytes = width;
+	m->d.Height = height;
+	m->bytes = (uint64_t)width * height * m->d.Depth;
+	m->src_first = src;
+	m->dst_first = dst;
+	m->src_span = (uint64_t)(height - 1) * spitch + width;
+	m->dst_span = (uint64_t)(height - 1) * dpitch + width;
+}
+
+/* An asynchronous 2-D device-to-device copy (cuMemcpy2DAsync) as capture records it. */
+static struct cap_op copy2d_op(uint64_t src, size_t spitch, uint64_t dst, size_t dpitch, size_t width, size_t height,
+			       CUstream s)
+{
+	struct cap_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.kind = CAP_OP_MEMCPY;
+	op.api = SHIM_ID_cuMemcpy2DAsync_v2;
+	op.stream = s;
+	op.stream_slot = s == STREAM_A ? 0 : 1;
+	op.stream_kind = CAP_STREAM_BLOCKING;
+	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	op.u.memcpy.d.Depth = 1;
+	op.u.memcpy.dir = CAP_DIR_DTOD;
+	copy2d_set(&op, src, spitch, dst, dpitch, width, height);
+	return op;
+}
+
+/* An asynchronous 1-D device-to-device copy as capture records it. */
+static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
+{
+	struct cap_op op = copy2d_op(src, bytes, dst, bytes, bytes, 1, s);
+
+	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
+	op.u.memcpy.d.srcPitch = op.u.memcpy.d.dstPitch = 0;
+	return op;
+}
+
+/* Head h of q split off the fused qkv rows (a strided .contiguous()): column block h of pitch
+ * 3 * DM into a dense block. */
+static struct cap_op split_op(unsigned h, CUstream s)
+{
+	return copy2d_op(BUF_QKV + h * HW, 3 * DM, BUF_H + h * HEAD_STRIDE, HW, HW, T, s);
+}
+
+/* Head h glued back into the model rows: a dense block into column block h of pitch DM. */
+static struct cap_op glue_op(unsigned h, CUstream s)
+{
+	return copy2d_op(BUF_H + h * HEAD_STRIDE, HW, BUF_O + h * HW, DM, HW, T, s);
+}
+
+static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
+{
+	for (uint32_t i = 0; i < n; i++)
+		ptr[i] = &ops[i];
+}
+
+/* Rewrite ops[0..n) with batch-copy alone; the plan's one-line form into buf. */
+static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
+{
+	const struct rw_rule *rules[1] = { &rw_rule_batch_copy };
+	const struct cap_op *ptr[MAX_OPS];
+	struct rw_plan *p;
+
+	assert_true(n <= MAX_OPS);
+	ptrs(ops, n, ptr);
+	rw__set_kernel_resolver(fake_resolver);
+	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
+	assert_non_null(p);
+	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
+	return p;
+}
+
+static void expect_identity(struct cap_op *ops, uint32_t n)
+{
+	char buf[4096];
+	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
+
+	if (!rw_plan_is_identity(p))
+		fail_msg("expected no rewrite, got: %s", buf);
+	assert_int_equal(p->nnodes, n);
+	assert_int_equal(p->nguards, 0);
+	assert_int_equal(p->nstats, 0);
+	rw_plan_destroy(p);
+}
+
+/* The launch a batch_copy2d node derives: cufold_batch_copy2d, y = one block row per region. */
+static void check_launch(const struct cap_op *out, unsigned gx, unsigned regions, CUstream s)
+{
+	assert_int_equal(out->kind, CAP_OP_KERNEL);
+	assert_int_equal(out->api, SHIM_ID_cuLaunchKernel);
+	assert_ptr_equal(out->u.kernel.func, FAKE_FUNC(RW_K_BATCH_COPY2D));
+	assert_ptr_equal(out->u.kernel.handle, FAKE_FUNC(RW_K_BATCH_COPY2D));
+	assert_non_null(out->u.kernel.info);
+	assert_string_equal(out->u.kernel.info->name, "cufold_batch_copy2d");
+	assert_int_equal(out->u.kernel.info->nparams, 1);
+	assert_int_equal(out->u.kernel.info->offset[0], 0);
+	assert_int_equal(out->u.kernel.info->size[0], RW_BATCH_TABLE_SIZE);
+	assert_int_equal(out->u.kernel.grid[0], gx);
+	assert_int_equal(out->u.kernel.grid[1], regions);
+	assert_int_equal(out->u.kernel.grid[2], 1);
+	assert_int_equal(out->u.kernel.block[0], 256);
+	assert_int_equal(out->u.kernel.block[1], 1);
+	assert_int_equal(out->u.kernel.block[2], 1);
+	assert_int_equal(out->u.kernel.shared_bytes, 0);
+	assert_int_equal(out->u.kernel.param_size, 776);
+	assert_false(out->u.kernel.via_extra);
+	assert_non_null(out->u.kernel.params);
+	assert_ptr_equal(out->stream, s);
+	assert_int_equal(out->stream_slot, s == STREAM_A ? 0 : 1);
+	assert_int_equal(out->stream_kind, CAP_STREAM_BLOCKING);
+}
+
+/* The table of a derived launch holds exactly want[0..n), the rest zero. */
+static void check_table(const struct cap_op *out, const struct rw_batch_copy2d_range *want, uint32_t n)
+{
+	struct rw_batch_copy2d_table t;
+
+	assert_int_equal(sizeof(t), 776);
+	assert_int_equal(offsetof(struct rw_batch_copy2d_table, count), RW_BATCH_COUNT_OFFSET);
+	memcpy(&t, out->u.kernel.params, sizeof(t));
+	assert_int_equal(t.count, n);
+	assert_int_equal(t.pad, 0);
+	for (uint32_t i = 0; i < RW_BATCH2D_MAX; i++) {
+		struct rw_batch_copy2d_range zero = { 0, 0, 0, 0, 0, 0 }, w = i < n ? want[i] : zero;
+
+		if (t.r[i].dst != w.dst || t.r[i].src != w.src || t.r[i].width != w.width || t.r[i].height != w.height ||
+		    t.r[i].dpitch != w.dpitch || t.r[i].spitch != w.spitch)
+			fail_msg("region %u: {dst %#llx, src %#llx, width %llu, height %llu, dpitch %llu, spitch %llu}, "
+				 "want {%#llx, %#llx, %llu, %llu, %llu, %llu}",
+				 i, (unsigned long long)t.r[i].dst, (unsigned long long)t.r[i].src,
+				 (unsigned long long)t.r[i].width, (unsigned long long)t.r[i].height,
+				 (unsigned long long)t.r[i].dpitch, (unsigned long long)t.r[i].spitch,
+				 (unsigned long long)w.dst, (unsigned long long)w.src, (unsigned long long)w.width,
+				 (unsigned long long)w.height, (unsigned long long)w.dpitch, (unsigned long long)w.spitch);
+	}
+}
+
+/* The guards of a batch of ops [0, n) that are all 2-D, as rw_plan_format writes them. */
+static void guards_2d(char *buf, size_t cap, uint32_t first, uint32_t n)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (uint32_t j = first; j < first + n; j++) {
+		len += (size_t)snprintf(buf + len, cap - len, "%spitched_dtod(%u,%u) pure(%u,%u)", j == first ? "" : " ",
+					j, j, j, j);
+		if (j != first)
+			len += (size_t)snprintf(buf + len, cap - len, " same_stream(%u,%u)", first, j);
+		for (uint32_t a = first; a < j; a++)
+			len += (size_t)snprintf(buf + len, cap - len, " independent(%u,%u)", a, j);
+		assert_true(len < cap);
+	}
+}
+
+/* ------------------------------------------------------------------ golden */
+
+/* q split into its 4 heads: 4 strided column blocks of one source, one launch. */
+static void test_head_split(void **state)
+{
+	struct cap_op ops[4] = { split_op(0, STREAM_A), split_op(1, STREAM_A), split_op(2, STREAM_A), split_op(3, STREAM_A) };
+	const struct cap_op *ptr[4];
+	struct cap_op out;
+	char buf[4096], want[4096];
+	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
+
+	(void)state;
+	assert_string_equal(buf, "batch_copy2d(0,1,2,3) | pitched_dtod(0,0) pure(0,0) pitched_dtod(1,1) pure(1,1) "
+				 "same_stream(0,1) independent(0,1) pitched_dtod(2,2) pure(2,2) same_stream(0,2) "
+				 "independent(0,2) independent(1,2) pitched_dtod(3,3) pure(3,3) same_stream(0,3) "
+				 "independent(0,3) independent(1,3) independent(2,3)");
+	memcpy(want, "batch_copy2d(0,1,2,3) | ", 24);
+	guards_2d(want + 24, sizeof(want) - 24, 0, 4);
+	assert_string_equal(buf, want);
+	assert_int_equal(p->nnodes, 1);
+	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY2D);
+	assert_int_equal(p->nodes[0].norig, 4);
+	assert_string_equal(p->nodes[0].rule, "batch-copy");
+	assert_int_equal(p->nstats, 1);
+	assert_string_equal(p->stats[0].rule, "batch-copy");
+	assert_int_equal(p->stats[0].count, 1);
+	ptrs(ops, 4, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	/* 8 rows of 64 bytes each: 512 bytes, one block of x */
+	check_launch(&out, 1, 4, STREAM_A);
+	{
+		struct rw_batch_copy2d_range w[4];
+
+		for (unsigned h = 0; h < 4; h++)
+			w[h] = (struct rw_batch_copy2d_range){ BUF_H + h * HEAD_STRIDE, BUF_QKV + h * HW, HW, T, HW, 3 * DM };
+		check_table(&out, w, 4);
+	}
+	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), -CF_EINVAL);
+
+	/* the next launch splits k (the source moved by DM): the guards hold, the table follows */
+	for (unsigned h = 0; h < 4; h++)
+		copy2d_set(&ops[h], BUF_QKV + DM + h * HW, 3 * DM, BUF_H + h * HEAD_STRIDE, HW, HW, T);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	{
+		struct rw_batch_copy2d_range w[4];
+
+		for (unsigned h = 0; h < 4; h++)
+			w[h] = (struct rw_batch_copy2d_range){ BUF_H + h * HEAD_STRIDE, BUF_QKV + DM + h * HW, HW, T, HW, 3 * DM };
+		check_table(&out, w, 4);
+	}
+	/* longer sequences: 300 rows of 64 bytes = 19200 bytes -> 5 blocks of 4096 */
+	for (unsigned h = 0; h < 4; h++)
+		copy2d_set(&ops[h], BUF_QKV + h * HW, 3 * DM, BUF_H + h * 0x10000, HW, HW, 300);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	check_launch(&out, 5, 4, STREAM_A);
+	rw_plan_destroy(p);
+}
+
+/* The heads glued back: destinations are column blocks of one pitch whose spans overlap but
+ * whose columns do not. */
+static void test_head_glue(void **state)
+{
+	struct cap_op ops[4] = { glue_op(0, STREAM_A), glue_op(1, STREAM_A), glue_op(2, STREAM_A), glue_op(3, STREAM_A) };
+	const struct cap_op *ptr[4];
+	struct cap_op out;
+	char buf[4096], want[4096];
+	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
+	uint32_t failed = 999;
+
+	(void)state;
+	memcpy(want, "batch_copy2d(0,1,2,3) | ", 24);
+	guards_2d(want + 24, sizeof(want) - 24, 0, 4);
+	assert_string_equal(buf, want);
+	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY2D);
+	ptrs(ops, 4, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	check_launch(&out, 1, 4, STREAM_A);
+	{
+		struct rw_batch_copy2d_range w[4];
+
+		for (unsigned h = 0; h < 4; h++)
+			w[h] = (struct rw_batch_copy2d_range){ BUF_O + h * HW, BUF_H + h * HEAD_STRIDE, HW, T, DM, HW };
+		check_table(&out, w, 4);
+	}
+
+	/* heads 1 and 2 trade places: still disjoint columns */
+	copy2d_set(&ops[1], BUF_H + HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
+	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	copy2d_set(&ops[1], BUF_H + HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T);
+	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+
+	/* head 2 moved half a head left: its columns [96, 160) meet head 1's [64, 128) */
+	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + HW + HW / 2, DM, HW, T);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 1);
+	assert_int_equal(p->guards[failed].b, 2);
+	/* one byte is enough: head 2 starts at head 1's last column */
+	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW - 1, DM, HW, T);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 1);
+	assert_int_equal(p->guards[failed].b, 2);
+	/* head 3 wraps: its columns [224, 288) reach head 0's column 0 of the next row */
+	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
+	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW + HW / 2, DM, HW, T);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 0);
+	assert_int_equal(p->guards[failed].b, 3);
+	/* head 3 one row down, its own columns: disjoint again (its last row is past the others') */
+	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + DM + 3 * HW, DM, HW, T);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	/* head 3 at another pitch (its spans still meet the others'): compared by span, fails */
+	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, 2 * DM, HW, T);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].b, 3);
+	/* head 3 reads what head 0 writes */
+	copy2d_set(&ops[3], BUF_O + 5 * DM + 10, HW, BUF_O + 3 * HW, DM, HW, 1);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 0);
+	assert_int_equal(p->guards[failed].b, 3);
+	/* ... from the gap between head 0's row 5 and its row 6 (head 1..3 do not write there
+	 * either? they do: columns [64, 256) are theirs) */
+	copy2d_set(&ops[3], BUF_O + 5 * DM + HW, HW, BUF_O + 3 * HW, DM, HW, 1);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 1);
+	/* head 3 now one row: the guards hold, the table has height 1 and the width as pitches */
+	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, 1);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	{
+		struct rw_batch_copy2d_range w[4];
+
+		for (unsigned h = 0; h < 4; h++)
+			w[h] = (struct rw_batch_copy2d_range){ BUF_O + h * HW, BUF_H + h * HEAD_STRIDE, HW, T, DM, HW };
+		w[3] = (struct rw_batch_copy2d_range){ BUF_O + 3 * HW, BUF_H + 3 * HEAD_STRIDE, HW, 1, HW, HW };
+		check_table(&out, w, 4);
+	}
+	/* head 1 becomes a 3-D copy: not a pitched device copy */
+	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, T);
+	ops[1].api = SHIM_ID_cuMemcpy3DAsync_v2;
+	ops[1].u.memcpy.d.Depth = 2;
+	ops[1].u.memcpy.d.srcHeight = T;
+	ops[1].u.memcpy.d.dstHeight = T;
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_PITCHED_DTOD);
+	assert_int_equal(p->guards[failed].a, 1);
+	/* head 1 back, but its source now reads its own destination's columns */
+	ops[1] = glue_op(1, STREAM_A);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	copy2d_set(&ops[1], BUF_O + HW + 8, DM, BUF_O + HW, DM, HW, T);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_PURE);
+	assert_int_equal(p->guards[failed].a, 1);
+	/* ... its own gap's columns (of the same pitch): pure, but head 2 writes there */
+	copy2d_set(&ops[1], BUF_O + 2 * HW, DM, BUF_O + HW, DM, HW, T);
+	assert_true(rw_op_is_pure(&ops[1]));
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 1);
+	assert_int_equal(p->guards[failed].b, 2);
+	rw_plan_destroy(p);
+}
+
+/* 1-D and 2-D copies in one run: the pitched kernel, 1-D ones as one row (pitch = width). */
+static void test_mixed(void **state)
+{
+	struct cap_op ops[4] = { split_op(0, STREAM_A), copy_op(BUF_S, BUF_D, 100, STREAM_A), split_op(1, STREAM_A),
+				 copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 7, STREAM_A) };
+	const struct cap_op *ptr[4];
+	struct cap_op out;
+	char buf[4096];
+	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
+	uint32_t failed = 999;
+
+	(void)state;
+	assert_string_equal(buf, "batch_copy2d(0,1,2,3) | pitched_dtod(0,0) pure(0,0) linear_dtod(1,1) pure(1,1) "
+				 "same_stream(0,1) independent(0,1) pitched_dtod(2,2) pure(2,2) same_stream(0,2) "
+				 "independent(0,2) independent(1,2) linear_dtod(3,3) pure(3,3) same_stream(0,3) "
+				 "independent(0,3) independent(1,3) independent(2,3)");
+	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY2D);
+	ptrs(ops, 4, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	check_launch(&out, 1, 4, STREAM_A);
+	{
+		struct rw_batch_copy2d_range w[4] = {
+			{ BUF_H, BUF_QKV, HW, T, HW, 3 * DM },
+			{ BUF_D, BUF_S, 100, 1, 100, 100 },
+			{ BUF_H + HEAD_STRIDE, BUF_QKV + HW, HW, T, HW, 3 * DM },
+			{ BUF_D + 0x1000, BUF_S + 0x1000, 7, 1, 7, 7 },
+		};
+
+		check_table(&out, w, 4);
+	}
+	/* the 1-D copy must stay 1-D: its guard is linear_dtod */
+	copy2d_set(&ops[1], BUF_S, 50, BUF_D, 50, 50, 2);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_LINEAR_DTOD);
+	assert_int_equal(p->guards[failed].a, 1);
+	/* a 1-D copy writing into a head's block */
+	ops[1] = copy_op(BUF_S, BUF_H + HEAD_STRIDE + 500, 100, STREAM_A);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 1);
+	assert_int_equal(p->guards[failed].b, 2);
+	/* the 1-D copy writes into the gaps of the qkv rows the heads read: fine */
+	ops[1] = copy_op(BUF_S, BUF_QKV + 2 * HW, 3 * DM - 2 * HW, STREAM_A);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	/* one byte more and it writes head 0's row 1 */
+	ops[1] = copy_op(BUF_S, BUF_QKV + 2 * HW, 3 * DM - 2 * HW + 1, STREAM_A);
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 0);
+	assert_int_equal(p->guards[failed].b, 1);
+	rw_plan_destroy(p);
+
+	/* led by a 1-D copy, a 2-D one following: still the pitched kernel */
+	ops[0] = copy_op(BUF_S, BUF_D, 100, STREAM_A);
+	ops[1] = glue_op(2, STREAM_A);
+	p = run(ops, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_copy2d(0,1) | linear_dtod(0,0) pure(0,0) pitched_dtod(1,1) pure(1,1) "
+				 "same_stream(0,1) independent(0,1)");
+	ptrs(ops, 2, ptr);
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	check_launch(&out, 1, 2, STREAM_A);
+	{
+		struct rw_batch_copy2d_range w[2] = {
+			{ BUF_D, BUF_S, 100, 1, 100, 100 },
+			{ BUF_O + 2 * HW, BUF_H + 2 * HEAD_STRIDE, HW, T, DM, HW },
+		};
+
+		check_table(&out, w, 2);
+	}
+	rw_plan_destroy(p);
+}
+
+/* 20 heads: a table holds 16 regions, so two launches (16 + 4). */
+static void test_twenty(void **state)
+{
+	struct cap_op ops[20];
+	const struct cap_op *ptr[20];
+	struct cap_op out;
+	char buf[65536], want[65536];
+	struct rw_plan *p;
+	size_t len;
+
+	(void)state;
+	for (unsigned h = 0; h < 20; h++)
+		ops[h] = copy2d_op(BUF_QKV + h * 16, 20 * 16, BUF_H + h * HEAD_STRIDE, 16, 16, 4, STREAM_A);
+	p = run(ops, 20, buf, sizeof(buf));
+	len = (size_t)snprintf(want, sizeof(want),
+			       "batch_copy2d(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15) batch_copy2d(16,17,18,19) | ");
+	guards_2d(want + len, sizeof(want) - len, 0, 16);
+	len = strlen(want);
+	want[len++] = ' ';
+	guards_2d(want + len, sizeof(want) - len, 16, 4);
+	assert_string_equal(buf, want);
+	assert_int_equal(p->nnodes, 2);
+	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY2D);
+	assert_int_equal(p->nodes[1].kind, RW_NODE_BATCH_COPY2D);
+	assert_int_equal(p->stats[0].count, 2);
+	/* per member j: pitched_dtod, pure, then same_stream and independent with each earlier one */
+	assert_int_equal(p->nguards, (2 * 16 + 15 + 15 * 16 / 2) + (2 * 4 + 3 + 3 * 4 / 2));
+	assert_null(strstr(buf, "(15,16)"));
+	ptrs(ops, 20, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	check_launch(&out, 1, 16, STREAM_A);
+	{
+		struct rw_batch_copy2d_range w[16];
+
+		for (unsigned h = 0; h < 16; h++)
+			w[h] = (struct rw_batch_copy2d_range){ BUF_H + h * HEAD_STRIDE, BUF_QKV + h * 16, 16, 4, 16, 320 };
+		check_table(&out, w, 16);
+	}
+	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), 0);
+	check_launch(&out, 1, 4, STREAM_A);
+	{
+		struct rw_batch_copy2d_range w[4];
+
+		for (unsigned h = 0; h < 4; h++)
+			w[h] = (struct rw_batch_copy2d_range){ BUF_H + (16 + h) * HEAD_STRIDE, BUF_QKV + (16 + h) * 16, 16, 4,
+							       16, 320 };
+		check_table(&out, w, 4);
+	}
+	rw_plan_destroy(p);
+
+	/* 17 1-D copies then a 2-D one: the 1-D kernel takes the 17, the 2-D copy is left alone */
+	for (unsigned i = 0; i < 17; i++)
+		ops[i] = copy_op(BUF_S + 0x100 * i, BUF_D + 0x100 * i, 32, STREAM_A);
+	ops[17] = split_op(0, STREAM_A);
+	p = run(ops, 18, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "batch_copy(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16) op(17) | "));
+	assert_int_equal(p->nnodes, 2);
+	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY);
+	rw_plan_destroy(p);
+	/* 10 1-D copies then 10 2-D ones: 16 (the pitched kernel's limit) + 4 */
+	for (unsigned i = 0; i < 10; i++)
+		ops[i] = copy_op(BUF_S + 0x100 * i, BUF_D + 0x100 * i, 32, STREAM_A);
+	for (unsigned h = 0; h < 10; h++)
+		ops[10 + h] = copy2d_op(BUF_QKV + h * 16, 20 * 16, BUF_H + h * HEAD_STRIDE, 16, 16, 4, STREAM_A);
+	p = run(ops, 20, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "batch_copy2d(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15) batch_copy2d(16,17,18,19) | "));
+	rw_plan_destroy(p);
+}
+
+/* ------------------------------------------------------------------ negative */
+
+static void test_overlapping_columns(void **state)
+{
+	/* head 1's destination columns [32, 96) meet head 0's [0, 64) */
+	struct cap_op ops[2] = { glue_op(0, STREAM_A), copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW / 2, DM, HW, T, STREAM_A) };
+
+	(void)state;
+	expect_identity(ops, 2);
+	/* by one column */
+	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW - 1, DM, HW, T, STREAM_A);
+	expect_identity(ops, 2);
+	/* wrapping onto column 0 of the next row */
+	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + DM - HW / 2, DM, HW, T, STREAM_A);
+	expect_identity(ops, 2);
+	/* the same columns one row down */
+	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + DM, DM, HW, T, STREAM_A);
+	expect_identity(ops, 2);
+	/* a different pitch whose rows miss head 0's but whose span meets it: by span, left alone */
+	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW, 2 * DM, HW, T / 2, STREAM_A);
+	expect_identity(ops, 2);
+	/* the near miss: the columns right after head 0's batch */
+	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T, STREAM_A);
+	{
+		char buf[1024];
+		struct rw_plan *p = run(ops, 2, buf, sizeof(buf));
+
+		assert_string_equal(buf, "batch_copy2d(0,1) | pitched_dtod(0,0) pure(0,0) pitched_dtod(1,1) pure(1,1) "
+					 "same_stream(0,1) independent(0,1)");
+		rw_plan_destroy(p);
+	}
+}
+
+static void test_reads_written_rows(void **state)
+{
+	/* copy 1 (2-D) reads columns [32, 48) of rows 2 and 3 of what copy 0 writes */
+	struct cap_op ops[2] = { glue_op(0, STREAM_A), copy2d_op(BUF_O + 2 * DM + 32, DM, BUF_D, 16, 16, 2, STREAM_A) };
+	char buf[1024];
+	struct rw_plan *p;
+
+	(void)state;
+	expect_identity(ops, 2);
+	/* 1-D: 8 bytes across the end of head 0's row 5 */
+	ops[1] = copy_op(BUF_O + 5 * DM + HW - 4, BUF_D, 8, STREAM_A);
+	expect_identity(ops, 2);
+	/* copy 0 reads what copy 1 then writes (the other way round) */
+	ops[1] = copy_op(BUF_S, BUF_H + 100, 8, STREAM_A);
+	expect_identity(ops, 2);
+	/* the near misses: the gap after row 5 (columns [64, 256)), and another pitch-DM column block */
+	ops[1] = copy_op(BUF_O + 5 * DM + HW, BUF_D, DM - HW, STREAM_A);
+	p = run(ops, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_copy2d(0,1) | pitched_dtod(0,0) pure(0,0) linear_dtod(1,1) pure(1,1) "
+				 "same_stream(0,1) independent(0,1)");
+	rw_plan_destroy(p);
+	ops[1] = copy2d_op(BUF_O + 2 * DM + HW, DM, BUF_D, 16, 16, 6, STREAM_A);
+	p = run(ops, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_copy2d(0,1) | pitched_dtod(0,0) pure(0,0) pitched_dtod(1,1) pure(1,1) "
+				 "same_stream(0,1) independent(0,1)");
+	rw_plan_destroy(p);
+}
+
+static void test_other_stream(void **state)
+{
+	struct cap_op ops[2] = { split_op(0, STREAM_A), split_op(1, STREAM_B) };
+
+	(void)state;
+	expect_identity(ops, 2);
+	ops[1] = copy_op(BUF_S, BUF_D, 100, STREAM_B);
+	expect_identity(ops, 2);
+}
+
+static void test_not_batchable(void **state)
+{
+	struct cap_op ops[3] = { split_op(0, STREAM_A), split_op(1, STREAM_A), split_op(2, STREAM_A) };
+
+	(void)state;
+	/* a 3-D copy (two layers of rows): no batch may hold it, and none is left of the others */
+	ops[1].api = SHIM_ID_cuMemcpy3DAsync_v2;
+	ops[1].u.memcpy.d.Depth = 2;
+	ops[1].u.memcpy.d.srcHeight = T;
+	ops[1].u.memcpy.d.dstHeight = T;
+	ops[1].u.memcpy.bytes = HW * T * 2;
+	ops[1].u.memcpy.src_span = (T + T - 1) * 3 * DM + HW;
+	ops[1].u.memcpy.dst_span = (2 * T - 1) * HW + HW;
+	expect_identity(ops, 3);
+	/* two 3-D copies */
+	ops[0] = ops[1];
+	ops[0].u.memcpy.dst_first = ops[0].u.memcpy.d.dstDevice = BUF_D;
+	expect_identity(ops, 2);
+	/* a synchronous 2-D copy */
+	ops[0] = split_op(0, STREAM_A);
+	ops[1] = split_op(1, STREAM_A);
+	ops[1].api = SHIM_ID_cuMemcpy2D_v2;
+	expect_identity(ops, 2);
+	/* a 2-D copy whose rows are narrower than its pitch... on one side only is fine; a pitch
+	 * below the width is not a copy the driver takes */
+	ops[1] = split_op(1, STREAM_A);
+	copy2d_set(&ops[1], BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW / 2, HW, T);
+	expect_identity(ops, 2);
+	/* a 2-D copy reading its own destination's columns (not pure) */
+	ops[1] = copy2d_op(BUF_O + 8, DM, BUF_O, DM, HW, T, STREAM_A);
+	expect_identity(ops, 2);
+	/* larger than 4 MiB */
+	ops[1] = copy2d_op(BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW, HW, (4u << 20) / HW + 1, STREAM_A);
+	expect_identity(ops, 2);
+	/* a host-side copy */
+	ops[1] = split_op(1, STREAM_A);
+	ops[1].u.memcpy.dir = CAP_DIR_DTOH;
+	ops[1].u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_HOST;
+	expect_identity(ops, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_head_split),          cmocka_unit_test(test_head_glue),
+		cmocka_unit_test(test_mixed),               cmocka_unit_test(test_twenty),
+		cmocka_unit_test(test_overlapping_columns), cmocka_unit_test(test_reads_written_rows),
+		cmocka_unit_test(test_other_stream),        cmocka_unit_test(test_not_batchable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
