@@ -107,7 +107,7 @@ $(CFARCH): $(CF_OBJ)
 # libcufold.so as bytes, together with the built-in kernel cards (rewrite/builtin_cards.txt):
 # each becomes a generated header of `static const unsigned char` arrays (od, so no ISO
 # string-length limit), included by rewrite/kernels.c and rewrite/cards.c. The device test
-# tests/unit/sim_cufold_kernels.c includes the same PTX header, so it runs the very bytes the
+# tests/unit/sim_cufold_*.c include the same PTX header, so they run the very bytes the
 # library embeds.
 RW_CU  := $(sort $(wildcard rewrite/kernels/*.cu))
 RW_PTX := $(patsubst rewrite/kernels/%.cu,$(B)/rwkernels/%.ptx,$(RW_CU))
@@ -134,7 +134,7 @@ $(B)/gen/rw_builtin_cards.h: rewrite/builtin_cards.txt
 
 $(B)/obj/rewrite/kernels.o: $(B)/gen/rw_kernels_ptx.h
 $(B)/obj/rewrite/cards.o: $(B)/gen/rw_builtin_cards.h
-$(B)/unit/sim_cufold_kernels: $(B)/gen/rw_kernels_ptx.h
+$(filter $(B)/unit/sim_cufold_%,$(SIM_UNIT)): $(B)/gen/rw_kernels_ptx.h
 
 # The software device exports every name the toolkit's stub exports: the ones implemented in
 # tests/simcuda/*.c, and for the rest a generated stub answering CUDA_ERROR_NOT_SUPPORTED.

@@ -175,7 +175,9 @@ bool rw_op_is_pitched_dtod(const struct cap_op *op)
 	if (c->dir != CAP_DIR_DTOD || c->src_ctx || c->dst_ctx || c->src_pageable || c->dst_pageable ||
 	    !is_linear_type(c->d.srcMemoryType) || !is_linear_type(c->d.dstMemoryType))
 		return false;
-	if (c->d.Depth != 1 || !c->d.Height || !c->d.WidthInBytes || c->bytes != c->d.WidthInBytes * c->d.Height)
+	/* a span of 0 is an overflow in capture's arithmetic: nothing can be said of such a copy */
+	if (c->d.Depth != 1 || !c->d.Height || !c->d.WidthInBytes || c->bytes != c->d.WidthInBytes * c->d.Height ||
+	    !c->src_span || !c->dst_span)
 		return false;
 	return c->d.Height == 1 || (c->d.srcPitch >= c->d.WidthInBytes && c->d.dstPitch >= c->d.WidthInBytes);
 }

@@ -6,11 +6,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "common/errors.h"
+#include "rewrite/effects.h"
 #include "rewrite/kernels.h"
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
@@ -339,8 +341,7 @@ static void test_head_glue(void **state)
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 3);
-	/* ... from the gap between head 0's row 5 and its row 6 (head 1..3 do not write there
-	 * either? they do: columns [64, 256) are theirs) */
+	/* ... from head 0's gap after its row 5: columns [64, 128) there are head 1's */
 	copy2d_set(&ops[3], BUF_O + 5 * DM + HW, HW, BUF_O + 3 * HW, DM, HW, 1);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
@@ -587,6 +588,134 @@ static void test_reads_written_rows(void **state)
 	rw_plan_destroy(p);
 }
 
+/* ------------------------------------------------------------------ random windows */
+
+#define AREA 1024 /* bytes every random copy reads and writes in, so that they often meet */
+
+/* The bytes one side of a copy touches, marked in set (offsets from BUF_S). */
+static void mark_side(unsigned char *set, uint64_t first, size_t pitch, size_t width, size_t height)
+{
+	for (size_t r = 0; r < height; r++)
+		for (size_t c = 0; c < width; c++) {
+			uint64_t o = first - BUF_S + r * pitch + c;
+
+			assert_true(o < 2 * AREA);
+			set[o] = 1;
+		}
+}
+
+static bool sets_meet(const unsigned char *x, const unsigned char *y)
+{
+	for (size_t i = 0; i < 2 * AREA; i++)
+		if (x[i] && y[i])
+			return true;
+	return false;
+}
+
+static uint64_t rnd(uint64_t *s, uint64_t lo, uint64_t hi)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return lo + (*s * 0x2545f4914f6cdd1dull) % (hi - lo + 1);
+}
+
+/* Random windows of 2-6 small copies (2-D of random pitches, some shared, and 1-D) in one area:
+ * every batch the rule makes must hold copies that truly share no byte written (by their byte
+ * sets), each reading nothing it writes; the guards hold on the bindings it was made from and
+ * the table is the copies'. */
+static void test_random_windows(void **state)
+{
+	static unsigned char rset[6][2 * AREA], wset[6][2 * AREA];
+	uint64_t seed = 0x2d2d2d2dull, batched = 0, members = 0;
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		struct cap_op ops[6];
+		const struct cap_op *ptr[6];
+		uint32_t n = (uint32_t)rnd(&seed, 2, 6);
+		size_t shared_pitch = (size_t)rnd(&seed, 2, 64);
+		char buf[8192];
+		struct rw_plan *p;
+
+		for (uint32_t i = 0; i < n; i++) {
+			size_t w = (size_t)rnd(&seed, 1, 32), h = (size_t)rnd(&seed, 1, 6), sp, dp;
+
+			if (rnd(&seed, 0, 3) == 0) {
+				w = (size_t)rnd(&seed, 1, 96);
+				ops[i] = copy_op(BUF_S + rnd(&seed, 0, AREA - 1), BUF_S + rnd(&seed, 0, AREA - 1), w, STREAM_A);
+				h = 1;
+				sp = dp = w;
+			} else {
+				if (w >= shared_pitch)
+					w = shared_pitch > 1 ? shared_pitch - 1 : 1;
+				sp = rnd(&seed, 0, 1) ? shared_pitch : (size_t)rnd(&seed, w, 64);
+				dp = rnd(&seed, 0, 1) ? shared_pitch : (size_t)rnd(&seed, w, 64);
+				if (sp < w)
+					sp = w;
+				if (dp < w)
+					dp = w;
+				ops[i] = copy2d_op(BUF_S + rnd(&seed, 0, AREA - 1), sp, BUF_S + rnd(&seed, 0, AREA - 1), dp, w, h,
+						   STREAM_A);
+			}
+			memset(rset[i], 0, sizeof(rset[i]));
+			memset(wset[i], 0, sizeof(wset[i]));
+			mark_side(rset[i], ops[i].u.memcpy.src_first, sp, w, h);
+			mark_side(wset[i], ops[i].u.memcpy.dst_first, dp, w, h);
+		}
+		p = run(ops, n, buf, sizeof(buf));
+		ptrs(ops, n, ptr);
+		for (uint32_t k = 0; k < p->nnodes; k++) {
+			const struct rw_plan_node *node = &p->nodes[k];
+			struct cap_op out;
+
+			if (node->kind == RW_NODE_OP)
+				continue;
+			assert_true(node->kind == RW_NODE_BATCH_COPY || node->kind == RW_NODE_BATCH_COPY2D);
+			/* batch-copy alone: every member is one original copy */
+			for (uint32_t x = 0; x < node->nmembers; x++) {
+				assert_int_equal(node->members[x].kind, RW_NODE_OP);
+				assert_int_equal(node->members[x].first, x);
+				assert_int_equal(node->members[x].count, 1);
+			}
+			assert_true(node->nmembers == 0 || node->nmembers == node->norig);
+			batched++;
+			members += node->norig;
+			for (uint32_t x = 0; x < node->norig; x++) {
+				uint32_t a = node->orig[x];
+
+				if (sets_meet(rset[a], wset[a]))
+					fail_msg("round %d: copy %u reads what it writes, batched: %s", round, a, buf);
+				for (uint32_t y = x + 1; y < node->norig; y++) {
+					uint32_t b = node->orig[y];
+
+					if (sets_meet(wset[a], wset[b]) || sets_meet(wset[a], rset[b]) || sets_meet(rset[a], wset[b]))
+						fail_msg("round %d: copies %u and %u meet, batched: %s", round, a, b, buf);
+				}
+			}
+			assert_int_equal(rw_plan_node_op(p, k, ptr, &out), 0);
+			if (node->kind == RW_NODE_BATCH_COPY2D) {
+				struct rw_batch_copy2d_range w[RW_BATCH2D_MAX];
+
+				for (uint32_t x = 0; x < node->norig; x++) {
+					const struct cap_memcpy *m = &ops[node->orig[x]].u.memcpy;
+					bool rows = m->d.Height > 1;
+
+					w[x] = (struct rw_batch_copy2d_range){ m->dst_first, m->src_first, m->d.WidthInBytes,
+									       m->d.Height, rows ? m->d.dstPitch : m->d.WidthInBytes,
+									       rows ? m->d.srcPitch : m->d.WidthInBytes };
+				}
+				check_table(&out, w, node->norig);
+			}
+		}
+		assert_true(rw_plan_guards_hold(p, ptr, NULL));
+		rw_plan_destroy(p);
+	}
+	/* the windows exercise the rule: many batches, many copies in them */
+	assert_true(batched > 2000);
+	assert_true(members > 2 * batched);
+}
+
 static void test_other_stream(void **state)
 {
 	struct cap_op ops[2] = { split_op(0, STREAM_A), split_op(1, STREAM_B) };
@@ -620,8 +749,7 @@ static void test_not_batchable(void **state)
 	ops[1] = split_op(1, STREAM_A);
 	ops[1].api = SHIM_ID_cuMemcpy2D_v2;
 	expect_identity(ops, 2);
-	/* a 2-D copy whose rows are narrower than its pitch... on one side only is fine; a pitch
-	 * below the width is not a copy the driver takes */
+	/* a destination pitch below the width (rows that overlap): not a copy the rule takes */
 	ops[1] = split_op(1, STREAM_A);
 	copy2d_set(&ops[1], BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW / 2, HW, T);
 	expect_identity(ops, 2);
@@ -645,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_mixed),               cmocka_unit_test(test_twenty),
 		cmocka_unit_test(test_overlapping_columns), cmocka_unit_test(test_reads_written_rows),
 		cmocka_unit_test(test_other_stream),        cmocka_unit_test(test_not_batchable),
+		cmocka_unit_test(test_random_windows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
