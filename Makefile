@@ -106,7 +106,7 @@ $(CFARCH): $(CF_OBJ)
 # cufold's own kernels (rewrite/kernels/*.cu) are compiled to PTX here and embedded in
 # libcufold.so as bytes, together with the built-in kernel cards (rewrite/builtin_cards.txt):
 # each becomes a generated header of `static const unsigned char` arrays (od, so no ISO
-# string-length limit), included by rewrite/kernels.c and rewrite/cards.c. The device test
+# string-length limit), included by rewrite/kernels.c and rewrite/cards.c. The device tests
 # tests/unit/sim_cufold_*.c include the same PTX header, so they run the very bytes the
 # library embeds.
 RW_CU  := $(sort $(wildcard rewrite/kernels/*.cu))
