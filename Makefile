@@ -178,11 +178,12 @@ $(B)/plugins/%.so: tests/plugins/%.c
 
 $(B)/unit/sim_%: tests/unit/sim_%.c $(TLIB_OBJ) $(SIMLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(TLIB_OBJ) -o $@ $(PROG_LINK) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(TLIB_OBJ) -o $@ $(PROG_LINK) -lcmocka
 
+# -MMD: a test binary is rebuilt when a header it includes changes (build/unit/*.d)
 $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(CFARCH) $(LDSAN) $(CF_LIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(CFARCH) $(LDSAN) $(CF_LIBS) -lcmocka
 
 # Programs and device tests load the PTX and plugins at run time.
 $(SIM_UNIT) $(PROGS) $(WORKLOADS): | $(KERNELS) $(PLUGINS)
@@ -217,4 +218,4 @@ bench-overhead: all
 clean:
 	rm -rf build
 
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/unit -name '*.d' 2>/dev/null)

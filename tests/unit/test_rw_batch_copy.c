@@ -2,151 +2,36 @@
  * windows: the batch nodes it makes, the derived launch of cufold's batch kernels (function, grid,
  * table bytes), guards failing when bindings move, and the near misses it must leave alone.
  * tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/kernels.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_batch_copy;
 extern const struct rw_rule rw_rule_coalesce;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_S 0x7f0000000000ull /* a source buffer */
 #define BUF_D 0x7f0001000000ull /* a destination buffer */
 #define BUF_K 0x7f0002000000ull /* what an unrelated kernel writes */
-#define MAX_OPS 48
-
-/* What the fake resolver answers for kernel k: recognizable, never a real handle. */
-#define FAKE_FUNC(k) ((CUfunction)(uintptr_t)(0xfeed0000u + (unsigned)(k)))
-
-static CUresult fake_resolver(CUcontext ctx, int kernel, CUfunction *out)
-{
-	(void)ctx;
-	*out = FAKE_FUNC(kernel);
-	return CUDA_SUCCESS;
-}
-
-/* An asynchronous 1-D device-to-device copy as capture records it. */
-static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.srcDevice = src;
-	op.u.memcpy.d.dstDevice = dst;
-	op.u.memcpy.d.WidthInBytes = bytes;
-	op.u.memcpy.d.Height = 1;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.bytes = bytes;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	op.u.memcpy.src_first = src;
-	op.u.memcpy.dst_first = dst;
-	op.u.memcpy.src_span = bytes;
-	op.u.memcpy.dst_span = bytes;
-	return op;
-}
-
-/* Move a copy's source and destination (both forms capture keeps). */
-static void copy_move(struct cap_op *op, uint64_t src, uint64_t dst)
-{
-	op->u.memcpy.d.srcDevice = src;
-	op->u.memcpy.src_first = src;
-	op->u.memcpy.d.dstDevice = dst;
-	op->u.memcpy.dst_first = dst;
-}
-
-/* An asynchronous 1-D memset of width elements of elem_size bytes (1, 2 or 4) of value. */
-static struct cap_op set_op(uint64_t dst, size_t width, unsigned elem_size, unsigned value, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMSET;
-	op.api = elem_size == 4 ? SHIM_ID_cuMemsetD32Async
-				: elem_size == 2 ? SHIM_ID_cuMemsetD16Async : SHIM_ID_cuMemsetD8Async;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memset.dst = dst;
-	op.u.memset.elem_size = elem_size;
-	op.u.memset.value = value;
-	op.u.memset.width = width;
-	op.u.memset.pitch = width * elem_size;
-	op.u.memset.height = 1;
-	return op;
-}
 
 /* A `fill` kernel (builtin card: x ptr w n*4, v f32, n i32) writing n floats at x. */
-static uint32_t fill_offset[3] = { 0, 8, 12 };
-static uint32_t fill_size[3] = { 8, 4, 4 };
-static const struct cap_func fill_info = { .func = (CUfunction)0xf111, .id = 1, .nparams = 3, .param_bytes = 16,
-					   .layout_known = true, .name = "fill", .offset = fill_offset,
-					   .size = fill_size };
+static const struct cap_func fill_info = RWT_FUNC(0xf111, 1, "fill", RWT_LAYOUT_FILL);
 static unsigned char fill_params[16];
 
 static struct cap_op fill_op(uint64_t x, int32_t n, CUstream s)
 {
-	struct cap_op op;
-	float v = 1.0f;
-
-	memset(&op, 0, sizeof(op));
-	memcpy(fill_params, &x, 8);
-	memcpy(fill_params + 8, &v, 4);
-	memcpy(fill_params + 12, &n, 4);
-	op.kind = CAP_OP_KERNEL;
-	op.api = SHIM_ID_cuLaunchKernel;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.kernel.handle = fill_info.func;
-	op.u.kernel.func = fill_info.func;
-	op.u.kernel.info = &fill_info;
-	op.u.kernel.grid[0] = (unsigned)(n + 255) / 256;
-	op.u.kernel.grid[1] = op.u.kernel.grid[2] = 1;
-	op.u.kernel.block[0] = 256;
-	op.u.kernel.block[1] = op.u.kernel.block[2] = 1;
-	op.u.kernel.param_size = 16;
-	op.u.kernel.params = fill_params;
-	return op;
+	rwt_pack_fill(&fill_info, fill_params, x, 1.0f, n);
+	return rwt_kernel_op(&fill_info, fill_params, rwt_grid((uint32_t)n, 256), 256, s);
 }
 
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-}
-
-/* Rewrite ops[0..n) with exactly rules[0..nrules); the plan's one-line form into buf. */
+/* Rewrite ops[0..n) with exactly rules[0..nrules), cufold's kernels resolved by the fake
+ * resolver; the plan's one-line form into buf. */
 static struct rw_plan *run_rules(struct cap_op *ops, uint32_t n, const struct rw_rule *const *rules, size_t nrules,
 				 char *buf, size_t cap)
 {
-	const struct cap_op *ptr[MAX_OPS];
-	struct rw_plan *p;
-
-	assert_true(n <= MAX_OPS);
-	ptrs(ops, n, ptr);
-	rw__set_kernel_resolver(fake_resolver);
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, nrules);
-	assert_non_null(p);
-	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
-	return p;
+	rw__set_kernel_resolver(rwt_fake_resolver);
+	return rwt_run(ops, n, rules, nrules, buf, cap);
 }
 
 /* Batch-copy alone. */
@@ -155,44 +40,6 @@ static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap
 	const struct rw_rule *rules[1] = { &rw_rule_batch_copy };
 
 	return run_rules(ops, n, rules, 1, buf, cap);
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[4096];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nnodes, n);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	rw_plan_destroy(p);
-}
-
-/* The launch every batch node derives: one of cufold's kernels, y = one block row per range. */
-static void check_launch(const struct cap_op *out, enum rw_kernel k, unsigned gx, unsigned ranges, CUstream s)
-{
-	assert_int_equal(out->kind, CAP_OP_KERNEL);
-	assert_int_equal(out->api, SHIM_ID_cuLaunchKernel);
-	assert_ptr_equal(out->u.kernel.func, FAKE_FUNC(k));
-	assert_ptr_equal(out->u.kernel.handle, FAKE_FUNC(k));
-	assert_non_null(out->u.kernel.info);
-	assert_string_equal(out->u.kernel.info->name, rw_kernel_name(k));
-	assert_int_equal(out->u.kernel.info->nparams, 1);
-	assert_int_equal(out->u.kernel.info->size[0], RW_BATCH_TABLE_SIZE);
-	assert_int_equal(out->u.kernel.grid[0], gx);
-	assert_int_equal(out->u.kernel.grid[1], ranges);
-	assert_int_equal(out->u.kernel.grid[2], 1);
-	assert_int_equal(out->u.kernel.block[0], 256);
-	assert_int_equal(out->u.kernel.block[1], 1);
-	assert_int_equal(out->u.kernel.block[2], 1);
-	assert_int_equal(out->u.kernel.shared_bytes, 0);
-	assert_int_equal(out->u.kernel.param_size, 776);
-	assert_non_null(out->u.kernel.params);
-	assert_ptr_equal(out->stream, s);
-	assert_int_equal(out->stream_slot, s == STREAM_A ? 0 : 1);
-	assert_int_equal(out->stream_kind, CAP_STREAM_BLOCKING);
 }
 
 /* The copy table of a derived launch holds exactly want[0..n), the rest zero. */
@@ -217,8 +64,9 @@ static void check_copy_table(const struct cap_op *out, const struct rw_batch_cop
 
 static void test_three_copies(void **state)
 {
-	struct cap_op ops[3] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 100, STREAM_A),
-				 copy_op(BUF_S + 0x2000, BUF_D + 0x2000, 8, STREAM_A) };
+	struct cap_op ops[3] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 100, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x2000, BUF_D + 0x2000, 8, STREAM_A) };
 	const struct cap_op *ptr[3];
 	struct cap_op out;
 	char buf[2048];
@@ -235,10 +83,10 @@ static void test_three_copies(void **state)
 	assert_int_equal(p->nstats, 1);
 	assert_string_equal(p->stats[0].rule, "batch-copy");
 	assert_int_equal(p->stats[0].count, 1);
-	ptrs(ops, 3, ptr);
+	rwt_ptrs(ops, 3, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 1, 3, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 1, 3, STREAM_A);
 	{
 		struct rw_batch_copy_range want[3] = { { BUF_D, BUF_S, 64 },
 						       { BUF_D + 0x1000, BUF_S + 0x1000, 100 },
@@ -249,7 +97,7 @@ static void test_three_copies(void **state)
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), -CF_EINVAL);
 
 	/* other bindings, still independent: the guards hold and the table follows them */
-	copy_move(&ops[1], BUF_D + 0x5000, BUF_S + 0x5000);
+	rwt_copy_move(&ops[1], BUF_D + 0x5000, BUF_S + 0x5000);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	{
@@ -261,26 +109,26 @@ static void test_three_copies(void **state)
 	}
 
 	/* copy 2 now writes into what copy 0 writes: not independent */
-	copy_move(&ops[1], BUF_S + 0x1000, BUF_D + 0x1000);
-	copy_move(&ops[2], BUF_S + 0x2000, BUF_D + 60);
+	rwt_copy_move(&ops[1], BUF_S + 0x1000, BUF_D + 0x1000);
+	rwt_copy_move(&ops[2], BUF_S + 0x2000, BUF_D + 60);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 2);
 	/* copy 2 reads what copy 1 writes */
-	copy_move(&ops[2], BUF_D + 0x1000 + 96, BUF_D + 0x2000);
+	rwt_copy_move(&ops[2], BUF_D + 0x1000 + 96, BUF_D + 0x2000);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
 	assert_int_equal(p->guards[failed].b, 2);
 	/* copy 1 reads its own destination */
-	copy_move(&ops[2], BUF_S + 0x2000, BUF_D + 0x2000);
-	copy_move(&ops[1], BUF_S + 0x1000, BUF_S + 0x1000 + 50);
+	rwt_copy_move(&ops[2], BUF_S + 0x2000, BUF_D + 0x2000);
+	rwt_copy_move(&ops[1], BUF_S + 0x1000, BUF_S + 0x1000 + 50);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_PURE);
 	assert_int_equal(p->guards[failed].a, 1);
 	/* copy 1 is now synchronous */
-	copy_move(&ops[1], BUF_S + 0x1000, BUF_D + 0x1000);
+	rwt_copy_move(&ops[1], BUF_S + 0x1000, BUF_D + 0x1000);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2;
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
@@ -291,40 +139,42 @@ static void test_three_copies(void **state)
 /* grid.x: ceil(longest range / 4096) blocks, at most 1024. */
 static void test_grid(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 100, STREAM_A), copy_op(BUF_S + 0x10000, BUF_D + 0x10000, 8193, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 100, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x10000, BUF_D + 0x10000, 8193, STREAM_A) };
 	const struct cap_op *ptr[2];
 	struct cap_op out;
 	char buf[1024];
 	struct rw_plan *p = run(ops, 2, buf, sizeof(buf));
 
 	(void)state;
-	ptrs(ops, 2, ptr);
+	rwt_ptrs(ops, 2, ptr);
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 3, 2, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 3, 2, STREAM_A);
 	/* exactly 4096: one block */
 	ops[1].u.memcpy.bytes = ops[1].u.memcpy.d.WidthInBytes = 4096;
 	ops[1].u.memcpy.src_span = ops[1].u.memcpy.dst_span = 4096;
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 1, 2, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 1, 2, STREAM_A);
 	rw_plan_destroy(p);
 
 	/* the largest range batched (4 MiB): 1024 blocks, the cap */
-	ops[0] = copy_op(BUF_S, BUF_D, 4u << 20, STREAM_A);
-	ops[1] = copy_op(BUF_S + (8u << 20), BUF_D + (8u << 20), 16, STREAM_A);
+	ops[0] = rwt_copy_op(BUF_S, BUF_D, 4u << 20, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_S + (8u << 20), BUF_D + (8u << 20), 16, STREAM_A);
 	p = run(ops, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "batch_copy(0,1) | linear_dtod(0,0) pure(0,0) linear_dtod(1,1) pure(1,1) "
 				 "same_stream(0,1) independent(0,1)");
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 1024, 2, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 1024, 2, STREAM_A);
 	rw_plan_destroy(p);
 }
 
 static void test_four_memsets(void **state)
 {
-	struct cap_op ops[4] = { set_op(BUF_D, 100, 1, 0x11, STREAM_A), set_op(BUF_D + 0x1000, 50, 2, 0x2222, STREAM_A),
-				 set_op(BUF_D + 0x2000, 2000, 4, 0x3f800000, STREAM_A),
-				 set_op(BUF_D + 0x4000, 3, 1, 0, STREAM_A) };
+	struct cap_op ops[4] = { rwt_memset_elems_op(BUF_D, 100, 1, 0x11, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 0x1000, 50, 2, 0x2222, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 0x2000, 2000, 4, 0x3f800000, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 0x4000, 3, 1, 0, STREAM_A) };
 	const struct cap_op *ptr[4];
 	struct rw_batch_memset_table t;
 	struct cap_op out;
@@ -338,11 +188,11 @@ static void test_four_memsets(void **state)
 				 "set_1d(2,2) same_stream(0,2) independent(0,2) independent(1,2) set_1d(3,3) "
 				 "same_stream(0,3) independent(0,3) independent(1,3) independent(2,3)");
 	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_SET);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	/* the longest range: 2000 * 4 = 8000 bytes -> 2 blocks */
-	check_launch(&out, RW_K_BATCH_MEMSET, 2, 4, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_MEMSET, 2, 4, STREAM_A);
 	assert_int_equal(sizeof(t), 776);
 	memcpy(&t, out.u.kernel.params, sizeof(t));
 	assert_int_equal(t.count, 4);
@@ -387,7 +237,7 @@ static void test_forty_copies(void **state)
 
 	(void)state;
 	for (uint32_t i = 0; i < 40; i++)
-		ops[i] = copy_op(BUF_S + 0x1000 * i, BUF_D + 0x1000 * i, 16 + i, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_S + 0x1000 * i, BUF_D + 0x1000 * i, 16 + i, STREAM_A);
 	p = run(ops, 40, buf, sizeof(buf));
 	{
 		static const char head[] = "batch_copy(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,"
@@ -402,10 +252,10 @@ static void test_forty_copies(void **state)
 	assert_int_equal(p->nguards, 591 + 51);
 	assert_non_null(strstr(buf, " independent(30,31) linear_dtod(32,32) pure(32,32) linear_dtod(33,33)"));
 	assert_null(strstr(buf, "(31,32)"));
-	ptrs(ops, 40, ptr);
+	rwt_ptrs(ops, 40, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 1, 32, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 1, 32, STREAM_A);
 	{
 		struct rw_batch_copy_range want[32];
 
@@ -414,7 +264,7 @@ static void test_forty_copies(void **state)
 		check_copy_table(&out, want, 32);
 	}
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 1, 8, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 1, 8, STREAM_A);
 	{
 		struct rw_batch_copy_range want[8];
 
@@ -429,9 +279,10 @@ static void test_forty_copies(void **state)
 /* With coalesce first, an abutting pair becomes one member: ONE range of the table. */
 static void test_coalesced_member(void **state)
 {
-	struct cap_op ops[4] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A),
-				 copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 16, STREAM_A),
-				 copy_op(BUF_S + 0x2000, BUF_D + 0x3000, 8, STREAM_A) };
+	struct cap_op ops[4] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 16, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x2000, BUF_D + 0x3000, 8, STREAM_A) };
 	const struct rw_rule *rules[2] = { &rw_rule_batch_copy, &rw_rule_coalesce };
 	const struct cap_op *ptr[4];
 	struct cap_op out;
@@ -459,10 +310,10 @@ static void test_coalesced_member(void **state)
 	assert_int_equal(p->nodes[0].members[1].kind, RW_NODE_OP);
 	assert_int_equal(p->nodes[0].members[1].first, 2);
 	assert_int_equal(p->nodes[0].members[2].first, 3);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	check_launch(&out, RW_K_BATCH_COPY, 1, 3, STREAM_A);
+	rwt_check_batch_launch(&out, RW_K_BATCH_COPY, 1, 3, STREAM_A);
 	{
 		struct rw_batch_copy_range want[3] = { { BUF_D, BUF_S, 96 },
 						       { BUF_D + 0x1000, BUF_S + 0x1000, 16 },
@@ -471,13 +322,13 @@ static void test_coalesced_member(void **state)
 		check_copy_table(&out, want, 3);
 	}
 	/* copy 2 writes into the tail of the pair (copy 1's part): only the merged range shows it */
-	copy_move(&ops[2], BUF_S + 0x1000, BUF_D + 80);
+	rwt_copy_move(&ops[2], BUF_S + 0x1000, BUF_D + 80);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].na, 0);
-	copy_move(&ops[2], BUF_S + 0x1000, BUF_D + 0x1000);
+	rwt_copy_move(&ops[2], BUF_S + 0x1000, BUF_D + 0x1000);
 	/* the pair no longer abuts */
-	copy_move(&ops[1], BUF_S + 72, BUF_D + 64);
+	rwt_copy_move(&ops[1], BUF_S + 72, BUF_D + 64);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_SRC_ABUTS);
 	rw_plan_destroy(p);
@@ -488,57 +339,63 @@ static void test_coalesced_member(void **state)
 static void test_dependent(void **state)
 {
 	/* copy 1 reads what copy 0 wrote */
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_D + 32, BUF_D + 0x1000, 16, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_D + 32, BUF_D + 0x1000, 16, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* copy 1 writes what copy 0 read */
-	ops[1] = copy_op(BUF_D + 0x1000, BUF_S + 60, 16, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy_op(BUF_D + 0x1000, BUF_S + 60, 16, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* a memset over what a copy read (mixed kinds never batch either) */
-	ops[1] = set_op(BUF_S, 4, 1, 0, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_memset_elems_op(BUF_S, 4, 1, 0, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_overlapping_writes(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 0x1000, BUF_D + 63, 16, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_D + 63, 16, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
-	ops[0] = set_op(BUF_D, 64, 1, 1, STREAM_A);
-	ops[1] = set_op(BUF_D + 60, 1, 4, 2, STREAM_A);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
+	ops[0] = rwt_memset_elems_op(BUF_D, 64, 1, 1, STREAM_A);
+	ops[1] = rwt_memset_elems_op(BUF_D + 60, 1, 4, 2, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_self_overlap(void **state)
 {
 	/* the middle copy reads its own destination: no batch may hold it, and none is left of two */
-	struct cap_op ops[3] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 0x1000, BUF_S + 0x1020, 64, STREAM_A),
-				 copy_op(BUF_S + 0x2000, BUF_D + 0x2000, 8, STREAM_A) };
+	struct cap_op ops[3] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_S + 0x1020, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x2000, BUF_D + 0x2000, 8, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 3);
+	rwt_expect_identity(run, ops, 3);
 }
 
 static void test_other_stream(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 16, STREAM_B) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 16, STREAM_B) };
 
 	(void)state;
-	expect_identity(ops, 2);
-	ops[0] = set_op(BUF_D, 64, 1, 1, STREAM_A);
-	ops[1] = set_op(BUF_D + 0x1000, 16, 1, 1, STREAM_B);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
+	ops[0] = rwt_memset_elems_op(BUF_D, 64, 1, 1, STREAM_A);
+	ops[1] = rwt_memset_elems_op(BUF_D + 0x1000, 16, 1, 1, STREAM_B);
+	rwt_expect_identity(run, ops, 2);
 }
 
 /* A kernel between two pairs: two batches, never one across it (even a kernel independent of
  * every copy). */
 static void test_kernel_between(void **state)
 {
-	struct cap_op ops[5] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 16, STREAM_A),
-				 fill_op(BUF_K, 64, STREAM_A), copy_op(BUF_S + 0x2000, BUF_D + 0x2000, 16, STREAM_A),
-				 copy_op(BUF_S + 0x3000, BUF_D + 0x3000, 16, STREAM_A) };
+	struct cap_op ops[5] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 16, STREAM_A),
+				 fill_op(BUF_K, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x2000, BUF_D + 0x2000, 16, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x3000, BUF_D + 0x3000, 16, STREAM_A) };
 	char buf[2048];
 	struct rw_plan *p = run(ops, 5, buf, sizeof(buf));
 
@@ -553,39 +410,39 @@ static void test_kernel_between(void **state)
 	/* with one copy on either side: nothing */
 	ops[1] = ops[2];
 	ops[2] = ops[3];
-	expect_identity(ops, 3);
+	rwt_expect_identity(run, ops, 3);
 }
 
 static void test_single(void **state)
 {
-	struct cap_op ops[1] = { copy_op(BUF_S, BUF_D, 64, STREAM_A) };
+	struct cap_op ops[1] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 1);
-	ops[0] = set_op(BUF_D, 64, 1, 1, STREAM_A);
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
+	ops[0] = rwt_memset_elems_op(BUF_D, 64, 1, 1, STREAM_A);
+	rwt_expect_identity(run, ops, 1);
 }
 
 static void test_not_batchable(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, (4u << 20) + 1, STREAM_A),
-				 copy_op(BUF_S + (8u << 20), BUF_D + (8u << 20), 16, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, (4u << 20) + 1, STREAM_A),
+				 rwt_copy_op(BUF_S + (8u << 20), BUF_D + (8u << 20), 16, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2); /* larger than 4 MiB: the copy engine does it better */
-	ops[0] = copy_op(BUF_S, BUF_D, 64, STREAM_A);
+	rwt_expect_identity(run, ops, 2); /* larger than 4 MiB: the copy engine does it better */
+	ops[0] = rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A);
 	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2; /* synchronous */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].api = SHIM_ID_cuMemcpyDtoDAsync_v2;
 	ops[1].u.memcpy.d.Height = 2; /* 2-D */
-	expect_identity(ops, 2);
-	ops[1] = set_op(BUF_D + 0x1000, 16, 1, 1, STREAM_A);
-	ops[0] = set_op(BUF_D, 16, 1, 1, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
+	ops[1] = rwt_memset_elems_op(BUF_D + 0x1000, 16, 1, 1, STREAM_A);
+	ops[0] = rwt_memset_elems_op(BUF_D, 16, 1, 1, STREAM_A);
 	ops[0].u.memset.height = 2; /* 2-D memset */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[0].u.memset.height = 1;
 	ops[0].api = SHIM_ID_cuMemsetD8_v2; /* synchronous memset */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 int main(void)

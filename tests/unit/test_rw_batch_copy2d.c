@@ -2,26 +2,16 @@
  * copies: the batch_copy2d nodes it makes for per-head splits and glues, the derived launch of
  * cufold_batch_copy2d (function, grid, every field of the table), guards failing when bindings
  * move, and the near misses it must leave alone. tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
 #include "rewrite/effects.h"
-#include "rewrite/kernels.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_batch_copy;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_QKV 0x7f0000000000ull /* a fused qkv activation: T rows of 3 * DM bytes */
 #define BUF_H 0x7f0001000000ull   /* per-head blocks, T * HW bytes each, HEAD_STRIDE apart */
 #define BUF_O 0x7f0002000000ull   /* the heads glued back: T rows of DM bytes */
@@ -32,141 +22,35 @@ extern const struct rw_rule rw_rule_batch_copy;
 #define DM (NH * HW)              /* bytes of one model row (256) */
 #define T 8u                      /* rows (tokens) */
 #define HEAD_STRIDE 0x1000u       /* between per-head blocks */
-#define MAX_OPS 24
-
-/* What the fake resolver answers for kernel k: recognizable, never a real handle. */
-#define FAKE_FUNC(k) ((CUfunction)(uintptr_t)(0xfeed0000u + (unsigned)(k)))
-
-static CUresult fake_resolver(CUcontext ctx, int kernel, CUfunction *out)
-{
-	(void)ctx;
-	*out = FAKE_FUNC(kernel);
-	return CUDA_SUCCESS;
-}
-
-/* Point a copy at new sides and extent, keeping every form capture keeps consistent (spans as
- * capture's box_span computes them). */
-static void copy2d_set(struct cap_op *op, uint64_t src, size_t spitch, uint64_t dst, size_t dpitch, size_t width,
-		       size_t height)
-{
-	struct cap_memcpy *m = &op->u.memcpy;
-
-	m->d.srcDevice = src;
-	m->d.dstDevice = dst;
-	m->d.srcPitch = spitch;
-	m->d.dstPitch = dpitch;
-	m->d.WidthInBytes = width;
-	m->d.Height = height;
-	m->bytes = (uint64_t)width * height * m->d.Depth;
-	m->src_first = src;
-	m->dst_first = dst;
-	m->src_span = (uint64_t)(height - 1) * spitch + width;
-	m->dst_span = (uint64_t)(height - 1) * dpitch + width;
-}
-
-/* An asynchronous 2-D device-to-device copy (cuMemcpy2DAsync) as capture records it. */
-static struct cap_op copy2d_op(uint64_t src, size_t spitch, uint64_t dst, size_t dpitch, size_t width, size_t height,
-			       CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpy2DAsync_v2;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	copy2d_set(&op, src, spitch, dst, dpitch, width, height);
-	return op;
-}
-
-/* An asynchronous 1-D device-to-device copy as capture records it. */
-static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op = copy2d_op(src, bytes, dst, bytes, bytes, 1, s);
-
-	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
-	op.u.memcpy.d.srcPitch = op.u.memcpy.d.dstPitch = 0;
-	return op;
-}
 
 /* Head h of q split off the fused qkv rows (a strided .contiguous()): column block h of pitch
  * 3 * DM into a dense block. */
 static struct cap_op split_op(unsigned h, CUstream s)
 {
-	return copy2d_op(BUF_QKV + h * HW, 3 * DM, BUF_H + h * HEAD_STRIDE, HW, HW, T, s);
+	return rwt_copy2d_op(BUF_QKV + h * HW, 3 * DM, BUF_H + h * HEAD_STRIDE, HW, HW, T, s);
 }
 
 /* Head h glued back into the model rows: a dense block into column block h of pitch DM. */
 static struct cap_op glue_op(unsigned h, CUstream s)
 {
-	return copy2d_op(BUF_H + h * HEAD_STRIDE, HW, BUF_O + h * HW, DM, HW, T, s);
+	return rwt_copy2d_op(BUF_H + h * HEAD_STRIDE, HW, BUF_O + h * HW, DM, HW, T, s);
 }
 
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-}
-
-/* Rewrite ops[0..n) with batch-copy alone; the plan's one-line form into buf. */
+/* Rewrite ops[0..n) with batch-copy alone, cufold's kernels resolved by the fake resolver; the
+ * plan's one-line form into buf. */
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
 	const struct rw_rule *rules[1] = { &rw_rule_batch_copy };
-	const struct cap_op *ptr[MAX_OPS];
-	struct rw_plan *p;
 
-	assert_true(n <= MAX_OPS);
-	ptrs(ops, n, ptr);
-	rw__set_kernel_resolver(fake_resolver);
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
-	assert_non_null(p);
-	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
-	return p;
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[4096];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nnodes, n);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	rw_plan_destroy(p);
+	rw__set_kernel_resolver(rwt_fake_resolver);
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* The launch a batch_copy2d node derives: cufold_batch_copy2d, y = one block row per region. */
 static void check_launch(const struct cap_op *out, unsigned gx, unsigned regions, CUstream s)
 {
-	assert_int_equal(out->kind, CAP_OP_KERNEL);
-	assert_int_equal(out->api, SHIM_ID_cuLaunchKernel);
-	assert_ptr_equal(out->u.kernel.func, FAKE_FUNC(RW_K_BATCH_COPY2D));
-	assert_ptr_equal(out->u.kernel.handle, FAKE_FUNC(RW_K_BATCH_COPY2D));
-	assert_non_null(out->u.kernel.info);
+	rwt_check_batch_launch(out, RW_K_BATCH_COPY2D, gx, regions, s);
 	assert_string_equal(out->u.kernel.info->name, "cufold_batch_copy2d");
-	assert_int_equal(out->u.kernel.info->nparams, 1);
-	assert_int_equal(out->u.kernel.info->offset[0], 0);
-	assert_int_equal(out->u.kernel.info->size[0], RW_BATCH_TABLE_SIZE);
-	assert_int_equal(out->u.kernel.grid[0], gx);
-	assert_int_equal(out->u.kernel.grid[1], regions);
-	assert_int_equal(out->u.kernel.grid[2], 1);
-	assert_int_equal(out->u.kernel.block[0], 256);
-	assert_int_equal(out->u.kernel.block[1], 1);
-	assert_int_equal(out->u.kernel.block[2], 1);
-	assert_int_equal(out->u.kernel.shared_bytes, 0);
-	assert_int_equal(out->u.kernel.param_size, 776);
-	assert_false(out->u.kernel.via_extra);
-	assert_non_null(out->u.kernel.params);
-	assert_ptr_equal(out->stream, s);
-	assert_int_equal(out->stream_slot, s == STREAM_A ? 0 : 1);
-	assert_int_equal(out->stream_kind, CAP_STREAM_BLOCKING);
 }
 
 /* The table of a derived launch holds exactly want[0..n), the rest zero. */
@@ -237,7 +121,7 @@ static void test_head_split(void **state)
 	assert_int_equal(p->nstats, 1);
 	assert_string_equal(p->stats[0].rule, "batch-copy");
 	assert_int_equal(p->stats[0].count, 1);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	/* 8 rows of 64 bytes each: 512 bytes, one block of x */
@@ -253,7 +137,7 @@ static void test_head_split(void **state)
 
 	/* the next launch splits k (the source moved by DM): the guards hold, the table follows */
 	for (unsigned h = 0; h < 4; h++)
-		copy2d_set(&ops[h], BUF_QKV + DM + h * HW, 3 * DM, BUF_H + h * HEAD_STRIDE, HW, HW, T);
+		rwt_copy2d_set(&ops[h], BUF_QKV + DM + h * HW, 3 * DM, BUF_H + h * HEAD_STRIDE, HW, HW, T);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	{
@@ -265,7 +149,7 @@ static void test_head_split(void **state)
 	}
 	/* longer sequences: 300 rows of 64 bytes = 19200 bytes -> 5 blocks of 4096 */
 	for (unsigned h = 0; h < 4; h++)
-		copy2d_set(&ops[h], BUF_QKV + h * HW, 3 * DM, BUF_H + h * 0x10000, HW, HW, 300);
+		rwt_copy2d_set(&ops[h], BUF_QKV + h * HW, 3 * DM, BUF_H + h * 0x10000, HW, HW, 300);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	check_launch(&out, 5, 4, STREAM_A);
@@ -288,7 +172,7 @@ static void test_head_glue(void **state)
 	guards_2d(want + 24, sizeof(want) - 24, 0, 4);
 	assert_string_equal(buf, want);
 	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY2D);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	check_launch(&out, 1, 4, STREAM_A);
@@ -301,53 +185,53 @@ static void test_head_glue(void **state)
 	}
 
 	/* heads 1 and 2 trade places: still disjoint columns */
-	copy2d_set(&ops[1], BUF_H + HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
-	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T);
+	rwt_copy2d_set(&ops[1], BUF_H + HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
+	rwt_copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
-	copy2d_set(&ops[1], BUF_H + HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T);
-	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
+	rwt_copy2d_set(&ops[1], BUF_H + HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T);
+	rwt_copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 
 	/* head 2 moved half a head left: its columns [96, 160) meet head 1's [64, 128) */
-	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + HW + HW / 2, DM, HW, T);
+	rwt_copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + HW + HW / 2, DM, HW, T);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
 	assert_int_equal(p->guards[failed].b, 2);
 	/* one byte is enough: head 2 starts at head 1's last column */
-	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW - 1, DM, HW, T);
+	rwt_copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW - 1, DM, HW, T);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
 	assert_int_equal(p->guards[failed].b, 2);
 	/* head 3 wraps: its columns [224, 288) reach head 0's column 0 of the next row */
-	copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
-	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW + HW / 2, DM, HW, T);
+	rwt_copy2d_set(&ops[2], BUF_H + 2 * HEAD_STRIDE, HW, BUF_O + 2 * HW, DM, HW, T);
+	rwt_copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW + HW / 2, DM, HW, T);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 3);
 	/* head 3 one row down, its own columns: disjoint again (its last row is past the others') */
-	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + DM + 3 * HW, DM, HW, T);
+	rwt_copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + DM + 3 * HW, DM, HW, T);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* head 3 at another pitch (its spans still meet the others'): compared by span, fails */
-	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, 2 * DM, HW, T);
+	rwt_copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, 2 * DM, HW, T);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].b, 3);
 	/* head 3 reads what head 0 writes */
-	copy2d_set(&ops[3], BUF_O + 5 * DM + 10, HW, BUF_O + 3 * HW, DM, HW, 1);
+	rwt_copy2d_set(&ops[3], BUF_O + 5 * DM + 10, HW, BUF_O + 3 * HW, DM, HW, 1);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 3);
 	/* ... from head 0's gap after its row 5: columns [64, 128) there are head 1's */
-	copy2d_set(&ops[3], BUF_O + 5 * DM + HW, HW, BUF_O + 3 * HW, DM, HW, 1);
+	rwt_copy2d_set(&ops[3], BUF_O + 5 * DM + HW, HW, BUF_O + 3 * HW, DM, HW, 1);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
 	/* head 3 now one row: the guards hold, the table has height 1 and the width as pitches */
-	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, 1);
+	rwt_copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, 1);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	{
@@ -359,7 +243,7 @@ static void test_head_glue(void **state)
 		check_table(&out, w, 4);
 	}
 	/* head 1 becomes a 3-D copy: not a pitched device copy */
-	copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, T);
+	rwt_copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, T);
 	ops[1].api = SHIM_ID_cuMemcpy3DAsync_v2;
 	ops[1].u.memcpy.d.Depth = 2;
 	ops[1].u.memcpy.d.srcHeight = T;
@@ -370,12 +254,12 @@ static void test_head_glue(void **state)
 	/* head 1 back, but its source now reads its own destination's columns */
 	ops[1] = glue_op(1, STREAM_A);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
-	copy2d_set(&ops[1], BUF_O + HW + 8, DM, BUF_O + HW, DM, HW, T);
+	rwt_copy2d_set(&ops[1], BUF_O + HW + 8, DM, BUF_O + HW, DM, HW, T);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_PURE);
 	assert_int_equal(p->guards[failed].a, 1);
 	/* ... its own gap's columns (of the same pitch): pure, but head 2 writes there */
-	copy2d_set(&ops[1], BUF_O + 2 * HW, DM, BUF_O + HW, DM, HW, T);
+	rwt_copy2d_set(&ops[1], BUF_O + 2 * HW, DM, BUF_O + HW, DM, HW, T);
 	assert_true(rw_op_is_pure(&ops[1]));
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
@@ -387,8 +271,8 @@ static void test_head_glue(void **state)
 /* 1-D and 2-D copies in one run: the pitched kernel, 1-D ones as one row (pitch = width). */
 static void test_mixed(void **state)
 {
-	struct cap_op ops[4] = { split_op(0, STREAM_A), copy_op(BUF_S, BUF_D, 100, STREAM_A), split_op(1, STREAM_A),
-				 copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 7, STREAM_A) };
+	struct cap_op ops[4] = { split_op(0, STREAM_A), rwt_copy_op(BUF_S, BUF_D, 100, STREAM_A), split_op(1, STREAM_A),
+				 rwt_copy_op(BUF_S + 0x1000, BUF_D + 0x1000, 7, STREAM_A) };
 	const struct cap_op *ptr[4];
 	struct cap_op out;
 	char buf[4096];
@@ -401,7 +285,7 @@ static void test_mixed(void **state)
 				 "independent(0,2) independent(1,2) linear_dtod(3,3) pure(3,3) same_stream(0,3) "
 				 "independent(0,3) independent(1,3) independent(2,3)");
 	assert_int_equal(p->nodes[0].kind, RW_NODE_BATCH_COPY2D);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	check_launch(&out, 1, 4, STREAM_A);
@@ -416,21 +300,21 @@ static void test_mixed(void **state)
 		check_table(&out, w, 4);
 	}
 	/* the 1-D copy must stay 1-D: its guard is linear_dtod */
-	copy2d_set(&ops[1], BUF_S, 50, BUF_D, 50, 50, 2);
+	rwt_copy2d_set(&ops[1], BUF_S, 50, BUF_D, 50, 50, 2);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_LINEAR_DTOD);
 	assert_int_equal(p->guards[failed].a, 1);
 	/* a 1-D copy writing into a head's block */
-	ops[1] = copy_op(BUF_S, BUF_H + HEAD_STRIDE + 500, 100, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_S, BUF_H + HEAD_STRIDE + 500, 100, STREAM_A);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
 	assert_int_equal(p->guards[failed].b, 2);
 	/* the 1-D copy writes into the gaps of the qkv rows the heads read: fine */
-	ops[1] = copy_op(BUF_S, BUF_QKV + 2 * HW, 3 * DM - 2 * HW, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_S, BUF_QKV + 2 * HW, 3 * DM - 2 * HW, STREAM_A);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* one byte more and it writes head 0's row 1 */
-	ops[1] = copy_op(BUF_S, BUF_QKV + 2 * HW, 3 * DM - 2 * HW + 1, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_S, BUF_QKV + 2 * HW, 3 * DM - 2 * HW + 1, STREAM_A);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
@@ -438,12 +322,12 @@ static void test_mixed(void **state)
 	rw_plan_destroy(p);
 
 	/* led by a 1-D copy, a 2-D one following: still the pitched kernel */
-	ops[0] = copy_op(BUF_S, BUF_D, 100, STREAM_A);
+	ops[0] = rwt_copy_op(BUF_S, BUF_D, 100, STREAM_A);
 	ops[1] = glue_op(2, STREAM_A);
 	p = run(ops, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "batch_copy2d(0,1) | linear_dtod(0,0) pure(0,0) pitched_dtod(1,1) pure(1,1) "
 				 "same_stream(0,1) independent(0,1)");
-	ptrs(ops, 2, ptr);
+	rwt_ptrs(ops, 2, ptr);
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	check_launch(&out, 1, 2, STREAM_A);
 	{
@@ -469,7 +353,7 @@ static void test_twenty(void **state)
 
 	(void)state;
 	for (unsigned h = 0; h < 20; h++)
-		ops[h] = copy2d_op(BUF_QKV + h * 16, 20 * 16, BUF_H + h * HEAD_STRIDE, 16, 16, 4, STREAM_A);
+		ops[h] = rwt_copy2d_op(BUF_QKV + h * 16, 20 * 16, BUF_H + h * HEAD_STRIDE, 16, 16, 4, STREAM_A);
 	p = run(ops, 20, buf, sizeof(buf));
 	len = (size_t)snprintf(want, sizeof(want),
 			       "batch_copy2d(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15) batch_copy2d(16,17,18,19) | ");
@@ -485,7 +369,7 @@ static void test_twenty(void **state)
 	/* per member j: pitched_dtod, pure, then same_stream and independent with each earlier one */
 	assert_int_equal(p->nguards, (2 * 16 + 15 + 15 * 16 / 2) + (2 * 4 + 3 + 3 * 4 / 2));
 	assert_null(strstr(buf, "(15,16)"));
-	ptrs(ops, 20, ptr);
+	rwt_ptrs(ops, 20, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	check_launch(&out, 1, 16, STREAM_A);
@@ -510,7 +394,7 @@ static void test_twenty(void **state)
 
 	/* 17 1-D copies then a 2-D one: the 1-D kernel takes the 17, the 2-D copy is left alone */
 	for (unsigned i = 0; i < 17; i++)
-		ops[i] = copy_op(BUF_S + 0x100 * i, BUF_D + 0x100 * i, 32, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_S + 0x100 * i, BUF_D + 0x100 * i, 32, STREAM_A);
 	ops[17] = split_op(0, STREAM_A);
 	p = run(ops, 18, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "batch_copy(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16) op(17) | "));
@@ -519,9 +403,9 @@ static void test_twenty(void **state)
 	rw_plan_destroy(p);
 	/* 10 1-D copies then 10 2-D ones: 16 (the pitched kernel's limit) + 4 */
 	for (unsigned i = 0; i < 10; i++)
-		ops[i] = copy_op(BUF_S + 0x100 * i, BUF_D + 0x100 * i, 32, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_S + 0x100 * i, BUF_D + 0x100 * i, 32, STREAM_A);
 	for (unsigned h = 0; h < 10; h++)
-		ops[10 + h] = copy2d_op(BUF_QKV + h * 16, 20 * 16, BUF_H + h * HEAD_STRIDE, 16, 16, 4, STREAM_A);
+		ops[10 + h] = rwt_copy2d_op(BUF_QKV + h * 16, 20 * 16, BUF_H + h * HEAD_STRIDE, 16, 16, 4, STREAM_A);
 	p = run(ops, 20, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "batch_copy2d(0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15) batch_copy2d(16,17,18,19) | "));
 	rw_plan_destroy(p);
@@ -532,24 +416,25 @@ static void test_twenty(void **state)
 static void test_overlapping_columns(void **state)
 {
 	/* head 1's destination columns [32, 96) meet head 0's [0, 64) */
-	struct cap_op ops[2] = { glue_op(0, STREAM_A), copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW / 2, DM, HW, T, STREAM_A) };
+	struct cap_op ops[2] = { glue_op(0, STREAM_A),
+				 rwt_copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW / 2, DM, HW, T, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* by one column */
-	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW - 1, DM, HW, T, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW - 1, DM, HW, T, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* wrapping onto column 0 of the next row */
-	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + DM - HW / 2, DM, HW, T, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + DM - HW / 2, DM, HW, T, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* the same columns one row down */
-	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + DM, DM, HW, T, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + DM, DM, HW, T, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* a different pitch whose rows miss head 0's but whose span meets it: by span, left alone */
-	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW, 2 * DM, HW, T / 2, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW, 2 * DM, HW, T / 2, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* the near miss: the columns right after head 0's batch */
-	ops[1] = copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T, STREAM_A);
+	ops[1] = rwt_copy2d_op(BUF_H + HEAD_STRIDE, HW, BUF_O + HW, DM, HW, T, STREAM_A);
 	{
 		char buf[1024];
 		struct rw_plan *p = run(ops, 2, buf, sizeof(buf));
@@ -563,25 +448,26 @@ static void test_overlapping_columns(void **state)
 static void test_reads_written_rows(void **state)
 {
 	/* copy 1 (2-D) reads columns [32, 48) of rows 2 and 3 of what copy 0 writes */
-	struct cap_op ops[2] = { glue_op(0, STREAM_A), copy2d_op(BUF_O + 2 * DM + 32, DM, BUF_D, 16, 16, 2, STREAM_A) };
+	struct cap_op ops[2] = { glue_op(0, STREAM_A),
+				 rwt_copy2d_op(BUF_O + 2 * DM + 32, DM, BUF_D, 16, 16, 2, STREAM_A) };
 	char buf[1024];
 	struct rw_plan *p;
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* 1-D: 8 bytes across the end of head 0's row 5 */
-	ops[1] = copy_op(BUF_O + 5 * DM + HW - 4, BUF_D, 8, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy_op(BUF_O + 5 * DM + HW - 4, BUF_D, 8, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* copy 0 reads what copy 1 then writes (the other way round) */
-	ops[1] = copy_op(BUF_S, BUF_H + 100, 8, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy_op(BUF_S, BUF_H + 100, 8, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* the near misses: the gap after row 5 (columns [64, 256)), and another pitch-DM column block */
-	ops[1] = copy_op(BUF_O + 5 * DM + HW, BUF_D, DM - HW, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_O + 5 * DM + HW, BUF_D, DM - HW, STREAM_A);
 	p = run(ops, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "batch_copy2d(0,1) | pitched_dtod(0,0) pure(0,0) linear_dtod(1,1) pure(1,1) "
 				 "same_stream(0,1) independent(0,1)");
 	rw_plan_destroy(p);
-	ops[1] = copy2d_op(BUF_O + 2 * DM + HW, DM, BUF_D, 16, 16, 6, STREAM_A);
+	ops[1] = rwt_copy2d_op(BUF_O + 2 * DM + HW, DM, BUF_D, 16, 16, 6, STREAM_A);
 	p = run(ops, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "batch_copy2d(0,1) | pitched_dtod(0,0) pure(0,0) pitched_dtod(1,1) pure(1,1) "
 				 "same_stream(0,1) independent(0,1)");
@@ -643,7 +529,8 @@ static void test_random_windows(void **state)
 
 			if (rnd(&seed, 0, 3) == 0) {
 				w = (size_t)rnd(&seed, 1, 96);
-				ops[i] = copy_op(BUF_S + rnd(&seed, 0, AREA - 1), BUF_S + rnd(&seed, 0, AREA - 1), w, STREAM_A);
+				ops[i] = rwt_copy_op(BUF_S + rnd(&seed, 0, AREA - 1), BUF_S + rnd(&seed, 0, AREA - 1),
+						     w, STREAM_A);
 				h = 1;
 				sp = dp = w;
 			} else {
@@ -655,8 +542,8 @@ static void test_random_windows(void **state)
 					sp = w;
 				if (dp < w)
 					dp = w;
-				ops[i] = copy2d_op(BUF_S + rnd(&seed, 0, AREA - 1), sp, BUF_S + rnd(&seed, 0, AREA - 1), dp, w, h,
-						   STREAM_A);
+				ops[i] = rwt_copy2d_op(BUF_S + rnd(&seed, 0, AREA - 1), sp,
+						       BUF_S + rnd(&seed, 0, AREA - 1), dp, w, h, STREAM_A);
 			}
 			memset(rset[i], 0, sizeof(rset[i]));
 			memset(wset[i], 0, sizeof(wset[i]));
@@ -664,7 +551,7 @@ static void test_random_windows(void **state)
 			mark_side(wset[i], ops[i].u.memcpy.dst_first, dp, w, h);
 		}
 		p = run(ops, n, buf, sizeof(buf));
-		ptrs(ops, n, ptr);
+		rwt_ptrs(ops, n, ptr);
 		for (uint32_t k = 0; k < p->nnodes; k++) {
 			const struct rw_plan_node *node = &p->nodes[k];
 			struct cap_op out;
@@ -721,9 +608,9 @@ static void test_other_stream(void **state)
 	struct cap_op ops[2] = { split_op(0, STREAM_A), split_op(1, STREAM_B) };
 
 	(void)state;
-	expect_identity(ops, 2);
-	ops[1] = copy_op(BUF_S, BUF_D, 100, STREAM_B);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
+	ops[1] = rwt_copy_op(BUF_S, BUF_D, 100, STREAM_B);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_not_batchable(void **state)
@@ -739,31 +626,31 @@ static void test_not_batchable(void **state)
 	ops[1].u.memcpy.bytes = HW * T * 2;
 	ops[1].u.memcpy.src_span = (T + T - 1) * 3 * DM + HW;
 	ops[1].u.memcpy.dst_span = (2 * T - 1) * HW + HW;
-	expect_identity(ops, 3);
+	rwt_expect_identity(run, ops, 3);
 	/* two 3-D copies */
 	ops[0] = ops[1];
 	ops[0].u.memcpy.dst_first = ops[0].u.memcpy.d.dstDevice = BUF_D;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* a synchronous 2-D copy */
 	ops[0] = split_op(0, STREAM_A);
 	ops[1] = split_op(1, STREAM_A);
 	ops[1].api = SHIM_ID_cuMemcpy2D_v2;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* a destination pitch below the width (rows that overlap): not a copy the rule takes */
 	ops[1] = split_op(1, STREAM_A);
-	copy2d_set(&ops[1], BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW / 2, HW, T);
-	expect_identity(ops, 2);
+	rwt_copy2d_set(&ops[1], BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW / 2, HW, T);
+	rwt_expect_identity(run, ops, 2);
 	/* a 2-D copy reading its own destination's columns (not pure) */
-	ops[1] = copy2d_op(BUF_O + 8, DM, BUF_O, DM, HW, T, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy2d_op(BUF_O + 8, DM, BUF_O, DM, HW, T, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* larger than 4 MiB */
-	ops[1] = copy2d_op(BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW, HW, (4u << 20) / HW + 1, STREAM_A);
-	expect_identity(ops, 2);
+	ops[1] = rwt_copy2d_op(BUF_QKV + HW, 3 * DM, BUF_H + HEAD_STRIDE, HW, HW, (4u << 20) / HW + 1, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 	/* a host-side copy */
 	ops[1] = split_op(1, STREAM_A);
 	ops[1].u.memcpy.dir = CAP_DIR_DTOH;
 	ops[1].u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_HOST;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 int main(void)

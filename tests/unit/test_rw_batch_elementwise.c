@@ -2,23 +2,14 @@
  * on small hand-made windows of `scale`, `axpy`, `fill` and `gemm` launches: the merged launch
  * (one-line form, summed count, grid from the count), guards failing when bindings move, and the
  * near misses it must leave alone. tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_batch_elementwise;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_O 0x7f0000000000ull /* outputs */
 #define BUF_I 0x7f0001000000ull /* inputs */
 #define MAX_OPS 8
@@ -27,161 +18,64 @@ extern const struct rw_rule rw_rule_batch_elementwise;
 /* Builtin cards: scale (out ptr w n*4, in ptr r n*4, s f32, n i32), axpy (y ptr rw, x ptr r,
  * a f32, n i32) and fill (x ptr w n*4, v f32, n i32) are elementwise; gemm (C rw, A r, B r,
  * m n k i32, beta f32) is not. "my_scale" has scale's layout and no card. */
-static uint32_t pf_offset[4] = { 0, 8, 16, 20 };
-static uint32_t pf_size[4] = { 8, 8, 4, 4 };
-static const struct cap_func scale_info = { .func = (CUfunction)0x5ca1e, .id = 1, .nparams = 4, .param_bytes = 24,
-					    .layout_known = true, .name = "scale", .offset = pf_offset,
-					    .size = pf_size };
-static const struct cap_func axpy_info = { .func = (CUfunction)0xa8b, .id = 2, .nparams = 4, .param_bytes = 24,
-					   .layout_known = true, .name = "axpy", .offset = pf_offset,
-					   .size = pf_size };
-static const struct cap_func mystery_info = { .func = (CUfunction)0x3e5, .id = 3, .nparams = 4, .param_bytes = 24,
-					      .layout_known = true, .name = "my_scale", .offset = pf_offset,
-					      .size = pf_size };
-static uint32_t fill_offset[3] = { 0, 8, 12 };
-static uint32_t fill_size[3] = { 8, 4, 4 };
-static const struct cap_func fill_info = { .func = (CUfunction)0xf111, .id = 4, .nparams = 3, .param_bytes = 16,
-					   .layout_known = true, .name = "fill", .offset = fill_offset,
-					   .size = fill_size };
+static const struct cap_func scale_info = RWT_FUNC(0x5ca1e, 1, "scale", RWT_LAYOUT_SCALE);
+static const struct cap_func axpy_info = RWT_FUNC(0xa8b, 2, "axpy", RWT_LAYOUT_SCALE);
+static const struct cap_func mystery_info = RWT_FUNC(0x3e5, 3, "my_scale", RWT_LAYOUT_SCALE);
+static const struct cap_func fill_info = RWT_FUNC(0xf111, 4, "fill", RWT_LAYOUT_FILL);
 static uint32_t gemm_offset[7] = { 0, 8, 16, 24, 28, 32, 36 };
 static uint32_t gemm_size[7] = { 8, 8, 8, 4, 4, 4, 4 };
-static const struct cap_func gemm_info = { .func = (CUfunction)0x6e33, .id = 5, .nparams = 7, .param_bytes = 40,
-					   .layout_known = true, .name = "gemm", .offset = gemm_offset,
-					   .size = gemm_size };
+static const struct cap_func gemm_info = RWT_FUNC(0x6e33, 5, "gemm", 7, 40, gemm_offset, gemm_size);
 
 /* Parameter bytes of the ops of one window, by position. */
 static unsigned char params[MAX_OPS][MAX_PARAMS];
 
-static unsigned grid_for(int32_t n, unsigned block)
-{
-	return ((unsigned)n + block - 1) / block;
-}
-
-/* A 1-D launch of info's kernel at window position slot; the parameters are set by the caller. */
+/* A 1-D launch of info's kernel at window position slot on STREAM_A; the parameters are set by
+ * the caller. */
 static struct cap_op launch_op(const struct cap_func *info, uint32_t slot, unsigned grid, unsigned block)
 {
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
 	memset(params[slot], 0, MAX_PARAMS);
-	op.kind = CAP_OP_KERNEL;
-	op.api = SHIM_ID_cuLaunchKernel;
-	op.stream = STREAM_A;
-	op.stream_slot = 0;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.kernel.handle = info->func;
-	op.u.kernel.func = info->func;
-	op.u.kernel.info = info;
-	op.u.kernel.grid[0] = grid;
-	op.u.kernel.grid[1] = op.u.kernel.grid[2] = 1;
-	op.u.kernel.block[0] = block;
-	op.u.kernel.block[1] = op.u.kernel.block[2] = 1;
-	op.u.kernel.param_size = info->param_bytes;
-	op.u.kernel.params = params[slot];
-	return op;
+	return rwt_kernel_op(info, params[slot], grid, block, STREAM_A);
 }
 
 /* scale (or axpy, or an unknown kernel of that layout): p0, p1 pointers, s, n; grid from n. */
 static struct cap_op pf_op(const struct cap_func *info, uint32_t slot, uint64_t p0, uint64_t p1, float s, int32_t n,
 			   unsigned block)
 {
-	struct cap_op op = launch_op(info, slot, grid_for(n, block), block);
+	struct cap_op op = launch_op(info, slot, rwt_grid((uint32_t)n, block), block);
 
-	memcpy(params[slot], &p0, 8);
-	memcpy(params[slot] + 8, &p1, 8);
-	memcpy(params[slot] + 16, &s, 4);
-	memcpy(params[slot] + 20, &n, 4);
+	rwt_pack_scale(info, params[slot], p0, p1, s, n);
 	return op;
 }
 
 static struct cap_op fill_op(uint32_t slot, uint64_t x, float v, int32_t n, unsigned block)
 {
-	struct cap_op op = launch_op(&fill_info, slot, grid_for(n, block), block);
+	struct cap_op op = launch_op(&fill_info, slot, rwt_grid((uint32_t)n, block), block);
 
-	memcpy(params[slot], &x, 8);
-	memcpy(params[slot] + 8, &v, 4);
-	memcpy(params[slot] + 12, &n, 4);
+	rwt_pack_fill(&fill_info, params[slot], x, v, n);
 	return op;
 }
 
 /* gemm over m x n (k = 1, beta 0), its grid as if it were elementwise over m*n. */
 static struct cap_op gemm_op(uint32_t slot, uint64_t c, uint64_t a, uint64_t b, int32_t m, int32_t n)
 {
-	struct cap_op op = launch_op(&gemm_info, slot, grid_for(m * n, 256), 256);
-	int32_t k = 1;
-	float beta = 0.0f;
+	struct cap_op op = launch_op(&gemm_info, slot, rwt_grid((uint32_t)(m * n), 256), 256);
 
-	memcpy(params[slot], &c, 8);
-	memcpy(params[slot] + 8, &a, 8);
-	memcpy(params[slot] + 16, &b, 8);
-	memcpy(params[slot] + 24, &m, 4);
-	memcpy(params[slot] + 28, &n, 4);
-	memcpy(params[slot] + 32, &k, 4);
-	memcpy(params[slot] + 36, &beta, 4);
+	rwt_put_u64(params[slot], 0, c);
+	rwt_put_u64(params[slot], 8, a);
+	rwt_put_u64(params[slot], 16, b);
+	rwt_put_i32(params[slot], 24, m);
+	rwt_put_i32(params[slot], 28, n);
+	rwt_put_i32(params[slot], 32, 1);
+	rwt_put_f32(params[slot], 36, 0.0f);
 	return op;
-}
-
-/* The pointer (8 bytes) or 4-byte value at off of an op's parameters. */
-static uint64_t param_u64(const struct cap_op *op, uint32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, (const char *)op->u.kernel.params + off, 8);
-	return v;
-}
-
-static int32_t param_i32(const struct cap_op *op, uint32_t off)
-{
-	int32_t v;
-
-	memcpy(&v, (const char *)op->u.kernel.params + off, 4);
-	return v;
-}
-
-static float param_f32(const struct cap_op *op, uint32_t off)
-{
-	float v;
-
-	memcpy(&v, (const char *)op->u.kernel.params + off, 4);
-	return v;
-}
-
-static void set_u64(struct cap_op *op, uint32_t off, uint64_t v)
-{
-	memcpy((char *)op->u.kernel.params + off, &v, 8);
-}
-
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
 }
 
 /* Rewrite ops[0..n) with batch-elementwise alone; the plan's one-line form into buf. */
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
-	const struct cap_op *ptr[MAX_OPS];
 	const struct rw_rule *rules[1] = { &rw_rule_batch_elementwise };
-	struct rw_plan *p;
 
-	assert_true(n <= MAX_OPS);
-	ptrs(ops, n, ptr);
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
-	assert_non_null(p);
-	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
-	return p;
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[1024];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	rw_plan_destroy(p);
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* ------------------------------------------------------------------ golden */
@@ -206,7 +100,7 @@ static void test_three_scales(void **state)
 	assert_int_equal(p->nstats, 1);
 	assert_string_equal(p->stats[0].rule, "batch-elementwise");
 	assert_int_equal(p->stats[0].count, 2);
-	ptrs(ops, 3, ptr);
+	rwt_ptrs(ops, 3, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.kind, CAP_OP_KERNEL);
@@ -219,29 +113,29 @@ static void test_three_scales(void **state)
 	assert_int_equal(out.u.kernel.block[0], 256);
 	assert_int_equal(out.u.kernel.param_size, 24);
 	assert_ptr_not_equal(out.u.kernel.params, params[0]); /* the plan's scratch, not the op's */
-	assert_int_equal(param_u64(&out, 0), BUF_O);
-	assert_int_equal(param_u64(&out, 8), BUF_I);
-	assert_true(param_f32(&out, 16) == 2.0f);
-	assert_int_equal(param_i32(&out, 20), 3300);
-	assert_int_equal(param_i32(&ops[0], 20), 1000); /* the original is untouched */
+	assert_int_equal(rwt_param_u64(&out, 0), BUF_O);
+	assert_int_equal(rwt_param_u64(&out, 8), BUF_I);
+	assert_true(rwt_param_f32(&out, 16) == 2.0f);
+	assert_int_equal(rwt_param_i32(&out, 20), 3300);
+	assert_int_equal(rwt_param_i32(&ops[0], 20), 1000); /* the original is untouched */
 
 	/* the window shifted as a whole: still one launch, derived afresh */
 	for (uint32_t i = 0; i < 3; i++) {
-		set_u64(&ops[i], 0, param_u64(&ops[i], 0) + 0x100);
-		set_u64(&ops[i], 8, param_u64(&ops[i], 8) + 0x100);
+		rwt_set_param_u64(&ops[i], 0, rwt_param_u64(&ops[i], 0) + 0x100);
+		rwt_set_param_u64(&ops[i], 8, rwt_param_u64(&ops[i], 8) + 0x100);
 	}
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	assert_int_equal(param_u64(&out, 0), BUF_O + 0x100);
-	assert_int_equal(param_u64(&out, 8), BUF_I + 0x100);
+	assert_int_equal(rwt_param_u64(&out, 0), BUF_O + 0x100);
+	assert_int_equal(rwt_param_u64(&out, 8), BUF_I + 0x100);
 
 	/* launch 1 reads one float further on: its input no longer abuts */
-	set_u64(&ops[1], 8, param_u64(&ops[1], 8) + 4);
+	rwt_set_param_u64(&ops[1], 8, rwt_param_u64(&ops[1], 8) + 4);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_ELEM_ABUTS);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 1);
-	set_u64(&ops[1], 8, param_u64(&ops[1], 8) - 4);
+	rwt_set_param_u64(&ops[1], 8, rwt_param_u64(&ops[1], 8) - 4);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* launch 2 scales by another s */
 	{
@@ -269,12 +163,12 @@ static void test_guard_safe_moves(void **state)
 
 	(void)state;
 	assert_string_equal(buf, "elementwise(0,1) | elem_abuts(0,1) elem_safe(0,1)");
-	ptrs(ops, 2, ptr);
+	rwt_ptrs(ops, 2, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* in = out + 4000 bytes: launch 1 reads [O+8000, ..), launch 0 writes [O, O+4000), but
 	 * launch 0 reads [O+4000, O+8000), which launch 1 writes */
-	set_u64(&ops[0], 8, BUF_O + 4000);
-	set_u64(&ops[1], 8, BUF_O + 8000);
+	rwt_set_param_u64(&ops[0], 8, BUF_O + 4000);
+	rwt_set_param_u64(&ops[1], 8, BUF_O + 8000);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_ELEM_SAFE);
 	rw_plan_destroy(p);
@@ -294,15 +188,15 @@ static void test_axpy(void **state)
 	(void)state;
 	assert_string_equal(buf, "elementwise(0,1,2) | elem_abuts(0,1) elem_safe(0,1) elem_abuts(1,2) elem_safe(0,2)");
 	assert_int_equal(p->nnodes, 1);
-	ptrs(ops, 3, ptr);
+	rwt_ptrs(ops, 3, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_ptr_equal(out.u.kernel.info, &axpy_info);
-	assert_int_equal(param_i32(&out, 20), 613);
+	assert_int_equal(rwt_param_i32(&out, 20), 613);
 	assert_int_equal(out.u.kernel.grid[0], 5); /* ceil(613 / 128) */
 	assert_int_equal(out.u.kernel.block[0], 128);
-	assert_int_equal(param_u64(&out, 0), BUF_O);
-	assert_int_equal(param_u64(&out, 8), BUF_I);
+	assert_int_equal(rwt_param_u64(&out, 0), BUF_O);
+	assert_int_equal(rwt_param_u64(&out, 8), BUF_I);
 	rw_plan_destroy(p);
 }
 
@@ -319,14 +213,14 @@ static void test_fill_runs(void **state)
 	(void)state;
 	assert_string_equal(buf, "elementwise(0,1) elementwise(2,3) | elem_abuts(0,1) elem_safe(0,1) elem_abuts(2,3) "
 				 "elem_safe(2,3)");
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	assert_int_equal(param_i32(&out, 12), 128);
+	assert_int_equal(rwt_param_i32(&out, 12), 128);
 	assert_int_equal(out.u.kernel.grid[0], 2);
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), 0);
-	assert_int_equal(param_u64(&out, 0), BUF_O + 0x1000);
-	assert_int_equal(param_i32(&out, 12), 74);
+	assert_int_equal(rwt_param_u64(&out, 0), BUF_O + 0x1000);
+	assert_int_equal(rwt_param_i32(&out, 12), 74);
 	assert_int_equal(out.u.kernel.grid[0], 2);
 	rw_plan_destroy(p);
 }
@@ -350,7 +244,7 @@ static void test_other_scalar(void **state)
 				 pf_op(&scale_info, 1, BUF_O + 4000, BUF_I + 4000, 2.5f, 300, 256) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_gap(void **state)
@@ -359,10 +253,10 @@ static void test_gap(void **state)
 				 pf_op(&scale_info, 1, BUF_O + 4004, BUF_I + 4000, 2.0f, 300, 256) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* the second chunk before the first */
 	ops[1] = pf_op(&scale_info, 1, BUF_O - 1200, BUF_I - 1200, 2.0f, 300, 256);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_grid_not_derived(void **state)
@@ -372,12 +266,12 @@ static void test_grid_not_derived(void **state)
 
 	(void)state;
 	ops[1].u.kernel.grid[0]++; /* one block too many */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].u.kernel.grid[0] -= 2; /* too few: does not cover n */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].u.kernel.grid[0]++;
 	ops[1].u.kernel.grid[1] = 2; /* 2-D */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 /* out chunk k is in chunk k+1: launch 1 reads what launch 0 wrote. */
@@ -387,11 +281,11 @@ static void test_shifted(void **state)
 				 pf_op(&scale_info, 1, BUF_O + 4000, BUF_O, 2.0f, 1000, 256) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* the other way: launch 1 writes what launch 0 read */
 	ops[0] = pf_op(&scale_info, 0, BUF_O, BUF_O + 4000, 2.0f, 1000, 256);
 	ops[1] = pf_op(&scale_info, 1, BUF_O + 4000, BUF_O + 8000, 2.0f, 1000, 256);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_other_block(void **state)
@@ -400,7 +294,7 @@ static void test_other_block(void **state)
 				 pf_op(&scale_info, 1, BUF_O + 4096, BUF_I + 4096, 2.0f, 1024, 128) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_other_stream_or_kernel(void **state)
@@ -411,10 +305,10 @@ static void test_other_stream_or_kernel(void **state)
 	(void)state;
 	ops[1].stream = STREAM_B;
 	ops[1].stream_slot = 1;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* same layout, same scalars, the other kernel */
 	ops[1] = pf_op(&axpy_info, 1, BUF_O + 4000, BUF_I + 4000, 2.0f, 300, 256);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_not_elementwise(void **state)
@@ -423,10 +317,10 @@ static void test_not_elementwise(void **state)
 				 gemm_op(1, BUF_O + 1024, BUF_I + 64, BUF_I + 0x10000 + 64, 16, 16) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[0] = pf_op(&mystery_info, 0, BUF_O, BUF_I, 2.0f, 1000, 256); /* no card */
 	ops[1] = pf_op(&mystery_info, 1, BUF_O + 4000, BUF_I + 4000, 2.0f, 300, 256);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 int main(void)

@@ -2,97 +2,31 @@
  * windows: what it changes (nodes and guards in the plan's one-line form, derived bytes), the
  * counters it bumps, guards failing when bindings move, and the near misses it must leave
  * alone. tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_coalesce;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_S 0x7f0000000000ull /* a source buffer */
 #define BUF_D 0x7f0001000000ull /* a destination buffer */
-
-/* An asynchronous 1-D device-to-device copy as capture records it. */
-static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.srcDevice = src;
-	op.u.memcpy.d.dstDevice = dst;
-	op.u.memcpy.d.WidthInBytes = bytes;
-	op.u.memcpy.d.Height = 1;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.bytes = bytes;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	op.u.memcpy.src_first = src;
-	op.u.memcpy.dst_first = dst;
-	op.u.memcpy.src_span = bytes;
-	op.u.memcpy.dst_span = bytes;
-	return op;
-}
-
-static struct cap_op memset_op(uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMSET;
-	op.api = SHIM_ID_cuMemsetD8Async;
-	op.stream = s;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memset.dst = dst;
-	op.u.memset.elem_size = 1;
-	op.u.memset.width = bytes;
-	op.u.memset.pitch = bytes;
-	op.u.memset.height = 1;
-	return op;
-}
 
 /* Rewrite ops[0..n) with coalesce alone; the plan's one-line form into buf. */
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
-	const struct cap_op *ptr[16];
 	const struct rw_rule *rules[1] = { &rw_rule_coalesce };
-	struct rw_plan *p;
 
-	assert_true(n <= 16);
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
-	assert_non_null(p);
-	rw_plan_format(p, buf, cap);
-	return p;
-}
-
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* ------------------------------------------------------------------ golden */
 
 static void test_two_pieces(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
 	const struct cap_op *ptr[2];
 	struct cap_op out;
 	char buf[512];
@@ -105,7 +39,7 @@ static void test_two_pieces(void **state)
 	assert_string_equal(p->stats[0].rule, "coalesce");
 	assert_int_equal(p->stats[0].count, 1);
 	assert_string_equal(p->nodes[0].rule, "coalesce");
-	ptrs(ops, 2, ptr);
+	rwt_ptrs(ops, 2, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.kind, CAP_OP_MEMCPY);
@@ -131,8 +65,8 @@ static void test_eight_slices(void **state)
 
 	(void)state;
 	for (uint32_t i = 0; i < 8; i++)
-		ops[i] = copy_op(BUF_S + 128 * i, BUF_D + 128 * i, 128, STREAM_A);
-	ops[8] = memset_op(BUF_S, 16, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_S + 128 * i, BUF_D + 128 * i, 128, STREAM_A);
+	ops[8] = rwt_memset_op(BUF_S, 16, STREAM_A);
 	p = run(ops, 9, buf, sizeof(buf));
 	assert_int_equal(p->nnodes, 2);
 	assert_int_equal(p->nodes[0].kind, RW_NODE_COPY);
@@ -146,7 +80,7 @@ static void test_eight_slices(void **state)
 	/* each step's abutment is guarded between neighbours, disjointness over the whole union */
 	assert_non_null(strstr(buf, " src_abuts(6,7) dst_abuts(6,7) disjoint(0,7)"));
 	assert_non_null(strstr(buf, " src_abuts(0,1) "));
-	ptrs(ops, 9, ptr);
+	rwt_ptrs(ops, 9, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.u.memcpy.bytes, 1024);
@@ -155,7 +89,7 @@ static void test_eight_slices(void **state)
 
 	/* the same shape with other bindings that still abut: guards hold, bytes derive afresh */
 	for (uint32_t i = 0; i < 8; i++)
-		ops[i] = copy_op(BUF_D + 256 * i, BUF_S + 256 * i, 256, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_D + 256 * i, BUF_S + 256 * i, 256, STREAM_A);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.u.memcpy.bytes, 2048);
@@ -172,7 +106,7 @@ static void test_eight_slices(void **state)
 
 	/* the pieces now overlap their destinations: disjoint fails */
 	for (uint32_t i = 0; i < 8; i++)
-		ops[i] = copy_op(BUF_S + 128 * i, BUF_S + 512 + 128 * i, 128, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_S + 128 * i, BUF_S + 512 + 128 * i, 128, STREAM_A);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_DISJOINT);
 	rw_plan_destroy(p);
@@ -182,9 +116,9 @@ static void test_eight_slices(void **state)
 static void test_two_runs(void **state)
 {
 	struct cap_op ops[5] = {
-		copy_op(BUF_S, BUF_D, 16, STREAM_A),        copy_op(BUF_S + 16, BUF_D + 16, 16, STREAM_A),
-		copy_op(BUF_S + 4096, BUF_D, 16, STREAM_A), copy_op(BUF_S + 4112, BUF_D + 16, 16, STREAM_A),
-		copy_op(BUF_S + 4128, BUF_D + 64, 16, STREAM_A),
+		rwt_copy_op(BUF_S, BUF_D, 16, STREAM_A),        rwt_copy_op(BUF_S + 16, BUF_D + 16, 16, STREAM_A),
+		rwt_copy_op(BUF_S + 4096, BUF_D, 16, STREAM_A), rwt_copy_op(BUF_S + 4112, BUF_D + 16, 16, STREAM_A),
+		rwt_copy_op(BUF_S + 4128, BUF_D + 64, 16, STREAM_A),
 	};
 	char buf[1024];
 	struct rw_plan *p = run(ops, 5, buf, sizeof(buf));
@@ -198,8 +132,9 @@ static void test_two_runs(void **state)
 /* The layout replay uses: one position per op, folded ops empty, the plan node at the first. */
 static void test_run_layout(void **state)
 {
-	struct cap_op ops[4] = { memset_op(BUF_D + 8192, 8, STREAM_A), copy_op(BUF_S, BUF_D, 64, STREAM_A),
-				 copy_op(BUF_S + 64, BUF_D + 64, 64, STREAM_A), copy_op(BUF_S + 128, BUF_D + 128, 64, STREAM_A) };
+	struct cap_op ops[4] = { rwt_memset_op(BUF_D + 8192, 8, STREAM_A), rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 128, BUF_D + 128, 64, STREAM_A) };
 	const struct cap_op *ptr[4];
 	struct rw_config on = { 1, NULL }, off = { 1, "-coalesce" };
 	struct rw_run *r;
@@ -207,7 +142,7 @@ static void test_run_layout(void **state)
 	const struct cap_op *op;
 
 	(void)state;
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_null(rw_run_create(ptr, 4, &off)); /* nothing fires: no run */
 	r = rw_run_create(ptr, 4, &on);
 	assert_non_null(r);
@@ -229,86 +164,79 @@ static void test_run_layout(void **state)
 
 /* ------------------------------------------------------------------ negative */
 
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[512];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	rw_plan_destroy(p);
-}
-
 static void test_src_not_abutting(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 72, BUF_D + 64, 32, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 72, BUF_D + 64, 32, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_dst_not_abutting(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 64, BUF_D + 128, 32, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 128, 32, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_backwards(void **state)
 {
 	/* the second piece lies before the first: abutting the other way round is not this rule */
-	struct cap_op ops[2] = { copy_op(BUF_S + 64, BUF_D + 64, 64, STREAM_A), copy_op(BUF_S, BUF_D, 64, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S + 64, BUF_D + 64, 64, STREAM_A),
+				 rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_other_stream(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_B) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_B) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_op_between(void **state)
 {
-	struct cap_op ops[3] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), memset_op(BUF_D + 4096, 8, STREAM_A),
-				 copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
+	struct cap_op ops[3] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A), rwt_memset_op(BUF_D + 4096, 8, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 3);
+	rwt_expect_identity(run, ops, 3);
 }
 
 static void test_overlap(void **state)
 {
 	/* src [S, S+128) and dst [S+64, S+192): the first piece writes what the second reads */
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_S + 64, 64, STREAM_A),
-				 copy_op(BUF_S + 64, BUF_S + 128, 64, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_S + 64, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_S + 128, 64, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_not_dtod_async(void **state)
 {
-	struct cap_op ops[2] = { copy_op(BUF_S, BUF_D, 64, STREAM_A), copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
+	struct cap_op ops[2] = { rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
 
 	(void)state;
 	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2; /* synchronous: replay issues it in place */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].api = SHIM_ID_cuMemcpyDtoDAsync_v2;
 	ops[1].u.memcpy.dir = CAP_DIR_HTOD;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].u.memcpy.dir = CAP_DIR_DTOD;
 	ops[1].u.memcpy.d.Height = 2; /* 2-D */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].u.memcpy.d.Height = 1;
 	ops[0].flags = CAP_OPF_NO_DEFER;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 int main(void)

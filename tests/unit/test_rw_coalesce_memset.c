@@ -2,84 +2,30 @@
  * small hand-made windows: abutting memsets of one value become one (one-line form, derived
  * width), guards failing when bindings move, and the near misses it must leave alone. tests
  * layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_coalesce;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_D 0x7f0001000000ull /* a destination buffer */
-
-/* An asynchronous 1-D memset of width elements of elem_size bytes (1, 2 or 4) of value. */
-static struct cap_op set_op(uint64_t dst, size_t width, unsigned elem_size, unsigned value, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMSET;
-	op.api = elem_size == 4 ? SHIM_ID_cuMemsetD32Async
-				: elem_size == 2 ? SHIM_ID_cuMemsetD16Async : SHIM_ID_cuMemsetD8Async;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memset.dst = dst;
-	op.u.memset.elem_size = elem_size;
-	op.u.memset.value = value;
-	op.u.memset.width = width;
-	op.u.memset.pitch = width * elem_size;
-	op.u.memset.height = 1;
-	return op;
-}
-
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-}
 
 /* Rewrite ops[0..n) with coalesce alone; the plan's one-line form into buf. */
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
-	const struct cap_op *ptr[8];
 	const struct rw_rule *rules[1] = { &rw_rule_coalesce };
-	struct rw_plan *p;
 
-	assert_true(n <= 8);
-	ptrs(ops, n, ptr);
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
-	assert_non_null(p);
-	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
-	return p;
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[1024];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	rw_plan_destroy(p);
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* ------------------------------------------------------------------ golden */
 
 static void test_two_memsets(void **state)
 {
-	struct cap_op ops[2] = { set_op(BUF_D, 64, 1, 7, STREAM_A), set_op(BUF_D + 64, 32, 1, 7, STREAM_A) };
+	struct cap_op ops[2] = { rwt_memset_elems_op(BUF_D, 64, 1, 7, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 64, 32, 1, 7, STREAM_A) };
 	const struct cap_op *ptr[2];
 	struct cap_op out;
 	char buf[512];
@@ -92,7 +38,7 @@ static void test_two_memsets(void **state)
 	assert_string_equal(p->nodes[0].rule, "coalesce");
 	assert_int_equal(p->nstats, 1);
 	assert_int_equal(p->stats[0].count, 1);
-	ptrs(ops, 2, ptr);
+	rwt_ptrs(ops, 2, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.kind, CAP_OP_MEMSET);
@@ -107,8 +53,8 @@ static void test_two_memsets(void **state)
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), -CF_EINVAL);
 
 	/* both move together and grow: still abutting, the width follows */
-	ops[0] = set_op(BUF_D + 0x1000, 100, 1, 7, STREAM_A);
-	ops[1] = set_op(BUF_D + 0x1000 + 100, 28, 1, 7, STREAM_A);
+	ops[0] = rwt_memset_elems_op(BUF_D + 0x1000, 100, 1, 7, STREAM_A);
+	ops[1] = rwt_memset_elems_op(BUF_D + 0x1000 + 100, 28, 1, 7, STREAM_A);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.u.memset.dst, BUF_D + 0x1000);
@@ -142,9 +88,10 @@ static void test_two_memsets(void **state)
 /* Three 32-bit memsets (widths in elements): one of 10 + 20 + 30 elements. */
 static void test_three_memsets(void **state)
 {
-	struct cap_op ops[4] = { set_op(BUF_D, 10, 4, 0x3f800000, STREAM_A), set_op(BUF_D + 40, 20, 4, 0x3f800000, STREAM_A),
-				 set_op(BUF_D + 120, 30, 4, 0x3f800000, STREAM_A),
-				 set_op(BUF_D + 240, 4, 4, 0, STREAM_A) };
+	struct cap_op ops[4] = { rwt_memset_elems_op(BUF_D, 10, 4, 0x3f800000, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 40, 20, 4, 0x3f800000, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 120, 30, 4, 0x3f800000, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 240, 4, 4, 0, STREAM_A) };
 	const struct cap_op *ptr[4];
 	struct cap_op out;
 	char buf[512];
@@ -156,7 +103,7 @@ static void test_three_memsets(void **state)
 	assert_string_equal(buf, "set(0,1,2) op(3) | set_1d(0,0) set_1d(1,1) same_stream(0,1) set_abuts(0,1) "
 				 "set_1d(2,2) same_stream(0,2) set_abuts(1,2)");
 	assert_int_equal(p->stats[0].count, 2);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.api, SHIM_ID_cuMemsetD32Async);
@@ -182,63 +129,68 @@ static void test_three_memsets(void **state)
 
 static void test_other_value(void **state)
 {
-	struct cap_op ops[2] = { set_op(BUF_D, 64, 1, 7, STREAM_A), set_op(BUF_D + 64, 32, 1, 8, STREAM_A) };
+	struct cap_op ops[2] = { rwt_memset_elems_op(BUF_D, 64, 1, 7, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 64, 32, 1, 8, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_other_elem_size(void **state)
 {
 	/* 64 bytes of 0 then 16 words of 0: abutting bytes, one value, but not one memset */
-	struct cap_op ops[2] = { set_op(BUF_D, 64, 1, 0, STREAM_A), set_op(BUF_D + 64, 16, 4, 0, STREAM_A) };
+	struct cap_op ops[2] = { rwt_memset_elems_op(BUF_D, 64, 1, 0, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 64, 16, 4, 0, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
-	ops[0] = set_op(BUF_D, 32, 2, 0, STREAM_A);
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
+	ops[0] = rwt_memset_elems_op(BUF_D, 32, 2, 0, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_gap(void **state)
 {
-	struct cap_op ops[2] = { set_op(BUF_D, 16, 4, 1, STREAM_A), set_op(BUF_D + 68, 16, 4, 1, STREAM_A) };
+	struct cap_op ops[2] = { rwt_memset_elems_op(BUF_D, 16, 4, 1, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 68, 16, 4, 1, STREAM_A) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* the width counted in bytes rather than elements: the second starts inside the first */
 	ops[1].u.memset.dst = BUF_D + 16;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* the second before the first */
 	ops[1].u.memset.dst = BUF_D - 64;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_other_stream(void **state)
 {
-	struct cap_op ops[2] = { set_op(BUF_D, 64, 1, 7, STREAM_A), set_op(BUF_D + 64, 32, 1, 7, STREAM_B) };
+	struct cap_op ops[2] = { rwt_memset_elems_op(BUF_D, 64, 1, 7, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 64, 32, 1, 7, STREAM_B) };
 
 	(void)state;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 }
 
 static void test_not_1d_async(void **state)
 {
-	struct cap_op ops[3] = { set_op(BUF_D, 64, 1, 7, STREAM_A), set_op(BUF_D + 64, 32, 1, 7, STREAM_A),
-				 set_op(BUF_D + 0x1000, 8, 1, 7, STREAM_A) };
+	struct cap_op ops[3] = { rwt_memset_elems_op(BUF_D, 64, 1, 7, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 64, 32, 1, 7, STREAM_A),
+				 rwt_memset_elems_op(BUF_D + 0x1000, 8, 1, 7, STREAM_A) };
 
 	(void)state;
 	ops[1].api = SHIM_ID_cuMemsetD8_v2; /* synchronous */
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[1].api = SHIM_ID_cuMemsetD8Async;
 	ops[0].u.memset.height = 2; /* 2-D (pitch 64): the rows end where the second starts */
 	ops[1].u.memset.dst = BUF_D + 128;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	ops[0].u.memset.height = 1;
 	ops[1].u.memset.dst = BUF_D + 64;
 	/* an unrelated memset between them */
 	ops[2] = ops[1];
-	ops[1] = set_op(BUF_D + 0x1000, 8, 1, 7, STREAM_A);
-	expect_identity(ops, 3);
+	ops[1] = rwt_memset_elems_op(BUF_D + 0x1000, 8, 1, 7, STREAM_A);
+	rwt_expect_identity(run, ops, 3);
 }
 
 int main(void)

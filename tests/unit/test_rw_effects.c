@@ -2,21 +2,14 @@
  * brute-force byte-set model (exhaustively on small regions, then on random ones), and the
  * ranges rw_op_effects gives 2-D copies, 2-D memsets, 3-D copies and cufold_batch_copy2d
  * launches; purity of 2-D copies. tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "rewrite/effects.h"
 #include "rewrite/kernels/batch.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
-#define STREAM_A ((CUstream)0x1000)
 #define BUF 0x7f0000000000ull  /* a device buffer */
 #define SPACE 4096             /* bytes the model covers: every region of the tests fits */
 
@@ -290,32 +283,10 @@ static void test_effects_lists(void **state)
 
 /* ------------------------------------------------------------------ rw_op_effects */
 
-/* An asynchronous 2-D device-to-device copy as capture records it (box_span of capture). */
+/* An asynchronous 2-D device-to-device copy on STREAM_A as capture records it. */
 static struct cap_op copy2d_op(uint64_t src, size_t spitch, uint64_t dst, size_t dpitch, size_t width, size_t height)
 {
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpy2DAsync_v2;
-	op.stream = STREAM_A;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.srcDevice = src;
-	op.u.memcpy.d.dstDevice = dst;
-	op.u.memcpy.d.srcPitch = spitch;
-	op.u.memcpy.d.dstPitch = dpitch;
-	op.u.memcpy.d.WidthInBytes = width;
-	op.u.memcpy.d.Height = height;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.bytes = (uint64_t)width * height;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	op.u.memcpy.src_first = src;
-	op.u.memcpy.dst_first = dst;
-	op.u.memcpy.src_span = (uint64_t)(height - 1) * spitch + width;
-	op.u.memcpy.dst_span = (uint64_t)(height - 1) * dpitch + width;
-	return op;
+	return rwt_copy2d_op(src, spitch, dst, dpitch, width, height, STREAM_A);
 }
 
 static void expect_range(const struct rw_range *r, uint64_t addr, uint64_t bytes, uint64_t width, uint64_t pitch)

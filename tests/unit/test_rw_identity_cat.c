@@ -2,23 +2,15 @@
  * windows: a `cat` launch whose inputs already abut in order becomes one copy (its one-line form,
  * the derived copy), guards failing when bindings move, and the near misses it must leave alone.
  * tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
 #include "rewrite/effects.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_identity_cat;
 
-#define STREAM_A ((CUstream)0x1000)
 #define BUF_A 0x7f0000000000ull /* the inputs */
 #define BUF_O 0x7f0001000000ull /* the output */
 #define CAT_FUNC ((CUfunction)0xca7)
@@ -28,104 +20,35 @@ extern const struct rw_rule rw_rule_identity_cat;
  * 64, the count at 96), then out ptr w. */
 static uint32_t cat_offset[2] = { 0, 104 };
 static uint32_t cat_size[2] = { 104, 8 };
-static const struct cap_func cat_info = { .func = CAT_FUNC, .id = 1, .nparams = 2, .param_bytes = CAT_PARAMS,
-					  .layout_known = true, .name = "cat", .offset = cat_offset, .size = cat_size };
+static const struct cap_func cat_info = RWT_FUNC(CAT_FUNC, 1, "cat", 2, CAT_PARAMS, cat_offset, cat_size);
 /* The same layout under a name no card matches. */
-static const struct cap_func mystery_info = { .func = CAT_FUNC, .id = 2, .nparams = 2, .param_bytes = CAT_PARAMS,
-					      .layout_known = true, .name = "my_concat", .offset = cat_offset,
-					      .size = cat_size };
+static const struct cap_func mystery_info = RWT_FUNC(CAT_FUNC, 2, "my_concat", 2, CAT_PARAMS, cat_offset, cat_size);
 
 /* A launch of cat gathering in[0..count) (n[i] floats each) into out; params: its bytes. */
 static struct cap_op cat_op(unsigned char *params, uint64_t out, const uint64_t *in, const int32_t *n, int32_t count)
 {
-	struct cap_op op;
-
 	memset(params, 0, CAT_PARAMS);
 	for (int32_t i = 0; i < count; i++) {
-		memcpy(params + 8 * i, &in[i], 8);
-		memcpy(params + 64 + 4 * i, &n[i], 4);
+		rwt_put_u64(params, 8 * (uint32_t)i, in[i]);
+		rwt_put_i32(params, 64 + 4 * (uint32_t)i, n[i]);
 	}
-	memcpy(params + 96, &count, 4);
-	memcpy(params + 104, &out, 8);
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_KERNEL;
-	op.api = SHIM_ID_cuLaunchKernel;
-	op.stream = STREAM_A;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.kernel.handle = CAT_FUNC;
-	op.u.kernel.func = CAT_FUNC;
-	op.u.kernel.info = &cat_info;
-	op.u.kernel.grid[0] = 4;
-	op.u.kernel.grid[1] = op.u.kernel.grid[2] = 1;
-	op.u.kernel.block[0] = 256;
-	op.u.kernel.block[1] = op.u.kernel.block[2] = 1;
-	op.u.kernel.param_size = CAT_PARAMS;
-	op.u.kernel.params = params;
-	return op;
+	rwt_put_i32(params, 96, count);
+	rwt_put_u64(params, 104, out);
+	return rwt_kernel_op(&cat_info, params, 4, 256, STREAM_A);
 }
 
 /* Point input i (or the output, i = -1) of a launch made by cat_op elsewhere. */
 static void cat_move(struct cap_op *op, int i, uint64_t addr)
 {
-	memcpy((unsigned char *)op->u.kernel.params + (i < 0 ? 104 : 8 * i), &addr, 8);
-}
-
-static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
-	op.stream = STREAM_A;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.srcDevice = src;
-	op.u.memcpy.d.dstDevice = dst;
-	op.u.memcpy.d.WidthInBytes = bytes;
-	op.u.memcpy.d.Height = 1;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.bytes = bytes;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	op.u.memcpy.src_first = src;
-	op.u.memcpy.dst_first = dst;
-	op.u.memcpy.src_span = bytes;
-	op.u.memcpy.dst_span = bytes;
-	return op;
-}
-
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
+	rwt_set_param_u64(op, i < 0 ? 104 : 8 * (uint32_t)i, addr);
 }
 
 /* Rewrite ops[0..n) with identity-cat alone; the plan's one-line form into buf. */
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
-	const struct cap_op *ptr[8];
 	const struct rw_rule *rules[1] = { &rw_rule_identity_cat };
-	struct rw_plan *p;
 
-	assert_true(n <= 8);
-	ptrs(ops, n, ptr);
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
-	assert_non_null(p);
-	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
-	return p;
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[1024];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	rw_plan_destroy(p);
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* The copy a cat_copy node derives: src -> dst, bytes, 1-D, asynchronous, on the cat's stream. */
@@ -172,7 +95,7 @@ static void test_three_inputs(void **state)
 	assert_string_equal(p->nodes[0].rule, "identity-cat");
 	assert_int_equal(p->nstats, 1);
 	assert_string_equal(p->stats[0].rule, "identity-cat");
-	ptrs(ops, 1, ptr);
+	rwt_ptrs(ops, 1, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	check_copy(&out, BUF_A, BUF_O, 224);
@@ -205,8 +128,8 @@ static void test_one_input_between(void **state)
 	static unsigned char params[CAT_PARAMS];
 	const uint64_t in[1] = { BUF_A + 0x100 };
 	const int32_t n[1] = { 5 };
-	struct cap_op ops[3] = { copy_op(BUF_A + 0x8000, BUF_A + 0x100, 20), cat_op(params, BUF_O, in, n, 1),
-				 copy_op(BUF_O, BUF_A + 0x9000, 20) };
+	struct cap_op ops[3] = { rwt_copy_op(BUF_A + 0x8000, BUF_A + 0x100, 20, STREAM_A),
+				 cat_op(params, BUF_O, in, n, 1), rwt_copy_op(BUF_O, BUF_A + 0x9000, 20, STREAM_A) };
 	const struct cap_op *ptr[3];
 	struct cap_op out;
 	char buf[512];
@@ -214,7 +137,7 @@ static void test_one_input_between(void **state)
 
 	(void)state;
 	assert_string_equal(buf, "op(0) cat_copy(1) op(2) | cat_identity(1,1)");
-	ptrs(ops, 3, ptr);
+	rwt_ptrs(ops, 3, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), 0);
 	check_copy(&out, BUF_A + 0x100, BUF_O, 20);
@@ -234,7 +157,7 @@ static void test_not_in_order(void **state)
 	struct cap_op ops[1] = { cat_op(params, BUF_O, in, n, 2) };
 
 	(void)state;
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 }
 
 static void test_gap(void **state)
@@ -245,11 +168,11 @@ static void test_gap(void **state)
 	struct cap_op ops[1] = { cat_op(params, BUF_O, in, n, 3) };
 
 	(void)state;
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 	/* overlapping inputs (entry 1 starts one float early) */
 	cat_move(&ops[0], 2, BUF_A + (16 + 32) * 4);
 	cat_move(&ops[0], 1, BUF_A + 16 * 4 - 4);
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 }
 
 static void test_overlaps_output(void **state)
@@ -260,9 +183,9 @@ static void test_overlaps_output(void **state)
 	struct cap_op ops[1] = { cat_op(params, BUF_A + 64, in, n, 3) }; /* out starts at input 1 */
 
 	(void)state;
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 	cat_move(&ops[0], -1, BUF_A - 220); /* out's last float is input 0's first */
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 	cat_move(&ops[0], -1, BUF_A - 224); /* out ends where the inputs start: fires */
 	{
 		char buf[256];
@@ -286,7 +209,7 @@ static void test_grid_short(void **state)
 	(void)state;
 	ops[0].u.kernel.grid[0] = 1;
 	ops[0].u.kernel.block[0] = 32; /* 32 threads for 56 floats */
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 }
 
 static void test_unknown_kernel(void **state)
@@ -298,7 +221,7 @@ static void test_unknown_kernel(void **state)
 
 	(void)state;
 	ops[0].u.kernel.info = &mystery_info; /* no card */
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 }
 
 static void test_not_decodable(void **state)
@@ -315,13 +238,13 @@ static void test_not_decodable(void **state)
 
 	(void)state;
 	memcpy(params + 96, &zero, 4); /* no inputs: nothing to copy */
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 	memcpy(params + 68, &neg, 4); /* a negative length: an unknown span */
 	memcpy(params + 96, &(int32_t){ 2 }, 4);
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 	memcpy(params + 68, &n[1], 4);
 	ops[0].u.kernel.info = &short_info; /* a layout the card does not fit */
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 1);
 	ops[0].u.kernel.info = &cat_info;
 	{
 		char buf[256];

@@ -2,26 +2,19 @@
  * windows: the independent guards it records, the plan's dependency lists (exact, transitively
  * reduced, indexing the final node list when other rules ran first), guards failing when
  * bindings move, and the windows it must leave in stream order. tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#define RWT_HASH_OPS /* ops carry capture's hashes, as the rewriter sees them */
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_parallel;
 extern const struct rw_rule rw_rule_dead_write;
 extern const struct rw_rule rw_rule_coalesce;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_A 0x7f0000000000ull /* separate buffers, 16 MiB apart: nothing overlaps unless a */
 #define BUF_B 0x7f0001000000ull /* test moves a binding onto another buffer */
 #define BUF_C 0x7f0002000000ull
@@ -38,198 +31,57 @@ extern const struct rw_rule rw_rule_coalesce;
 /* Every rule but parallel (and the two it is combined with below), for runs made from cfg. */
 #define OTHERS_OFF "-batch-copy,-batch-elementwise,-copy-chain,-duplicate,-identity-cat,-slice-glue"
 
-/* Parameter layouts as cuFuncGetParamInfo reports them for the built-in cards' kernels:
- * scale (out w n*4, in r n*4, s f32, n i32), fill (x w n*4, v f32, n i32), add (out w, a r,
+/* Kernels of the built-in cards: scale and fill (their layouts in rw_test.h), add (out w, a r,
  * b r, n i32); "mystery" has no card (it may touch anything). */
-static uint32_t scale_off[] = { 0, 8, 16, 20 }, scale_size[] = { 8, 8, 4, 4 };
-static uint32_t fill_off[] = { 0, 8, 12 }, fill_size[] = { 8, 4, 4 };
 static uint32_t add_off[] = { 0, 8, 16, 24 }, add_size[] = { 8, 8, 8, 4 };
-static uint32_t mystery_off[] = { 0, 8 }, mystery_size[] = { 8, 4 };
-static const struct cap_func scale_func = { .func = (CUfunction)0x5001, .id = 1, .nparams = 4, .param_bytes = 24,
-					    .layout_known = true, .name = "scale", .offset = scale_off,
-					    .size = scale_size };
-static const struct cap_func fill_func = { .func = (CUfunction)0x5002, .id = 2, .nparams = 3, .param_bytes = 16,
-					   .layout_known = true, .name = "fill", .offset = fill_off,
-					   .size = fill_size };
-static const struct cap_func add_func = { .func = (CUfunction)0x5003, .id = 3, .nparams = 4, .param_bytes = 28,
-					  .layout_known = true, .name = "add", .offset = add_off, .size = add_size };
-static const struct cap_func mystery_func = { .func = (CUfunction)0x5004, .id = 4, .nparams = 2, .param_bytes = 12,
-					      .layout_known = true, .name = "mystery", .offset = mystery_off,
-					      .size = mystery_size };
+static const struct cap_func scale_func = RWT_FUNC(0x5001, 1, "scale", RWT_LAYOUT_SCALE);
+static const struct cap_func fill_func = RWT_FUNC(0x5002, 2, "fill", RWT_LAYOUT_FILL);
+static const struct cap_func add_func = RWT_FUNC(0x5003, 3, "add", 4, 28, add_off, add_size);
+static const struct cap_func mystery_func = RWT_FUNC(0x5004, 4, "mystery", RWT_LAYOUT_MYSTERY);
 
 /* Parameter bytes of the kernels of one window, by window position. */
 static unsigned char params[MAX_OPS][MAX_PARAMS];
 
-static uint16_t slot_of(CUstream s)
-{
-	return s == STREAM_A ? 0 : 1;
-}
-
-/* An asynchronous 1-D device-to-device copy as capture records it. */
-static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
-	op.stream = s;
-	op.stream_slot = slot_of(s);
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.srcDevice = src;
-	op.u.memcpy.d.dstDevice = dst;
-	op.u.memcpy.d.WidthInBytes = bytes;
-	op.u.memcpy.d.Height = 1;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.bytes = bytes;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	op.u.memcpy.src_first = src;
-	op.u.memcpy.dst_first = dst;
-	op.u.memcpy.src_span = bytes;
-	op.u.memcpy.dst_span = bytes;
-	cap_op_hash(&op);
-	return op;
-}
-
-/* Move a copy's source and destination (both forms capture keeps). */
-static void copy_move(struct cap_op *op, uint64_t src, uint64_t dst)
-{
-	op->u.memcpy.d.srcDevice = src;
-	op->u.memcpy.src_first = src;
-	op->u.memcpy.d.dstDevice = dst;
-	op->u.memcpy.dst_first = dst;
-}
-
-/* An asynchronous cuMemsetD8Async of bytes bytes. */
-static struct cap_op memset_op(uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMSET;
-	op.api = SHIM_ID_cuMemsetD8Async;
-	op.stream = s;
-	op.stream_slot = slot_of(s);
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memset.dst = dst;
-	op.u.memset.elem_size = 1;
-	op.u.memset.width = bytes;
-	op.u.memset.pitch = bytes;
-	op.u.memset.height = 1;
-	cap_op_hash(&op);
-	return op;
-}
-
-/* A cuLaunchKernel of f over n elements; its parameter bytes are params[pos] (set by the caller). */
-static struct cap_op kernel_op(const struct cap_func *f, uint32_t pos, uint32_t n, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_KERNEL;
-	op.api = SHIM_ID_cuLaunchKernel;
-	op.stream = s;
-	op.stream_slot = slot_of(s);
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.kernel.handle = f->func;
-	op.u.kernel.func = f->func;
-	op.u.kernel.info = f;
-	op.u.kernel.grid[0] = (n + 127) / 128;
-	op.u.kernel.grid[1] = op.u.kernel.grid[2] = 1;
-	op.u.kernel.block[0] = 128;
-	op.u.kernel.block[1] = op.u.kernel.block[2] = 1;
-	op.u.kernel.param_size = f->param_bytes;
-	op.u.kernel.params = params[pos];
-	cap_op_hash(&op);
-	return op;
-}
-
 static void put_ptr(uint32_t pos, uint32_t off, uint64_t v)
 {
-	memcpy(params[pos] + off, &v, 8);
+	rwt_put_u64(params[pos], off, v);
+}
+
+/* The parameter bytes of window position pos, cleared for a new launch. */
+static unsigned char *fresh_params(uint32_t pos)
+{
+	memset(params[pos], 0, MAX_PARAMS);
+	return params[pos];
 }
 
 /* scale at window position pos: out[i] = 2 * in[i], i < n. */
 static struct cap_op scale_op(uint32_t pos, uint64_t out, uint64_t in, int32_t n, CUstream s)
 {
-	float sc = 2.0f;
-
-	memset(params[pos], 0, MAX_PARAMS);
-	put_ptr(pos, scale_off[0], out);
-	put_ptr(pos, scale_off[1], in);
-	memcpy(params[pos] + scale_off[2], &sc, 4);
-	memcpy(params[pos] + scale_off[3], &n, 4);
-	return kernel_op(&scale_func, pos, (uint32_t)n, s);
+	return rwt_scale_op(&scale_func, fresh_params(pos), out, in, 2.0f, n, s);
 }
 
 /* fill at window position pos: x[i] = 1, i < n. */
 static struct cap_op fill_op(uint32_t pos, uint64_t x, int32_t n, CUstream s)
 {
-	float v = 1.0f;
-
-	memset(params[pos], 0, MAX_PARAMS);
-	put_ptr(pos, fill_off[0], x);
-	memcpy(params[pos] + fill_off[1], &v, 4);
-	memcpy(params[pos] + fill_off[2], &n, 4);
-	return kernel_op(&fill_func, pos, (uint32_t)n, s);
+	return rwt_fill_op(&fill_func, fresh_params(pos), x, 1.0f, n, s);
 }
 
 /* add at window position pos: out[i] = a[i] + b[i], i < n. */
 static struct cap_op add_op(uint32_t pos, uint64_t out, uint64_t a, uint64_t b, int32_t n, CUstream s)
 {
-	memset(params[pos], 0, MAX_PARAMS);
-	put_ptr(pos, add_off[0], out);
-	put_ptr(pos, add_off[1], a);
-	put_ptr(pos, add_off[2], b);
-	memcpy(params[pos] + add_off[3], &n, 4);
-	return kernel_op(&add_func, pos, (uint32_t)n, s);
+	unsigned char *pb = fresh_params(pos);
+
+	rwt_put_u64(pb, add_off[0], out);
+	rwt_put_u64(pb, add_off[1], a);
+	rwt_put_u64(pb, add_off[2], b);
+	rwt_put_i32(pb, add_off[3], n);
+	return rwt_kernel_n_op(&add_func, pb, (uint32_t)n, s);
 }
 
 /* A kernel no card describes, given only a pointer into unrelated memory. */
 static struct cap_op mystery_op(uint32_t pos, uint64_t p, int32_t n, CUstream s)
 {
-	memset(params[pos], 0, MAX_PARAMS);
-	put_ptr(pos, mystery_off[0], p);
-	memcpy(params[pos] + mystery_off[1], &n, 4);
-	return kernel_op(&mystery_func, pos, (uint32_t)n, s);
-}
-
-static struct cap_op event_record_op(CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_EVENT_RECORD;
-	op.api = SHIM_ID_cuEventRecord;
-	op.stream = s;
-	op.stream_slot = slot_of(s);
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.event.event = (CUevent)0x3000;
-	cap_op_hash(&op);
-	return op;
-}
-
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-}
-
-/* Rewrite ops[0..n) with exactly rules[0..nrules); the plan's one-line form into buf. */
-static struct rw_plan *run_rules(struct cap_op *ops, uint32_t n, const struct rw_rule *const *rules, size_t nrules,
-				 char *buf, size_t cap)
-{
-	const struct cap_op *ptr[MAX_OPS];
-	struct rw_plan *p;
-
-	assert_true(n <= MAX_OPS);
-	ptrs(ops, n, ptr);
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, nrules);
-	assert_non_null(p);
-	assert_true((size_t)rw_plan_format(p, buf, cap) < cap);
-	return p;
+	return rwt_mystery_op(&mystery_func, fresh_params(pos), p, n, s);
 }
 
 /* Parallel alone. */
@@ -237,22 +89,7 @@ static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap
 {
 	const struct rw_rule *rules[1] = { &rw_rule_parallel };
 
-	return run_rules(ops, n, rules, 1, buf, cap);
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[4096];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	if (!rw_plan_is_identity(p))
-		fail_msg("expected no rewrite, got: %s", buf);
-	assert_int_equal(p->nnodes, n);
-	assert_int_equal(p->nguards, 0);
-	assert_int_equal(p->nstats, 0);
-	assert_null(p->dep_start);
-	assert_null(p->dep_list);
-	rw_plan_destroy(p);
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* The dependency lists as one string, "k:d,d k:d ..." ("-" for a node that waits for nothing),
@@ -339,9 +176,9 @@ static void test_two_chains(void **state)
 	uint32_t failed = 999;
 
 	(void)state;
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
 	ops[1] = fill_op(1, BUF_B, NF, STREAM_A);
-	ops[2] = copy_op(BUF_A, BUF_C, NB, STREAM_A);
+	ops[2] = rwt_copy_op(BUF_A, BUF_C, NB, STREAM_A);
 	ops[3] = scale_op(3, BUF_D, BUF_B, NF, STREAM_A);
 	p = run(ops, 4, buf, sizeof(buf));
 	assert_string_equal(buf, "op(0) op(1) op(2) op(3) | independent(0,1) independent(1,2) independent(0,3) "
@@ -362,7 +199,7 @@ static void test_two_chains(void **state)
 		assert_int_equal(p->nodes[i].kind, RW_NODE_OP);
 		assert_null(p->erased_by[i]);
 	}
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* the nodes are the original ops themselves */
 	for (uint32_t k = 0; k < 4; k++) {
@@ -373,51 +210,51 @@ static void test_two_chains(void **state)
 
 	/* X1 and X3 move to other buffers, still apart from the rest: the guards hold */
 	ops[0].u.memset.dst = BUF_E;
-	copy_move(&ops[2], BUF_E, BUF_G);
+	rwt_copy_move(&ops[2], BUF_E, BUF_G);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* an ordered pair becoming independent needs no guard (X3 no longer reads X1's bytes) */
-	copy_move(&ops[2], BUF_S, BUF_G);
+	rwt_copy_move(&ops[2], BUF_S, BUF_G);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
-	copy_move(&ops[2], BUF_E, BUF_G);
+	rwt_copy_move(&ops[2], BUF_E, BUF_G);
 
 	/* X2 fills into the tail of X1's bytes: two unordered writes meet */
-	put_ptr(1, fill_off[0], BUF_E + NB - 4);
+	put_ptr(1, rwt_fill_off[0], BUF_E + NB - 4);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 1);
-	put_ptr(1, fill_off[0], BUF_B);
+	put_ptr(1, rwt_fill_off[0], BUF_B);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* X3 now reads one byte of what X2 writes (X3 would not wait for X2) */
-	copy_move(&ops[2], BUF_B + NB - 1, BUF_G);
+	rwt_copy_move(&ops[2], BUF_B + NB - 1, BUF_G);
 	ops[2].u.memcpy.bytes = ops[2].u.memcpy.src_span = ops[2].u.memcpy.dst_span = 1;
 	ops[2].u.memcpy.d.WidthInBytes = 1;
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
 	assert_int_equal(p->guards[failed].b, 2);
-	ops[2] = copy_op(BUF_E, BUF_G, NB, STREAM_A);
+	ops[2] = rwt_copy_op(BUF_E, BUF_G, NB, STREAM_A);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* X4 writes where X3 writes (write after write, unordered) */
-	put_ptr(3, scale_off[0], BUF_G + 8);
+	put_ptr(3, rwt_scale_off[0], BUF_G + 8);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 2);
 	assert_int_equal(p->guards[failed].b, 3);
 	/* X4 writes what X1 wrote (X3 reads it): X1 and X4 are unordered */
-	put_ptr(3, scale_off[0], BUF_E);
+	put_ptr(3, rwt_scale_off[0], BUF_E);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 0);
 	assert_int_equal(p->guards[failed].b, 3);
 	/* X4's output ends where X3's starts; one element more and they meet: the card's span
 	 * follows the count */
-	put_ptr(3, scale_off[0], BUF_G - NB);
+	put_ptr(3, rwt_scale_off[0], BUF_G - NB);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	{
 		int32_t n = NF + 1;
 
-		memcpy(params[3] + scale_off[3], &n, 4);
+		memcpy(params[3] + rwt_scale_off[3], &n, 4);
 	}
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
@@ -436,20 +273,20 @@ static void test_chain_reduced(void **state)
 	struct rw_plan *p;
 
 	(void)state;
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
 	ops[1] = scale_op(1, BUF_B, BUF_A, NF, STREAM_A);
 	ops[2] = add_op(2, BUF_C, BUF_A, BUF_B, NF, STREAM_A);
-	ops[3] = memset_op(BUF_E, NB, STREAM_A);
+	ops[3] = rwt_memset_op(BUF_E, NB, STREAM_A);
 	p = run(ops, 4, buf, sizeof(buf));
 	assert_string_equal(buf, "op(0) op(1) op(2) op(3) | independent(0,3) independent(1,3) independent(2,3)");
 	expect_deps(p, "0:- 1:0 2:1 3:-");
 	check_deps_sound(p);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	rw_plan_destroy(p);
 
 	/* the same chain of three without the fourth: nothing is left unordered */
-	expect_identity(ops, 3);
+	rwt_expect_identity(run, ops, 3);
 }
 
 /* A diamond: X1 writes A; X2 and X3 read A (write B, C); X4 writes A from B and C. X4 conflicts
@@ -463,20 +300,20 @@ static void test_diamond(void **state)
 	uint32_t failed = 999;
 
 	(void)state;
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
 	ops[1] = scale_op(1, BUF_B, BUF_A, NF, STREAM_A);
 	ops[2] = scale_op(2, BUF_C, BUF_A, NF, STREAM_A);
 	ops[3] = add_op(3, BUF_A, BUF_B, BUF_C, NF, STREAM_A);
 	/* reads A after X4: waits for X4 only */
-	ops[4] = copy_op(BUF_A, BUF_D, NB, STREAM_A);
+	ops[4] = rwt_copy_op(BUF_A, BUF_D, NB, STREAM_A);
 	p = run(ops, 5, buf, sizeof(buf));
 	assert_string_equal(buf, "op(0) op(1) op(2) op(3) op(4) | independent(1,2) independent(1,4) independent(2,4)");
 	expect_deps(p, "0:- 1:0 2:0 3:2,1 4:3");
 	check_deps_sound(p);
-	ptrs(ops, 5, ptr);
+	rwt_ptrs(ops, 5, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* X3 writes into B (X2's output): the two branches meet */
-	put_ptr(2, scale_off[0], BUF_B + 64);
+	put_ptr(2, rwt_scale_off[0], BUF_B + 64);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 1);
@@ -494,10 +331,10 @@ static void test_unknown_kernel_barrier(void **state)
 	struct rw_plan *p;
 
 	(void)state;
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
-	ops[1] = memset_op(BUF_B, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	ops[1] = rwt_memset_op(BUF_B, NB, STREAM_A);
 	ops[2] = mystery_op(2, BUF_E, 16, STREAM_A);
-	ops[3] = memset_op(BUF_C, NB, STREAM_A);
+	ops[3] = rwt_memset_op(BUF_C, NB, STREAM_A);
 	ops[4] = fill_op(4, BUF_D, NF, STREAM_A);
 	p = run(ops, 5, buf, sizeof(buf));
 	assert_string_equal(buf, "op(0) op(1) op(2) op(3) op(4) | independent(0,1) independent(0,3) independent(1,3) "
@@ -509,10 +346,10 @@ static void test_unknown_kernel_barrier(void **state)
 			assert_true(reaches(p, k, j));
 	assert_false(reaches(p, 1, 0));
 	assert_false(reaches(p, 4, 3));
-	ptrs(ops, 5, ptr);
+	rwt_ptrs(ops, 5, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* whatever the unknown kernel is given, no guard names it: it stays a barrier */
-	put_ptr(2, mystery_off[0], BUF_A);
+	put_ptr(2, rwt_mystery_off[0], BUF_A);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	rw_plan_destroy(p);
 }
@@ -531,12 +368,12 @@ static void test_after_dead_write(void **state)
 	uint32_t failed = 999;
 
 	(void)state;
-	ops[0] = memset_op(BUF_D, NB, STREAM_A);          /* dead: the copy overwrites it */
-	ops[1] = memset_op(BUF_E, NB, STREAM_A);
-	ops[2] = copy_op(BUF_S, BUF_D, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_D, NB, STREAM_A);          /* dead: the copy overwrites it */
+	ops[1] = rwt_memset_op(BUF_E, NB, STREAM_A);
+	ops[2] = rwt_copy_op(BUF_S, BUF_D, NB, STREAM_A);
 	ops[3] = scale_op(3, BUF_F, BUF_D, NF, STREAM_A); /* reads the copy's bytes */
 	ops[4] = scale_op(4, BUF_G, BUF_E, NF, STREAM_A); /* reads the second memset's */
-	p = run_rules(ops, 5, rules, 2, buf, sizeof(buf));
+	p = rwt_run(ops, 5, rules, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "op(1) op(2) op(3) op(4) | set_1d(0,0) covers(0,2) unread(0,1) unread(0,2) "
 				 "independent(1,2) independent(1,3) independent(2,4) independent(3,4)");
 	assert_int_equal(p->nnodes, 4);
@@ -547,15 +384,15 @@ static void test_after_dead_write(void **state)
 	assert_string_equal(p->stats[0].rule, "dead-write");
 	assert_string_equal(p->stats[1].rule, "parallel");
 	assert_string_equal(p->erased_by[0], "dead-write");
-	ptrs(ops, 5, ptr);
+	rwt_ptrs(ops, 5, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* op 4 reads what the copy writes: the guard names original ops 2 and 4 */
-	put_ptr(4, scale_off[1], BUF_D);
+	put_ptr(4, rwt_scale_off[1], BUF_D);
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
 	assert_int_equal(p->guards[failed].a, 2);
 	assert_int_equal(p->guards[failed].b, 4);
-	put_ptr(4, scale_off[1], BUF_E);
+	put_ptr(4, rwt_scale_off[1], BUF_E);
 	rw_plan_destroy(p);
 
 	/* the same window as replay lays it out (rules from a config): op 0 is an empty node, and
@@ -596,17 +433,17 @@ static void test_after_coalesce(void **state)
 	uint32_t failed = 999;
 
 	(void)state;
-	ops[0] = copy_op(BUF_S, BUF_D, 64, STREAM_A);
-	ops[1] = copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A);
+	ops[0] = rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A);
 	ops[2] = scale_op(2, BUF_F, BUF_D, 24, STREAM_A); /* reads all 96 bytes the pair writes */
-	ops[3] = memset_op(BUF_E, NB, STREAM_A);
-	p = run_rules(ops, 4, rules, 2, buf, sizeof(buf));
+	ops[3] = rwt_memset_op(BUF_E, NB, STREAM_A);
+	p = rwt_run(ops, 4, rules, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "copy(0,1) op(2) op(3) | linear_dtod(0,0) linear_dtod(1,1) same_stream(0,1) "
 				 "src_abuts(0,1) dst_abuts(0,1) disjoint(0,1) independent(copy(0,1),3) "
 				 "independent(2,3)");
 	expect_deps(p, "0:- 1:0 2:-");
 	check_deps_sound(p);
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	/* the memset moves into the second copy's part: only the merged node's range shows it */
 	ops[3].u.memset.dst = BUF_D + 80;
@@ -641,10 +478,10 @@ static void test_no_lists_without_parallel(void **state)
 	struct rw_plan *p;
 
 	(void)state;
-	ops[0] = memset_op(BUF_D, NB, STREAM_A);
-	ops[1] = copy_op(BUF_S, BUF_D, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_D, NB, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_S, BUF_D, NB, STREAM_A);
 	ops[2] = scale_op(2, BUF_F, BUF_D, NF, STREAM_A);
-	p = run_rules(ops, 3, rules, 2, buf, sizeof(buf));
+	p = rwt_run(ops, 3, rules, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "op(1) op(2) | set_1d(0,0) covers(0,1) unread(0,1)");
 	assert_int_equal(p->nstats, 1);
 	assert_null(p->dep_start);
@@ -675,21 +512,21 @@ static void test_two_streams(void **state)
 	struct cap_op ops[3];
 
 	(void)state;
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
-	ops[1] = memset_op(BUF_B, NB, STREAM_B);
-	expect_identity(ops, 2);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	ops[1] = rwt_memset_op(BUF_B, NB, STREAM_B);
+	rwt_expect_identity(run, ops, 2);
 	/* the same handle in another slot is another stream of the shape */
-	ops[1] = memset_op(BUF_B, NB, STREAM_A);
+	ops[1] = rwt_memset_op(BUF_B, NB, STREAM_A);
 	ops[1].stream_slot = 1;
-	expect_identity(ops, 2);
+	rwt_expect_identity(run, ops, 2);
 	/* two independent ops on A, a third on B */
 	ops[1] = fill_op(1, BUF_B, NF, STREAM_A);
-	ops[2] = memset_op(BUF_C, NB, STREAM_B);
-	expect_identity(ops, 3);
+	ops[2] = rwt_memset_op(BUF_C, NB, STREAM_B);
+	rwt_expect_identity(run, ops, 3);
 	/* the odd one first */
-	ops[0] = memset_op(BUF_C, NB, STREAM_B);
-	ops[2] = memset_op(BUF_A, NB, STREAM_A);
-	expect_identity(ops, 3);
+	ops[0] = rwt_memset_op(BUF_C, NB, STREAM_B);
+	ops[2] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	rwt_expect_identity(run, ops, 3);
 }
 
 /* An event record anywhere in the list: a stream waiting on it relies on the order. */
@@ -698,17 +535,17 @@ static void test_event(void **state)
 	struct cap_op ops[4];
 
 	(void)state;
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
-	ops[1] = memset_op(BUF_B, NB, STREAM_A);
-	ops[2] = event_record_op(STREAM_A);
-	ops[3] = memset_op(BUF_C, NB, STREAM_A);
-	expect_identity(ops, 4);
-	ops[2] = memset_op(BUF_C, NB, STREAM_A);
-	ops[0] = event_record_op(STREAM_A);
-	expect_identity(ops, 4);
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
-	ops[3] = event_record_op(STREAM_A);
-	expect_identity(ops, 4);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	ops[1] = rwt_memset_op(BUF_B, NB, STREAM_A);
+	ops[2] = rwt_event_record_op(STREAM_A);
+	ops[3] = rwt_memset_op(BUF_C, NB, STREAM_A);
+	rwt_expect_identity(run, ops, 4);
+	ops[2] = rwt_memset_op(BUF_C, NB, STREAM_A);
+	ops[0] = rwt_event_record_op(STREAM_A);
+	rwt_expect_identity(run, ops, 4);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	ops[3] = rwt_event_record_op(STREAM_A);
+	rwt_expect_identity(run, ops, 4);
 }
 
 /* Every pair conflicts: nothing to unorder. */
@@ -718,20 +555,20 @@ static void test_all_conflict(void **state)
 
 	(void)state;
 	/* write after write on A throughout */
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
 	ops[1] = fill_op(1, BUF_A + NB - 4, 1, STREAM_A);
-	ops[2] = copy_op(BUF_S, BUF_A + NB - 8, 8, STREAM_A);
+	ops[2] = rwt_copy_op(BUF_S, BUF_A + NB - 8, 8, STREAM_A);
 	ops[3] = scale_op(3, BUF_A, BUF_A, NF, STREAM_A);
-	expect_identity(ops, 4);
+	rwt_expect_identity(run, ops, 4);
 	/* read after write and write after read: A -> B -> A */
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
-	ops[1] = copy_op(BUF_A, BUF_B, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	ops[1] = rwt_copy_op(BUF_A, BUF_B, NB, STREAM_A);
 	ops[2] = scale_op(2, BUF_A, BUF_B, NF, STREAM_A);
-	expect_identity(ops, 3);
+	rwt_expect_identity(run, ops, 3);
 	/* overlap by one byte only */
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
-	ops[1] = memset_op(BUF_A + NB - 1, NB, STREAM_A);
-	expect_identity(ops, 2);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
+	ops[1] = rwt_memset_op(BUF_A + NB - 1, NB, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
 }
 
 /* Unknown kernels conflict with everything; one op alone has no pair. */
@@ -742,15 +579,15 @@ static void test_unknown_and_single(void **state)
 	(void)state;
 	ops[0] = mystery_op(0, BUF_A, 16, STREAM_A);
 	ops[1] = mystery_op(1, BUF_B, 16, STREAM_A);
-	expect_identity(ops, 2);
-	ops[1] = memset_op(BUF_B, NB, STREAM_A);
-	expect_identity(ops, 2);
-	expect_identity(ops, 1);
+	rwt_expect_identity(run, ops, 2);
+	ops[1] = rwt_memset_op(BUF_B, NB, STREAM_A);
+	rwt_expect_identity(run, ops, 2);
+	rwt_expect_identity(run, ops, 1);
 	/* two ops apart from each other on either side of an unknown kernel: left unordered by a
 	 * guard, yet still ordered through the kernel */
-	ops[0] = memset_op(BUF_A, NB, STREAM_A);
+	ops[0] = rwt_memset_op(BUF_A, NB, STREAM_A);
 	ops[1] = mystery_op(1, BUF_C, 16, STREAM_A);
-	ops[2] = memset_op(BUF_B, NB, STREAM_A);
+	ops[2] = rwt_memset_op(BUF_B, NB, STREAM_A);
 	{
 		char buf[1024];
 		struct rw_plan *p = run(ops, 3, buf, sizeof(buf));

@@ -2,17 +2,11 @@
  * to a fixed point; erase and replace; a failing rule leaves the window unchanged; a rule that
  * never settles is stopped; registration through the linker section; CUFOLD_RULES and levels.
  * tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_coalesce;
 
@@ -95,8 +89,7 @@ static int setup(void **state)
 	ops[1].kind = CAP_OP_MEMSET;
 	ops[2].kind = CAP_OP_KERNEL;
 	ops[3].kind = CAP_OP_MEMSET;
-	for (int i = 0; i < 4; i++)
-		ptr[i] = &ops[i];
+	rwt_ptrs(ops, 4, ptr);
 	return 0;
 }
 

@@ -1,93 +1,25 @@
 /* test_rw_slice_glue.c - golden and negative tests of the slice-glue rule on small hand-made
  * windows: the plan it makes (one-line form, derived copy), guards failing when bindings move,
  * and the near misses it must leave alone. tests layer (cmocka, libcufold.a). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
-
 #include "common/errors.h"
-#include "rewrite/plan.h"
-#include "rewrite/rewriter.h"
-#include "shim/api.h"
+#include "rw_test.h"
 
 extern const struct rw_rule rw_rule_slice_glue;
 extern const struct rw_rule rw_rule_coalesce;
 
-#define STREAM_A ((CUstream)0x1000)
-#define STREAM_B ((CUstream)0x2000)
 #define BUF_S 0x7f0000000000ull /* a source buffer */
 #define BUF_D 0x7f0001000000ull /* a destination buffer */
 #define BUF_P 0x7f0002000000ull /* the pieces: 0x10000 apart */
 
-/* An asynchronous 1-D device-to-device copy as capture records it. */
-static struct cap_op copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMCPY;
-	op.api = SHIM_ID_cuMemcpyDtoDAsync_v2;
-	op.stream = s;
-	op.stream_slot = s == STREAM_A ? 0 : 1;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	op.u.memcpy.d.srcDevice = src;
-	op.u.memcpy.d.dstDevice = dst;
-	op.u.memcpy.d.WidthInBytes = bytes;
-	op.u.memcpy.d.Height = 1;
-	op.u.memcpy.d.Depth = 1;
-	op.u.memcpy.bytes = bytes;
-	op.u.memcpy.dir = CAP_DIR_DTOD;
-	op.u.memcpy.src_first = src;
-	op.u.memcpy.dst_first = dst;
-	op.u.memcpy.src_span = bytes;
-	op.u.memcpy.dst_span = bytes;
-	return op;
-}
-
-static struct cap_op memset_op(uint64_t dst, uint64_t bytes, CUstream s)
-{
-	struct cap_op op;
-
-	memset(&op, 0, sizeof(op));
-	op.kind = CAP_OP_MEMSET;
-	op.api = SHIM_ID_cuMemsetD8Async;
-	op.stream = s;
-	op.stream_kind = CAP_STREAM_BLOCKING;
-	op.u.memset.dst = dst;
-	op.u.memset.elem_size = 1;
-	op.u.memset.width = bytes;
-	op.u.memset.pitch = bytes;
-	op.u.memset.height = 1;
-	return op;
-}
-
-
-static void ptrs(struct cap_op *ops, uint32_t n, const struct cap_op **ptr)
-{
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-}
-
 /* Rewrite ops[0..n) with slice-glue alone; the plan's one-line form into buf. */
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
-	const struct cap_op *ptr[32];
 	const struct rw_rule *rules[1] = { &rw_rule_slice_glue };
-	struct rw_plan *p;
 
-	assert_true(n <= 32);
-	for (uint32_t i = 0; i < n; i++)
-		ptr[i] = &ops[i];
-	p = rw_rewrite(ptr, n, NULL, NULL, rules, 1);
-	assert_non_null(p);
-	rw_plan_format(p, buf, cap);
-	return p;
+	return rwt_run(ops, n, rules, 1, buf, cap);
 }
 
 /* k slices of 32+8i bytes of BUF_S into separate pieces, then glued in order into BUF_D. */
@@ -98,22 +30,11 @@ static uint32_t pattern(struct cap_op *ops, uint32_t k)
 	for (uint32_t i = 0; i < k; i++) {
 		uint64_t n = 32 + 8 * i;
 
-		ops[i] = copy_op(BUF_S + off, BUF_P + 0x10000 * i, n, STREAM_A);
-		ops[k + i] = copy_op(BUF_P + 0x10000 * i, BUF_D + 16 + off, n, STREAM_A);
+		ops[i] = rwt_copy_op(BUF_S + off, BUF_P + 0x10000 * i, n, STREAM_A);
+		ops[k + i] = rwt_copy_op(BUF_P + 0x10000 * i, BUF_D + 16 + off, n, STREAM_A);
 		off += n;
 	}
 	return 2 * k;
-}
-
-static void expect_identity(struct cap_op *ops, uint32_t n)
-{
-	char buf[8192];
-	struct rw_plan *p = run(ops, n, buf, sizeof(buf));
-
-	assert_true(rw_plan_is_identity(p));
-	assert_int_equal(p->nnodes, n);
-	assert_int_equal(p->nguards, 0);
-	rw_plan_destroy(p);
 }
 
 /* ------------------------------------------------------------------ golden */
@@ -136,7 +57,7 @@ static void test_two_slices(void **state)
 	assert_int_equal(p->nstats, 1);
 	assert_string_equal(p->stats[0].rule, "slice-glue");
 	assert_string_equal(p->nodes[2].rule, "slice-glue");
-	ptrs(ops, 4, ptr);
+	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.u.memcpy.d.srcDevice, BUF_S);
@@ -166,7 +87,7 @@ static void test_eight_slices(void **state)
 
 	(void)state;
 	pattern(ops, 8);
-	ops[16] = memset_op(BUF_D, 16, STREAM_A);
+	ops[16] = rwt_memset_op(BUF_D, 16, STREAM_A);
 	p = run(ops, 17, buf, sizeof(buf));
 	assert_int_equal(p->nnodes, 10);
 	{
@@ -176,7 +97,7 @@ static void test_eight_slices(void **state)
 		assert_memory_equal(buf, head, sizeof(head) - 1);
 	}
 	assert_int_equal(p->nodes[8].kind, RW_NODE_FORWARD);
-	ptrs(ops, 17, ptr);
+	rwt_ptrs(ops, 17, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 8, ptr, &out), 0);
 	assert_int_equal(out.u.memcpy.d.srcDevice, BUF_S);
@@ -195,7 +116,7 @@ static void test_eight_slices(void **state)
 	rw_plan_destroy(p);
 	/* the run layout replay uses: the forward node heads op 8, ops 9..15 are empty nodes */
 	pattern(ops, 8);
-	ptrs(ops, 17, ptr);
+	rwt_ptrs(ops, 17, ptr);
 	{
 		struct rw_config cfg = { 1, "-coalesce" };
 
@@ -224,7 +145,7 @@ static void test_registered(void **state)
 	assert_true(rw_rule_is_enabled(&rw_rule_slice_glue, &cfg1));
 	assert_false(rw_rule_is_enabled(&rw_rule_slice_glue, &cfg0));
 	pattern(ops, 8);
-	ptrs(ops, 16, ptr);
+	rwt_ptrs(ops, 16, ptr);
 	p = rw_rewrite(ptr, 16, NULL, &cfg1, NULL, 0);
 	assert_non_null(p);
 	assert_int_equal(p->nnodes, 9);
@@ -245,7 +166,7 @@ static void test_glue_order(void **state)
 	t = ops[4]; /* glue pieces 0, 2, 1 */
 	ops[4] = ops[5];
 	ops[5] = t;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 static void test_piece_bytes(void **state)
@@ -258,7 +179,7 @@ static void test_piece_bytes(void **state)
 	ops[4].u.memcpy.d.WidthInBytes -= 8;
 	ops[5].u.memcpy.dst_first -= 8;
 	ops[5].u.memcpy.d.dstDevice -= 8;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 static void test_op_between(void **state)
@@ -270,10 +191,10 @@ static void test_op_between(void **state)
 	ops[6] = ops[5];
 	ops[5] = ops[4];
 	ops[4] = ops[3];
-	ops[3] = memset_op(BUF_P + 0x10000, 4, STREAM_A); /* writes piece 1 between P and G */
-	expect_identity(ops, 7);
-	ops[3] = copy_op(BUF_S, BUF_S + 0x1000, 4, STREAM_A); /* even an unrelated copy */
-	expect_identity(ops, 7);
+	ops[3] = rwt_memset_op(BUF_P + 0x10000, 4, STREAM_A); /* writes piece 1 between P and G */
+	rwt_expect_identity(run, ops, 7);
+	ops[3] = rwt_copy_op(BUF_S, BUF_S + 0x1000, 4, STREAM_A); /* even an unrelated copy */
+	rwt_expect_identity(run, ops, 7);
 }
 
 static void test_other_stream(void **state)
@@ -284,7 +205,7 @@ static void test_other_stream(void **state)
 	pattern(ops, 3);
 	ops[4].stream = STREAM_B;
 	ops[4].stream_slot = 1;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 static void test_overlap_c_a(void **state)
@@ -297,7 +218,7 @@ static void test_overlap_c_a(void **state)
 		ops[t].u.memcpy.dst_first = ops[t].u.memcpy.dst_first - BUF_D + BUF_S;
 		ops[t].u.memcpy.d.dstDevice = ops[t].u.memcpy.dst_first;
 	}
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 static void test_overlap_pieces(void **state)
@@ -311,12 +232,12 @@ static void test_overlap_pieces(void **state)
 	ops[1].u.memcpy.d.dstDevice = BUF_P + 16;
 	ops[4].u.memcpy.src_first = BUF_P + 16;
 	ops[4].u.memcpy.d.srcDevice = BUF_P + 16;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 	/* a piece inside A */
 	pattern(ops, 3);
 	ops[2].u.memcpy.dst_first = BUF_S + 8;
 	ops[5].u.memcpy.src_first = BUF_S + 8;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 static void test_src_not_abutting(void **state)
@@ -326,7 +247,7 @@ static void test_src_not_abutting(void **state)
 	(void)state;
 	pattern(ops, 3);
 	ops[1].u.memcpy.src_first += 8;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 static void test_not_async(void **state)
@@ -336,7 +257,7 @@ static void test_not_async(void **state)
 	(void)state;
 	pattern(ops, 3);
 	ops[5].api = SHIM_ID_cuMemcpyDtoD_v2;
-	expect_identity(ops, 6);
+	rwt_expect_identity(run, ops, 6);
 }
 
 int main(void)
