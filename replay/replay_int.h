@@ -77,7 +77,12 @@ struct rpl_rewrite_figures {
 	uint32_t memsets[2];         /* memsets before / after */
 	uint64_t bytes[2];           /* bytes copied or set before / after (copies, memsets and
 				      * cufold's batch kernels, which count as kernels too) */
-	struct rw_plan_stat rules[16]; /* rules that fired and how often, summed over segments */
+	struct rpl_rule_figures {
+		const char *rule;    /* its name (static) */
+		uint32_t count;      /* applications, summed over segments */
+		uint64_t sites[4];   /* call sites of the ops it removed, merged or rewrote */
+		uint32_t nsites;     /* used entries */
+	} rules[16];                 /* rules that fired */
 	uint32_t nrules;             /* used entries */
 	uint64_t sites[RPL_SITES_MAX]; /* call sites of ops a rule changed, removed or merged */
 	uint32_t nsites;             /* used entries */

@@ -35,13 +35,23 @@ static void write_site(FILE *f, uint64_t site)
 	fputc('"', f);
 }
 
-/* What the rewrite did: the rules that fired, graphable ops before and after by kind, bytes,
- * and the call sites of the ops it changed. */
+/* What the rewrite did: the rules that fired (how often, at which call sites), graphable ops
+ * before and after by kind, bytes, and the call sites of every op it changed. */
 static void write_rewrite(FILE *f, const struct rpl_rewrite_figures *w)
 {
 	fputs("\"rewrite\": {\"rules\": {", f);
 	for (uint32_t i = 0; i < w->nrules; i++)
 		fprintf(f, "%s\"%s\": %u", i ? ", " : "", w->rules[i].rule, w->rules[i].count);
+	fputs("}, \"rule_call_sites\": {", f);
+	for (uint32_t i = 0; i < w->nrules; i++) {
+		fprintf(f, "%s\"%s\": [", i ? ", " : "", w->rules[i].rule);
+		for (uint32_t j = 0; j < w->rules[i].nsites; j++) {
+			if (j)
+				fputs(", ", f);
+			write_site(f, w->rules[i].sites[j]);
+		}
+		fputc(']', f);
+	}
 	fprintf(f,
 		"}, \"kernels\": [%u, %u], \"copies\": [%u, %u], \"memsets\": [%u, %u], \"bytes\": [%" PRIu64
 		", %" PRIu64 "], \"call_sites\": [",

@@ -279,15 +279,43 @@ static void figures_count(struct rpl_rewrite_figures *f, const struct cap_op *op
 	}
 }
 
-static void figures_site(struct rpl_rewrite_figures *f, uint64_t site)
+/* Add site to sites[0..*n) (at most max) unless it is there. */
+static void site_add(uint64_t *sites, uint32_t *n, uint32_t max, uint64_t site)
 {
 	if (!site)
 		return;
-	for (uint32_t i = 0; i < f->nsites; i++)
-		if (f->sites[i] == site)
+	for (uint32_t i = 0; i < *n; i++)
+		if (sites[i] == site)
 			return;
-	if (f->nsites < RPL_SITES_MAX)
-		f->sites[f->nsites++] = site;
+	if (*n < max)
+		sites[(*n)++] = site;
+}
+
+/* The figures of rule (made on first use), or NULL when the table is full. */
+static struct rpl_rule_figures *figures_rule(struct rpl_rewrite_figures *f, const char *rule)
+{
+	uint32_t j = 0;
+
+	while (j < f->nrules && strcmp(f->rules[j].rule, rule) != 0)
+		j++;
+	if (j == f->nrules) {
+		if (f->nrules == CF_ARRAY_SIZE(f->rules))
+			return NULL;
+		memset(&f->rules[j], 0, sizeof(f->rules[j]));
+		f->rules[j].rule = rule;
+		f->nrules++;
+	}
+	return &f->rules[j];
+}
+
+/* Op op was changed by rule: its call site goes to the template's and the rule's lists. */
+static void figures_site(struct rpl_rewrite_figures *f, const char *rule, const struct cap_op *op)
+{
+	struct rpl_rule_figures *r = rule ? figures_rule(f, rule) : NULL;
+
+	site_add(f->sites, &f->nsites, RPL_SITES_MAX, op->callsite);
+	if (r)
+		site_add(r->sites, &r->nsites, CF_ARRAY_SIZE(r->sites), op->callsite);
 }
 
 /* Tell capture what segment g's plan does to each op of shape s (for CUFOLD_DOT). */
@@ -315,33 +343,30 @@ static void figures_add(struct rpl_rewrite_figures *f, const struct rpl_seg *g, 
 	const struct rw_plan *p = g->run ? g->run->plan : NULL;
 
 	for (uint32_t i = 0; i < g->n; i++) {
-		const struct cap_op *op = cap_window_op(w, g->first + i);
-
-		figures_count(f, op, 0);
+		figures_count(f, cap_window_op(w, g->first + i), 0);
 		if (!p)
-			figures_count(f, op, 1);
-		else if (g->run->node_of[i] < 0 || p->nodes[g->run->node_of[i]].kind != RW_NODE_OP)
-			figures_site(f, op->callsite); /* removed, merged or derived */
+			figures_count(f, cap_window_op(w, g->first + i), 1);
 	}
 	if (!p)
 		return;
+	for (uint32_t r = 0; r < p->nstats; r++) {
+		struct rpl_rule_figures *rf = figures_rule(f, p->stats[r].rule);
+
+		if (rf)
+			rf->count += p->stats[r].count;
+	}
 	for (uint32_t k = 0; k < p->nnodes; k++) {
 		struct cap_op tmp;
 
 		if (rw_plan_node_op(p, k, g->run->ops, &tmp) == 0)
 			figures_count(f, &tmp, 1);
 	}
-	for (uint32_t r = 0; r < p->nstats; r++) {
-		uint32_t j = 0;
-
-		while (j < f->nrules && strcmp(f->rules[j].rule, p->stats[r].rule) != 0)
-			j++;
-		if (j == f->nrules) {
-			if (f->nrules == CF_ARRAY_SIZE(f->rules))
-				continue;
-			f->rules[f->nrules++] = (struct rw_plan_stat){ p->stats[r].rule, 0 };
-		}
-		f->rules[j].count += p->stats[r].count;
+	/* every rule that merged, rewrote or removed an op names its call site */
+	for (uint32_t i = 0; i < g->n; i++) {
+		for (uint32_t r = 0; p->touched_by && r < RW_TOUCH_MAX && p->touched_by[i][r]; r++)
+			figures_site(f, p->touched_by[i][r], cap_window_op(w, g->first + i));
+		if (p->erased_by && p->erased_by[i])
+			figures_site(f, p->erased_by[i], cap_window_op(w, g->first + i));
 	}
 }
 

@@ -535,6 +535,7 @@ void rw_plan_destroy(struct rw_plan *p)
 	free(p->eff);
 	free(p->eff_pool);
 	free(p->erased_by);
+	free(p->touched_by);
 	free(p->dep_start);
 	free(p->dep_list);
 	free(p->guards);

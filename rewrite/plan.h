@@ -47,6 +47,7 @@ enum rw_node_kind {
 };
 
 #define RW_NONE UINT32_MAX /* no op (a node's `from` when it has none) */
+#define RW_TOUCH_MAX 4     /* rules remembered per original op (report) */
 
 /* X(name, label): the conditions a rule can rely on. a and b are ops: original ops, or the op a
  * node of the rewriter's list stood for when the guard was recorded (a snapshot, re-derived
@@ -151,6 +152,9 @@ struct rw_plan {
 	uint32_t *dep_list;          /* node indices, each < k (owned) */
 	const char **erased_by;      /* norig entries (owned): the rule that erased each original op,
 				      * NULL for ops a node covers; NULL for the identity plan */
+	const char *(*touched_by)[RW_TOUCH_MAX]; /* norig entries (owned): the rules that merged or
+				      * rewrote each original op, in order (NULL-padded); NULL for
+				      * the identity plan */
 	uint32_t nstats;             /* rules that fired */
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
 };

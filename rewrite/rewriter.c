@@ -37,6 +37,7 @@ struct rw_rewriter {
 	struct cf_arena arena;       /* orig arrays of merged nodes */
 	bool *erased;                /* per original op: erased by a rule */
 	const char **erased_by;      /* per original op: the rule that erased it, or NULL */
+	const char *(*touched_by)[RW_TOUCH_MAX]; /* per original op: rules that merged or rewrote it */
 	const char *applying;        /* the rule being applied (its name) */
 	uint8_t *unordered;          /* n x n (nodes at the time): pair (i, j) may run in any order,
 				      * or NULL when none is */
@@ -187,6 +188,21 @@ bool rw_op_is_linear_dtod(const struct cap_op *op)
 	return rw_op_is_pitched_dtod(op) && op->u.memcpy.d.Height == 1;
 }
 
+/* Remember that the rule being applied merged or rewrote original op k. */
+static void touch(struct rw_rewriter *rw, uint32_t k)
+{
+	const char **t = rw->touched_by[k];
+
+	for (uint32_t i = 0; i < RW_TOUCH_MAX; i++) {
+		if (t[i] == rw->applying)
+			return;
+		if (!t[i]) {
+			t[i] = rw->applying;
+			return;
+		}
+	}
+}
+
 static void order_forget(struct rw_rewriter *rw)
 {
 	free(rw->unordered);
@@ -317,6 +333,8 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	if (rw_node_derive(&pn, rw->ops, &nn.op) != 0)
 		return -CF_EINVAL;
 	order_forget(rw);
+	for (uint32_t k = 0; k < nn.norig; k++)
+		touch(rw, nn.orig[k]);
 	rw->nodes[i] = nn;
 	memmove(&rw->nodes[i + 1], &rw->nodes[i + count], (rw->n - i - count) * sizeof(rw->nodes[0]));
 	rw->n -= count - 1;
@@ -591,6 +609,10 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 		if (!p->erased_by)
 			goto out_nomem;
 		memcpy(p->erased_by, rw->erased_by, rw->norig * sizeof(*p->erased_by));
+		p->touched_by = malloc((rw->norig ? rw->norig : 1) * sizeof(*p->touched_by));
+		if (!p->touched_by)
+			goto out_nomem;
+		memcpy(p->touched_by, rw->touched_by, rw->norig * sizeof(*p->touched_by));
 	}
 	if (!identity && nstats) {
 		p->stats = malloc(nstats * sizeof(*p->stats));
@@ -638,7 +660,8 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 	rw.nodes = calloc(n ? n : 1, sizeof(*rw.nodes));
 	rw.erased = calloc(n ? n : 1, sizeof(*rw.erased));
 	rw.erased_by = calloc(n ? n : 1, sizeof(*rw.erased_by));
-	if (!rw.nodes || !rw.erased || !rw.erased_by)
+	rw.touched_by = calloc(n ? n : 1, sizeof(*rw.touched_by));
+	if (!rw.nodes || !rw.erased || !rw.erased_by || !rw.touched_by)
 		goto out;
 	rw.n = n;
 	for (uint32_t i = 0; i < n; i++) {
@@ -692,6 +715,7 @@ out:
 	free(rw.nodes);
 	free(rw.erased);
 	free(rw.erased_by);
+	free(rw.touched_by);
 	free(rw.unordered);
 	free(rw.guards);
 	free(rw.gset);

@@ -80,6 +80,8 @@ if rw["copies"] != [16, 9] or rw["bytes"][0] != rw["bytes"][1]:
     sys.exit("copies before/after %s, bytes %s: expected [16, 9] and the same bytes" % (rw["copies"], rw["bytes"]))
 if not rw["call_sites"]:
     sys.exit("no call site of a rewritten op")
+if not rw["rule_call_sites"].get("slice-glue"):
+    sys.exit("no call site named for slice-glue: %s" % rw["rule_call_sites"])
 PY
 grep -q 'rewritten by slice-glue' "$TMP"/dot/*.dot || fail "no node marked rewritten by slice-glue in the pictures"
 [[ $(grep -c 'merged into .* by slice-glue' "$TMP"/dot/*.dot | awk -F: '{s += $2} END {print s}') == 7 ]] ||
