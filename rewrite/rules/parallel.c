@@ -7,7 +7,8 @@
  *
  * Op k keeps a wait for op j < k when their effects (rewrite/effects.h) conflict: one writes
  * what the other reads or writes, or either may touch anything (a kernel without a card, an
- * `indirect` one). Waits implied by others are left out (transitive reduction).
+ * `indirect` one), or when they are more than PARALLEL_SPAN ops apart. Waits implied by others
+ * are left out (transitive reduction).
  *
  * Safe when (each a guard checked when bindings change, on the bindings of that launch):
  *  - for every pair left unordered, independent(j, k): k writes nothing j reads or writes and
@@ -28,6 +29,10 @@
 #include "common/errors.h"
 #include "rewrite/rewriter.h"
 
+/* Pairs further apart than this stay ordered: the guards (one per unordered pair) stay linear in
+ * the segment's length, and ops that far apart gain little from overlapping. */
+#define PARALLEL_SPAN 64
+
 /* Whether the whole list is one stream's kernels, copies and memsets (pure). */
 static bool one_stream(const struct rw_rewriter *rw)
 {
@@ -43,7 +48,7 @@ static bool parallel_match(const struct rw_rewriter *rw, uint32_t i)
 		return false;
 	/* worth it only when some pair can be left unordered */
 	for (uint32_t k = 1; k < n; k++)
-		for (uint32_t j = 0; j < k; j++)
+		for (uint32_t j = k > PARALLEL_SPAN ? k - PARALLEL_SPAN : 0; j < k; j++)
 			if (rw_need(rw, NULL, RW_G_INDEPENDENT, j, k) == 0)
 				return true;
 	return false;
@@ -56,7 +61,7 @@ static int parallel_apply(struct rw_rewriter *rw, uint32_t i)
 
 	(void)i;
 	for (uint32_t k = 1; k < n && rc == 0; k++) {
-		for (uint32_t j = 0; j < k && rc == 0; j++) {
+		for (uint32_t j = k > PARALLEL_SPAN ? k - PARALLEL_SPAN : 0; j < k && rc == 0; j++) {
 			if (rw_need(rw, NULL, RW_G_INDEPENDENT, j, k) != 0)
 				continue;
 			rc = rw_need(rw, rw, RW_G_INDEPENDENT, j, k);

@@ -1,17 +1,21 @@
 /* recsys.c - a DLRM-shaped training step on the driver API (the `recsys` workload): 26 sparse
  * features through per-table embedding-bag lookups on a second stream, each followed by its own
- * layer norm and tanh (the per-feature transform of Meta's production models); 13 dense features
- * split into per-feature slices and glued back with copies; bottom and top MLPs; a pairwise dot
- * interaction built from cat, split and row concat; the backward of all of it (sparse backward
- * on the lookup stream, as autograd runs a backward op on its forward op's stream); zero_grad as
- * one memset per gradient and a for-loop SGD update per parameter; the loss copied to the host
- * every step. tests layer; knows nothing of cufold.
+ * layer norm and tanh and its own small tower (linear + relu, linear: the per-feature transform
+ * after pooling of Meta's production models and DHEN-style architectures); 13 dense features
+ * split into per-feature slices, each through its own learned affine normalization (scale and
+ * shift), and glued back with copies; bottom and top MLPs; a pairwise dot interaction built from
+ * cat, split and row concat; the backward of all of it (sparse backward on the lookup stream, as
+ * autograd runs a backward op on its forward op's stream); zero_grad as one memset per gradient
+ * and a for-loop SGD update per parameter; the loss copied to the host every step. tests layer;
+ * knows nothing of cufold.
  *
  * Shapes follow the reference configs (../../shared/reference/costs.md s7, s10): 26 tables with
- * the MLPerf row counts capped at 1000, embedding dim 16, bottom MLP 13-128-64-32-16, top MLP
- * 367-64-32-1 (367 = 16 + 27*26/2), batch 32*scale, pooling factor 1-4, 92 parameters (tables,
- * per-feature layer-norm gains and biases, MLP weights and biases), each its own allocation,
- * and per table one host-to-device copy of indices and one of offsets (Meta's "2 x #features").
+ * the MLPerf row counts capped at 1000, embedding dim 16, per-feature towers 16-16-16, bottom
+ * MLP 13-128-64-32-16, top MLP 367-64-32-1 (367 = 16 + 27*26/2), batch 32*scale, pooling factor
+ * 1-4; 222 parameters, each its own allocation: per sparse feature 7 (table, layer-norm gain
+ * and bias, two tower weights and biases), per dense feature 2 (affine scale and shift, an
+ * nn.Linear(1, 1)), and the MLPs' 14 weights and biases; per table one host-to-device copy of
+ * indices and one of offsets (Meta's "2 x #features").
  * usage: recsys [--steps N] [--scale S] [--time] [--census] [--drop-wait]
  * (--drop-wait leaves out the two joins of the lookup stream: a deliberate race for the tests.) */
 #include "wl.h"
@@ -52,10 +56,13 @@ struct split_args {
 
 struct sparse {
 	int rows;                    /* table rows */
-	int table, gamma, beta;      /* parameter indices */
+	int table, gamma, beta;      /* parameter indices: table and layer norm */
+	int w1, b1, w2, b2;          /* parameter indices: the tower's two linears */
 	CUdeviceptr idx, off;        /* indices (B * MAX_POOL ints) and offsets (B + 1 ints) */
 	CUdeviceptr pooled, ln, e;   /* bag sums, after layer norm, after tanh: B x DIM each */
-	CUdeviceptr de, dln, dpool, xhat; /* their gradients and the normalized input */
+	CUdeviceptr h1, t;           /* tower: after linear + relu, after the second linear */
+	CUdeviceptr dt, dh1, dz1;    /* gradients of t, of h1, and of h1 before the relu */
+	CUdeviceptr de, dln, dpool, xhat; /* gradients of e, ln, pooled, and the normalized input */
 	int *h_idx, *h_off;          /* pinned host staging of this step's indices and offsets */
 };
 
@@ -141,11 +148,12 @@ int main(int argc, char **argv)
 	struct layer bot[NBOT], top[NTOP];
 	CUstream s, se;
 	CUevent ev_start, ev_emb, ev_dT, ev_sbwd;
-	CUdeviceptr dense, feat[NDENSE], xin, T, Z, R, dR, dZ, dT, dxb_a, dxb_b, dxb;
+	CUdeviceptr dense, feat[NDENSE], fnorm[NDENSE], xin, dxin, T, Z, R, dR, dZ, dT;
+	CUdeviceptr dxb_a, dxb_b, dxb;
 	CUdeviceptr labels, terms, dz, lsum, loss, cat_in[NFEAT], split_out[NFEAT];
 	float *h_dense, *h_labels, *h_loss;
 	float lr = 0.05f, wd = 1e-4f, eps = 1e-5f, last_loss = 0.0f;
-	int batch, nbd, one = 1;
+	int batch, nbd, one = 1, dscale[NDENSE], dshift[NDENSE];
 	uint64_t h = TL_HASH_INIT;
 
 	wl_parse(argc, argv, &o, 20);
@@ -160,7 +168,7 @@ int main(int argc, char **argv)
 	CHECK(cuEventCreate(&ev_dT, CU_EVENT_DISABLE_TIMING));
 	CHECK(cuEventCreate(&ev_sbwd, CU_EVENT_DISABLE_TIMING));
 
-	/* parameters: tables, per-feature layer norms, MLPs */
+	/* parameters: per sparse feature (table, layer norm, tower), per dense feature, MLPs */
 	for (int f = 0; f < NSPARSE; f++) {
 		struct sparse *q = &sp[f];
 
@@ -168,17 +176,31 @@ int main(int argc, char **argv)
 		q->table = wl_param_new(&ps, q->rows * DIM, 0.1f, 0.0f, 100u + (uint32_t)f);
 		q->gamma = wl_param_new(&ps, DIM, 0.0f, 1.0f, 0);
 		q->beta = wl_param_new(&ps, DIM, 0.0f, 0.0f, 0);
+		q->w1 = wl_param_new(&ps, DIM * DIM, 1.0f / sqrtf((float)DIM), 0.0f, 400u + (uint32_t)f);
+		q->b1 = wl_param_new(&ps, DIM, 0.01f, 0.0f, 430u + (uint32_t)f);
+		q->w2 = wl_param_new(&ps, DIM * DIM, 1.0f / sqrtf((float)DIM), 0.0f, 460u + (uint32_t)f);
+		q->b2 = wl_param_new(&ps, DIM, 0.01f, 0.0f, 490u + (uint32_t)f);
 		q->idx = wl_alloc((size_t)batch * MAX_POOL);
 		q->off = wl_alloc((size_t)batch + 1);
 		q->pooled = wl_alloc((size_t)nbd);
 		q->ln = wl_alloc((size_t)nbd);
 		q->e = wl_alloc((size_t)nbd);
+		q->h1 = wl_alloc((size_t)nbd);
+		q->t = wl_alloc((size_t)nbd);
+		q->dt = wl_alloc((size_t)nbd);
+		q->dh1 = wl_alloc((size_t)nbd);
+		q->dz1 = wl_alloc((size_t)nbd);
 		q->de = wl_alloc((size_t)nbd);
 		q->dln = wl_alloc((size_t)nbd);
 		q->dpool = wl_alloc((size_t)nbd);
 		q->xhat = wl_alloc((size_t)nbd);
 		q->h_idx = wl_alloc_host((size_t)batch * MAX_POOL * sizeof(int));
 		q->h_off = wl_alloc_host(((size_t)batch + 1) * sizeof(int));
+	}
+	/* a learned scale and shift per dense feature, starting as the identity */
+	for (int i = 0; i < NDENSE; i++) {
+		dscale[i] = wl_param_new(&ps, 1, 0.0f, 1.0f, 0);
+		dshift[i] = wl_param_new(&ps, 1, 0.0f, 0.0f, 0);
 	}
 	for (int l = 0; l < NBOT; l++) {
 		int in = bot_dims[l], out = bot_dims[l + 1];
@@ -200,9 +222,12 @@ int main(int argc, char **argv)
 	}
 	/* activations */
 	dense = wl_alloc((size_t)NDENSE * batch);
-	for (int i = 0; i < NDENSE; i++)
+	for (int i = 0; i < NDENSE; i++) {
 		feat[i] = wl_alloc((size_t)batch);
+		fnorm[i] = wl_alloc((size_t)batch);
+	}
 	xin = wl_alloc((size_t)NDENSE * batch);
+	dxin = wl_alloc((size_t)NDENSE * batch);
 	T = wl_alloc((size_t)NFEAT * nbd);
 	dT = wl_alloc((size_t)NFEAT * nbd);
 	Z = wl_alloc((size_t)batch * NPAIRS);
@@ -223,8 +248,8 @@ int main(int argc, char **argv)
 	cat_in[0] = bot[NBOT - 1].y;
 	split_out[0] = dxb_b;
 	for (int f = 0; f < NSPARSE; f++) {
-		cat_in[f + 1] = sp[f].e;
-		split_out[f + 1] = sp[f].de;
+		cat_in[f + 1] = sp[f].t;
+		split_out[f + 1] = sp[f].dt;
 	}
 	CHECK(cuCtxSynchronize());
 	wl_timer_init(&tm, &o, s);
@@ -261,16 +286,21 @@ int main(int argc, char **argv)
 			wl_1d(k.embedding_bag_sum, nbd, se, eb);
 			wl_rows(k.layernorm_row, batch, se, ln);
 			wl_1d(k.tanh_k, nbd, se, th);
+			wl_linear(&k, q->h1, q->e, ps.p[q->w1].w, ps.p[q->b1].w, batch, DIM, DIM, true, se);
+			wl_linear(&k, q->t, q->h1, ps.p[q->w2].w, ps.p[q->b2].w, batch, DIM, DIM, false, se);
 		}
 		CHECK(cuEventRecord(ev_emb, se));
 
-		/* dense forward: inputs, per-feature slices glued back, bottom MLP */
+		/* dense forward: inputs, per-feature slices through their affines glued back, bottom MLP */
 		CHECK(cuMemcpyHtoDAsync(dense, h_dense, (size_t)NDENSE * fb, s));
 		CHECK(cuMemcpyHtoDAsync(labels, h_labels, fb, s));
 		for (int i = 0; i < NDENSE; i++)
 			CHECK(cuMemcpyDtoDAsync(feat[i], dense + (size_t)i * fb, fb, s));
 		for (int i = 0; i < NDENSE; i++)
-			CHECK(cuMemcpyDtoDAsync(xin + (size_t)i * fb, feat[i], fb, s));
+			wl_linear(&k, fnorm[i], feat[i], ps.p[dscale[i]].w, ps.p[dshift[i]].w, batch, 1, 1,
+				  false, s);
+		for (int i = 0; i < NDENSE; i++)
+			CHECK(cuMemcpyDtoDAsync(xin + (size_t)i * fb, fnorm[i], fb, s));
 		for (int l = 0; l < NBOT; l++) {
 			int in = bot_dims[l], out = bot_dims[l + 1], n = batch * out;
 			CUdeviceptr y = bot[l].y, bias = ps.p[bot[l].b].w;
@@ -343,11 +373,17 @@ int main(int argc, char **argv)
 		for (int f = 0; f < NSPARSE; f++) {
 			struct sparse *q = &sp[f];
 			int dim = DIM;
+			void *rb[] = {&q->dz1, &q->dh1, &q->h1, &nbd};
 			void *tb[] = {&q->dln, &q->de, &q->e, &nbd};
 			void *lb[] = {&q->dpool, &q->xhat, &q->dln, &q->pooled, &ps.p[q->gamma].w, &dim, &eps};
 			void *lp[] = {&ps.p[q->gamma].g, &ps.p[q->beta].g, &q->dln, &q->xhat, &batch, &dim};
 			void *eb[] = {&ps.p[q->table].g, &q->idx, &q->off, &batch, &dim, &q->dpool};
 
+			wl_linear_backward(&k, ps.p[q->w2].g, ps.p[q->b2].g, q->dh1, q->h1, ps.p[q->w2].w,
+					   q->dt, batch, DIM, DIM, se);
+			wl_1d(k.relu_backward, nbd, se, rb);
+			wl_linear_backward(&k, ps.p[q->w1].g, ps.p[q->b1].g, q->de, q->e, ps.p[q->w1].w,
+					   q->dz1, batch, DIM, DIM, se);
 			wl_1d(k.tanh_backward, nbd, se, tb);
 			wl_rows(k.layernorm_backward_row, batch, se, lb);
 			wl_1d(k.layernorm_param_grad, DIM, se, lp);
@@ -355,7 +391,8 @@ int main(int argc, char **argv)
 		}
 		CHECK(cuEventRecord(ev_sbwd, se));
 
-		/* bottom MLP backward (no input gradient for the first layer) */
+		/* bottom MLP backward, then the dense affines' (the first layer's input gradient, split
+		 * per feature as views of dxin: the inputs themselves need no gradient) */
 		{
 			void *ad[] = {&dxb, &dxb_a, &dxb_b, &nbd};
 
@@ -367,17 +404,23 @@ int main(int argc, char **argv)
 			void *rb[] = {&bot[l].dh, &g, &bot[l].y, &n};
 
 			wl_1d(k.relu_backward, n, s, rb);
-			if (l == 0) { /* gW[13, out] += xin[13, B] dh[B, out] */
+			if (l == 0) { /* gW[13, out] += xin[13, B] dh[B, out]; dxin[13, B] = W dh^T */
 				void *bg[] = {&ps.p[bot[0].b].g, &bot[0].dh, &batch, &out};
 
 				wl_gemm_ex(&k, ps.p[bot[0].w].g, xin, bot[0].dh, in, out, batch, 0, 0, 1.0f,
 					   1.0f, 1, 0, 0, 0, s);
 				wl_1d(k.bias_grad, out, s, bg);
+				wl_gemm_ex(&k, dxin, ps.p[bot[0].w].w, bot[0].dh, in, batch, out, 0, 1, 1.0f,
+					   0.0f, 1, 0, 0, 0, s);
 			} else {
 				wl_linear_backward(&k, ps.p[bot[l].w].g, ps.p[bot[l].b].g, bot[l - 1].dy,
 						   bot[l - 1].y, ps.p[bot[l].w].w, bot[l].dh, batch, in, out, s);
 			}
 		}
+
+		for (int i = 0; i < NDENSE; i++)
+			wl_linear_backward(&k, ps.p[dscale[i]].g, ps.p[dshift[i]].g, 0, feat[i],
+					   ps.p[dscale[i]].w, dxin + (size_t)i * fb, batch, 1, 1, s);
 
 		/* optimizer, once every gradient is in */
 		if (!o.drop_wait)
@@ -392,6 +435,11 @@ int main(int argc, char **argv)
 	wl_timer_report(&tm);
 	h = wl_hash_params(&ps, h);
 	wl_print("recsys", &o, ps.count, last_loss, h);
-	wl_print_census(&o, 2 * NDENSE, ps.count, 2 * ps.count + 2 * NSPARSE);
+	/* slice/glue: the dense slices and the glue copies; a memset per gradient; repeated
+	 * elementwise (scripts/bench's list, bias_add included): the SGD's two axpys per parameter,
+	 * per sparse feature tanh, the towers' two bias_adds and relu, relu and tanh backward, and
+	 * per dense feature its bias_add. The MLP layers' launches are not counted: they differ in
+	 * shape from layer to layer, though a size may happen to recur. */
+	wl_print_census(&o, 2 * NDENSE, ps.count, 2 * ps.count + 6 * NSPARSE + NDENSE);
 	return 0;
 }
