@@ -183,7 +183,8 @@ $(B)/unit/sim_%: tests/unit/sim_%.c $(TLIB_OBJ) $(SIMLIB)
 # -MMD: a test binary is rebuilt when a header it includes changes (build/unit/*.d)
 $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(CFARCH) $(LDSAN) $(CF_LIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -DTEST_CARDS_FILE='"$(abspath tests/kernels/test-kernels.cards)"' $< -o $@ \
+		$(CFARCH) $(LDSAN) $(CF_LIBS) -lcmocka
 
 # Programs and device tests load the PTX and plugins at run time.
 $(SIM_UNIT) $(PROGS) $(WORKLOADS): | $(KERNELS) $(PLUGINS)

@@ -59,8 +59,9 @@
  * A malformed card is rejected with one warning naming file, line and reason; the other cards
  * of the file still load. Cards are looked up newest first: a card loaded later overrides an
  * earlier one for every name both match (a card repeating an earlier card's pattern is logged
- * at info). Load order: the built-in cards (rewrite/builtin_cards.txt: the test kernels and
- * cufold's own), then each file of CUFOLD_CARDS=path[:path] in order.
+ * at info). Load order: the built-in cards (rewrite/builtin_cards.txt: cufold's own kernels
+ * only), then each file of CUFOLD_CARDS=path[:path] in order (the test kernels' cards are
+ * tests/kernels/test-kernels.cards, which the tests and benchmarks load this way).
  *
  * Example:
  *

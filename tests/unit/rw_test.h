@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -23,6 +24,14 @@
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
 #include "shim/api.h"
+
+/* The test kernels' cards are not built in (rewrite/builtin_cards.txt): read them the way a user
+ * provides cards, through CUFOLD_CARDS (tests/run sets it; this covers running a binary alone),
+ * before the first card lookup. */
+__attribute__((constructor)) static void rwt_test_cards(void)
+{
+	setenv("CUFOLD_CARDS", TEST_CARDS_FILE, 0);
+}
 
 #define STREAM_A ((CUstream)0x1000) /* the streams of the windows: slot 0 */
 #define STREAM_B ((CUstream)0x2000) /* slot 1 */
