@@ -181,7 +181,24 @@ static int derive_batch_copy2d(const struct rw_plan_node *n, const struct cap_op
 /* A 1-D copy as `tmpl` but over bytes bytes. */
 static void copy_resize(struct cap_op *out, uint64_t bytes)
 {
-	out->u.memcpy.d.WidthInBytes = bytes;
+	CUDA_MEMCPY3D *d = &out->u.memcpy.d;
+
+	/* one row over linear memory, named by its first byte alone: a one-row copy made with a
+	 * 2-D entry point may name its row through offsets and a pitch smaller than the new width,
+	 * which the driver would refuse */
+	if (d->srcMemoryType == CU_MEMORYTYPE_DEVICE || d->srcMemoryType == CU_MEMORYTYPE_UNIFIED) {
+		d->srcDevice = out->u.memcpy.src_first;
+		d->srcXInBytes = d->srcY = d->srcZ = 0;
+		d->srcPitch = bytes;
+		d->srcHeight = 1;
+	}
+	if (d->dstMemoryType == CU_MEMORYTYPE_DEVICE || d->dstMemoryType == CU_MEMORYTYPE_UNIFIED) {
+		d->dstDevice = out->u.memcpy.dst_first;
+		d->dstXInBytes = d->dstY = d->dstZ = 0;
+		d->dstPitch = bytes;
+		d->dstHeight = 1;
+	}
+	d->WidthInBytes = bytes;
 	out->u.memcpy.bytes = bytes;
 	out->u.memcpy.src_span = bytes;
 	out->u.memcpy.dst_span = bytes;
@@ -216,6 +233,8 @@ static void copy_source_of(struct cap_op *out, const struct cap_op *from, uint64
 		o->d.srcXInBytes = 0;
 		o->d.srcY = 0;
 		o->d.srcZ = 0;
+		o->d.srcPitch = o->bytes;
+		o->d.srcHeight = 1;
 	}
 }
 
