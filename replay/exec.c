@@ -502,6 +502,9 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 		const struct cap_op *op = rpl__seg_op(g, i, st.def, &tmp);
 		struct rpl_node *n = &g->nodes[i];
 
+		if (!op && g->run && !rw_run_is_folded(g->run, i))
+			return CUDA_ERROR_NOT_SUPPORTED; /* a plan node that could not be derived: the
+							  * node must not run with last launch's op */
 		if (!op || (n->empty && n->kind != CAP_OP_EVENT_WAIT))
 			continue; /* folded into another node, or erased */
 

@@ -116,7 +116,8 @@ void rpl_event_destroyed(CUevent e);
 void rpl_functions_unloaded(void);
 /* A context is destroyed (NULL: unknown which): its templates retire. */
 void rpl_context_destroyed(CUcontext ctx);
-/* ctx is gone (destroyed successfully): forget the kernels cufold loaded into it. No lock needed. */
+/* ctx is gone (destroyed successfully; NULL: any may be): forget the kernels cufold loaded into
+ * it. No lock needed. */
 void rpl_context_gone(CUcontext ctx);
 /* Whether replay gave up on ctx (a failure of cufold's own): its calls only pass through. */
 bool rpl_ctx_is_failed(CUcontext ctx);

@@ -66,8 +66,8 @@ struct rpl_seg {
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
 	struct rw_run *run;          /* the rewrite plan of its ops (CUFOLD_OPT >= 1), or NULL: a
-				      * plan node stands at its first op's position, the other ops
-				      * it covers and the ops it erased are empty nodes */
+				      * plan node stands at its first op's position; the other ops
+				      * it covers and the ops it erased get no graph node */
 };
 
 /* What the rewrite did to a template's graphable ops, counted when it was built (report). */
@@ -156,8 +156,8 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
  * and every node derivable. */
 bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def);
 /* The op node i of g stands for at this launch (right after rpl__seg_guards_hold(g, def) said
- * yes): &def[i], tmp filled with a derived op, or NULL for an empty node (an op folded into
- * another node or erased). */
+ * yes): &def[i], tmp filled with a derived op, or NULL: an op without a node of its own (folded
+ * into another node or erased), or a plan node that could not be derived (a failure). */
 const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
 /* Whether any binding of t points into [base, base+size). */
 bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size);

@@ -205,8 +205,8 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
 /* ------------------------------------------------------------------ rewrite plans */
 
 /* CUFOLD_OPT >= 1: each segment's ops go through the rewriter when it is built (rewrite/plan.h,
- * struct rw_run: a plan node stands at its first op's position, the other ops it covers and the
- * ops the plan erased become empty graph nodes, so g->nodes stays one per op). */
+ * struct rw_run: a plan node stands at its first op's position; the other ops it covers and the
+ * ops the plan erased get no graph node, though g->nodes keeps one entry per op). */
 static struct rw_run *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w, const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
@@ -254,6 +254,11 @@ static uint64_t batch_bytes(const struct cap_op *op)
 
 		for (uint32_t i = 0; i < t->count && i < RW_BATCH_MAX; i++)
 			n += t->r[i].bytes;
+	} else if (strcmp(k->info->name, "cufold_batch_copy2d") == 0) {
+		const struct rw_batch_copy2d_table *t = k->params;
+
+		for (uint32_t i = 0; i < t->count && i < RW_BATCH2D_MAX; i++)
+			n += t->r[i].width * t->r[i].height;
 	}
 	return n;
 }
@@ -448,9 +453,6 @@ static bool recorded_in_seg(const struct cap_window *w, const struct rpl_seg *g,
 	return false;
 }
 
-/* Add op (position i of segment g) to g's graph, depending on the nodes of its trace-graph
- * predecessors inside the segment (those outside were submitted before the launch and are
- * ordered by the stream joins, see exec.c). */
 /* What an op without a graph node (folded into another node, or erased) stands for in the
  * dependencies of later nodes: the nodes it would have waited for. */
 struct standin {

@@ -111,32 +111,58 @@ int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set)
 	return rw_card_access(card, &args, set);
 }
 
-/* cufold_batch_copy2d: its table's pitched regions (cards cannot say them). */
-static bool copy2d_effects(const struct cap_op *op, struct rw_effects *e)
+/* A pitched or contiguous range of a 2-D batch region's side. */
+static struct rw_range region_side(uint64_t first, uint64_t width, uint64_t height, uint64_t pitch)
+{
+	uint64_t span = (height - 1) * pitch + width;
+
+	if (height > 1 && pitch > width)
+		return (struct rw_range){ first, span, width, pitch };
+	return (struct rw_range){ first, span, 0, 0 };
+}
+
+/* cufold's own batch kernels: their tables decoded here, by name, never through a card (a card
+ * cannot say a pitched region, and a user's card matching the name must not change what cufold
+ * believes of its own kernels). false for any other kernel. */
+static bool batch_effects(const struct cap_op *op, struct rw_effects *e)
 {
 	const struct cap_kernel *k = &op->u.kernel;
-	struct rw_batch_copy2d_table t;
+	const char *name = k->info ? k->info->name : NULL;
 
-	if (!k->info || strcmp(k->info->name, "cufold_batch_copy2d") != 0)
+	if (!name || strncmp(name, "cufold_", 7) != 0)
 		return false;
-	if (k->param_size != sizeof(t) || k->via_extra) {
-		e->all = true;
+	if (k->param_size != RW_BATCH_TABLE_SIZE || k->via_extra ||
+	    (strcmp(name, "cufold_batch_copy") && strcmp(name, "cufold_batch_memset") &&
+	     strcmp(name, "cufold_batch_copy2d"))) {
+		e->all = true; /* the _buf kernels read their table from device memory */
 		return true;
 	}
-	memcpy(&t, k->params, sizeof(t));
-	for (uint32_t i = 0; i < t.count && i < RW_BATCH2D_MAX; i++) {
-		const struct rw_batch_copy2d_range *g = &t.r[i];
+	if (!strcmp(name, "cufold_batch_copy")) {
+		struct rw_batch_copy_table t;
 
-		if (!g->width || !g->height)
-			continue;
-		if (g->height > 1 && g->spitch > g->width)
-			e->r[e->nr++] = (struct rw_range){ g->src, (g->height - 1) * g->spitch + g->width, g->width, g->spitch };
-		else
-			e->r[e->nr++] = (struct rw_range){ g->src, (g->height - 1) * g->spitch + g->width, 0, 0 };
-		if (g->height > 1 && g->dpitch > g->width)
-			e->w[e->nw++] = (struct rw_range){ g->dst, (g->height - 1) * g->dpitch + g->width, g->width, g->dpitch };
-		else
-			e->w[e->nw++] = (struct rw_range){ g->dst, (g->height - 1) * g->dpitch + g->width, 0, 0 };
+		memcpy(&t, k->params, sizeof(t));
+		for (uint32_t i = 0; i < t.count && i < RW_BATCH_MAX; i++) {
+			e->r[e->nr++] = (struct rw_range){ t.r[i].src, t.r[i].bytes, 0, 0 };
+			e->w[e->nw++] = (struct rw_range){ t.r[i].dst, t.r[i].bytes, 0, 0 };
+		}
+	} else if (!strcmp(name, "cufold_batch_memset")) {
+		struct rw_batch_memset_table t;
+
+		memcpy(&t, k->params, sizeof(t));
+		for (uint32_t i = 0; i < t.count && i < RW_BATCH_MAX; i++)
+			e->w[e->nw++] = (struct rw_range){ t.r[i].dst, t.r[i].bytes, 0, 0 };
+	} else {
+		struct rw_batch_copy2d_table t;
+
+		memcpy(&t, k->params, sizeof(t));
+		for (uint32_t i = 0; i < t.count && i < RW_BATCH2D_MAX; i++) {
+			const struct rw_batch_copy2d_range *g = &t.r[i];
+
+			if (!g->width || !g->height)
+				continue;
+			e->r[e->nr++] = region_side(g->src, g->width, g->height, g->spitch);
+			e->w[e->nw++] = region_side(g->dst, g->width, g->height, g->dpitch);
+		}
 	}
 	return true;
 }
@@ -145,7 +171,7 @@ static void kernel_effects(const struct cap_op *op, struct rw_effects *e)
 {
 	struct rw_access_set set;
 
-	if (copy2d_effects(op, e))
+	if (batch_effects(op, e))
 		return;
 
 	if (rw_op_kernel_access(op, &set) != 0 || (set.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN))) {

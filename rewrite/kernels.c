@@ -13,7 +13,7 @@
 
 #include "rw_kernels_ptx.h"
 
-#define CTX_MAX 64               /* contexts cached; beyond, each call loads afresh */
+#define CTX_MAX 64               /* contexts cached; beyond, cufold's kernels are not used */
 
 static const char *const names[RW_K_COUNT] = {
 	[RW_K_BATCH_COPY] = "cufold_batch_copy",
@@ -100,17 +100,19 @@ CUresult rw_kernels_load(CUcontext ctx, CUmodule *mod)
 		*mod = e->mod;
 		goto out_unlock;
 	}
+	e = find(NULL);
+	if (!e) {
+		/* loading per use would leak a module per launch: no batch kernels in this context */
+		cf_log_warn_once("more than %d contexts: cufold's own kernels are not used in the others", CTX_MAX);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_unlock;
+	}
 	rc = load(ctx, mod);
 	if (rc != CUDA_SUCCESS)
 		goto out_unlock;
-	e = find(NULL);
-	if (e) {
-		memset(e, 0, sizeof(*e));
-		e->ctx = ctx;
-		e->mod = *mod;
-	} else {
-		cf_log_warn_once("more than %d contexts: cufold's kernels are loaded again per use", CTX_MAX);
-	}
+	memset(e, 0, sizeof(*e));
+	e->ctx = ctx;
+	e->mod = *mod;
 out_unlock:
 	pthread_mutex_unlock(&cache.lock);
 	return rc;
@@ -145,11 +147,13 @@ void rw_kernels_forget(CUcontext ctx)
 {
 	struct ctx_entry *e;
 
-	if (!ctx)
-		return;
 	pthread_mutex_lock(&cache.lock);
-	e = find(ctx);
-	if (e)
-		memset(e, 0, sizeof(*e));
+	if (!ctx) {
+		memset(cache.v, 0, sizeof(cache.v));
+	} else {
+		e = find(ctx);
+		if (e)
+			memset(e, 0, sizeof(*e));
+	}
 	pthread_mutex_unlock(&cache.lock);
 }

@@ -36,8 +36,8 @@ const char *rw_kernels_ptx_named(const char *name);
 CUresult rw_kernels_load(CUcontext ctx, CUmodule *mod);
 /* A kernel of that module, through rw_kernels_load (cached too). */
 CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn);
-/* Forget ctx's module: call when ctx is destroyed (its modules die with it), so that a new
- * context that reuses the handle loads its own. */
+/* Forget ctx's module (NULL: every context's): call when ctx is destroyed (its modules die with
+ * it), so that a new context that reuses the handle loads its own. */
 void rw_kernels_forget(CUcontext ctx);
 
 #endif

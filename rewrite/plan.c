@@ -696,7 +696,8 @@ const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct 
 	k = (uint32_t)r->node_of[i];
 	if (r->plan->nodes[k].kind == RW_NODE_OP)
 		return &def[i];
-	/* rw_run_guards_hold checked these very ops, so the derivation cannot refuse them; if it
-	 * did, NULL makes replay leave the node as it is rather than submit a wrong op */
+	/* rw_run_guards_hold checked these ops (or ops with the very same bindings); a derivation
+	 * can still fail when cufold's kernels cannot be loaded: NULL, which replay takes as a
+	 * failure of its own (the launch goes eagerly) */
 	return rw_plan_node_op(r->plan, k, r->ops, tmp) == 0 ? tmp : NULL;
 }

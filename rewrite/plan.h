@@ -192,15 +192,15 @@ void rw_plan_destroy(struct rw_plan *p);
 
 struct rw_config;
 
-/* A plan over a run of consecutive ops that replay lays out one graph node per op: a plan node
- * stands at the position of its first op, the other ops it covers and the ops the plan erased
- * become empty nodes (which keep the order around them). Only a plan whose nodes each cover a
- * contiguous run of ops fits this layout. */
+/* A plan over a run of consecutive ops that replay lays out by position: a plan node stands at
+ * the position of its first op; the other ops it covers and the ops the plan erased get no graph
+ * node (replay hands the order they carried to the nodes after them). Only a plan whose nodes
+ * each cover a run of ops with nothing but erased ops inside fits this layout. */
 struct rw_run {
 	struct rw_plan *plan;        /* the plan (never the identity) */
 	uint32_t n;                  /* ops of the run */
 	int32_t *node_of;            /* per op: the plan node it heads, or -1 (folded into an
-				      * earlier op's node: an empty node) */
+				      * earlier op's node, or erased: no node of its own) */
 	const struct cap_op **ops;   /* scratch: the ops of one launch, by run index */
 	struct cap_op *last;         /* the ops of the last launch whose check passed (n entries;
 				      * kernel parameters copied into last_params), so a launch with
@@ -216,10 +216,11 @@ void rw_run_destroy(struct rw_run *r);
 /* Whether the guards hold for one launch's ops def[0..n) (contiguous); points the scratch at
  * them for rw_run_op. */
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def);
-/* Whether op i is folded into an earlier op's node (an empty node). */
+/* Whether op i has no node of its own (folded into an earlier op's node, or erased). */
 bool rw_run_is_folded(const struct rw_run *r, uint32_t i);
 /* The op node i stands for, for the ops last given to rw_run_guards_hold (def): &def[i], tmp
- * filled with a derived op, or NULL for a folded op. */
+ * filled with a derived op, or NULL: a folded or erased op (rw_run_is_folded), or a node that
+ * could not be derived (a failure: the launch must not go ahead). */
 const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
 
 #endif

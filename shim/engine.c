@@ -376,6 +376,14 @@ void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api)
 		boundary_locked(kind, api);
 }
 
+/* Whether api may destroy a primary context with everything made in it (a reset always; a
+ * release when it drops the last reference): cufold's graphs and modules there die too. */
+static bool destroys_primary(enum shim_api_id api)
+{
+	return api == SHIM_ID_cuDevicePrimaryCtxReset || api == SHIM_ID_cuDevicePrimaryCtxReset_v2 ||
+	       api == SHIM_ID_cuDevicePrimaryCtxRelease || api == SHIM_ID_cuDevicePrimaryCtxRelease_v2;
+}
+
 void shim_engine_unmodeled(enum shim_api_id api)
 {
 	if (shim_is_inside())
@@ -383,6 +391,15 @@ void shim_engine_unmodeled(enum shim_api_id api)
 	tls_ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
+	if (destroys_primary(api) && replaying && recording()) {
+		/* which context is not passed here: every template retires and every context's
+		 * batch module is forgotten (rare calls; a live context just loads it again) */
+		lock_take();
+		if (still_recording())
+			rpl_context_destroyed(NULL);
+		lock_drop();
+		rpl_context_gone(NULL);
+	}
 }
 
 void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind)

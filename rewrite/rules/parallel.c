@@ -32,6 +32,9 @@
 /* Pairs further apart than this stay ordered: the guards (one per unordered pair) stay linear in
  * the segment's length, and ops that far apart gain little from overlapping. */
 #define PARALLEL_SPAN 64
+/* Longer segments are left in order: the plan's bookkeeping of pairs is quadratic in them
+ * (CUFOLD_SEGMENT defaults to 512). */
+#define PARALLEL_MAX_OPS 4096
 
 /* Whether the whole list is one stream's kernels, copies and memsets (pure). */
 static bool one_stream(const struct rw_rewriter *rw)
@@ -44,7 +47,7 @@ static bool parallel_match(const struct rw_rewriter *rw, uint32_t i)
 {
 	uint32_t n = rw_count(rw);
 
-	if (i != 0 || rw_any_unordered(rw) || !one_stream(rw))
+	if (i != 0 || n > PARALLEL_MAX_OPS || rw_any_unordered(rw) || !one_stream(rw))
 		return false;
 	/* worth it only when some pair can be left unordered */
 	for (uint32_t k = 1; k < n; k++)
