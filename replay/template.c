@@ -23,7 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
-#include "rewrite/kernels/batch.h"
+#include "rewrite/effects.h"
 #include "rewrite/rewriter.h"
 
 /* ------------------------------------------------------------------ classes */
@@ -235,31 +235,19 @@ const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const stru
 	return g->run ? rw_run_op(g->run, i, def, tmp) : &def[i];
 }
 
-/* Bytes a launch of cufold's batch kernels copies or sets (their tables share the layout of
- * ranges and count; a copy range's bytes and a memset range's bytes sit at different offsets). */
+/* Bytes a launch of cufold's batch kernels copies or sets: what its table writes (decoded once,
+ * by rewrite/effects.c). */
 static uint64_t batch_bytes(const struct cap_op *op)
 {
 	const struct cap_kernel *k = &op->u.kernel;
+	struct rw_effects e;
 	uint64_t n = 0;
 
-	if (!k->info || k->param_size != RW_BATCH_TABLE_SIZE || strncmp(k->info->name, "cufold_batch_", 13) != 0)
+	if (!k->info || strncmp(k->info->name, "cufold_batch_", 13) != 0)
 		return 0;
-	if (strcmp(k->info->name, "cufold_batch_copy") == 0) {
-		const struct rw_batch_copy_table *t = k->params;
-
-		for (uint32_t i = 0; i < t->count && i < RW_BATCH_MAX; i++)
-			n += t->r[i].bytes;
-	} else if (strcmp(k->info->name, "cufold_batch_memset") == 0) {
-		const struct rw_batch_memset_table *t = k->params;
-
-		for (uint32_t i = 0; i < t->count && i < RW_BATCH_MAX; i++)
-			n += t->r[i].bytes;
-	} else if (strcmp(k->info->name, "cufold_batch_copy2d") == 0) {
-		const struct rw_batch_copy2d_table *t = k->params;
-
-		for (uint32_t i = 0; i < t->count && i < RW_BATCH2D_MAX; i++)
-			n += t->r[i].width * t->r[i].height;
-	}
+	rw_op_effects(op, &e);
+	for (uint32_t i = 0; !e.all && i < e.nw; i++)
+		n += e.w[i].pitch ? e.w[i].width * ((e.w[i].bytes - e.w[i].width) / e.w[i].pitch + 1) : e.w[i].bytes;
 	return n;
 }
 

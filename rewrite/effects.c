@@ -54,16 +54,6 @@ bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, const struct rw_
 	return false;
 }
 
-bool rw_effects_reads(const struct rw_effects *e, const struct rw_range *q)
-{
-	return e->all || rw_ranges_overlap(e->r, e->nr, q);
-}
-
-bool rw_effects_writes(const struct rw_effects *e, const struct rw_range *q)
-{
-	return e->all || rw_ranges_overlap(e->w, e->nw, q);
-}
-
 /* A side of a copy: pitched when it has several rows of one layer, else its span. */
 static struct rw_range copy_side(uint64_t first, uint64_t span, const CUDA_MEMCPY3D *d, size_t pitch)
 {

@@ -47,11 +47,9 @@ int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set);
 /* Whether two ranges share a byte (pitched regions exactly when their pitches are equal or one
  * of them is contiguous; otherwise by span, which may say yes for regions that interleave). */
 bool rw_range_overlap(const struct rw_range *x, const struct rw_range *y);
-/* Whether q overlaps any range of the list. */
+/* Whether q overlaps any range of the list (the lists of an `all` effects say nothing: check
+ * `all` first). */
 bool rw_ranges_overlap(const struct rw_range *list, uint32_t n, const struct rw_range *q);
-/* Whether some read (write) of e overlaps q; true when e is `all`. */
-bool rw_effects_reads(const struct rw_effects *e, const struct rw_range *q);
-bool rw_effects_writes(const struct rw_effects *e, const struct rw_range *q);
 
 /* The one range op surely writes whole (every byte of it, whatever the data): a 1-D copy's
  * destination, a 1-D memset's span. False for everything else (2-D forms skip pitch gaps; a

@@ -300,13 +300,6 @@ bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct
 	}
 }
 
-bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops)
-{
-	if (g->na >= 0 || g->nb >= 0)
-		return false; /* needs the plan's snapshots: rw_plan_guards_hold */
-	return rw_cond_holds((enum rw_guard_kind)g->kind, ops[g->a], ops[g->b], g->a == g->b);
-}
-
 /* The op guard side (index, snapshot) stands for: ops[index], or the snapshot's op derived for
  * this check. */
 static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, int32_t snap,

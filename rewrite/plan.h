@@ -164,8 +164,6 @@ const char *rw_guard_name(enum rw_guard_kind k); /* "src_abuts" */
 
 /* Whether a condition holds between two ops (same: a and b are one op). */
 bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct cap_op *b, bool same);
-/* Whether one guard without snapshots holds for the bindings of ops (original op indices). */
-bool rw_guard_holds(const struct rw_guard *g, const struct cap_op *const *ops);
 /* The op node n stands for with the bindings of ops: 0, or -CF_EINVAL (the originals are not
  * what the kind needs, or cufold's kernels cannot be loaded). out's pointers may alias ops'
  * and n's scratch; key and bind are not recomputed. */

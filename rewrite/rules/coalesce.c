@@ -91,10 +91,8 @@ static bool coalesce_match(const struct rw_rewriter *rw, uint32_t i)
 	n = coalesce_guards(rw, i, set, g);
 	for (uint32_t k = 0; k < n; k++) {
 		/* the guards name original ops only: evaluate them on the window as captured */
-		const struct cap_op *ops[2] = { rw_orig(rw, g[k].a), rw_orig(rw, g[k].b) };
-		struct rw_guard local = { g[k].kind, 0, 1, -1, -1 };
-
-		if (!rw_guard_holds(&local, ops))
+		if (!rw_cond_holds((enum rw_guard_kind)g[k].kind, rw_orig(rw, g[k].a), rw_orig(rw, g[k].b),
+				   g[k].a == g[k].b))
 			return false;
 	}
 	return true;

@@ -273,12 +273,9 @@ static void test_effects_lists(void **state)
 	e.r[0] = q;
 	e.nw = 1;
 	e.w[0] = (struct rw_range){ BUF + 0x10000, 100, 0, 0 };
-	assert_false(rw_effects_reads(&e, &k));
-	assert_true(rw_effects_reads(&e, &q));
-	assert_false(rw_effects_writes(&e, &q));
-	e.all = true;
-	assert_true(rw_effects_reads(&e, &k));
-	assert_true(rw_effects_writes(&e, &k));
+	assert_false(rw_ranges_overlap(e.r, e.nr, &k));
+	assert_true(rw_ranges_overlap(e.r, e.nr, &q));
+	assert_false(rw_ranges_overlap(e.w, e.nw, &q));
 }
 
 /* ------------------------------------------------------------------ rw_op_effects */
