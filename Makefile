@@ -50,10 +50,8 @@ LDSAN    := $(SANFLAGS)
 # ---------------------------------------------------------------- cufold
 CF_SRC  := $(sort $(wildcard common/*.c shim/*.c capture/*.c rewrite/*.c rewrite/rules/*.c replay/*.c))
 CF_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(CF_SRC))
+# Only libc's: libunwind is dlopen'ed privately by capture/callsite.c when call sites are on.
 CF_LIBS := -ldl -lpthread
-ifneq ($(wildcard capture/callsite.c),)
-CF_LIBS += -lunwind
-endif
 
 # ---------------------------------------------------------------- software device
 SIM_SRC := $(sort $(wildcard tests/simcuda/*.c))
@@ -65,7 +63,8 @@ TLIB_SRC  := $(sort $(wildcard tests/lib/*.c))
 TLIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(TLIB_SRC))
 PROGS     := $(patsubst tests/progs/%.c,$(B)/progs/%,$(wildcard tests/progs/*.c))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(wildcard tests/workloads/*.c))
-PLUGINS   := $(patsubst tests/plugins/%.c,$(B)/plugins/%.so,$(wildcard tests/plugins/*.c))
+PLUGINS   := $(patsubst tests/plugins/%.c,$(B)/plugins/%.so,$(wildcard tests/plugins/*.c)) \
+             $(patsubst tests/plugins/%.cpp,$(B)/plugins/%.so,$(wildcard tests/plugins/*.cpp))
 # tests/unit/sim_*.c drive the software device through its public API (linked against it);
 # tests/unit/test_*.c test cufold's own modules in-process (linked with libcufold.a).
 SIM_UNIT  := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/sim_*.c))
@@ -75,7 +74,7 @@ SIMLIB    := $(B)/simcuda/libcuda.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
-.PHONY: all deps test demo api clean check-api bench bench-overhead
+.PHONY: all deps test demo api clean check-api bench bench-overhead fault-sweep
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT)
 
 $(B)/obj/%.o: %.c
@@ -176,6 +175,10 @@ $(B)/plugins/%.so: tests/plugins/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $< -o $@ $(LDSAN)
 
+$(B)/plugins/%.so: tests/plugins/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -fPIC -g $(OPT) -Wall -Wextra $(SANFLAGS) $< -o $@
+
 $(B)/unit/sim_%: tests/unit/sim_%.c $(TLIB_OBJ) $(SIMLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(TLIB_OBJ) -o $@ $(PROG_LINK) -lcmocka
@@ -215,6 +218,9 @@ bench: all
 
 bench-overhead: all
 	@B=$(B) scripts/bench-overhead
+
+fault-sweep: all
+	@B=$(B) scripts/fault-sweep --full
 
 clean:
 	rm -rf build

@@ -4,10 +4,20 @@
  *
  * Unwinding costs microseconds per op, which is why it is off by default. Names are resolved
  * (unw_get_proc_name) only the first time a hash is seen; the registry has its own lock because
- * hooks unwind before they take the engine's lock (a registry lookup never waits on the engine). */
+ * hooks unwind before they take the engine's lock (a registry lookup never waits on the engine).
+ *
+ * libunwind is never linked: libunwind.so.8 exports its own _Unwind_RaiseException and friends,
+ * and in a process without libgcc_s among its first libraries those would take over C++
+ * exceptions everywhere (an exception thrown inside std::call_once then aborts). So it is
+ * dlopen'ed RTLD_LOCAL on the first capture (only CUFOLD_CALLSITES=1 captures), its functions
+ * looked up into typed pointers through glibc's dlsym (shim_real_dlsym, never cufold's exported
+ * hook). When it cannot be loaded, call sites are off with one warning and every capture
+ * returns 0, as when unwinding fails. The header is included for its types and prototypes
+ * only: nothing here names a libunwind symbol outside a string. */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -16,11 +26,19 @@
 #include <string.h>
 
 #include "capture/capture_int.h"
+#include "common/errors.h"
 #include "common/hash.h"
+#include "common/log.h"
 
 #define SITE_FRAMES 4    /* frames outside cufold that make a call site */
 #define WALK_MAX 64      /* frames walked at most */
 #define SITE_NAME_MAX 512 /* bytes of a site's printed name */
+#define UNWIND_LIB "libunwind.so.8" /* loaded on first use, never linked */
+
+/* The symbol a libunwind name stands for: unw_step is a macro for _ULx86_64_step (local-only
+ * names) and unw_getcontext for _Ux86_64_getcontext, so the header says what to look up. */
+#define SYM_NAME_(x) #x
+#define SYM_NAME(x) SYM_NAME_(x)
 
 struct site {
 	uint64_t hash;               /* the call site */
@@ -28,10 +46,23 @@ struct site {
 	char name[SITE_NAME_MAX];    /* "fn+0x1a < caller+0x40 < ..." */
 };
 
+/* libunwind's functions, typed with the header's own prototypes (__typeof__ names no symbol). */
+struct unwinder {
+	void *handle;                                    /* the dlopen'ed library, NULL when not loaded */
+	__typeof__(&unw_tdep_getcontext) getcontext;     /* unw_getcontext */
+	__typeof__(&unw_init_local) init_local;          /* unw_init_local */
+	__typeof__(&unw_get_reg) get_reg;                /* unw_get_reg */
+	__typeof__(&unw_get_proc_name) get_proc_name;    /* unw_get_proc_name */
+	__typeof__(&unw_step) step;                      /* unw_step */
+	__typeof__(&unw_backtrace) backtrace;            /* unw_backtrace */
+	bool ok;                                         /* all of the above found */
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards sites */
 static struct cf_map sites;     /* hash -> struct site */
 static uintptr_t self_lo, self_hi; /* cufold's own text: frames there are skipped */
-static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static struct unwinder uw;       /* set once by callsite_init, read-only after */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT; /* libunwind and self_lo/hi */
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -56,8 +87,57 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-static void self_range(void)
+/* One libunwind function into *slot; false (and *missing = name) when absent. */
+static bool uw_find(void *handle, const char *name, void *slot, const char **missing)
 {
+	void *p = shim_real_dlsym(handle, name);
+
+	if (!p) {
+		*missing = name;
+		return false;
+	}
+	memcpy(slot, &p, sizeof(p));
+	return true;
+}
+
+/* 0 with uw's functions filled, or -CF_ENOENT (after one warning) when libunwind or one of its
+ * functions is missing. */
+static int uw_load(void)
+{
+	const char *missing = NULL, *why;
+	void *h;
+	int rc = 0;
+
+	h = shim_real_dlopen(UNWIND_LIB, RTLD_LAZY | RTLD_LOCAL);
+	if (!h) {
+		why = dlerror();
+		cf_log_warn_once("call sites are off: cannot load %s (CUFOLD_CALLSITES=1 needs libunwind8): %s",
+				 UNWIND_LIB, why ? why : "?");
+		rc = -CF_ENOENT;
+		goto out;
+	}
+	if (!uw_find(h, SYM_NAME(unw_tdep_getcontext), &uw.getcontext, &missing) ||
+	    !uw_find(h, SYM_NAME(unw_init_local), &uw.init_local, &missing) ||
+	    !uw_find(h, SYM_NAME(unw_get_reg), &uw.get_reg, &missing) ||
+	    !uw_find(h, SYM_NAME(unw_get_proc_name), &uw.get_proc_name, &missing) ||
+	    !uw_find(h, SYM_NAME(unw_step), &uw.step, &missing) ||
+	    !uw_find(h, SYM_NAME(unw_backtrace), &uw.backtrace, &missing))
+		goto out_close;
+	uw.handle = h;
+	goto out;
+
+out_close:
+	cf_log_warn_once("call sites are off: %s has no %s", UNWIND_LIB, missing);
+	dlclose(h);
+	rc = -CF_ENOENT;
+out:
+	return rc;
+}
+
+/* Once per process, on the first capture: libunwind, and cufold's own text range. */
+static void callsite_init(void)
+{
+	uw.ok = uw_load() == 0;
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&cap_callsite_capture);
 }
 
@@ -71,8 +151,8 @@ static void name_frames(struct site *s, unw_cursor_t *cur, int n)
 		unw_word_t off = 0, ip = 0;
 		int w;
 
-		unw_get_reg(&cur[i], UNW_REG_IP, &ip);
-		if (unw_get_proc_name(&cur[i], fn, sizeof(fn), &off) == 0)
+		uw.get_reg(&cur[i], UNW_REG_IP, &ip);
+		if (uw.get_proc_name(&cur[i], fn, sizeof(fn), &off) == 0)
 			w = snprintf(s->name + len, sizeof(s->name) - len, "%s%s+0x%lx", i ? " < " : "", fn,
 				     (unsigned long)off);
 		else
@@ -91,18 +171,18 @@ static int walk_frames(unw_cursor_t *cur, uint64_t *hash)
 	uint64_t h = CF_HASH_SEED;
 	int n = 0;
 
-	if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+	if (uw.getcontext(&uc) != 0 || uw.init_local(&c, &uc) != 0)
 		return 0;
 	for (int depth = 0; depth < WALK_MAX && n < SITE_FRAMES; depth++) {
 		unw_word_t ip = 0;
 
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || !ip)
+		if (uw.get_reg(&c, UNW_REG_IP, &ip) != 0 || !ip)
 			break;
 		if (ip < self_lo || ip >= self_hi) {
 			cur[n++] = c;
 			h = cf_hash_combine(h, ip);
 		}
-		if (unw_step(&c) <= 0)
+		if (uw.step(&c) <= 0)
 			break;
 	}
 	*hash = h ? h : 1;
@@ -116,9 +196,11 @@ uint64_t cap_callsite_capture(void)
 	int depth, n = 0;
 	bool known;
 
-	pthread_once(&self_once, self_range);
+	pthread_once(&init_once, callsite_init);
+	if (!uw.ok)
+		return 0;
 	/* the fast path: return addresses only (libunwind caches what it needs per address) */
-	depth = unw_backtrace(ips, WALK_MAX);
+	depth = uw.backtrace(ips, WALK_MAX);
 	for (int i = 0; i < depth && n < SITE_FRAMES; i++) {
 		uintptr_t ip = (uintptr_t)ips[i];
 

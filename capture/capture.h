@@ -302,6 +302,36 @@ struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api);
 /* Count a boundary without closing (a call passed through while the program captures). */
 void cap_note_passthrough(enum shim_api_id api);
 
+/* ------------------------------------------------------------------ what the host observes (observe.c) */
+
+/* A synchronize or query ends the window only when what it asks about could include work of
+ * the open window (work replay may hold back); any other such call goes to the driver and the
+ * window goes on. The decision depends only on the calls the program made, so a shape is cut
+ * at the same place whether its ops were deferred or not. */
+enum cap_target_kind {
+	CAP_TARGET_STREAM = 0,       /* a stream's work (the legacy stream: conservatively, all work) */
+	CAP_TARGET_EVENT = 1,        /* the work before an event's last record */
+	CAP_TARGET_CONTEXT = 2,      /* all work (windows are process-wide) */
+};
+
+struct cap_target {
+	uint8_t kind;                /* enum cap_target_kind */
+	uint8_t pt;                  /* stream: the entry point's per-thread kind (SHIM_PT_*) */
+	CUstream stream;             /* CAP_TARGET_STREAM: the handle as passed */
+	CUevent event;               /* CAP_TARGET_EVENT */
+	CUcontext ctx;               /* the caller's current context (default streams are per context) */
+	uint32_t tid;                /* the caller's thread (per-thread default streams) */
+};
+
+/* Whether a call asking about t could observe an op of the open window at index >= from. */
+bool cap_window_observed(const struct cap_target *t, uint32_t from);
+/* Whether an op of the open window names memory in [base, base+size): a copy's or memset's
+ * extent, or an 8-byte-aligned kernel parameter word (the same test replay applies to its
+ * templates; memory reached only through pointers stored in device memory is not seen). */
+bool cap_window_references(uint64_t base, uint64_t size);
+/* Count a boundary call that did not close the window (the report's calls vs windows_closed). */
+void cap_boundary_seen(enum cap_boundary kind);
+
 /* ------------------------------------------------------------------ handles capture learns of */
 
 /* A stream the program created, with its flags (saves a cuStreamGetFlags). */

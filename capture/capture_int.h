@@ -100,15 +100,23 @@ struct cap_stream {
 	uint8_t kind;                /* enum cap_stream_kind */
 	uint64_t win;                /* window number its slot belongs to */
 	uint16_t slot;               /* its slot in window `win` */
+	uint32_t last;               /* index of its last op in window `win` */
 };
 struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t tid);
+/* The record of a stream as an op would name it, or NULL when capture never saw it (nothing is
+ * created and the driver is not asked). */
+struct cap_stream *cap__stream_find(CUstream h, int pt, CUcontext ctx, uint32_t tid);
 /* The event slot bookkeeping: slot of e in window `win`, assigning the next one. */
 struct cap_event_rec {
 	CUevent handle;              /* the program's event */
 	uint64_t win;                /* window number its slot belongs to */
 	uint16_t slot;               /* its slot in window `win` */
+	uint64_t rec_win;            /* window number of its last record (0: none recorded) */
+	uint32_t rec_index;          /* index of that record in window `rec_win` */
 };
 struct cap_event_rec *cap__event_get(CUevent e);
+/* The record of an event, or NULL when capture never saw it (nothing is created). */
+struct cap_event_rec *cap__event_find(CUevent e);
 void cap__streams_fini(void);
 size_t cap__streams_bytes(void);
 

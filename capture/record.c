@@ -386,15 +386,21 @@ static int stream_slot(struct cap_window *w, struct cap_op *op, CUcontext ctx, u
 		s->win = w->seq;
 		s->slot = (uint16_t)w->nstreams++;
 	}
+	s->last = w->nops; /* the op being recorded is the window's next */
 	return s->slot;
 }
 
-static int event_slot(struct cap_window *w, CUevent e)
+static int event_slot(struct cap_window *w, CUevent e, bool record)
 {
 	struct cap_event_rec *r = cap__event_get(e);
 
 	if (!r)
 		return -1;
+	if (record) {
+		/* what a synchronize or query of e observes from now on (observe.c) */
+		r->rec_win = w->seq;
+		r->rec_index = w->nops;
+	}
 	if (r->win != w->seq) {
 		if (w->nevents >= CAP_MAX_SLOTS)
 			return -1;
@@ -653,7 +659,7 @@ int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_r
 	case CAP_OP_EVENT_RECORD:
 	case CAP_OP_EVENT_WAIT:
 		op->u.event = c->u.event;
-		slot = event_slot(w, c->u.event.event);
+		slot = event_slot(w, c->u.event.event, c->kind == CAP_OP_EVENT_RECORD);
 		if (slot < 0)
 			goto out_nomem;
 		op->u.event.slot = (uint16_t)slot;

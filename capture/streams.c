@@ -75,6 +75,15 @@ static void sweep_per_thread(void)
 	free(keys);
 }
 
+struct cap_stream *cap__stream_find(CUstream h, int pt, CUcontext ctx, uint32_t tid)
+{
+	if (h == CU_STREAM_LEGACY || (!h && pt == SHIM_PT_NONE))
+		return cf_map_get(&streams, default_key(1, ctx, 0));
+	if (h == CU_STREAM_PER_THREAD || !h)
+		return cf_map_get(&streams, default_key(2, ctx, tid));
+	return cf_map_get(&streams, (uint64_t)(uintptr_t)h);
+}
+
 struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t tid)
 {
 	struct cap_stream *s;
@@ -125,6 +134,11 @@ void cap_stream_forget(CUstream h)
 	if (s)
 		nbytes -= sizeof(*s);
 	free(s);
+}
+
+struct cap_event_rec *cap__event_find(CUevent e)
+{
+	return cf_map_get(&events, (uint64_t)(uintptr_t)e);
 }
 
 struct cap_event_rec *cap__event_get(CUevent e)

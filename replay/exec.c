@@ -89,6 +89,8 @@ static struct {
 	uint32_t nfailed;            /* used entries of failed */
 	bool all_failed;             /* more failed contexts than fit: every context passes through */
 	uint64_t clock_ns;           /* cost of one cf_now_ns() (calibrated at init) */
+	uint32_t poll_ndef;          /* ndef when a query last found the deferred run */
+	uint64_t poll_t0;            /* when the deferred run was last seen growing by a query; 0: never */
 } st;
 
 /* A note with its list link (notes are few: one per shape seen). */
@@ -243,6 +245,7 @@ void rpl_atfork_child(void)
 	cf_arena_fini(&st.arena);
 	memset(&st, 0, sizeof(st));
 	memset(&rpl__totals, 0, sizeof(rpl__totals));
+	rpl__errors_reset();
 	rpl_init(&cfg);
 }
 
@@ -405,6 +408,7 @@ static void ctx_fail(CUcontext ctx, const char *what)
 static void def_clear(void)
 {
 	st.ndef = 0;
+	st.poll_t0 = 0;
 	cf_arena_reset(&st.arena);
 }
 
@@ -464,8 +468,8 @@ static CUresult flush_eager(enum rpl_fallback why)
 		rc = cap_op_issue(op);
 		rpl__ctx_leave(pushed);
 		if (rc != CUDA_SUCCESS) {
-			cf_log_warn_once("replay: a deferred call failed when submitted (error %d); the program was told "
-					 "it succeeded and will see the error at its next synchronization", (int)rc);
+			/* the program was told it succeeded: its next observing call returns it */
+			rpl__error_note(op, rc);
 			if (first == CUDA_SUCCESS)
 				first = rc;
 		}
@@ -925,6 +929,7 @@ void rpl_stop(void)
 		return;
 	rpl_flush();
 	st.stopped = true;
+	rpl__errors_at_exit();
 }
 
 bool rpl_take_wait(struct rpl_wait *w)
@@ -961,16 +966,51 @@ bool rpl_has_deferred(void)
 	return st.ndef != 0;
 }
 
-CUresult rpl_flush(void)
+bool rpl_deferred_from(uint32_t *first)
+{
+	if (!st.ndef)
+		return false;
+	*first = st.def_first;
+	return true;
+}
+
+static CUresult flush_for(enum rpl_fallback why)
 {
 	CUresult rc;
 
 	if (!st.ready || (st.mstate != RPL_M_MATCHING && !st.ndef))
 		return CUDA_SUCCESS;
-	rc = submit_deferred(RPL_FB_BOUNDARY);
+	rc = submit_deferred(why);
 	st.mstate = RPL_M_RECORDING;
 	st.ncand = 0;
 	return rc;
+}
+
+CUresult rpl_flush(void)
+{
+	return flush_for(RPL_FB_BOUNDARY);
+}
+
+bool rpl_poll(uint32_t tid)
+{
+	uint64_t now;
+
+	if (!st.ndef)
+		return false;
+	if (st.def[st.ndef - 1].tid != tid) {
+		now = cf_now_ns();
+		if (!st.poll_t0 || st.poll_ndef != st.ndef) {
+			st.poll_ndef = st.ndef; /* still growing: its thread is issuing the step */
+			st.poll_t0 = now;
+		}
+		if (now - st.poll_t0 < RPL_POLL_STALL_NS) {
+			rpl__totals.polls_not_ready++;
+			return true;
+		}
+	}
+	/* the rest of the window goes eagerly; the window itself goes on */
+	flush_for(RPL_FB_POLL);
+	return false;
 }
 
 void rpl_window_closed(struct cap_shape *s)

@@ -59,7 +59,8 @@ enum rpl_verdict {
 	X(FREE, "memory the template references was freed") \
 	X(CHURN, "bindings change on most launches (cheaper eager)") \
 	X(GUARD, "a rewrite guard failed on the call's bindings") \
-	X(BUSY, "a stage buffer was still read by the previous launch")
+	X(BUSY, "a stage buffer was still read by the previous launch") \
+	X(POLL, "a query polled deferred work that was not growing")
 
 enum rpl_fallback {
 #define RPL_FALLBACK_ENUM_(name, label) RPL_FB_##name,
@@ -102,6 +103,23 @@ void rpl_op_failed(void);
 CUresult rpl_flush(void);
 /* Whether ops are deferred now (cheap; for boundaries on the fast path). */
 bool rpl_has_deferred(void);
+/* Where the deferred run starts in the open window: true and *first when ops are deferred. */
+bool rpl_deferred_from(uint32_t *first);
+/* A query of thread tid asks about deferred work (cap_window_observed from rpl_deferred_from).
+ * True: answer CUDA_ERROR_NOT_READY, which is the truth (the work is not even submitted).
+ * False: replay submitted what it kept (the query goes to the driver). Polling makes progress:
+ * the thread that made the last deferred op cannot issue more while it polls, so its query
+ * submits at once; another thread's polls are answered NOT_READY while the deferred run keeps
+ * growing, and submit it once it has not grown for RPL_POLL_STALL_NS. */
+bool rpl_poll(uint32_t tid);
+
+/* Errors of deferred ops that failed when submitted (deferred_errors.c). An error pending for
+ * ctx (NULL: any context) to return instead of success: for a call that observes the device
+ * (work = false) any pending error, once (sticky ones every time); for a stream work call
+ * (work = true) only a sticky one. CUDA_SUCCESS when none. */
+CUresult rpl_error_take(CUcontext ctx, bool work);
+/* Whether any error is pending (cheap). */
+bool rpl_error_pending(void);
 /* A window closed with shape s (NULL when it was empty or not tracked): the next call starts
  * a new window; a shape seen often enough becomes a template. */
 void rpl_window_closed(struct cap_shape *s);
@@ -137,6 +155,7 @@ struct rpl_totals {
 	uint64_t matched_ops;        /* ops compared against a template */
 	uint64_t match_ns;           /* time spent matching the timed sample of ops */
 	uint64_t match_samples;      /* ops in the timed sample */
+	uint64_t polls_not_ready;    /* queries answered CUDA_ERROR_NOT_READY for deferred work */
 	bool failed;                 /* some context went to sticky passthrough */
 };
 void rpl_get_totals(struct rpl_totals *t);

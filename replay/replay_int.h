@@ -15,7 +15,11 @@
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
+#define RPL_POLL_STALL_NS 200000 /* another thread's polls of a deferred run that has not grown
+				  * for this long submit it (rpl_poll) */
 #define RPL_GUARD_RETIRES 3   /* after this many retirements by failed guards, a shape is replayed unrewritten */
+#define RPL_OPT_NONE (-1)     /* rpl_config.opt of a shape replayed unrewritten: no rule at all, not even
+			       * one CUFOLD_RULES switches on (level 0 runs those) */
 #define RPL_SITES_MAX 8       /* call sites of rewritten ops kept per template (report) */
 
 /* How an op of a template is submitted when it matches. */
@@ -168,6 +172,19 @@ void rpl__own_call(void);
 /* Make ctx current on this thread if it is not; *pushed says whether to pop. */
 void rpl__ctx_enter(CUcontext ctx, bool *pushed);
 void rpl__ctx_leave(bool pushed);
+
+/* deferred_errors.c: a deferred op failed when submitted (the program was told it succeeded). */
+void rpl__error_note(const struct cap_op *op, CUresult rc);
+/* Whether rc leaves a context unusable (the driver returns it from every later call). */
+bool rpl__error_is_sticky(CUresult rc);
+/* At exit: log the errors no call returned. */
+void rpl__errors_at_exit(void);
+/* Forget every error (fork child, fini). */
+void rpl__errors_reset(void);
+/* The report's "deferred_errors" member. */
+void rpl__errors_write_json(FILE *f);
+/* text as the inside of a JSON string. */
+void rpl__json_text(FILE *f, const char *text);
 
 /* exec.c: every live template (report). */
 struct rpl_template *rpl__templates(void);

@@ -20,18 +20,21 @@ static void write_fallbacks(FILE *f, const uint64_t *fb)
 	fputc('}', f);
 }
 
-/* A call site's name as a JSON string. */
-static void write_site(FILE *f, uint64_t site)
+void rpl__json_text(FILE *f, const char *text)
 {
-	const char *name = cap_callsite_name(site);
-
-	fputc('"', f);
-	for (const char *p = name ? name : "?"; *p; p++) {
+	for (const char *p = text ? text : "?"; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			fputc('\\', f);
 		if ((unsigned char)*p >= 0x20)
 			fputc(*p, f);
 	}
+}
+
+/* A call site's name as a JSON string. */
+static void write_site(FILE *f, uint64_t site)
+{
+	fputc('"', f);
+	rpl__json_text(f, cap_callsite_name(site));
 	fputc('"', f);
 }
 
@@ -117,6 +120,8 @@ void rpl_write_report_json(FILE *f)
 		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
 		s->matched_ops, rpl_host_ns_per_op(), rpl_memory_bytes(), s->failed ? "true" : "false");
 	write_fallbacks(f, s->fallbacks);
+	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    ", s->polls_not_ready);
+	rpl__errors_write_json(f);
 	fputs(",\n    \"templates\": [\n", f);
 	for (const struct rpl_template *t = rpl__templates(); t; t = t->next) {
 		if (!first)

@@ -278,8 +278,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 {
 	struct cap_who who;
 
-	(void)rc;
 	t->active = false;
+	t->err = CUDA_SUCCESS;
 	shim_note_call((enum shim_api_id)c->api);
 	if (!recording())
 		return true;
@@ -302,30 +302,44 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	lock_take();
 	if (still_recording()) {
 		who.ctx = current_ctx();
+		if (cf_unlikely(replaying && rpl_error_pending())) {
+			/* a deferred op left this context unusable: the driver would refuse this too */
+			CUresult sticky = rpl_error_take(who.ctx, true);
+
+			if (sticky != CUDA_SUCCESS) {
+				lock_drop();
+				*rc = sticky;
+				return false;
+			}
+		}
 		cap_record(c, &who, &t->rec);
 		t->active = true;
 		if (replaying && replay_op(t, rc)) {
 			lock_drop();
 			return false;
 		}
+		/* a blocking copy observes the device: it returns what a deferred op left behind */
+		if (cf_unlikely(replaying && t->rec.ends_window && rpl_error_pending()))
+			t->err = rpl_error_take(who.ctx, false);
 	}
 	lock_drop();
 	return true;
 }
 
-void shim_engine_op_end(struct shim_tok *t, CUresult rc)
+CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc)
 {
 	if (!t->active)
-		return;
+		return rc;
 	if (rc == CUDA_SUCCESS) {
 		cap_op_done(&t->rec, false);
-		return;
+		return t->err;
 	}
 	lock_take();
 	cap_op_done(&t->rec, true);
 	if (replaying && still_recording())
 		rpl_op_failed();
 	lock_drop();
+	return rc;
 }
 
 /* ------------------------------------------------------------------ other calls */
@@ -358,6 +372,51 @@ void shim_engine_neutral(enum shim_api_id api)
 			rpl_flush();
 		lock_drop();
 	}
+}
+
+void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct cap_target *t, struct shim_obs *o)
+{
+	o->answered = false;
+	o->err = CUDA_SUCCESS;
+	shim_note_call(api);
+	if (!recording())
+		return;
+	lock_take();
+	if (!still_recording())
+		goto out;
+	t->ctx = current_ctx();
+	t->tid = cf_tid();
+	if (kind == CAP_BOUNDARY_SYNC) {
+		if (cap_window_observed(t, 0))
+			close_window(kind, api);
+		else
+			cap_boundary_seen(kind);
+	} else {
+		uint32_t first;
+
+		/* a query never ends the window: background threads poll (watchdogs, allocators) at
+		 * moments no step repeats; deferred work it asks about is truly not complete yet */
+		cap_boundary_seen(kind);
+		if (replaying && rpl_deferred_from(&first) && cap_window_observed(t, first) && rpl_poll(t->tid)) {
+			o->answered = true;
+			o->answer = CUDA_ERROR_NOT_READY;
+		}
+	}
+	if (replaying && rpl_error_pending()) {
+		o->err = rpl_error_take(t->ctx, false);
+		if (o->err != CUDA_SUCCESS && o->answered)
+			o->answer = o->err;
+	}
+out:
+	lock_drop();
+}
+
+CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc)
+{
+	/* the deferred op's error is what the program would have met first */
+	if (o->err != CUDA_SUCCESS && (rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_READY))
+		return o->err;
+	return rc;
 }
 
 static void boundary_locked(enum cap_boundary kind, enum shim_api_id api)
@@ -421,7 +480,13 @@ void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_fre
 		return;
 	lock_take();
 	if (still_recording()) {
-		close_window(CAP_BOUNDARY_FREE, api);
+		const struct cap_alloc *a = base ? cap_alloc_find(base) : NULL;
+
+		/* memory cufold never saw allocated may be anything the window uses */
+		if (!a || a->base != base || cap_window_references(a->base, a->size))
+			close_window(CAP_BOUNDARY_FREE, api);
+		else
+			cap_boundary_seen(CAP_BOUNDARY_FREE);
 		t->removed = base && cap_alloc_remove(base, &t->alloc) == 0;
 		if (replaying && t->removed)
 			rpl_memory_released(t->alloc.base, t->alloc.size);
@@ -446,7 +511,10 @@ void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size)
 		return;
 	lock_take();
 	if (still_recording()) {
-		close_window(CAP_BOUNDARY_FREE, api);
+		if (cap_window_references(base, size))
+			close_window(CAP_BOUNDARY_FREE, api);
+		else
+			cap_boundary_seen(CAP_BOUNDARY_FREE);
 		cap_alloc_remove_range(base, size);
 		if (replaying)
 			rpl_memory_released(base, size);

@@ -14,6 +14,8 @@
  *     boundary first makes replay submit everything it keeps, then closes the open window,
  *     BEFORE the call reaches the driver, whichever thread makes it; a neutral call (a pure
  *     query) only counts. Calls cufold does not model are boundaries (shim_note_unmodeled).
+ *     Synchronizes, frees and unmaps are boundaries only when what they name could include
+ *     work of the open window; queries never are (shim_engine_observe).
  *  3. The engine's mutex orders all recording: windows hold the ops of every thread in the
  *     order their calls took it. No hook holds it while the driver runs the program's call
  *     (cufold's own driver calls do run under it: queries, and replay's graph builds,
@@ -25,13 +27,16 @@
  *     replay keeps no call at all: every stream-work call is a boundary for it (a wait joins
  *     its stream to a capture in the driver at once). Queries of capture state first make
  *     replay submit what it keeps.
- *  6. Every locked path asks the state again under the mutex: a thread that blocked on it
+ *  5. Every locked path asks the state again under the mutex: a thread that blocked on it
  *     while exit flushed passes through. Nothing waits on the device under the mutex (replay's
  *     waits after a failure are made after it is dropped).
- *  5. Fork closes the window (FORK, kept calls submitted first) with the mutex held across the
+ *  6. Fork closes the window (FORK, kept calls submitted first) with the mutex held across the
  *     fork; the child starts with nothing recorded and no templates, and writes no outputs
  *     unless their path has %p. Exit closes the window (EXIT, kept calls submitted first) and
- *     writes the outputs; calls after that pass through. */
+ *     writes the outputs; calls after that pass through.
+ *  7. No result of the driver is lost: an error of a deferred op's submission is returned by
+ *     the context's next observing call (synchronize, query, blocking copy) in place of
+ *     success, as the driver reports asynchronous errors (replay/deferred_errors.c). */
 #ifndef SHIM_ENGINE_H
 #define SHIM_ENGINE_H
 
@@ -47,15 +52,32 @@
 struct shim_tok {
 	struct cap_rec rec;          /* what capture did with the call */
 	bool active;                 /* op_end has work to do */
+	CUresult err;                /* a deferred op's error this call returns instead of success */
 };
 
 /* Before a stream-work call. Returns true when the hook must now call the driver with the
  * program's own arguments and then shim_engine_op_end with the result; false when the engine
  * answered the call itself with *rc (replay's deferral; never in trace mode). */
 bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult *rc);
-void shim_engine_op_end(struct shim_tok *t, CUresult rc);
+/* Returns what the hook returns: rc, or the error of a deferred op when the call observes the
+ * device (a blocking copy) and the driver succeeded. */
+CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc);
 
 /* ------------------------------------------------------------------ other calls */
+
+/* A synchronize or query (kind SYNC or QUERY) of what t names; t's ctx and tid are filled in
+ * here. A synchronize ends the window only when t could observe work of the open window
+ * (capture's cap_window_observed); a query never ends it, and is answered CUDA_ERROR_NOT_READY
+ * without reaching the driver while replay holds the work it asks about (rpl_poll). Either may
+ * return the error of a deferred op of the caller's context (rpl_error_take). */
+struct shim_obs {
+	bool answered;               /* the hook returns `answer` without calling the driver */
+	CUresult answer;             /* when answered */
+	CUresult err;                /* else: returned instead of the driver's success */
+};
+void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct cap_target *t, struct shim_obs *o);
+/* What the hook returns after the driver answered rc. */
+CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc);
 
 /* Count a call that changes nothing cufold tracks (a pure query). */
 void shim_engine_neutral(enum shim_api_id api);
@@ -67,15 +89,17 @@ void shim_engine_unmodeled(enum shim_api_id api);
 /* The driver handed out [base, base+size) of kind (after a successful allocation). */
 void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind);
 
-/* A free: boundary (FREE), and the allocation leaves the map before the driver frees it;
- * shim_engine_free_end puts it back when the driver refused. */
+/* A free: the allocation leaves the map before the driver frees it, and the window ends first
+ * (FREE) when one of its ops names the allocation; shim_engine_free_end puts it back when the
+ * driver refused. */
 struct shim_free_tok {
 	struct cap_alloc alloc;      /* what was removed */
 	bool removed;                /* an allocation was removed */
 };
 void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t);
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
-/* cuMemUnmap: boundary (FREE), every mapped range inside [base, base+size) leaves the map. */
+/* cuMemUnmap: every mapped range inside [base, base+size) leaves the map; the window ends first
+ * (FREE) when one of its ops names the range. */
 void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size);
 
 /* A stream was created with flags (counted as neutral). */
@@ -162,8 +186,7 @@ bool shim_engine_totals(struct cap_totals *t);
 		if (!shim_engine_op_begin(&c_, &t_, &rc_)) \
 			return rc_; \
 		rc_ = shim_real.p_##symbol args; \
-		shim_engine_op_end(&t_, rc_); \
-		return rc_; \
+		return shim_engine_op_end(&t_, rc_); \
 	}
 
 #endif

@@ -1,28 +1,40 @@
-/* hooks_sync.c - hand-written hooks of the calls that end a window without being stream work:
- * synchronizes and queries, the program's own stream captures, context switches, and the
+/* hooks_sync.c - hand-written hooks of the calls that may end a window without being stream
+ * work: synchronizes and queries, the program's own stream captures, context switches, and the
  * creation and destruction of streams and events. shim layer.
  *
  * A boundary closes the open window before the call reaches the driver (replay will flush its
- * deferred work there). cuCtxSetCurrent is a boundary only when it changes the context; stream
- * creation is not a boundary (capture learns the new stream's flags from it). */
+ * deferred work there). A synchronize is one only when what it names could include work of the
+ * open window, a query never (shim_engine_observe says why). cuCtxSetCurrent is a boundary only
+ * when it changes the context; stream creation is not a boundary (capture learns the new
+ * stream's flags from it). */
 #include "shim/engine.h"
 
-#define BOUNDARY_HOOK(symbol, kind, decls, args) \
+/* A synchronize or query of what `target` names (a struct cap_target initializer). */
+#define OBSERVE_HOOK(symbol, kind, decls, args, target) \
 	SHIM_HOOK(symbol) decls \
 	{ \
-		if (!shim_is_inside()) \
-			shim_engine_boundary(CAP_BOUNDARY_##kind, SHIM_ID_##symbol); \
-		return shim_real.p_##symbol args; \
+		struct cap_target t_ = target; \
+		struct shim_obs o_; \
+		if (shim_is_inside()) \
+			return shim_real.p_##symbol args; \
+		shim_engine_observe(CAP_BOUNDARY_##kind, SHIM_ID_##symbol, &t_, &o_); \
+		if (o_.answered) \
+			return o_.answer; \
+		return shim_engine_observed(&o_, shim_real.p_##symbol args); \
 	}
 
-BOUNDARY_HOOK(cuStreamSynchronize, SYNC, (CUstream s), (s))
-BOUNDARY_HOOK(cuStreamSynchronize_ptsz, SYNC, (CUstream s), (s))
-BOUNDARY_HOOK(cuEventSynchronize, SYNC, (CUevent e), (e))
-BOUNDARY_HOOK(cuCtxSynchronize, SYNC, (void), ())
-BOUNDARY_HOOK(cuCtxSynchronize_v2, SYNC, (CUcontext ctx), (ctx))
-BOUNDARY_HOOK(cuStreamQuery, QUERY, (CUstream s), (s))
-BOUNDARY_HOOK(cuStreamQuery_ptsz, QUERY, (CUstream s), (s))
-BOUNDARY_HOOK(cuEventQuery, QUERY, (CUevent e), (e))
+#define STREAM(s, pt_) { .kind = CAP_TARGET_STREAM, .pt = (pt_), .stream = (s) }
+#define EVENT(e) { .kind = CAP_TARGET_EVENT, .event = (e) }
+#define CONTEXT { .kind = CAP_TARGET_CONTEXT }
+
+OBSERVE_HOOK(cuStreamSynchronize, SYNC, (CUstream s), (s), STREAM(s, SHIM_PT_NONE))
+OBSERVE_HOOK(cuStreamSynchronize_ptsz, SYNC, (CUstream s), (s), STREAM(s, SHIM_PT_PTSZ))
+OBSERVE_HOOK(cuEventSynchronize, SYNC, (CUevent e), (e), EVENT(e))
+OBSERVE_HOOK(cuCtxSynchronize, SYNC, (void), (), CONTEXT)
+OBSERVE_HOOK(cuCtxSynchronize_v2, SYNC, (CUcontext ctx), (ctx), CONTEXT)
+OBSERVE_HOOK(cuStreamQuery, QUERY, (CUstream s), (s), STREAM(s, SHIM_PT_NONE))
+OBSERVE_HOOK(cuStreamQuery_ptsz, QUERY, (CUstream s), (s), STREAM(s, SHIM_PT_PTSZ))
+OBSERVE_HOOK(cuEventQuery, QUERY, (CUevent e), (e), EVENT(e))
 
 /* ------------------------------------------------------------------ the program's captures */
 

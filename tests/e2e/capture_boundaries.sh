@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # capture_boundaries.sh - every kind of call that ends a capture window does, in order, with the
-# ops before it in the window: tests/progs/cap_boundaries does one step of work before each kind
-# (synchronize, query, host copy, free, module unload, context push/pop, destroy, the program's
+# ops before it in the window, and the calls that only may end one (a query never; a synchronize
+# or free only when it names work or memory of the window) do not otherwise:
+# tests/progs/cap_boundaries does one step of work before each kind
+# (synchronize, host copy, free, module unload, context push/pop, destroy, the program's
 # own capture, a barrier kernel, a launch cufold cannot record, an unmodeled call, a full window,
 # fork, exit). The trace's window-end events and the report's counts are checked against the
 # expected sequence; the program's output is identical with and without cufold. tests layer.
@@ -34,11 +36,10 @@ expected = [
     ("SYNC", "cuStreamSynchronize", 3),      # memset, work, copy; cuCtxSetCurrent(same) is no boundary
     ("SYNC", "cuEventSynchronize", 2),
     ("SYNC", "cuCtxSynchronize", 2),
-    ("QUERY", "cuStreamQuery", 1),
-    ("QUERY", "cuEventQuery", 2),
-    ("HOST_COPY", "cuMemcpyDtoHAsync_v2", 2),
-    ("HOST_COPY", "cuMemcpyDtoH_v2", 2),
-    ("FREE", "cuMemFree_v2", 2),
+    ("SYNC", "cuStreamSynchronize", 1),      # the query, syncs of what has no work, an unused free: none
+    ("HOST_COPY", "cuMemcpyDtoHAsync_v2", 4), # work, record, (polled: no boundary), work, copy
+    ("HOST_COPY", "cuMemcpyDtoH_v2", 2),     # (the sync after the async copy had nothing to wait for)
+    ("FREE", "cuMemFree_v2", 3),             # work, keep, a memset of the freed memory
     ("MODULE_UNLOAD", "cuModuleUnload", 1),
     ("CONTEXT", "cuCtxPushCurrent_v2", 1),
     ("CONTEXT", "cuCtxPopCurrent_v2", 1),
@@ -67,6 +68,14 @@ for k, v in report["boundaries"].items():
         sys.exit("report: %s closed %d windows, expected %d" % (k, v["windows_closed"], counts.get(k, 0)))
     if v["calls"] < v["windows_closed"]:
         sys.exit("report: %s seen %d times but closed %d windows" % (k, v["calls"], v["windows_closed"]))
+# seen but not closing: every query, the syncs of what the window did not hold, the unused free
+b = report["boundaries"]
+if b["QUERY"]["calls"] < 2 or b["QUERY"]["windows_closed"] != 0:
+    sys.exit("report: queries %s, expected >= 2 calls and no window closed" % b["QUERY"])
+if b["SYNC"]["calls"] < b["SYNC"]["windows_closed"] + 3:
+    sys.exit("report: syncs %s, expected at least 3 calls that closed nothing" % b["SYNC"])
+if b["FREE"]["calls"] < 2:
+    sys.exit("report: frees %s, expected 2 calls" % b["FREE"])
 t = report["totals"]
 if t["windows"] != len(expected):
     sys.exit("report: %d windows, expected %d" % (t["windows"], len(expected)))

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	CUcontext ctx, popped;
 	CUstream tmp_stream, cap_stream;
 	CUevent e;
-	CUdeviceptr tmp;
+	CUdeviceptr tmp, tmp2;
 	CUgraph graph;
 	CUgraphExec exec;
 	float host[4], pinned_copy[4];
@@ -64,6 +64,7 @@ int main(int argc, char **argv)
 	CHECK(cuMemAlloc(&buf, N * sizeof(float)));
 	CHECK(cuMemAlloc(&acc, 64 * sizeof(float)));
 	CHECK(cuMemAlloc(&tmp, 64));
+	CHECK(cuMemAlloc(&tmp2, 64));
 	CHECK(cuMemsetD32(acc, 0, 64));
 
 	/* SYNC x3: stream, event, context (setting the same context, and pure queries, are not
@@ -97,11 +98,16 @@ int main(int argc, char **argv)
 	work();
 	keep(step++);
 	CHECK(cuCtxSynchronize());
-	/* QUERY x2 */
+	/* No boundary: a query never ends a window, nor does a synchronize of a stream or an event
+	 * that has no work in it, nor a free of memory no op of the window names. Then a
+	 * synchronize of the stream that has work ends it (SYNC with 1 op). */
 	work();
 	rc = cuStreamQuery(s);
 	if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
 		CHECK(rc);
+	CHECK(cuStreamSynchronize(tmp_stream));
+	CHECK(cuEventSynchronize(e));
+	CHECK(cuMemFree(tmp));
 	CHECK(cuStreamSynchronize(s));
 	work();
 	CHECK(cuEventRecord(e, s));
@@ -116,10 +122,11 @@ int main(int argc, char **argv)
 	work();
 	CHECK(cuMemcpyDtoH(pinned_copy, buf, sizeof(pinned_copy)));
 	h = tl_hash(pinned_copy, sizeof(pinned_copy), h);
-	/* FREE */
+	/* FREE: of memory an op of the window names */
 	work();
 	keep(step++);
-	CHECK(cuMemFree(tmp));
+	CHECK(cuMemsetD32Async(tmp2, 7, 16, s));
+	CHECK(cuMemFree(tmp2));
 	/* MODULE_UNLOAD */
 	work();
 	CHECK(cuModuleUnload(extra_mod));

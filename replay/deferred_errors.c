@@ -1,0 +1,171 @@
+/* deferred_errors.c - errors of deferred work, kept until the program can see them. replay
+ * layer; owns the pending errors and their history for the report.
+ *
+ * A call replay kept was answered CUDA_SUCCESS; when its eager submission later fails, the
+ * driver's answer must still reach the program, as the driver reports an asynchronous error:
+ * the next call of that context that observes the device (a synchronize, a query, a blocking
+ * copy) returns it instead of success. Errors that leave a context unusable (sticky: an illegal
+ * address, a launch failure, ...) are returned by every later such call and every later stream
+ * work call of the context, as the driver does; any other error is returned once.
+ *
+ * Invariants (callers hold the engine's mutex):
+ *  1. Every failed submission of a deferred op is noted here (exec.c's flush_eager is the one
+ *     place deferred ops are issued one by one); nothing drops a result.
+ *  2. A pending entry is per context; a second error of the same context is kept only when the
+ *     first was not sticky and has been reported (the first error is what the driver would
+ *     have shown first). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "replay/replay_int.h"
+
+#define RPL_MAX_PENDING 16        /* contexts with an error pending (more: the oldest is kept) */
+#define RPL_ERR_HISTORY 16        /* failures described in the report */
+#define RPL_ERR_LOGGED 8          /* failures described in the log, one line each */
+
+struct pending {
+	CUcontext ctx;               /* the failed op's context */
+	CUresult rc;                 /* the driver's answer */
+	bool sticky;                 /* returned by every later observing call */
+};
+
+struct failure {
+	CUresult rc;                 /* the driver's answer */
+	uint16_t api;                /* enum shim_api_id of the op */
+	const char *name;            /* kernel name or entry point (lives as long as capture) */
+	uint64_t callsite;           /* the op's call site hash, 0 when off */
+	uint64_t seq;                /* the op's number */
+	bool reported;               /* some call of the program returned it */
+};
+
+static struct {
+	struct pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky) */
+	uint32_t npending;           /* used entries */
+	struct failure hist[RPL_ERR_HISTORY]; /* the first failures */
+	uint32_t nhist;              /* used entries */
+	uint64_t failures;           /* deferred ops the driver refused */
+	uint64_t reported;           /* observing calls that returned such an error */
+	uint64_t unseen_at_exit;     /* errors no call had returned when the program exited */
+} e;
+
+bool rpl__error_is_sticky(CUresult rc)
+{
+	switch (rc) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_TIMEOUT:
+	case CUDA_ERROR_ASSERT:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_ECC_UNCORRECTABLE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void rpl__error_note(const struct cap_op *op, CUresult rc)
+{
+	struct pending *p = NULL;
+	const char *name = cap_op_name(op);
+
+	e.failures++;
+	if (e.failures <= RPL_ERR_LOGGED) {
+		const char *site = op->callsite ? cap_callsite_name(op->callsite) : NULL;
+
+		cf_log_warn("replay: deferred %s (%s, op %" PRIu64 "%s%s) failed with error %d when submitted; the "
+			    "program gets the error from its next synchronize, query or blocking copy%s",
+			    name, shim_api[op->api].name, op->seq, site ? ", at " : "", site ? site : "", (int)rc,
+			    e.failures == RPL_ERR_LOGGED ? " (further failures are only counted)" : "");
+	}
+	if (e.nhist < RPL_ERR_HISTORY)
+		e.hist[e.nhist++] = (struct failure){
+			.rc = rc, .api = op->api, .name = name, .callsite = op->callsite, .seq = op->seq,
+		};
+	for (uint32_t i = 0; i < e.npending; i++)
+		if (e.pending[i].ctx == op->ctx)
+			p = &e.pending[i];
+	if (p) {
+		/* the first error stands, unless this one leaves the context unusable */
+		if (!p->sticky && rpl__error_is_sticky(rc)) {
+			p->rc = rc;
+			p->sticky = true;
+		}
+		return;
+	}
+	if (e.npending == RPL_MAX_PENDING)
+		return; /* absurdly many failing contexts: the oldest errors stand */
+	e.pending[e.npending++] = (struct pending){ .ctx = op->ctx, .rc = rc, .sticky = rpl__error_is_sticky(rc) };
+}
+
+bool rpl_error_pending(void)
+{
+	return e.npending != 0;
+}
+
+CUresult rpl_error_take(CUcontext ctx, bool work)
+{
+	for (uint32_t i = 0; i < e.npending; i++) {
+		struct pending *p = &e.pending[i];
+		CUresult rc = p->rc;
+
+		if (ctx && p->ctx && p->ctx != ctx)
+			continue;
+		if (work && !p->sticky)
+			continue; /* stream work fails only in an unusable context */
+		e.reported++;
+		for (uint32_t j = 0; j < e.nhist; j++)
+			if (e.hist[j].rc == rc)
+				e.hist[j].reported = true;
+		if (!p->sticky)
+			e.pending[i] = e.pending[--e.npending];
+		return rc;
+	}
+	return CUDA_SUCCESS;
+}
+
+void rpl__errors_at_exit(void)
+{
+	for (uint32_t i = 0; i < e.npending; i++) {
+		if (e.pending[i].sticky)
+			continue;
+		e.unseen_at_exit++;
+		cf_log_err("replay: a deferred call failed with error %d and the program exited before any call could "
+			   "return it to the program", (int)e.pending[i].rc);
+	}
+}
+
+void rpl__errors_reset(void)
+{
+	memset(&e, 0, sizeof(e));
+}
+
+void rpl__errors_write_json(FILE *f)
+{
+	fprintf(f, "\"deferred_errors\": {\"failed\": %" PRIu64 ", \"returned\": %" PRIu64 ", \"unseen_at_exit\": %" PRIu64
+		   ", \"first\": [",
+		e.failures, e.reported, e.unseen_at_exit);
+	for (uint32_t i = 0; i < e.nhist; i++) {
+		const struct failure *h = &e.hist[i];
+		const char *site = h->callsite ? cap_callsite_name(h->callsite) : NULL;
+
+		fprintf(f, "%s{\"op\": %" PRIu64 ", \"name\": \"", i ? ", " : "", h->seq);
+		rpl__json_text(f, h->name);
+		fprintf(f, "\", \"api\": \"%s\", \"error\": %d, \"sticky\": %s, \"returned\": %s, \"call_site\": ",
+			shim_api[h->api].name, (int)h->rc, rpl__error_is_sticky(h->rc) ? "true" : "false",
+			h->reported ? "true" : "false");
+		if (site) {
+			fputc('"', f);
+			rpl__json_text(f, site);
+			fputc('"', f);
+		} else {
+			fputs("null", f);
+		}
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
