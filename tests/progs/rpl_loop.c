@@ -22,7 +22,10 @@
  *              in it; the capture state of s2 is printed; unrelated work on s3 in between
  *   launches   every way to launch: kernelParams, an extra buffer, cuLaunchKernelEx with and
  *              without attributes, a CUkernel handle from a library, cooperative, 2-D copies
- *              and memsets, synchronous device-to-device copies and memsets */
+ *              and memsets, synchronous device-to-device copies and memsets
+ *   poll       a second thread polls an event recorded halfway through each step, all the
+ *              time; on even steps the issuing thread stops until that thread has seen the event
+ *              complete (only a query can let it go on), on odd steps it polls its own stream */
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -627,6 +630,65 @@ static void mode_threads(int steps)
 	/* the shared accumulator depends on the threads' order: print only that it is finite */
 }
 
+static CUevent poll_ev;         /* recorded halfway through each step */
+static CUcontext poll_ctx;      /* the poller's context */
+static int poll_state;          /* 0 idle, 1 the issuer waits for poll_ev, 2 seen complete, 3 quit */
+
+static void *poller_main(void *arg)
+{
+	(void)arg;
+	CHECK(cuCtxSetCurrent(poll_ctx));
+	for (;;) {
+		int st = __atomic_load_n(&poll_state, __ATOMIC_ACQUIRE);
+		CUresult rc;
+
+		if (st == 3)
+			break;
+		rc = cuEventQuery(poll_ev); /* as a watchdog: whatever the issuer is doing */
+		if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
+			CHECK(rc);
+		if (st == 1 && rc == CUDA_SUCCESS)
+			__atomic_store_n(&poll_state, 2, __ATOMIC_RELEASE);
+		usleep(2);
+	}
+	return NULL;
+}
+
+static void mode_poll(int steps)
+{
+	struct model m;
+	pthread_t th;
+	CUstream s;
+	CUresult rc;
+
+	CHECK(cuCtxGetCurrent(&poll_ctx));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&poll_ev, CU_EVENT_DISABLE_TIMING));
+	model_alloc(&m, s);
+	CHECK(cuEventRecord(poll_ev, s));
+	CHECK(cuStreamSynchronize(s));
+	pthread_create(&th, NULL, poller_main, NULL);
+	for (int step = 0; step < steps; step++) {
+		train_work(&m, step, s);
+		CHECK(cuEventRecord(poll_ev, s));
+		if (step % 2) {
+			while ((rc = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
+				;
+			CHECK(rc);
+		} else {
+			__atomic_store_n(&poll_state, 1, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&poll_state, __ATOMIC_ACQUIRE) != 2)
+				usleep(2);
+			__atomic_store_n(&poll_state, 0, __ATOMIC_RELEASE);
+		}
+		k_scale(m.act, m.act, 0.5f, N, s); /* the step goes on after the wait */
+		observe(m.loss, s);
+	}
+	__atomic_store_n(&poll_state, 3, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	model_hash(&m);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "train";
@@ -677,6 +739,8 @@ int main(int argc, char **argv)
 		mode_launches(steps);
 	else if (!strcmp(mode, "capjoin"))
 		mode_capjoin(steps);
+	else if (!strcmp(mode, "poll"))
+		mode_poll(steps);
 	else {
 		fprintf(stderr, "rpl_loop: unknown mode %s\n", mode);
 		return 2;

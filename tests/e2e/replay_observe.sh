@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# replay_observe.sh - what the host observes under replay. (1) Polling makes progress: a thread
+# polling an event whose record replay holds back is answered CUDA_ERROR_NOT_READY, and the held
+# work is submitted once it stops growing; a thread polling its own work submits at once; no
+# query ends a window; results bit-identical over 20 seeds (rpl_loop poll). (2) No deferred
+# error is lost: a kept call whose submission fails is returned by the program's next observing
+# call, so the program fails as it does without cufold, never exits 0 with a wrong result, and
+# the log and report name the op. tests layer.
+source "$(dirname "$0")/lib.sh"
+prog=$B/progs/rpl_loop
+[[ -x $prog ]] || fail "$prog is not built"
+
+# ---- (1) polling
+same_output_over_seeds "$prog" poll 12
+CUFOLD_REPORT="$TMP/poll.json" run_cufold "$TMP/poll.out" "$prog" poll 12 || fail "poll exited $?"
+python3 - "$TMP/poll.json" <<'PY' || fail "polling did not behave as documented"
+import json, sys
+r = json.load(open(sys.argv[1]))
+rp, q = r["replay"], r["boundaries"]["QUERY"]
+if q["windows_closed"] != 0 or q["calls"] < 12:
+    sys.exit("queries: %s (expected many calls, no window closed)" % q)
+if rp["queries_answered_not_ready"] < 1:
+    sys.exit("no query was answered NOT_READY for held-back work")
+# every replayed step held its event record back while its issuer waited: each was submitted
+# by a poll, its own (odd steps) or the watchdog's after the run stopped growing (even steps)
+if rp["fallbacks"].get("POLL", 0) < 6:
+    sys.exit("POLL submissions: %s" % rp["fallbacks"])
+print("-- poll: %d queries, %d answered NOT_READY, %d held runs submitted by polls" %
+      (q["calls"], rp["queries_answered_not_ready"], rp["fallbacks"]["POLL"]))
+PY
+
+# ---- (2) deferred errors
+# call 129 of cuLaunchKernel is in a replayed, matched step of `mismatch` 8 (a kept launch)
+for err in "" ":CUDA_ERROR_LAUNCH_FAILED"; do
+	for opt in 1 0; do
+		rule="cuLaunchKernel:129$err"
+		name=${err#:}; name=${name:-CUDA_ERROR_UNKNOWN}
+		SIMCUDA_FAIL=$rule run_plain "$TMP/e.plain" "$prog" mismatch 8 2>"$TMP/e.plain.err" &&
+			fail "$rule: the program did not fail without cufold"
+		grep -q "$name" "$TMP/e.plain.err" || { cat "$TMP/e.plain.err"; fail "$rule: no $name without cufold"; }
+		rc=0
+		SIMCUDA_FAIL=$rule CUFOLD_OPT=$opt CUFOLD_REPORT="$TMP/e.json" \
+			run_cufold "$TMP/e.cufold" "$prog" mismatch 8 2>"$TMP/e.err" || rc=$?
+		((rc != 0)) || { cat "$TMP/e.cufold" "$TMP/e.err"; fail "$rule opt $opt: exit 0 with cufold (the error was lost)"; }
+		grep -q "failed: $name" "$TMP/e.err" || { cat "$TMP/e.err"; fail "$rule opt $opt: the program never saw $name"; }
+		grep -q "replay: deferred axpy (cuLaunchKernel, op [0-9]*) failed with error" "$TMP/e.err" ||
+			{ cat "$TMP/e.err"; fail "$rule opt $opt: the log does not name the failed op"; }
+		python3 - "$TMP/e.json" "$name" <<'PY' || fail "$rule opt $opt: report"
+import json, sys
+d = json.load(open(sys.argv[1]))["replay"]["deferred_errors"]
+sticky = sys.argv[2] == "CUDA_ERROR_LAUNCH_FAILED"
+if d["failed"] != 1 or d["returned"] < 1 or d["unseen_at_exit"] != 0:
+    sys.exit("deferred_errors: %s" % d)
+f = d["first"][0]
+if f["name"] != "axpy" or f["api"] != "cuLaunchKernel" or f["sticky"] != sticky or not f["returned"]:
+    sys.exit("deferred_errors: %s" % d)
+PY
+	done
+done
+note "a failed deferred call's error reaches the program (unknown and sticky errors, levels 0 and 1)"
+
+# Around it: every call number of a replayed step ends the same way with and without cufold:
+# the same output, or a failure in both; never exit 0 with another checksum.
+run_plain "$TMP/ok" "$prog" mismatch 8 || fail "mismatch exited $?"
+for n in 100 120 128 130 140 160 180 200; do
+	prc=0; crc=0
+	SIMCUDA_FAIL=cuLaunchKernel:$n run_plain "$TMP/p.$n" "$prog" mismatch 8 2>/dev/null || prc=$?
+	SIMCUDA_FAIL=cuLaunchKernel:$n run_cufold "$TMP/c.$n" "$prog" mismatch 8 2>/dev/null || crc=$?
+	if ((crc == 0)); then
+		cmp -s "$TMP/c.$n" "$TMP/ok" || cmp -s "$TMP/c.$n" "$TMP/p.$n" ||
+			fail "cuLaunchKernel:$n: exit 0 with a result of its own under cufold"
+	fi
+	((prc != 0 && crc == 0)) && ! cmp -s "$TMP/c.$n" "$TMP/ok" && fail "cuLaunchKernel:$n: silent wrong result"
+done
+note "no silent wrong result around the replayed steps"
