@@ -147,7 +147,7 @@ $(B)/obj/gen/sim_unsupported.o: $(B)/gen/sim_unsupported.c
 
 $(B)/gen/simcuda.map: shim/cuda_api.def
 	@mkdir -p $(dir $@)
-	{ echo '{ global:'; echo '  cu*;'; echo '  sim_twin_*;'; echo 'local: *; };'; } > $@
+	{ echo '{ global:'; echo '  cu*;'; echo '  sim_twin_*;'; echo '  simcuda_*;'; echo 'local: *; };'; } > $@
 
 $(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_unsupported.o $(B)/gen/simcuda.map
 	@mkdir -p $(dir $@)

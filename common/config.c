@@ -56,6 +56,7 @@ void cf_config_defaults(struct cf_config *cfg)
 	cfg->max_templates = CF_DEFAULT_MAX_TEMPLATES;
 	snprintf(cfg->barrier_kernels, sizeof(cfg->barrier_kernels), "%s", CF_DEFAULT_BARRIER_KERNELS);
 	cfg->log_level = CF_LOG_WARN;
+	cfg->gate = true;
 	snprintf(cfg->libcuda, sizeof(cfg->libcuda), "%s", CF_DEFAULT_LIBCUDA);
 }
 
@@ -275,6 +276,12 @@ int cf_config_parse(struct cf_config *cfg)
 		else
 			report_bad(cfg, CF_VAR_CALLSITES, v, "0, 1", "0");
 	}
+	if ((v = get(CF_VAR_GATE))) {
+		if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+			cfg->gate = v[0] == '1';
+		else
+			report_bad(cfg, CF_VAR_GATE, v, "0, 1", "1");
+	}
 	if ((v = get(CF_VAR_LOG))) {
 		if (cf_log_level_parse(v, &cfg->log_level) != 0)
 			report_bad(cfg, CF_VAR_LOG, v, "err, warn, info, debug", "warn");
@@ -309,14 +316,15 @@ int cf_config_parse(struct cf_config *cfg)
 /* Make the logger follow the configuration. */
 static void apply(struct cf_config *cfg)
 {
+	char why[128];
+
 	cf_log_set_level(cfg->log_level);
-	if (cfg->log_file[0] && !cfg->secure && cf_log_open_file(cfg->log_file) != 0) {
+	if (cfg->log_file[0] && !cfg->secure && cf_log_open_file(cfg->log_file, why, sizeof(why)) != 0) {
 		char shown[160];
 
 		printable(shown, sizeof(shown), cfg->log_file);
 		cf_log_write_fd(cf_log_get_stderr_fd(), CF_LOG_WARN, __FILE__, __LINE__,
-				"CUFOLD_LOG_FILE=%s cannot be opened for appending (%s); logging to stderr", shown,
-				strerror(errno));
+				"CUFOLD_LOG_FILE=%s cannot take the log (%s); logging to stderr", shown, why);
 		cfg->log_file[0] = 0;
 	}
 }

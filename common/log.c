@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/file.h"
 
 /* Lines longer than this are cut and end in "..." (a line is one write, so it must fit). */
 #define CF_LOG_LINE_MAX 1024
@@ -113,15 +114,19 @@ int cf_log_get_fd(void)
 	return fd < 0 ? 2 : fd;
 }
 
-int cf_log_open_file(const char *path)
+int cf_log_open_file(const char *path, char *why, size_t cap)
 {
 	int fd, old;
 
-	if (!path || !*path)
+	if (!path || !*path) {
+		if (why && cap)
+			snprintf(why, cap, "an empty path");
 		return -CF_EINVAL;
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	}
+	/* an output: never through a planted link, never into a FIFO or a device */
+	fd = cf_file_open_regular(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644, why, cap);
 	if (fd < 0)
-		return -CF_EIO;
+		return fd;
 	__atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);
 	old = __atomic_exchange_n(&log_owned_fd, fd, __ATOMIC_RELAXED);
 	if (old >= 0)

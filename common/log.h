@@ -1,5 +1,5 @@
 /* log.h - cufold's only way to print: leveled, one write(2) per line from a stack buffer,
- * `cufold[pid:tid] W file.c:88: message`. common layer (a leaf: depends on nothing else).
+ * `cufold[pid:tid] W file.c:88: message`. common layer (a leaf: depends only on common/file.h).
  *
  * The level is checked before the arguments are evaluated, so a disabled cf_log_debug costs
  * one load and one branch. The logger never allocates and never recurses (a nested call on the
@@ -10,6 +10,7 @@
 #define CF_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum cf_log_level {
 	CF_LOG_ERR = 0,   /* cufold cannot do what it should; the program still runs */
@@ -40,9 +41,12 @@ enum cf_log_level cf_log_get_level(void);
 /* Send the log to fd (not closed by the logger); -1 restores stderr. */
 void cf_log_set_fd(int fd);
 int cf_log_get_fd(void);
-/* Open path for appending and log there; on failure the log stays where it was and the error
- * is returned (a negative CF_E* code). The previous file opened by the logger is closed. */
-int cf_log_open_file(const char *path);
+/* Open path for appending (created 0644 when missing) and log there. Only a regular file is
+ * taken and a final symbolic link is not followed (common/file.h): a FIFO, a device, a
+ * directory or a link is refused. On failure the log stays where it was and a negative CF_E*
+ * code is returned, with why (cap bytes; may be NULL) saying why. The previous file opened by
+ * the logger is closed. */
+int cf_log_open_file(const char *path, char *why, size_t cap);
 /* The descriptor configuration errors go to: stderr (2) unless a test redirects it. */
 void cf_log_set_stderr_fd(int fd);
 int cf_log_get_stderr_fd(void);

@@ -15,10 +15,11 @@
  *     submitted while ops are deferred: rpl_op answers RPL_EAGER only after submitting them,
  *     and the engine calls rpl_flush before any other call reaches the driver.
  *  3. All candidates agree with the window so far: same keys and classes at every position
- *     < depth, hence the same segment cuts (runs start after the same eager ops and are cut
- *     every CUFOLD_SEGMENT ops). A segment launches only when it ends at depth for every
- *     candidate, or at a flush when one candidate has exactly the deferred run as a segment;
- *     any of the candidates' execs then does the same work (equal keys, bindings patched).
+ *     < depth (runs start after the same eager ops). Their cuts may differ (a function of each
+ *     template's shape: template.c's segment_size); the deferred run is submitted at the cuts of
+ *     the leading candidate (segment_ends_at), or at a flush, as a graph when one candidate has
+ *     exactly that run as a segment (any candidate's exec with that segment does the same work:
+ *     equal keys, bindings patched), else eagerly.
  *  4. In RPL_M_RECORDING nothing is deferred; the state lasts until the window closes.
  *  5. A failure of cufold's own (build, patch, launch, memory) submits the deferred ops
  *     eagerly, so the program's results never depend on it; the context then only passes
@@ -91,6 +92,16 @@ static struct {
 	uint64_t clock_ns;           /* cost of one cf_now_ns() (calibrated at init) */
 	uint32_t poll_ndef;          /* ndef when a query last found the deferred run */
 	uint64_t poll_t0;            /* when the deferred run was last seen growing by a query; 0: never */
+	uint64_t win_t0;             /* gate clock at the open window's first op (0: none yet) */
+	bool win_deferred;           /* an op of the open window was deferred */
+	struct {
+		struct rpl_shape_note *note; /* the shape of the last closed window */
+		bool valid;          /* a sample is due at the next window's first op */
+		bool replayed;       /* it replayed to the end (else it ran wholly eager) */
+		uint64_t t0;         /* its gate clock at its first op */
+		uint64_t exclude;    /* time that was not the program's (template builds) */
+		uint64_t charge;     /* cufold's matching cost on a modeled clock */
+	} pend;                      /* the last window's time, taken when the next one starts */
 } st;
 
 /* A note with its list link (notes are few: one per shape seen). */
@@ -127,8 +138,15 @@ void rpl__ctx_enter(CUcontext ctx, bool *pushed)
 	rpl__own_call();
 	if (SHIM_REAL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == ctx)
 		return;
-	rpl__own_call();
-	*pushed = SHIM_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+	/* a refused push would submit another thread's op in no context (INVALID_CONTEXT at its
+	 * next observation): try once more before giving up, and say so */
+	for (int tries = 0; tries < 2 && !*pushed; tries++) {
+		rpl__own_call();
+		*pushed = SHIM_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+	}
+	if (!*pushed)
+		cf_log_warn_once("replay: cannot make another thread's context current to submit its work; that "
+				 "work fails and the program gets the error at its next synchronization");
 }
 
 void rpl__ctx_leave(bool pushed)
@@ -163,6 +181,7 @@ int rpl_init(const struct rpl_config *cfg)
 	if (!st.cfg.warmup)
 		st.cfg.warmup = 1;
 	cf_arena_init(&st.arena, 16 * 1024);
+	rpl__gate_init();
 	/* what reading the clock itself costs, taken out of the matching cost measured */
 	{
 		uint64_t t0 = cf_now_ns(), t1;
@@ -445,6 +464,7 @@ static int defer(const struct cap_op *op, uint32_t index)
 	if (st.ndef == 0)
 		st.def_first = index;
 	st.ndef++;
+	st.win_deferred = true;
 	rpl__totals.ops_deferred++;
 	return 0;
 }
@@ -816,13 +836,40 @@ static enum rpl_verdict go_recording(enum rpl_fallback why)
 	return RPL_EAGER;
 }
 
-/* Start a window: the templates whose first op has op's key (and context). */
+/* A window's first op: the last window's time is known now (gate.c). */
+static void gate_window_start(void)
+{
+	uint64_t now = rpl__gate_clock();
+
+	if (st.pend.valid && st.pend.note && st.win_t0) {
+		struct rpl_shape_note *n = st.pend.note;
+		uint64_t dt = now - st.pend.t0;
+		struct cap_shape *s = n->tpl ? n->tpl->shape : NULL;
+
+		dt = dt > st.pend.exclude ? dt - st.pend.exclude : 0;
+		rpl__gate_sample(&n->gate, st.pend.replayed, dt + st.pend.charge, s ? cap_shape_sightings(s) : 0,
+				 n->tpl ? n->tpl->shape_id : 0, st.cfg.gate);
+	}
+	st.pend.valid = false;
+	st.win_t0 = now;
+	st.win_deferred = false;
+}
+
+/* Start a window: the templates whose first op has op's key (and context), and whose shape's
+ * replay pays or is being tried (gate.c). */
 static void pick_candidates(const struct cap_op *op)
 {
 	st.ncand = 0;
-	for (struct rpl_template *t = st.templates; t && st.ncand < RPL_MAX_CAND; t = t->next)
-		if (t->ops[0].key == op->key && t->ctx == op->ctx)
-			st.cand[st.ncand++] = t;
+	for (struct rpl_template *t = st.templates; t && st.ncand < RPL_MAX_CAND; t = t->next) {
+		struct rpl_shape_note *n;
+
+		if (t->ops[0].key != op->key || t->ctx != op->ctx)
+			continue;
+		n = note_of(t->shape);
+		if (n && !rpl__gate_allows(&n->gate, cap_shape_sightings(t->shape)))
+			continue;
+		st.cand[st.ncand++] = t;
+	}
 }
 
 static bool agrees(const struct rpl_template *t, const struct cap_op *op, uint32_t d, enum rpl_cls cls)
@@ -848,17 +895,21 @@ static bool filter_candidates(const struct cap_op *op, uint32_t d, enum rpl_cls 
 	return true;
 }
 
-/* Whether every candidate's segment of position d ends right after d. */
+/* Whether the leading candidate's segment of position d ends right after d. Candidates agree on
+ * every op so far but may cut differently (cuts depend on a template's length and rewrites);
+ * the window follows the cuts of the candidate most windows have followed to the end (the
+ * first of equals: the newest), so a shape the program runs most goes as whole graphs, and a
+ * window that turns out to be another shape submits at most the rest of one segment eagerly. */
 static bool segment_ends_at(uint32_t d)
 {
-	for (uint32_t i = 0; i < st.ncand; i++) {
-		const struct rpl_template *t = st.cand[i];
-		const struct rpl_seg *g = &t->segs[t->ops[d].seg];
+	const struct rpl_template *lead = st.cand[0];
+	const struct rpl_seg *g;
 
-		if (g->first + g->n != d + 1)
-			return false;
-	}
-	return true;
+	for (uint32_t i = 1; i < st.ncand; i++)
+		if (st.cand[i]->windows > lead->windows)
+			lead = st.cand[i];
+	g = &lead->segs[lead->ops[d].seg];
+	return g->first + g->n == d + 1;
 }
 
 enum rpl_verdict rpl_op(const struct cap_op *op)
@@ -889,6 +940,7 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 	d = st.depth;
 	cls = rpl__classify(op);
 	if (st.mstate == RPL_M_FRESH) {
+		gate_window_start();
 		pick_candidates(op);
 		st.mstate = RPL_M_MATCHING;
 	}
@@ -1019,6 +1071,7 @@ void rpl_window_closed(struct cap_shape *s)
 	struct rpl_template *ended = st.ended, *t;
 	const char *why = NULL;
 	bool own_failure = false;
+	uint64_t build_t0;
 
 	if (!st.ready)
 		return;
@@ -1029,7 +1082,8 @@ void rpl_window_closed(struct cap_shape *s)
 	st.ncand = 0;
 	st.ended = NULL;
 	if (!s)
-		return;
+		return; /* nothing closed (an empty window): the last window's sample still waits */
+	st.pend.valid = false;
 	n = note_of(s);
 	if (!n) {
 		struct note_link *l = calloc(1, sizeof(*l));
@@ -1042,6 +1096,15 @@ void rpl_window_closed(struct cap_shape *s)
 		n = &l->note;
 		cap_shape_set_user(s, n);
 	}
+	/* its time is taken when the next window starts: replayed to the end, or wholly eager */
+	st.pend.note = n;
+	st.pend.replayed = n->tpl && ended == n->tpl;
+	st.pend.valid = st.win_t0 && (st.pend.replayed || !st.win_deferred);
+	st.pend.t0 = st.win_t0;
+	st.pend.exclude = 0;
+	st.pend.charge = 0;
+	if (st.pend.replayed && rpl__gate_is_modeled())
+		st.pend.charge = (uint64_t)(rpl_host_ns_per_op() * (double)n->tpl->nops);
 	if (n->tpl) {
 		if (ended == n->tpl)
 			n->tpl->windows++;
@@ -1058,15 +1121,17 @@ void rpl_window_closed(struct cap_shape *s)
 		if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(cap_window_op(w, 0)->ctx))
 			return;
 	}
+	build_t0 = rpl__gate_clock();
 	if (n->guard_retires >= RPL_GUARD_RETIRES) {
 		/* its bindings keep breaking the plans' guards: replay it as it is */
 		struct rpl_config plain = st.cfg;
 
-		plain.opt = 0;
+		plain.opt = RPL_OPT_NONE;
 		t = rpl__template_build(s, &plain, &why, &own_failure);
 	} else {
 		t = rpl__template_build(s, &st.cfg, &why, &own_failure);
 	}
+	st.pend.exclude = rpl__gate_clock() - build_t0; /* the build is not the window's time */
 	if (!t) {
 		n->rejected = true;
 		n->why = why;
@@ -1095,6 +1160,8 @@ void rpl_shape_evicted(struct cap_shape *s)
 		return;
 	if (n->tpl)
 		template_retire(n->tpl, "its window shape was evicted (CUFOLD_MAX_TEMPLATES)");
+	if (st.pend.note == n)
+		st.pend.valid = false;
 	cap_shape_set_user(s, NULL);
 	for (pl = &notes_all; *pl; pl = &(*pl)->next) {
 		if (&(*pl)->note == n) {

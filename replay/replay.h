@@ -40,7 +40,9 @@ struct rpl_config {
 	unsigned int warmup;         /* sightings of a shape before it becomes a template */
 	unsigned int segment;        /* most ops per graph segment */
 	unsigned int min_ops;        /* windows with fewer graphable ops stay eager */
-	int opt;                     /* CUFOLD_OPT (0: no rewriting; replay ignores the rest) */
+	int opt;                     /* CUFOLD_OPT 0..2 (rules CUFOLD_RULES switches on run at 0 too), or
+				      * RPL_OPT_NONE: no rewriting at all */
+	bool gate;                   /* CUFOLD_GATE: a template is followed only while it pays */
 };
 
 enum rpl_verdict {

@@ -14,6 +14,7 @@
 #define RPL_MAX_FAILED_CTX 16 /* contexts in sticky passthrough remembered (more: all) */
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
+#define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
 #define RPL_POLL_STALL_NS 200000 /* another thread's polls of a deferred run that has not grown
 				  * for this long submit it (rpl_poll) */
@@ -119,8 +120,32 @@ struct rpl_template {
 
 #define RPL_SITES 8
 
+#define RPL_GATE_SAMPLES 8     /* window times kept per shape and way of running it */
+#define RPL_GATE_TRIAL_WINDOWS 4 /* replayed windows measured before the gate decides */
+#define RPL_GATE_BACKOFF 16ull /* sightings a losing shape stays eager after its first trial */
+
+enum rpl_gate_state {
+	RPL_GATE_TRIAL = 0,  /* replayed windows are being measured */
+	RPL_GATE_ON = 1,     /* replay pays: followed */
+	RPL_GATE_OFF = 2,    /* replay did not pay: eager until off_until */
+};
+
+/* gate.c: whether replaying a shape pays. */
+struct rpl_gate {
+	uint64_t eager[RPL_GATE_SAMPLES]; /* recent eager window times (ns), a ring */
+	uint32_t neager;             /* eager samples taken (ring position: neager % SAMPLES) */
+	uint64_t replayed[RPL_GATE_SAMPLES]; /* replayed window times of the current trial (ns) */
+	uint32_t nreplayed;          /* used entries */
+	uint8_t state;               /* enum rpl_gate_state */
+	uint32_t trials;             /* trials that ended OFF */
+	uint64_t off_until;          /* OFF: sightings at which the shape is tried again */
+	uint64_t decided_at;         /* sightings when the last decision was taken (0: none) */
+	uint64_t eager_med, replay_med; /* the figures of that decision (ns per window) */
+};
+
 /* What replay remembers of a shape between templates (cap_shape_user). */
 struct rpl_shape_note {
+	struct rpl_gate gate;        /* whether replaying it pays (gate.c) */
 	struct rpl_template *tpl;    /* its template, or NULL */
 	bool rejected;               /* cannot be replayed (reason in why) */
 	const char *why;             /* static text */
@@ -172,6 +197,18 @@ void rpl__own_call(void);
 /* Make ctx current on this thread if it is not; *pushed says whether to pop. */
 void rpl__ctx_enter(CUcontext ctx, bool *pushed);
 void rpl__ctx_leave(bool pushed);
+
+/* gate.c. The clock window times are taken with (ns); whether it is a software device's model. */
+void rpl__gate_init(void);
+uint64_t rpl__gate_clock(void);
+bool rpl__gate_is_modeled(void);
+/* A window of the shape took ns: replayed to the end, or wholly eager. May decide (enabled:
+ * CUFOLD_GATE; when false the gate measures but never turns replay off). */
+void rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
+		      bool enabled);
+/* Whether the shape's template may be followed now (an OFF shape past its back-off goes to TRIAL). */
+bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings);
+const char *rpl__gate_state_name(const struct rpl_gate *g);
 
 /* deferred_errors.c: a deferred op failed when submitted (the program was told it succeeded). */
 void rpl__error_note(const struct cap_op *op, CUresult rc);

@@ -68,6 +68,26 @@ static void write_rewrite(FILE *f, const struct rpl_rewrite_figures *w)
 	fputs("]}", f);
 }
 
+/* Whether replaying the template's shape pays (gate.c): its state, the time per window eager and
+ * replayed that the last decision compared, and when it was taken (the shape's sighting). */
+static void write_gate(FILE *f, const struct rpl_template *t)
+{
+	const struct rpl_shape_note *n = t->shape ? cap_shape_user(t->shape) : NULL;
+	const struct rpl_gate *g;
+
+	if (!n) {
+		fputs("\"gate\": null, ", f);
+		return;
+	}
+	g = &n->gate;
+	fprintf(f,
+		"\"gate\": {\"state\": \"%s\", \"eager_ns_per_window\": %" PRIu64 ", \"replayed_ns_per_window\": %" PRIu64
+		", \"decided_at_sighting\": %" PRIu64 ", \"trials_lost\": %u, \"eager_samples\": %u, \"replayed_samples\": %u, "
+		"\"clock\": \"%s\"}, ",
+		rpl__gate_state_name(g), g->eager_med, g->replay_med, g->decided_at, g->trials, g->neager, g->nreplayed,
+		rpl__gate_is_modeled() ? "modeled" : "monotonic");
+}
+
 static void write_template(FILE *f, const struct rpl_template *t)
 {
 	uint64_t saved = t->ops_replayed >= t->launches ? t->ops_replayed - t->launches : 0;
@@ -92,6 +112,7 @@ static void write_template(FILE *f, const struct rpl_template *t)
 		write_site(f, t->moved_sites[i]);
 	}
 	fputs("], ", f);
+	write_gate(f, t);
 	write_rewrite(f, &t->rw);
 	fputs(", \"segment_launches\": [", f);
 	for (uint32_t k = 0; k < t->nsegs; k++)

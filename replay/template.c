@@ -1,6 +1,7 @@
 /* template.c - templates: a window shape's ops classified, cut into segments (runs of
- * consecutive graphable ops, on any of the window's streams, at most CUFOLD_SEGMENT each) and
- * built as CUDA graphs with the explicit node APIs through SHIM_REAL, instantiated and uploaded.
+ * consecutive graphable ops, on any of the window's streams: small at the window's start and end,
+ * growing in between up to CUFOLD_SEGMENT, never through what a rewrite relies on) and built as
+ * CUDA graphs with the explicit node APIs through SHIM_REAL, instantiated and uploaded.
  * replay layer.
  *
  * A graph is never captured from the program's streams: explicit nodes cannot be invalidated
@@ -204,25 +205,86 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
 
 /* ------------------------------------------------------------------ rewrite plans */
 
-/* CUFOLD_OPT >= 1: each segment's ops go through the rewriter when it is built (rewrite/plan.h,
- * struct rw_run: a plan node stands at its first op's position; the other ops it covers and the
- * ops the plan erased get no graph node, though g->nodes keeps one entry per op). */
-static struct rw_run *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w, const struct rpl_config *cfg)
+/* When CUFOLD_OPT or a switch of CUFOLD_RULES enables a rule (at level 0 too) and the shape is
+ * not replayed unrewritten (RPL_OPT_NONE), each segment's ops go through the rewriter when it is
+ * built (rewrite/plan.h, struct rw_run: a plan node stands at its first op's position; the other
+ * ops it covers and the ops the plan erased get no graph node, though g->nodes keeps one entry
+ * per op). */
+static struct rw_run *plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
 	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL };
 	const struct cap_op **ops;
 	struct rw_run *run;
 
-	if (cfg->opt < 1 || !(ops = malloc(g->n * sizeof(*ops))))
+	if (cfg->opt == RPL_OPT_NONE || !rw_config_has_rules(&rc) || !(ops = malloc(n * sizeof(*ops))))
 		return NULL;
-	for (uint32_t i = 0; i < g->n; i++)
-		ops[i] = cap_window_op(w, g->first + i);
-	/* the trace graph's indices are the window's: the segment is rewritten on window order
-	 * alone (its ops are consecutive in the window, so adjacency means the same) */
-	run = rw_run_create(ops, g->n, &rc);
+	for (uint32_t i = 0; i < n; i++)
+		ops[i] = cap_window_op(w, first + i);
+	/* the trace graph's indices are the window's: the run is rewritten on window order alone
+	 * (its ops are consecutive in the window, so adjacency means the same) */
+	run = rw_run_create(ops, n, &rc);
 	free(ops);
 	return run;
+}
+
+static struct rw_run *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w, const struct rpl_config *cfg)
+{
+	return plan_ops(w, g->first, g->n, cfg);
+}
+
+/* Keep together the ops [lo, hi] of a plan over the run at first: no cut inside. */
+static void glue_span(uint8_t *glued, uint32_t first, uint32_t lo, uint32_t hi)
+{
+	for (uint32_t k = lo; k < hi; k++)
+		glued[first + k] = 1;
+}
+
+/* Widen [*lo, *hi] to the ops plan node n covers and the op it reads from. */
+static void node_span(const struct rw_plan_node *n, uint32_t *lo, uint32_t *hi)
+{
+	for (uint32_t k = 0; k < n->norig; k++) {
+		*lo = n->orig[k] < *lo ? n->orig[k] : *lo;
+		*hi = n->orig[k] > *hi ? n->orig[k] : *hi;
+	}
+	if (n->from != RW_NONE) {
+		*lo = n->from < *lo ? n->from : *lo;
+		*hi = n->from > *hi ? n->from : *hi;
+	}
+}
+
+/* Mark in glued[] (one entry per window op: 1 = no segment cut between it and the next) every
+ * span a rewrite of the run [first, first+n) relies on: a plan node's ops and the op it reads
+ * from, and the ops each guard names. Cutting the run at the small sizes segment_size asks
+ * for must not cost the rules their matches; cuts move past such spans instead. */
+static void glue_rewrites(uint8_t *glued, const struct cap_window *w, uint32_t first, uint32_t n,
+			  const struct rpl_config *cfg)
+{
+	struct rw_run *run = plan_ops(w, first, n, cfg);
+	const struct rw_plan *p;
+
+	if (!run)
+		return;
+	p = run->plan;
+	for (uint32_t k = 0; k < p->nnodes; k++) {
+		uint32_t lo = UINT32_MAX, hi = 0;
+
+		node_span(&p->nodes[k], &lo, &hi);
+		if (lo < hi)
+			glue_span(glued, first, lo, hi);
+	}
+	for (uint32_t k = 0; k < p->nguards; k++) {
+		const struct rw_guard *gd = &p->guards[k];
+		uint32_t lo = gd->a < gd->b ? gd->a : gd->b, hi = gd->a < gd->b ? gd->b : gd->a;
+
+		if (gd->na >= 0)
+			node_span(&p->snaps[gd->na], &lo, &hi);
+		if (gd->nb >= 0)
+			node_span(&p->snaps[gd->nb], &lo, &hi);
+		if (lo < hi)
+			glue_span(glued, first, lo, hi);
+	}
+	rw_run_destroy(run);
 }
 
 bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def)
@@ -636,6 +698,24 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
 	return CUDA_SUCCESS;
 }
 
+/* The most ops of a segment that starts at the p-th of a window's g graphable ops: segments
+ * grow from RPL_SEG_FIRST (4, 4, 8, 16, ... as many as came before), so the device gets work
+ * after a few calls instead of after a whole window of the program's host time, and shrink
+ * toward the window's end (at most half of what is left), so little device work is left to run
+ * after the host has issued the last call; never more than CUFOLD_SEGMENT. A function of the
+ * shape alone: every sighting is cut at the same places (exec.c, invariant 3). */
+static uint32_t segment_size(uint32_t p, uint32_t g, uint32_t max)
+{
+	uint32_t grow = p > RPL_SEG_FIRST ? p : RPL_SEG_FIRST;
+	uint32_t left = g - p, shrink = (left + 1) / 2;
+
+	if (shrink < RPL_SEG_FIRST)
+		shrink = RPL_SEG_FIRST;
+	if (grow > shrink)
+		grow = shrink;
+	return grow < max ? grow : max;
+}
+
 /* Distinct streams the ops of g name (slots). */
 static uint32_t seg_streams(const struct rpl_seg *g, const struct cap_window *w)
 {
@@ -657,7 +737,8 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 {
 	const struct cap_window *w = cap_shape_last(s);
 	struct rpl_template *t = NULL;
-	uint32_t nops, run_start = 0, run_len = 0;
+	uint32_t nops, run_start = 0, run_len = 0, seg_limit = 0;
+	uint8_t *glued = NULL;       /* per op: no cut between it and the next (glue_rewrites) */
 	struct cap_graph *tg = NULL;
 	CUresult rc = CUDA_SUCCESS;
 	bool pushed = false;
@@ -693,21 +774,43 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 		o->stream_slot = op->stream_slot;
 		o->cls = (uint8_t)rpl__classify(op);
 		o->seg = -1;
+		t->ngraph += o->cls == RPL_CLS_GRAPH;
+	}
+	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
+	 * started small): the cuts below keep those spans whole */
+	glued = calloc(nops, 1);
+	if (!glued)
+		goto out_nomem;
+	for (uint32_t i = 0; i < nops;) {
+		uint32_t n = 0;
+
+		while (i + n < nops && t->ops[i + n].cls == RPL_CLS_GRAPH && n < cfg->segment)
+			n++;
+		if (n > 1)
+			glue_rewrites(glued, w, i, n, cfg);
+		i += n ? n : 1;
+	}
+	for (uint32_t i = 0, p = 0; i < nops; i++) {
+		struct rpl_top *o = &t->ops[i];
+
 		if (o->cls != RPL_CLS_GRAPH) {
 			run_len = 0;
 			continue;
 		}
-		t->ngraph++;
-		if (run_len == 0 || run_len >= cfg->segment) {
+		if (run_len == 0 || (run_len >= seg_limit && !glued[i - 1]) || run_len >= cfg->segment) {
 			run_start = i;
 			run_len = 0;
+			seg_limit = segment_size(p, t->ngraph, cfg->segment);
 			t->segs[t->nsegs].first = run_start;
 			t->nsegs++;
 		}
 		run_len++;
+		p++;
 		t->segs[t->nsegs - 1].n = run_len;
 		o->seg = (int32_t)(t->nsegs - 1);
 	}
+	free(glued);
+	glued = NULL;
 	if (t->ngraph < cfg->min_ops || t->ngraph == 0) {
 		*why = "fewer graphable ops than CUFOLD_MIN_OPS";
 		goto out_reject;
@@ -752,6 +855,7 @@ out_nomem:
 	*why = "out of memory";
 	*own_failure = true;
 out_reject:
+	free(glued);
 	if (tg)
 		cap_graph_destroy(tg);
 	rpl__template_destroy(t);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "rewrite/cards_int.h"
 
@@ -183,21 +184,18 @@ out_unlock:
 
 int rw_cards_load_file(struct rw_cards *set, const char *path)
 {
-	char why[128];
+	char why[128], buf[96];
 	struct stat st;
 	char *text = NULL;
 	size_t got = 0;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a regular file only: a FIFO would block the program in its open or read */
+	fd = cf_file_open_regular(path, O_RDONLY, 0, why, sizeof(why));
 	if (fd < 0)
-		goto out_errno;
+		goto out_refused;
 	if (fstat(fd, &st) != 0)
 		goto out_errno;
-	if (!S_ISREG(st.st_mode)) {
-		errno = EISDIR;
-		goto out_errno;
-	}
 	if ((uint64_t)st.st_size > FILE_MAX) {
 		errno = EFBIG;
 		goto out_errno;
@@ -222,7 +220,9 @@ int rw_cards_load_file(struct rw_cards *set, const char *path)
 	goto out_close;
 
 out_errno:
-	cf_log_warn("kernel cards: cannot read %s: %s", path, strerror_r(errno, why, sizeof(why)));
+	snprintf(why, sizeof(why), "%s", strerror_r(errno, buf, sizeof(buf)));
+out_refused:
+	cf_log_warn("kernel cards (CUFOLD_CARDS): cannot read %s: %s; no cards from it", path, why);
 	rc = -CF_EIO;
 out_close:
 	free(text);

@@ -115,7 +115,8 @@ void rw_cards_destroy(struct rw_cards *set);
  * (cards parsed before stay). */
 int rw_cards_parse(struct rw_cards *set, const char *file, const char *text, size_t len);
 /* Read and parse one file. Returns the cards rejected, or -CF_EIO when the file cannot be
- * read (warned, naming the file and the reason). */
+ * read or is not a regular file (a FIFO, a device, a directory: refused without blocking;
+ * warned, naming CUFOLD_CARDS, the file and the reason). */
 int rw_cards_load_file(struct rw_cards *set, const char *path);
 /* Each file of a colon-separated list, in order (empty elements are skipped). Returns the
  * cards rejected plus the files that could not be read, or -CF_ENOMEM. */

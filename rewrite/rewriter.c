@@ -7,6 +7,7 @@
  *  2. the indices, read node by node, are strictly ascending (rules never reorder);
  *  3. every index is < the window's op count. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,9 +94,10 @@ bool rw_rule_is_enabled(const struct rw_rule *r, const struct rw_config *cfg)
 	size_t len = strlen(r->name);
 	const char *s = cfg->rules;
 
-	if (cfg->opt <= 0)
+	/* negative: no rewriting at all, whatever the switches say */
+	if (cfg->opt < 0)
 		return false;
-	/* "-a,+b,c": each token switches one rule; later tokens win */
+	/* "-a,+b,c": each token switches one rule, at any level (0 included); later tokens win */
 	while (s && *s) {
 		const char *end = strchr(s, ',');
 		size_t tl = end ? (size_t)(end - s) : strlen(s);
@@ -112,6 +114,87 @@ bool rw_rule_is_enabled(const struct rw_rule *r, const struct rw_config *cfg)
 		s = end ? end + 1 : NULL;
 	}
 	return on;
+}
+
+/* Append n bytes of s to the string in buf (cap bytes), after sep when buf is not empty. */
+static void append(char *buf, size_t cap, const char *sep, const char *s, size_t n)
+{
+	size_t used = strlen(buf);
+
+	if (used < cap)
+		snprintf(buf + used, cap - used, "%s%.*s", used ? sep : "", (int)n, s);
+}
+
+int rw_rules_check(const char *rules)
+{
+	const struct rw_rule *by_name[RW_MAX_RULES];
+	char unknown[256] = "", known[512] = "";
+	size_t nreg;
+	const struct rw_rule *const *reg = rw_rules_registered(&nreg);
+	int bad = 0;
+
+	/* with no rule linked in (a unit test), there is nothing to tell a name from a typo */
+	if (!rules || !nreg)
+		return 0;
+	for (const char *s = rules; *s;) {
+		size_t tl = strcspn(s, ",");
+		const char *name = s;
+		size_t nl = tl;
+		bool found = false;
+
+		if (nl && (*name == '+' || *name == '-')) {
+			name++;
+			nl--;
+		}
+		for (size_t k = 0; k < nreg && !found; k++)
+			found = strlen(reg[k]->name) == nl && strncmp(name, reg[k]->name, nl) == 0;
+		if (!found && nl) {
+			append(unknown, sizeof(unknown), ", ", name, nl);
+			bad++;
+		}
+		s += tl;
+		if (*s == ',')
+			s++;
+	}
+	if (!bad)
+		return 0;
+	/* the known names in alphabetical order, easier to scan than the run order */
+	memcpy(by_name, reg, nreg * sizeof(*by_name));
+	for (size_t i = 1; i < nreg; i++)
+		for (size_t j = i; j > 0 && strcmp(by_name[j - 1]->name, by_name[j]->name) > 0; j--) {
+			const struct rw_rule *t = by_name[j];
+
+			by_name[j] = by_name[j - 1];
+			by_name[j - 1] = t;
+		}
+	for (size_t k = 0; k < nreg; k++)
+		append(known, sizeof(known), ", ", by_name[k]->name, strlen(by_name[k]->name));
+	/* a configuration error: on stderr whatever CUFOLD_LOG and CUFOLD_LOG_FILE say */
+	cf_log_write_fd(cf_log_get_stderr_fd(), CF_LOG_WARN, __FILE__, __LINE__,
+			"CUFOLD_RULES=%s: unknown rule%s %s ignored (known: %s)", rules, bad > 1 ? "s" : "", unknown,
+			known);
+	return bad;
+}
+
+/* CUFOLD_RULES is checked the first time a configuration is used: once per process. */
+static void rules_check_once(const struct rw_config *cfg)
+{
+	static int checked;
+
+	if (cfg->rules && *cfg->rules && !__atomic_exchange_n(&checked, 1, __ATOMIC_RELAXED))
+		rw_rules_check(cfg->rules);
+}
+
+bool rw_config_has_rules(const struct rw_config *cfg)
+{
+	size_t nreg;
+	const struct rw_rule *const *reg = rw_rules_registered(&nreg);
+
+	rules_check_once(cfg);
+	for (size_t k = 0; k < nreg; k++)
+		if (rw_rule_is_enabled(reg[k], cfg))
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------------------ for rules */
@@ -653,6 +736,7 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 		size_t nreg;
 		const struct rw_rule *const *reg = rw_rules_registered(&nreg);
 
+		rules_check_once(cfg);
 		for (size_t k = 0; k < nreg; k++)
 			if (rw_rule_is_enabled(reg[k], cfg))
 				run[nrun++] = reg[k];

@@ -57,9 +57,11 @@ struct rw_rule {
 	static const struct rw_rule *const rw_rule_ptr_##name __attribute__((used, section("rw_rules"))) = \
 		&rw_rule_##name
 
-/* Which rules run. */
+/* Which rules run: those whose level is at most opt, then the switches of rules, which turn a
+ * rule on or off whatever its level (at opt 0 too); a negative opt runs no rule at all. */
 struct rw_config {
-	int opt;                     /* CUFOLD_OPT: 0 runs nothing; rules with level <= opt run */
+	int opt;                     /* CUFOLD_OPT 0..2: rules with level <= opt run; negative: none,
+				      * whatever rules says */
 	const char *rules;           /* CUFOLD_RULES: "-name,+name" (later wins), or NULL */
 };
 
@@ -68,6 +70,12 @@ struct rw_config {
 const struct rw_rule *const *rw_rules_registered(size_t *n);
 /* Whether cfg enables r. */
 bool rw_rule_is_enabled(const struct rw_rule *r, const struct rw_config *cfg);
+/* Whether cfg enables any registered rule. The first configuration with switches that reaches
+ * this or rw_rewrite has them checked (rw_rules_check), once per process. */
+bool rw_config_has_rules(const struct rw_config *cfg);
+/* Names in rules ("+a,-b,c") that no registered rule has: one warning on stderr naming them and
+ * listing the known rules. Returns how many (0 when no rule is linked in). */
+int rw_rules_check(const char *rules);
 
 /* Rewrite the window ops[0..n) (tg: its trace graph, or NULL to rely on window order only)
  * with the registered rules cfg enables (none when cfg is NULL), or, when rules is not NULL,

@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay.h"
+#include "rewrite/rewriter.h"
 
 enum engine_state {
 	ENGINE_IDLE = 0,      /* not started */
@@ -176,9 +177,12 @@ static void start(void)
 	if (shim_mode() == CF_MODE_REPLAY) {
 		struct rpl_config rc_ = {
 			.warmup = cfg->warmup, .segment = cfg->segment, .min_ops = cfg->min_ops, .opt = cfg->opt,
+			.gate = cfg->gate,
 		};
 
 		replaying = rpl_init(&rc_) == 0;
+		/* an unknown name in CUFOLD_RULES is reported now, not when a first plan is made */
+		(void)rw_config_has_rules(&(struct rw_config){ .opt = cfg->opt, .rules = cfg->rules });
 	}
 	if (!__atomic_exchange_n(&atfork_child_done, 1, __ATOMIC_RELAXED))
 		pthread_atfork(NULL, NULL, atfork_child);

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/compiler.h"
@@ -116,32 +117,77 @@ void *shim_real_dlopen(const char *file, int flags)
 	return fn(file, flags);
 }
 
-int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT])
+/* Whether addr lies in the object that holds cufold's own code (libcufold.so, or the program
+ * a test linked libcufold.a into). */
+static bool is_cufold(const void *addr, const char **own_name)
 {
+	Dl_info own, other;
+
+	/* any object of ours will do: a data address converts to void * portably */
+	if (!dladdr((const void *)addr_table, &own) || !dladdr(addr, &other))
+		return false;
+	*own_name = own.dli_fname && *own.dli_fname ? own.dli_fname : "the program";
+	return own.dli_fbase == other.dli_fbase;
+}
+
+/* dlopen path and look every symbol up into addr[]; refuse (warning, handle closed) a library
+ * that is cufold itself, whose calls would come back to the hooks and wait forever on their own
+ * initialization, or that lacks what every CUDA driver exports. NULL when refused or not
+ * loaded. */
+static void *driver_open(const char *path, void *addr[SHIM_API_COUNT])
+{
+	static const enum shim_api_id needed[] = { SHIM_ID_cuInit, SHIM_ID_cuDriverGetVersion };
+	const char *own = NULL;
+	char missing[96] = "";
 	void *h;
 
 	memset(addr, 0, sizeof(void *) * SHIM_API_COUNT);
-	*handle = NULL;
 	h = shim_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *why = dlerror();
 
 		cf_log_err("cannot load the CUDA driver %s: %s", path, why ? why : "?");
-		if (strcmp(path, CF_DEFAULT_LIBCUDA) != 0) {
-			h = shim_real_dlopen(CF_DEFAULT_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
-			if (h)
-				cf_log_warn("using %s instead", CF_DEFAULT_LIBCUDA);
-		}
+		return NULL;
 	}
-	if (h) {
-		/* An explicit handle searches the driver's own scope, so these are the driver's
-		 * definitions, never our exported hooks. */
-		for (int id = 0; id < SHIM_API_COUNT; id++)
-			addr[id] = shim_real_dlsym(h, shim_api[id].name);
-		*handle = h;
-		return 0;
+	/* An explicit handle searches the driver's own scope, so these are the driver's
+	 * definitions, never our exported hooks (unless the library is cufold). */
+	for (int id = 0; id < SHIM_API_COUNT; id++)
+		addr[id] = shim_real_dlsym(h, shim_api[id].name);
+	if (addr[SHIM_ID_cuInit] && is_cufold(addr[SHIM_ID_cuInit], &own)) {
+		cf_log_warn("cannot use %s as the CUDA driver: it is cufold itself (%s)", path, own);
+		goto out_refused;
 	}
-	return -CF_ENODRIVER;
+	for (size_t k = 0; k < CF_ARRAY_SIZE(needed); k++)
+		if (!addr[needed[k]])
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+				 missing[0] ? ", " : "", shim_api[needed[k]].name);
+	if (!addr[SHIM_ID_cuGetProcAddress] && !addr[SHIM_ID_cuGetProcAddress_v2])
+		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+			 missing[0] ? ", " : "", "cuGetProcAddress");
+	if (missing[0]) {
+		cf_log_warn("cannot use %s as the CUDA driver: it does not export %s (not a CUDA driver)", path,
+			    missing);
+		goto out_refused;
+	}
+	return h;
+
+out_refused:
+	memset(addr, 0, sizeof(void *) * SHIM_API_COUNT);
+	dlclose(h);
+	return NULL;
+}
+
+int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT])
+{
+	void *h = driver_open(path, addr);
+
+	if (!h && strcmp(path, CF_DEFAULT_LIBCUDA) != 0) {
+		h = driver_open(CF_DEFAULT_LIBCUDA, addr);
+		if (h)
+			cf_log_warn("using %s instead", CF_DEFAULT_LIBCUDA);
+	}
+	*handle = h;
+	return h ? 0 : -CF_ENODRIVER;
 }
 
 void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])

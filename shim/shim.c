@@ -9,6 +9,7 @@
  * table, builds the pointer map and sets the mode; later ones drop their results. */
 #include "shim/shim.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -74,12 +75,14 @@ static int init_slow(void)
 		if (!__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED))
 			pthread_atfork(NULL, NULL, atfork_child);
 		if (rc == 0) {
+			const struct link_map *lm = shim_real_link_map();
 			int n = 0;
 
 			for (int id = 0; id < SHIM_API_COUNT; id++)
 				n += shim_real_has((enum shim_api_id)id);
-			cf_log_info("mode %s; driver %s: %d of %d entry points", cf_mode_name(mode), cfg->libcuda, n,
-				    SHIM_API_COUNT);
+			/* the library loaded, which is not CUFOLD_LIBCUDA when that was refused */
+			cf_log_info("mode %s; driver %s: %d of %d entry points", cf_mode_name(mode),
+				    lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
 		}
 	}
 	shim_inside_leave();

@@ -34,11 +34,16 @@ def want(what, cond):
 r, s = load("train")
 rp = r["replay"]
 want("host_ns_per_op at the top level, a number > 0", isinstance(r.get("host_ns_per_op"), (int, float)) and r["host_ns_per_op"] > 0)
-want("graph launches as the device counted them", rp["graph_launches"] == s["graph_launches"] == 13)
 t = rp["templates"][0]
-want("one template of 46 ops, 45 in one segment", (t["ops"], t["graph_ops"], t["segments"]) == (46, 45, 1))
-want("13 windows replayed", t["windows_replayed"] == 13 and t["launches"] == 13)
-want("submissions saved = ops replayed - launches", t["host_submissions_saved"] == 13 * 44 == rp["host_submissions_saved"])
+nseg = len(t["segment_launches"])
+want("one template of 46 ops, 45 graphable, cut small at both ends",
+     (t["ops"], t["graph_ops"], t["segments"]) == (46, 45, nseg) and
+     [g["ops"] for g in t["segment_launches"]] == [4, 4, 8, 15, 7, 4, 3])
+want("graph launches as the device counted them", rp["graph_launches"] == s["graph_launches"] == 13 * nseg)
+want("13 windows replayed", t["windows_replayed"] == 13 and t["launches"] == 13 * nseg and
+     all(g["launches"] == 13 for g in t["segment_launches"]))
+want("submissions saved = ops replayed - launches",
+     t["host_submissions_saved"] == 13 * (45 - nseg) == rp["host_submissions_saved"])
 want("every launch patched the changing scalar", t["segment_launches"][0]["patched_launches"] == 13)
 want("no fallback", rp["fallbacks"] == {} and rp["ops_flushed_eagerly"] == 0)
 

@@ -1,7 +1,8 @@
 # replay_train.sh - CUFOLD_MODE=replay on training-loop programs: results bit for bit the same as
 # without cufold over 20 seeds, and the software device's own counters show the replayed steps
 # going to the driver as one graph launch per segment (host submissions per step drop from one
-# per op to one per segment, plus the loss copy the host waits for). tests layer.
+# per op to one per segment, plus the loss copy the host waits for), segments cut small at the
+# window's start and end as replay/template.c documents. tests layer.
 source "$(dirname "$0")/lib.sh"
 prog=$B/progs/rpl_loop
 [[ -x $prog ]] || fail "$prog is not built"
@@ -9,7 +10,7 @@ export CUFOLD_MODE=replay CUFOLD_OPT=0
 
 same_output_over_seeds "$B/progs/sample_train" 8 16
 same_output_over_seeds "$prog" train 10
-CUFOLD_SEGMENT=16 same_output_over_seeds "$prog" train 8
+CUFOLD_SEGMENT=8 same_output_over_seeds "$prog" train 8
 
 # stats: a run of S1 and one of S2 steps; the difference is (S2 - S1) steady-state steps
 stats() { # out-file segment steps [preload]
@@ -23,30 +24,49 @@ stats() { # out-file segment steps [preload]
 }
 stats "$TMP/p6" 512 6; stats "$TMP/p16" 512 16
 stats "$TMP/c6" 512 6 1; stats "$TMP/c16" 512 16 1
-stats "$TMP/s6" 16 6 1; stats "$TMP/s16" 16 16 1
+stats "$TMP/s6" 8 6 1; stats "$TMP/s16" 8 16 1
 python3 - "$TMP" <<'PY' || fail "the device's counters do not show one graph launch per segment"
 import json, sys, os
 d = sys.argv[1]
 def load(n): return json.load(open(os.path.join(d, n)))["totals"]
 def per_step(a, b, key): return (load(b)[key] - load(a)[key]) / 10.0
+def seg_sizes(g, most, first=4):
+    # replay/template.c segment_size: grow from 4 (as many as came before), at most half of what
+    # is left, at most CUFOLD_SEGMENT
+    sizes, p = [], 0
+    while p < g:
+        grow, shrink = max(first, p), max(first, (g - p + 1) // 2)
+        n = min(grow, shrink, most, g - p)
+        sizes.append(n)
+        p += n
+    return sizes
+def report_sizes(n):
+    t = json.load(open(os.path.join(d, n + ".report")))["replay"]["templates"][0]
+    return [s["ops"] for s in t["segment_launches"]]
 ops = 45  # graphable ops of one train step: 2 memsets-ish + kernels + a copy (see rpl_loop.c)
 plain = per_step("p6", "p16", "host_submissions")
 full = per_step("c6", "c16", "host_submissions")
 seg16 = per_step("s6", "s16", "host_submissions")
 launches = per_step("c6", "c16", "graph_launches")
 launches16 = per_step("s6", "s16", "graph_launches")
-print("host submissions per step: plain %.1f, replay %.1f (1 segment), replay %.1f (segments of 16)" % (plain, full, seg16))
-print("graph launches per step: %.1f (1 segment), %.1f (segments of 16)" % (launches, launches16))
+sizes, sizes16 = seg_sizes(ops, 512), seg_sizes(ops, 8)
+print("segments: %s; with CUFOLD_SEGMENT=8: %s" % (sizes, sizes16))
+print("host submissions per step: plain %.1f, replay %.1f, replay %.1f (CUFOLD_SEGMENT=8)" % (plain, full, seg16))
+print("graph launches per step: %.1f, %.1f (CUFOLD_SEGMENT=8)" % (launches, launches16))
 def want(what, got, exp):
-    if abs(got - exp) > 1e-9:
+    if abs(got - exp) > 1e-9 if isinstance(exp, float) or isinstance(exp, int) else got != exp:
         sys.exit("%s: got %s, expected %s" % (what, got, exp))
+# the device gets work after 4 calls, and the last segment is short
+want("segments as replay cut them", report_sizes("c16"), sizes)
+want("segments as replay cut them (CUFOLD_SEGMENT=8)", report_sizes("s16"), sizes16)
+want("the first segment", sizes[0], 4)
 want("plain submissions per step", plain, ops + 1)
-want("graph launches per step", launches, 1)
-want("submissions per step with replay", full, 1 + 1)       # the graph, the loss copy
-want("graph launches per step (CUFOLD_SEGMENT=16)", launches16, 3)   # 16 + 16 + 13
-want("submissions per step (CUFOLD_SEGMENT=16)", seg16, 3 + 1)
+want("graph launches per step", launches, len(sizes))
+want("submissions per step with replay", full, len(sizes) + 1)       # the graphs, the loss copy
+want("graph launches per step (CUFOLD_SEGMENT=8)", launches16, len(sizes16))
+want("submissions per step (CUFOLD_SEGMENT=8)", seg16, len(sizes16) + 1)
 # every step after warm-up replays: 16 steps, the template is built when step 2 closes
-want("graph launches in 16 steps", load("c16")["graph_launches"], 16 - 3)
+want("graph launches in 16 steps", load("c16")["graph_launches"], (16 - 3) * len(sizes))
 PY
 note "one graph launch per segment per replayed step"
 
@@ -54,16 +74,19 @@ note "one graph launch per segment per replayed step"
 # and goes in the graph too (one graph launch, the event that frees its stage buffer, the loss)
 for n in 6 16; do
 	SIMCUDA_STATS=$TMP/tp$n run_plain /dev/null "$B/progs/sample_train" $n 16 || fail "sample_train exited $?"
-	SIMCUDA_STATS=$TMP/tc$n run_cufold /dev/null "$B/progs/sample_train" $n 16 || fail "sample_train exited $? with cufold"
+	SIMCUDA_STATS=$TMP/tc$n CUFOLD_REPORT=$TMP/tc$n.report run_cufold /dev/null "$B/progs/sample_train" $n 16 ||
+		fail "sample_train exited $? with cufold"
 done
-python3 - "$TMP" <<'PY' || fail "sample_train does not replay as one graph launch per step"
+python3 - "$TMP" <<'PY' || fail "sample_train does not replay as one graph launch per segment"
 import json, os, sys
 d = sys.argv[1]
 def t(n): return json.load(open(os.path.join(d, n)))["totals"]
 def step(k, a, b): return (t(b)[k] - t(a)[k]) / 10.0
 plain, rep = step("host_submissions", "tp6", "tp16"), step("host_submissions", "tc6", "tc16")
 launches = step("graph_launches", "tc6", "tc16")
-print("sample_train host submissions per step: %.1f without cufold, %.1f with (%.1f graph launches)" % (plain, rep, launches))
-if launches != 1 or plain != 85 or rep != 3:
-    sys.exit("expected 85 -> 3 submissions per step, 1 graph launch")
+segs = json.load(open(os.path.join(d, "tc16.report")))["replay"]["templates"][0]["segments"]
+print("sample_train host submissions per step: %.1f without cufold, %.1f with (%.1f graph launches, %d segments)" %
+      (plain, rep, launches, segs))
+if launches != segs or plain != 85 or rep != segs + 2:
+    sys.exit("expected 85 -> %d submissions per step, %d graph launches" % (segs + 2, segs))
 PY

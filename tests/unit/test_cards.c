@@ -1,9 +1,10 @@
 /* test_cards.c - kernel cards: the parser (good cards, every kind of malformed card with its
- * line and reason, override order, CUFOLD_CARDS with missing and bad files), expressions, name
- * matching (mangled names), the access set of every built-in card against hand-computed
- * spans, table decoding (cat, split, cufold's batch tables), and cufold's embedded kernels
- * loaded once per context through the real-driver table. tests layer (cmocka, libcufold.a;
- * the last test needs the software device on LD_LIBRARY_PATH, as tests/run sets it). */
+ * line and reason, override order, CUFOLD_CARDS with missing and bad files, FIFOs and
+ * devices), expressions, name matching (mangled names), the access set of every built-in card
+ * against hand-computed spans, table decoding (cat, split, cufold's batch tables), and cufold's
+ * embedded kernels loaded once per context through the real-driver table. tests layer (cmocka,
+ * libcufold.a; the last test needs the software device on LD_LIBRARY_PATH, as tests/run sets
+ * it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -581,6 +583,42 @@ static void test_cards_path_list(void **state)
 	rw_cards_destroy(set);
 
 	unlink(bad);
+	unlink(good);
+	rmdir(dir);
+}
+
+/* Only regular files are read: a FIFO (which would block the program in open or read for
+ * ever: the alarm turns that into a failure) and a character device are refused, each with one
+ * warning naming CUFOLD_CARDS, the path and what it is; the next file still loads. */
+static void test_cards_not_regular(void **state)
+{
+	char dir[] = "/tmp/cufold-test-cards-fifo-XXXXXX", fifo[128], good[128], list[300];
+	struct rw_cards *set;
+	char *log;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/cards.fifo", dir);
+	snprintf(good, sizeof(good), "%s/good.cards", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	write_file(good, "kernel user_after_fifo\n  pure\nend\n");
+	snprintf(list, sizeof(list), "%s:/dev/null:%s", fifo, good);
+	alarm(20);
+	set = rw_cards_create();
+	log_begin();
+	assert_int_equal(rw_cards_load_list(set, list), 2);
+	log = log_end();
+	alarm(0);
+	assert_int_equal(count_lines(log), 2);
+	assert_int_equal(count_lines_with(log, "CUFOLD_CARDS"), 2);
+	assert_int_equal(count_lines_with(log, "cards.fifo: it is a FIFO, not a regular file"), 1);
+	/* /dev/null is a character device, not "Is a directory" */
+	assert_int_equal(count_lines_with(log, "/dev/null: it is a character device, not a regular file"), 1);
+	assert_null(strstr(log, "directory"));
+	assert_non_null(rw_cards_find(set, "user_after_fifo"));
+	free(log);
+	rw_cards_destroy(set);
+	unlink(fifo);
 	unlink(good);
 	rmdir(dir);
 }
@@ -1470,6 +1508,7 @@ int main(void)
 		cmocka_unit_test(test_rest_still_loads),
 		cmocka_unit_test(test_override_order),
 		cmocka_unit_test(test_cards_path_list),
+		cmocka_unit_test(test_cards_not_regular),
 		cmocka_unit_test(test_data_files),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_lookup_mangled_names),

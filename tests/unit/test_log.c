@@ -1,16 +1,20 @@
 /* test_log.c - the logger: line format, levels checked before arguments are evaluated, _once,
- * cutting of long lines, errno kept, the log file. tests layer (cmocka, libcufold.a). */
+ * cutting of long lines, errno kept, the log file (a regular file only, never through a
+ * symbolic link). tests layer (cmocka, libcufold.a). */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "common/errors.h"
 #include "common/log.h"
 
 static char path[64];
@@ -172,9 +176,9 @@ static void test_log_file(void **state)
 	(void)state;
 	snprintf(file, sizeof(file), "/tmp/cufold-test-logfile-%d", (int)getpid());
 	unlink(file);
-	assert_int_equal(cf_log_open_file(file), 0);
+	assert_int_equal(cf_log_open_file(file, NULL, 0), 0);
 	cf_log_err("to the file");
-	assert_true(cf_log_open_file("/nonexistent-dir/x.log") < 0);
+	assert_true(cf_log_open_file("/nonexistent-dir/x.log", NULL, 0) < 0);
 	cf_log_err("still the file");
 	cf_log_set_fd(fd);
 	f = fopen(file, "r");
@@ -188,6 +192,60 @@ static void test_log_file(void **state)
 	assert_non_null(strstr(buf, "still the file\n"));
 }
 
+/* The log file is an output: only a regular file, created when missing, takes it. A FIFO (an
+ * open for writing would wait for a reader for ever: the alarm turns that into a failure), a
+ * device, a directory and a symbolic link (even to a regular file) are refused with the reason,
+ * and the log stays where it was. */
+static void test_log_file_refused(void **state)
+{
+	char dir[] = "/tmp/cufold-test-logfile-XXXXXX", fifo[96], target[96], link[96], made[96], why[128];
+	struct stat st;
+	char buf[512];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(target, sizeof(target), "%s/target.log", dir);
+	snprintf(link, sizeof(link), "%s/link.log", dir);
+	snprintf(made, sizeof(made), "%s/made.log", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(symlink(target, link), 0);
+	alarm(20);
+	assert_int_equal(cf_log_open_file(fifo, why, sizeof(why)), -CF_EINVAL);
+	alarm(0);
+	assert_string_equal(why, "it is a FIFO, not a regular file");
+	assert_int_equal(cf_log_open_file("/dev/null", why, sizeof(why)), -CF_EINVAL);
+	assert_string_equal(why, "it is a character device, not a regular file");
+	assert_int_equal(cf_log_open_file(dir, why, sizeof(why)), -CF_EINVAL);
+	assert_string_equal(why, "it is a directory, not a regular file");
+	/* a dangling link is not created through, a link to a regular file not followed */
+	assert_int_equal(cf_log_open_file(link, why, sizeof(why)), -CF_EINVAL);
+	assert_non_null(strstr(why, "symbolic link"));
+	assert_int_equal(lstat(target, &st), -1);
+	close(open(target, O_WRONLY | O_CREAT, 0644));
+	assert_int_equal(cf_log_open_file(link, why, sizeof(why)), -CF_EINVAL);
+	assert_non_null(strstr(why, "symbolic link"));
+	assert_true(cf_log_open_file("/nonexistent-dir/x.log", why, sizeof(why)) < 0);
+	assert_string_equal(why, "No such file or directory");
+	/* the log stayed on the test's descriptor */
+	cf_log_err("still here");
+	slurp(buf, sizeof(buf));
+	assert_non_null(strstr(buf, "still here\n"));
+	/* a missing regular file is created */
+	assert_int_equal(cf_log_open_file(made, why, sizeof(why)), 0);
+	cf_log_err("to the new file");
+	cf_log_set_fd(fd);
+	assert_int_equal(stat(made, &st), 0);
+	assert_true(S_ISREG(st.st_mode) && st.st_size > 0);
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	unlink(made);
+	unlink(target);
+	unlink(link);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +257,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trailing_newline_and_errno, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_level_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_file_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

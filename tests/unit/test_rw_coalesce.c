@@ -137,7 +137,8 @@ static void test_run_layout(void **state)
 				 rwt_copy_op(BUF_S + 128, BUF_D + 128, 64, STREAM_A) };
 	const struct cap_op *ptr[4];
 	struct rw_config on = { 1, NULL }, off = { 1, "-coalesce" };
-	struct rw_run *r;
+	struct rw_config zero = { 0, NULL }, zero_on = { 0, "+coalesce" }, none = { -1, "+coalesce" };
+	struct rw_run *r, *r0;
 	struct cap_op tmp;
 	const struct cap_op *op;
 
@@ -156,6 +157,16 @@ static void test_run_layout(void **state)
 	assert_ptr_equal(op, &tmp);
 	assert_int_equal(op->u.memcpy.bytes, 192);
 	assert_null(rw_run_op(r, 2, ops, &tmp));
+	/* CUFOLD_OPT=0 rewrites nothing, but a rule CUFOLD_RULES switches on runs at level 0 too;
+	 * a shape replayed unrewritten (negative level) runs no rule, whatever the switches */
+	assert_null(rw_run_create(ptr, 4, &zero));
+	assert_null(rw_run_create(ptr, 4, &none));
+	r0 = rw_run_create(ptr, 4, &zero_on);
+	assert_non_null(r0);
+	assert_true(rw_run_is_folded(r0, 2));
+	assert_true(rw_run_is_folded(r0, 3));
+	assert_int_equal(rw_run_op(r0, 1, ops, &tmp)->u.memcpy.bytes, 192);
+	rw_run_destroy(r0);
 	/* a launch whose last piece moved: the guards fail */
 	ops[3].u.memcpy.dst_first += 64;
 	assert_false(rw_run_guards_hold(r, ops));

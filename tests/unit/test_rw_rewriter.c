@@ -3,9 +3,12 @@
  * never settles is stopped; registration through the linker section; CUFOLD_RULES and levels.
  * tests layer (cmocka, libcufold.a). */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/errors.h"
+#include "common/log.h"
 #include "rw_test.h"
 
 extern const struct rw_rule rw_rule_coalesce;
@@ -181,6 +184,7 @@ static void test_enabled(void **state)
 	struct rw_config c0 = { 0, NULL }, c1 = { 1, NULL }, c2 = { 2, "" };
 	struct rw_config off = { 1, "-coalesce" }, back = { 1, "-coalesce,+coalesce" };
 	struct rw_config plus_c = { 1, "x,+c,-zz" }, minus_c = { 2, "c,-c" }, prefix = { 1, "-coal" };
+	struct rw_config none = { -1, "+coalesce,+c" };
 
 	(void)state;
 	assert_false(rw_rule_is_enabled(&rw_rule_coalesce, &c0));
@@ -193,9 +197,53 @@ static void test_enabled(void **state)
 	assert_true(rw_rule_is_enabled(&rule_c, &c2));
 	assert_true(rw_rule_is_enabled(&rule_c, &plus_c));
 	assert_false(rw_rule_is_enabled(&rule_c, &minus_c));
-	/* OPT=0 means no rewriting at all, whatever CUFOLD_RULES says */
+	/* a switch turns a rule on whatever the level, OPT=0 included (the README's promise);
+	 * a negative level (a shape replayed unrewritten) runs nothing, whatever the switches */
 	c0.rules = "+coalesce";
+	assert_true(rw_rule_is_enabled(&rw_rule_coalesce, &c0));
+	assert_true(rw_config_has_rules(&c0));
+	c0.rules = "c";
+	assert_true(rw_rule_is_enabled(&rule_c, &c0));
 	assert_false(rw_rule_is_enabled(&rw_rule_coalesce, &c0));
+	c0.rules = "+coalesce,-coalesce";
+	assert_false(rw_rule_is_enabled(&rw_rule_coalesce, &c0));
+	c0.rules = NULL;
+	assert_false(rw_config_has_rules(&c0));
+	assert_true(rw_config_has_rules(&c1));
+	assert_false(rw_rule_is_enabled(&rw_rule_coalesce, &none));
+	assert_false(rw_rule_is_enabled(&rule_c, &none));
+	assert_false(rw_config_has_rules(&none));
+}
+
+/* An unknown name in CUFOLD_RULES: one warning on stderr naming it and listing the known rules. */
+static void test_rules_check(void **state)
+{
+	char path[] = "/tmp/cufold-test-rules-XXXXXX", text[2048];
+	int fd = mkstemp(path), lines = 0;
+	ssize_t n;
+
+	(void)state;
+	assert_true(fd >= 0);
+	cf_log_set_stderr_fd(fd);
+	assert_int_equal(rw_rules_check(NULL), 0);
+	assert_int_equal(rw_rules_check("-coalesce,+coalesce,coalesce"), 0);
+	assert_int_equal(rw_rules_check("+batch-cpy,-coalesce,nosuch"), 2);
+	assert_int_equal(rw_rules_check("-coalesc"), 1);
+	cf_log_set_stderr_fd(2);
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	assert_true(n > 0);
+	text[n] = 0;
+	close(fd);
+	unlink(path);
+	fputs(text, stderr);
+	assert_non_null(strstr(text, "] W rewriter.c:"));
+	assert_non_null(strstr(text, "CUFOLD_RULES=+batch-cpy,-coalesce,nosuch: unknown rules batch-cpy, nosuch ignored "
+				     "(known: "));
+	assert_non_null(strstr(text, "CUFOLD_RULES=-coalesc: unknown rule coalesc ignored (known: "));
+	assert_non_null(strstr(text, "coalesce"));
+	for (char *p = text; *p; p++)
+		lines += *p == '\n';
+	assert_int_equal(lines, 2); /* one per value with unknown names */
 }
 
 static void test_registered_run(void **state)
@@ -235,6 +283,7 @@ int main(void)
 		cmocka_unit_test_setup(test_never_settles, setup),
 		cmocka_unit_test(test_registered),
 		cmocka_unit_test(test_enabled),
+		cmocka_unit_test(test_rules_check),
 		cmocka_unit_test(test_registered_run),
 	};
 

@@ -28,6 +28,13 @@ static void test_before_init(void **state)
 	assert_non_null(addr[SHIM_ID_cuInit]);
 	assert_int_equal(shim_real__open("libcuda.so.1", &h, addr), 0);
 	assert_non_null(addr[SHIM_ID_cuLaunchKernel_ptsz]);
+	/* a library that loads but is not a driver (no cuInit, cuDriverGetVersion,
+	 * cuGetProcAddress) is refused the same way */
+	assert_int_equal(shim_real__open("libc.so.6", &h, addr), 0);
+	assert_non_null(h);
+	assert_non_null(addr[SHIM_ID_cuInit]);
+	assert_ptr_equal(shim_real_dlsym(h, "cuInit"), addr[SHIM_ID_cuInit]);
+	assert_non_null(addr[SHIM_ID_cuDriverGetVersion]);
 }
 
 static void test_init(void **state)

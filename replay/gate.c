@@ -1,0 +1,124 @@
+/* gate.c - keep a template only while it pays: each window shape's time per window, eager and
+ * replayed, measured on the program's own clock, and the decision to replay it or not. replay
+ * layer; owns the window timing of exec.c's matcher.
+ *
+ * A window's time is the time from its first call to the first call of the next window: what
+ * the program waits for its work (a window ends where the host observes the device) plus its
+ * own host time until the next window begins, the same for both ways of running it. The clock
+ * is the monotonic clock; on a software device that exports `simcuda_host_now_ns` (its modeled
+ * host clock) that clock, plus, for a replayed window, cufold's own measured matching cost for
+ * its ops (the model does not see cufold's CPU time; eager windows are not charged cufold's
+ * recording cost, which favours eager: the gate errs towards turning replay off).
+ *
+ * States of a shape (struct rpl_gate in its rpl_shape_note):
+ *
+ *   TRIAL --RPL_GATE_TRIAL_WINDOWS replayed windows, lower median below 99 % of eager's--> ON
+ *     ^   \
+ *     |    +--otherwise--> OFF: its template is not followed (windows eager, measured again)
+ *     +----------------------- for 16 << (trials - 1) sightings (at most 16 << 6)
+ *
+ * Samples of windows that neither replayed to the end nor ran wholly eager (a mismatch, a
+ * fallback) are not taken. The time to build a template is taken out of the window it ends.
+ * With CUFOLD_GATE=0 samples are still taken and reported, but nothing is turned off. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "replay/replay_int.h"
+
+static uint64_t (*model_clock)(void); /* the software device's modeled host clock, or NULL */
+
+void rpl__gate_init(void)
+{
+	void *f = shim_real_dlsym(RTLD_DEFAULT, "simcuda_host_now_ns");
+
+	/* a data pointer to a function pointer: through memcpy, as ISO C allows */
+	memcpy(&model_clock, &f, sizeof(f));
+}
+
+uint64_t rpl__gate_clock(void)
+{
+	return model_clock ? model_clock() : cf_now_ns();
+}
+
+bool rpl__gate_is_modeled(void)
+{
+	return model_clock != NULL;
+}
+
+/* The lower median of n samples (n <= RPL_GATE_SAMPLES). */
+static uint64_t lower_median(const uint64_t *v, uint32_t n)
+{
+	uint64_t s[RPL_GATE_SAMPLES];
+
+	memcpy(s, v, n * sizeof(*s));
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			uint64_t x = s[j];
+
+			s[j] = s[j - 1];
+			s[j - 1] = x;
+		}
+	return s[(n - 1) / 2];
+}
+
+static void decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bool enabled)
+{
+	uint32_t ne = g->neager < RPL_GATE_SAMPLES ? g->neager : RPL_GATE_SAMPLES;
+
+	if (g->nreplayed < RPL_GATE_TRIAL_WINDOWS || ne == 0)
+		return;
+	g->eager_med = lower_median(g->eager, ne);
+	g->replay_med = lower_median(g->replayed, g->nreplayed);
+	g->decided_at = sightings;
+	if (!enabled || g->replay_med * 100 < g->eager_med * 99) {
+		g->state = RPL_GATE_ON;
+		return;
+	}
+	g->state = RPL_GATE_OFF;
+	g->trials++;
+	g->off_until = sightings + (RPL_GATE_BACKOFF << (g->trials - 1 < 6 ? g->trials - 1 : 6));
+	cf_log_info("replay: window shape %llu goes back to eager: %.1f us per window replayed, %.1f us eager; tried "
+		    "again after %llu more windows",
+		    (unsigned long long)shape_id, (double)g->replay_med / 1e3, (double)g->eager_med / 1e3,
+		    (unsigned long long)(g->off_until - sightings));
+}
+
+void rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
+		      bool enabled)
+{
+	if (replayed) {
+		if (g->state != RPL_GATE_TRIAL)
+			return; /* ON: nothing left to decide; OFF: its template is not followed */
+		if (g->nreplayed < RPL_GATE_SAMPLES)
+			g->replayed[g->nreplayed++] = ns;
+		decide(g, sightings, shape_id, enabled);
+		return;
+	}
+	g->eager[g->neager++ % RPL_GATE_SAMPLES] = ns;
+}
+
+bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings)
+{
+	if (g->state != RPL_GATE_OFF)
+		return true;
+	if (sightings < g->off_until)
+		return false;
+	g->state = RPL_GATE_TRIAL; /* try again: fresh replayed samples against recent eager ones */
+	g->nreplayed = 0;
+	return true;
+}
+
+const char *rpl__gate_state_name(const struct rpl_gate *g)
+{
+	switch (g->state) {
+	case RPL_GATE_ON:
+		return "on";
+	case RPL_GATE_OFF:
+		return "off";
+	default:
+		return "trial";
+	}
+}

@@ -1,0 +1,13 @@
+/* clock.c - the software device's modeled host clock, exported for a preloaded tool that wants
+ * to time what the program waits for in the model's terms (cufold's gate, replay/gate.c, uses
+ * it when present: the wall clock of the CPU running the model says nothing of a GPU's time).
+ * tests/simcuda layer. */
+#include "sim_int.h"
+
+/* simcuda.h declares it for programs; repeated here so this file needs nothing else. */
+uint64_t simcuda_host_now_ns(void);
+
+uint64_t simcuda_host_now_ns(void)
+{
+	return sim_host_now();
+}
