@@ -256,7 +256,8 @@ static void node_span(const struct rw_plan_node *n, uint32_t *lo, uint32_t *hi)
 /* Mark in glued[] (one entry per window op: 1 = no segment cut between it and the next) every
  * span a rewrite of the run [first, first+n) relies on: a plan node's ops and the op it reads
  * from, and the ops each guard names. Cutting the run at the small sizes segment_size asks
- * for must not cost the rules their matches; cuts move past such spans instead. */
+ * for must not cost the rules their matches; cuts move past such spans instead. This is about
+ * benefit only: each segment is planned on its own ops, so no rewrite ever spans a cut. */
 static void glue_rewrites(uint8_t *glued, const struct cap_window *w, uint32_t first, uint32_t n,
 			  const struct rpl_config *cfg)
 {
@@ -277,6 +278,11 @@ static void glue_rewrites(uint8_t *glued, const struct cap_window *w, uint32_t f
 		const struct rw_guard *gd = &p->guards[k];
 		uint32_t lo = gd->a < gd->b ? gd->a : gd->b, hi = gd->a < gd->b ? gd->b : gd->a;
 
+		/* pairs the parallel rule leaves unordered: a cut orders them anyway, and gluing its
+		 * 64-op windows would make every segment of a level-2 plan whole again (batch
+		 * nodes, which rely on them too, are glued by their own span) */
+		if (gd->kind == RW_G_INDEPENDENT)
+			continue;
 		if (gd->na >= 0)
 			node_span(&p->snaps[gd->na], &lo, &hi);
 		if (gd->nb >= 0)
