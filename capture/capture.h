@@ -1,7 +1,7 @@
 /* capture.h - what cufold records of a program's GPU work: ops (one unit of stream work each),
  * windows (the ops between two points where the host can observe the device), the trie of
  * window shapes, the allocation map, the trace graph and the outputs for people. capture
- * layer: includes only common/ and shim/api.h, shim/real.h.
+ * layer: includes only common/ and driver/.
  *
  * Threading: nothing here locks. Every function except the cap_op_* helpers on an op the
  * caller owns and cap_callsite_capture must be called with the caller's lock held (the
@@ -20,7 +20,7 @@
 #include <stdio.h>
 
 #include "common/arena.h"
-#include "shim/api.h"
+#include "driver/api.h"
 
 /* ------------------------------------------------------------------ ops */
 

@@ -9,7 +9,7 @@
 #include "capture/capture.h"
 #include "common/arena.h"
 #include "common/map.h"
-#include "shim/real.h"
+#include "driver/real.h"
 
 #define CAP_DEFAULT_WINDOW_MAX_OPS 65536u
 #define CAP_MAX_SLOTS 65535u          /* streams or events one window may name */

@@ -1,5 +1,5 @@
-/* api.c - the table of exported driver symbols and lookup by name. shim layer. */
-#include "shim/api.h"
+/* api.c - the table of exported driver symbols and lookup by name. driver layer. */
+#include "driver/api.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -8,10 +8,9 @@
 #include "common/compiler.h"
 
 const struct shim_api_info shim_api[SHIM_API_COUNT] = {
-#define CF_API(symbol, base, version, pt, ret, decls, args) \
-	{ #symbol, #base, version, pt, true, SHIM_IF_MODELED(SHIM_MODELED_##symbol, true, false) },
-#define CF_API_UNTYPED(symbol) { #symbol, #symbol, 0, 0, false, false },
-#include "shim/cuda_api.def"
+#define CF_API(symbol, base, version, pt, ret, decls, args) { #symbol, #base, version, pt, true },
+#define CF_API_UNTYPED(symbol) { #symbol, #symbol, 0, 0, false },
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };

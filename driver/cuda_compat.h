@@ -1,10 +1,10 @@
 /* cuda_compat.h - cuda.h plus the legacy (_v1) types that cuda_api.def's oldest ABIs name but
- * cuda.h declares only for the driver's own build. shim layer.
+ * cuda.h declares only for the driver's own build. driver layer.
  *
  * The structs are used only through pointers, so an incomplete declaration is exact; the
  * typedefs repeat cuda.h's own (C11 allows the repeat when cuda.h already declared them). */
-#ifndef SHIM_CUDA_COMPAT_H
-#define SHIM_CUDA_COMPAT_H
+#ifndef DRIVER_CUDA_COMPAT_H
+#define DRIVER_CUDA_COMPAT_H
 
 #include <cuda.h>
 

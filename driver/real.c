@@ -1,6 +1,6 @@
 /* real.c - the real driver: dlopen'ed by path, every exported symbol looked up once into a
- * typed table; glibc's dlsym/dlopen found with dlvsym. shim layer. */
-#include "shim/real.h"
+ * typed table; glibc's dlsym/dlopen found with dlvsym. driver layer. */
+#include "driver/real.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -40,7 +40,7 @@ static CUresult absent(enum shim_api_id id)
 		return absent(SHIM_ID_##symbol); \
 	}
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 #pragma GCC diagnostic pop
@@ -48,7 +48,7 @@ static CUresult absent(enum shim_api_id id)
 struct shim_real_table shim_real = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) .p_##symbol = absent_##symbol,
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };
@@ -199,7 +199,7 @@ void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])
 	if (addr[SHIM_ID_##symbol]) \
 		memcpy(&shim_real.p_##symbol, &addr[SHIM_ID_##symbol], sizeof(void *));
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 	if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0)

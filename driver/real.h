@@ -1,21 +1,22 @@
-/* real.h - the typed table of the real driver's functions, and the real dlopen/dlsym. shim
+/* real.h - the typed table of the real driver's functions, and the real dlopen/dlsym. driver
  * layer; sits low (right of common) so every layer calls the driver through it, never through
- * an exported hook.
+ * an exported hook. The names keep the shim_ prefix they had when this lived in shim/
+ * (shim_real, SHIM_REAL, shim_real_*); only the folder moved.
  *
  * The driver (libcuda.so.1, or CUFOLD_LIBCUDA) is dlopen'ed, never linked. Until shim_init()
  * has loaded it, and for every symbol the driver lacks, each entry points at a stub that
  * answers CUDA_ERROR_NOT_FOUND, so an entry is never NULL. */
-#ifndef SHIM_REAL_H
-#define SHIM_REAL_H
+#ifndef DRIVER_REAL_H
+#define DRIVER_REAL_H
 
 #include <stdbool.h>
 
-#include "shim/api.h"
+#include "driver/api.h"
 
 struct shim_real_table {
 #define CF_API(symbol, base, version, pt, ret, decls, args) shim_pfn_##symbol p_##symbol; /* the driver's symbol */
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };

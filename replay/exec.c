@@ -1060,8 +1060,10 @@ bool rpl_poll(uint32_t tid)
 			return true;
 		}
 	}
-	/* the rest of the window goes eagerly; the window itself goes on */
-	flush_for(RPL_FB_POLL);
+	/* submitted (eagerly unless it is a whole segment) and the window goes on matching: the
+	 * next run starts mid-segment and goes eagerly at the leader's next cut, and the segments
+	 * after that go as graphs again (a poll costs at most one more partial segment) */
+	submit_deferred(RPL_FB_POLL);
 	return false;
 }
 

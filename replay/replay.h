@@ -1,7 +1,7 @@
 /* replay.h - replay of repeated windows as CUDA graphs: templates built from a window shape
  * seen CUFOLD_WARMUP times, matching of later calls against them, deferral, segment launches
- * with patched bindings, and the eager fallback. replay layer: includes capture/, common/ and
- * shim/real.h.
+ * with patched bindings, and the eager fallback. replay layer: includes rewrite/, capture/,
+ * driver/ and common/.
  *
  * Threading: like capture, nothing here locks; every function must be called with the
  * engine's mutex held (shim/engine.c), so one window's calls from all threads are matched in

@@ -6,9 +6,9 @@
 
 #include "capture/capture.h"
 #include "common/arena.h"
+#include "driver/real.h"
 #include "replay/replay.h"
 #include "rewrite/plan.h"
-#include "shim/real.h"
 
 #define RPL_MAX_CAND 8        /* templates followed at once through a shared prefix */
 #define RPL_MAX_FAILED_CTX 16 /* contexts in sticky passthrough remembered (more: all) */
@@ -16,7 +16,7 @@
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
 #define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
-#define RPL_POLL_STALL_NS 200000 /* another thread's polls of a deferred run that has not grown
+#define RPL_POLL_STALL_NS 500000 /* another thread's polls of a deferred run that has not grown
 				  * for this long submit it (rpl_poll) */
 #define RPL_GUARD_RETIRES 3   /* after this many retirements by failed guards, a shape is replayed unrewritten */
 #define RPL_OPT_NONE (-1)     /* rpl_config.opt of a shape replayed unrewritten: no rule at all, not even

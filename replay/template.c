@@ -52,12 +52,10 @@ enum rpl_cls rpl__classify(const struct cap_op *op)
 {
 	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED))
 		return RPL_CLS_EAGER;
-#ifdef CAP_OPF_NO_DEFER
 	/* it touches memory cufold cannot classify (the host may see it without a boundary):
 	 * issued in place, never kept; a template that had it as a node mismatches here */
 	if (op->flags & CAP_OPF_NO_DEFER)
 		return RPL_CLS_EAGER;
-#endif
 	/* A synchronous copy or memset (no Async in its name) runs in place: the driver may only
 	 * promise ordering on the legacy stream, but programs lean on such calls being done when
 	 * they return (a memset before a launch on a non-blocking stream), and deferring one into a

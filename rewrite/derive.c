@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "driver/api.h"
 #include "rewrite/effects.h"
 #include "rewrite/kernels.h"
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
-#include "shim/api.h"
 
 /* ------------------------------------------------------------------ cufold's kernels */
 

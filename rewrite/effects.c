@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "driver/api.h"
 #include "rewrite/effects.h"
 #include "rewrite/kernels/batch.h"
 #include "rewrite/rewriter.h"
-#include "shim/api.h"
 
 static bool overlap(uint64_t a0, uint64_t an, uint64_t b0, uint64_t bn)
 {

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "driver/real.h"
 #include "rewrite/kernels.h"
-#include "shim/real.h"
 
 #include "rw_kernels_ptx.h"
 

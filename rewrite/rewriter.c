@@ -16,9 +16,9 @@
 #include "common/errors.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "driver/api.h"
 #include "rewrite/effects.h"
 #include "rewrite/rewriter.h"
-#include "shim/api.h"
 
 #define RW_MAX_RULES 64 /* registered rules kept (more are ignored, with an error) */
 

@@ -1,5 +1,5 @@
 /* hooks.c - the exported driver entry points: one generated hook per symbol of
- * shim/cuda_api.def (except the hand-written ones of shim/modeled.def), trampolines for the
+ * driver/cuda_api.def (except the hand-written ones of shim/modeled.def), trampolines for the
  * untyped symbols, and the table of every hook. shim layer.
  *
  * A generated hook is two halves. The exported half is three instructions of assembly, the
@@ -31,7 +31,7 @@ __attribute__((used)) static void real_table_offsets(void)
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
 	__asm__(".set shim_off_" #symbol ", %c0" ::"i"(offsetof(struct shim_real_table, p_##symbol)));
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 }
@@ -62,7 +62,7 @@ __attribute__((used)) static void real_table_offsets(void)
 			".size " #symbol ", .-" #symbol "\n" \
 			".popsection\n");)
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 
@@ -129,7 +129,7 @@ __asm__(".pushsection .text\n"
 		".size shim_untyped_" #symbol ", .-shim_untyped_" #symbol "\n" \
 		".size " #symbol ", .-" #symbol "\n" \
 		".popsection\n");
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 
@@ -160,12 +160,25 @@ static const shim_fn hook_fn[SHIM_API_COUNT] = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
 	(shim_fn)SHIM_IF_MODELED(SHIM_MODELED_##symbol, shim_hand_##symbol, shim_gen_##symbol),
 #define CF_API_UNTYPED(symbol) (shim_fn)shim_untyped_##symbol,
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
+#undef CF_API
+#undef CF_API_UNTYPED
+};
+
+static const bool hook_is_hand[SHIM_API_COUNT] = {
+#define CF_API(symbol, base, version, pt, ret, decls, args) SHIM_IF_MODELED(SHIM_MODELED_##symbol, true, false),
+#define CF_API_UNTYPED(symbol) false,
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };
 
 _Static_assert(sizeof(shim_fn) == sizeof(void *), "function and data pointers have one size");
+
+bool shim_is_modeled(enum shim_api_id id)
+{
+	return (unsigned)id < SHIM_API_COUNT && hook_is_hand[id];
+}
 
 void *shim_hook_addr(enum shim_api_id id)
 {

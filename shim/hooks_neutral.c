@@ -85,6 +85,6 @@
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
 	SHIM_IF_MODELED(SHIM_NEUTRAL_##symbol, NEUTRAL_HOOK(symbol, decls, args), )
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED

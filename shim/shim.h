@@ -5,7 +5,7 @@
  *  1. Initialization is lazy and idempotent and runs from whichever comes first: an exported
  *     hook, dlsym, cuGetProcAddress (even before cuInit), a library constructor. No cufold lock
  *     is held while the driver is dlopen'ed (its constructors may call back into cufold).
- *  2. cufold's own driver calls go through SHIM_REAL (shim/real.h), never through a hook; while
+ *  2. cufold's own driver calls go through SHIM_REAL (driver/real.h), never through a hook; while
  *     cufold itself runs on a thread (shim_inside_enter), hooks and lookups pass straight
  *     through and nothing is counted.
  *  3. In CUFOLD_MODE=off a hook costs one predictable branch, and dlsym/cuGetProcAddress hand
@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
-#include "shim/api.h"
+#include "driver/api.h"
 
 /* Load the configuration and the real driver once. 0, or a negative CF_E* code (-CF_EBUSY
  * when called from inside cufold's own initialization on this thread). */

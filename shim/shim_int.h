@@ -5,15 +5,32 @@
 
 #include <stdint.h>
 
-#include "shim/api.h"
-#include "shim/real.h"
+#include "driver/api.h"
+#include "driver/real.h"
 #include "shim/shim.h"
+
+/* Membership test in modeled.def by name, at preprocessing time:
+ * SHIM_IF_MODELED(SHIM_MODELED_##symbol, yes, no) expands to yes when modeled.def defines
+ * SHIM_MODELED_<symbol> (as SHIM_YES, which expands to "~, 1"), else to no. The probe works
+ * because a defined name turns into two arguments and shifts the 1 into second place.
+ * modeled.def is cufold's policy (which hooks are hand-written), not a description of the
+ * driver, so it stays here rather than in driver/. */
+#define SHIM_YES ~, 1
+#define SHIM_SECOND_(a, b, ...) b
+#define SHIM_IS_(...) SHIM_SECOND_(__VA_ARGS__, 0, ~)
+#define SHIM_CAT_(a, b) a##b
+#define SHIM_CAT(a, b) SHIM_CAT_(a, b)
+#define SHIM_SEL_0(yes, no) no
+#define SHIM_SEL_1(yes, no) yes
+#define SHIM_IF_MODELED(probe, yes, no) SHIM_CAT(SHIM_SEL_, SHIM_IS_(probe))(yes, no)
+
+#include "shim/modeled.def"
 
 /* shim_hand_<symbol>: the prototype every hand-written hook must have (declared for every
  * symbol; defined only for those in modeled.def). */
 #define CF_API(symbol, base, version, pt, ret, decls, args) ret CUDAAPI shim_hand_##symbol decls;
 #define CF_API_UNTYPED(symbol)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 
@@ -26,6 +43,8 @@
 void *shim_hook_addr(enum shim_api_id id);
 /* The id whose hook is at p, or -1. */
 int shim_hook_find(const void *p);
+/* Whether a symbol's hook is hand-written (listed in shim/modeled.def). */
+bool shim_is_modeled(enum shim_api_id id);
 
 /* ------------------------------------------------------------------ routing (route.c) */
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # preload_exports.sh - preloading cufold changes nothing but the driver API: libcufold.so exports
-# exactly the driver entry points of shim/cuda_api.def plus dlsym, needs only glibc's libraries
+# exactly the driver entry points of driver/cuda_api.def plus dlsym, needs only glibc's libraries
 # (never libunwind, whose _Unwind_* would replace libgcc_s's unwinder for the whole process), and
 # a C program that dlopens a C++ library throwing inside std::call_once runs as without cufold
 # in every mode, call sites on included; call sites still name the program's frames. tests layer.
@@ -11,11 +11,11 @@ lib="$ROOT/$B/plugins/cxx_once.so"
 [[ -x "$prog" && -f "$lib" && -f "$CUFOLD" ]] || fail "not built"
 
 # (b) the dynamic symbols: the version script's names, nothing more, nothing less
-sed -n 's/^CF_API(\([A-Za-z0-9_]*\),.*/\1/p; s/^CF_API_UNTYPED(\([A-Za-z0-9_]*\)).*/\1/p' shim/cuda_api.def |
+sed -n 's/^CF_API(\([A-Za-z0-9_]*\),.*/\1/p; s/^CF_API_UNTYPED(\([A-Za-z0-9_]*\)).*/\1/p' driver/cuda_api.def |
 	{ cat; echo dlsym; } | LC_ALL=C sort -u >"$TMP/want"
 nm -D --defined-only "$CUFOLD" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | LC_ALL=C sort -u >"$TMP/have" ||
 	fail "nm -D failed on $CUFOLD"
-[[ $(wc -l <"$TMP/want") -gt 100 ]] || fail "the test itself is wrong: too few names in shim/cuda_api.def"
+[[ $(wc -l <"$TMP/want") -gt 100 ]] || fail "the test itself is wrong: too few names in driver/cuda_api.def"
 extra=$(LC_ALL=C comm -13 "$TMP/want" "$TMP/have")
 missing=$(LC_ALL=C comm -23 "$TMP/want" "$TMP/have")
 [[ -z "$extra" ]] || fail "libcufold.so exports names that are not driver entry points or dlsym:" $extra

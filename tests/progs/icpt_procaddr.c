@@ -1,5 +1,5 @@
 /* icpt_procaddr.c - interception path 4: cuGetProcAddress called with explicit versions and
- * flags, as libraries (NCCL, PyTorch) do, for every exported symbol of shim/cuda_api.def.
+ * flags, as libraries (NCCL, PyTorch) do, for every exported symbol of driver/cuda_api.def.
  * tests layer.
  *
  * For each symbol it asks for its base name at the version that introduced it, one version
@@ -26,7 +26,7 @@ struct sym {
 static const struct sym syms[] = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) { #symbol, #base, version },
 #define CF_API_UNTYPED(symbol) { #symbol, #symbol, 0 },
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };

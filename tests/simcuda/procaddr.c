@@ -1,5 +1,5 @@
 /* procaddr.c - cuGetProcAddress with the documented version and flags semantics, answered from
- * the same generated list of entry points cufold uses (shim/cuda_api.def). tests/simcuda layer.
+ * the same generated list of entry points cufold uses (driver/cuda_api.def). tests/simcuda layer.
  *
  * For (symbol, cudaVersion, flags): among the ordinary ABIs of `symbol` introduced at or before
  * cudaVersion the newest is chosen; with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM the
@@ -23,14 +23,14 @@ struct proc_entry {
 
 #define CF_API(sym, base, ver, pt, ret, decls, args) extern const char sim_addr_##sym __asm__(#sym);
 #define CF_API_UNTYPED(sym)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 
 static const struct proc_entry proc_table[] = {
 #define CF_API(sym, base, ver, pt, ret, decls, args) {#sym, #base, ver, pt, &sim_addr_##sym},
 #define CF_API_UNTYPED(sym)
-#include "shim/cuda_api.def"
+#include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };

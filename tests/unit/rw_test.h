@@ -20,10 +20,10 @@
 #include <cmocka.h>
 
 #include "capture/capture.h"
+#include "driver/api.h"
 #include "rewrite/kernels.h"
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
-#include "shim/api.h"
 
 /* The test kernels' cards are not built in (rewrite/builtin_cards.txt): read them the way a user
  * provides cards, through CUFOLD_CARDS (tests/run sets it; this covers running a binary alone),

@@ -1,4 +1,4 @@
-/* test_api.c - the generated view of shim/cuda_api.def: ids, names, versions, variants, lookup
+/* test_api.c - the generated view of driver/cuda_api.def: ids, names, versions, variants, lookup
  * by name, the modeled.def membership and the hook table. tests layer (cmocka, libcufold.a). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,17 +79,17 @@ static void test_modeled(void **state)
 
 	(void)state;
 	for (int id = 0; id < SHIM_API_COUNT; id++)
-		n += shim_api[id].modeled;
+		n += shim_is_modeled(id);
 	/* exactly the symbols modeled.def lists (the test runs from the repository root) */
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f))
 		lines += strncmp(line, "#define SHIM_MODELED_", 21) == 0;
 	fclose(f);
 	assert_int_equal(n, lines);
-	assert_true(shim_api[SHIM_ID_cuGetProcAddress].modeled);
-	assert_true(shim_api[SHIM_ID_cuGetProcAddress_v2].modeled);
-	assert_true(shim_api[SHIM_ID_cuLaunchKernel].modeled);
-	assert_false(shim_api[SHIM_ID_cuArray3DCreate].modeled);
+	assert_true(shim_is_modeled(SHIM_ID_cuGetProcAddress));
+	assert_true(shim_is_modeled(SHIM_ID_cuGetProcAddress_v2));
+	assert_true(shim_is_modeled(SHIM_ID_cuLaunchKernel));
+	assert_false(shim_is_modeled(SHIM_ID_cuArray3DCreate));
 	assert_int_equal(SHIM_IF_MODELED(SHIM_MODELED_cuGetProcAddress, 7, 9), 7);
 	assert_int_equal(SHIM_IF_MODELED(SHIM_MODELED_cuInit, 7, 9), 9);
 }

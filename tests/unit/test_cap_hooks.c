@@ -46,11 +46,11 @@ static void test_modeled_sets(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(modeled) / sizeof(modeled[0]); i++) {
-		if (!shim_api[modeled[i]].modeled)
+		if (!shim_is_modeled(modeled[i]))
 			fail_msg("%s should be modeled", shim_api[modeled[i]].name);
 	}
 	for (size_t i = 0; i < sizeof(unmodeled) / sizeof(unmodeled[0]); i++) {
-		if (shim_api[unmodeled[i]].modeled)
+		if (shim_is_modeled(unmodeled[i]))
 			fail_msg("%s should stay a generated boundary", shim_api[unmodeled[i]].name);
 	}
 }

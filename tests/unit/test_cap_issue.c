@@ -17,7 +17,7 @@
 
 #include "capture/capture.h"
 #include "common/arena.h"
-#include "shim/real.h"
+#include "driver/real.h"
 #include "shim/shim.h"
 
 #define N 256

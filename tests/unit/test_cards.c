@@ -21,9 +21,9 @@
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "driver/real.h"
 #include "rewrite/cards.h"
 #include "rewrite/kernels.h"
-#include "shim/real.h"
 #include "shim/shim.h"
 
 /* ------------------------------------------------------------------ log capture */

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "capture/capture.h"
+#include "driver/real.h"
 #include "replay/replay.h"
-#include "shim/real.h"
 #include "shim/shim.h"
 
 #define N 256
