@@ -82,6 +82,34 @@ for w, r in d["workloads"].items():
 PY
 [[ -s $TMP/bench/bench.png ]] || note "no chart drawn (matplotlib missing?)"
 
+# scripts/bench --grid on a corner of the regime grid: every cell's checksums agree with eager,
+# the charge and the criteria are there
+if [[ -f $CUFOLD ]]; then
+	B=$B BENCH_OUT="$TMP/grid" BENCH_GRID_WORKLOADS=inference BENCH_GRID_APP_US="0 5" BENCH_GRID_KERNEL_US="0 20" \
+		python3 scripts/bench --grid >"$TMP/grid.out" 2>&1
+	rc=$?
+	((rc == 0)) || { tail -30 "$TMP/grid.out"; fail "scripts/bench --grid exited $rc"; }
+	grep -q "^== grid: inference" "$TMP/grid.out" || fail "bench --grid printed no inference table"
+	python3 - "$TMP/grid/grid.json" <<'PY' || fail "grid.json is not what the grid table says"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cells = d["workloads"]["inference"]["cells"]
+assert [(c["app_us"], c["kernel_us"]) for c in cells] == [(0, 0), (0, 20), (5, 0), (5, 20)], cells
+for c in cells:
+    assert c["checksums_same"], c
+    e = c["configs"]["eager"]["modeled_us"]
+    for lv in d["levels"]:
+        m = c["configs"][lv]
+        assert m["matched_ops"] > 0 and m["charge_us"] >= 0, m
+        assert abs(m["speedup"] - e / (m["modeled_us"] + m["charge_us"])) < 1e-9, m
+# more program host time makes eager's step longer; more kernel time too
+t = {(c["app_us"], c["kernel_us"]): c["configs"]["eager"]["modeled_us"] for c in cells}
+assert t[(5, 0)] > t[(0, 0)] and t[(0, 20)] > t[(0, 0)], t
+assert {r["verdict"] for r in d["criteria"]} <= {"MET", "NOT MET"} and len(d["criteria"]) == 3 * len(d["levels"])
+PY
+	[[ -s $TMP/grid/grid.png ]] || note "no heat map drawn (matplotlib missing?)"
+fi
+
 # scripts/gpu-check: well-formed; exits 77 without a GPU; its flow runs on the software device
 bash -n scripts/gpu-check || fail "scripts/gpu-check has a syntax error"
 if ! command -v nvidia-smi >/dev/null 2>&1; then

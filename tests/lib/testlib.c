@@ -1,9 +1,14 @@
 /* testlib.c - helpers for the test programs (see testlib.h). tests layer. */
 #include "testlib.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tests/simcuda/simcuda.h"
 
 #ifndef TEST_PTX_DIR
 #define TEST_PTX_DIR "build/kernels"
@@ -111,4 +116,39 @@ uint64_t tl_hash_device(CUdeviceptr p, size_t n, uint64_t h)
 	h = tl_hash(buf, n, h);
 	free(buf);
 	return h;
+}
+
+/* ------------------------------------------------------------------ the program's own host time */
+
+static pthread_once_t app_once = PTHREAD_ONCE_INIT;
+static bool app_set;                 /* tl_app_set_us was called: APP_US is not read */
+static uint64_t app_ns;              /* host time per enqueued operation */
+static simcuda_host_work_fn app_fn;  /* the software device's, NULL against a real driver */
+
+void tl_app_set_us(double us)
+{
+	app_ns = us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0;
+	app_set = true;
+}
+
+static void app_init(void)
+{
+	const char *env = getenv("APP_US");
+	void *p;
+
+	if (!app_set && env && *env)
+		tl_app_set_us(strtod(env, NULL));
+	/* not linked: the programs also run against a real libcuda, which has no such name */
+	p = dlsym(RTLD_DEFAULT, "simcuda_host_work");
+	memcpy(&app_fn, &p, sizeof(p));
+	if (app_ns && !app_fn)
+		fprintf(stderr, "testlib: the program's host time per operation (--app-us, APP_US) is "
+				"modeled only on the software device; ignored\n");
+}
+
+void tl_app_op(void)
+{
+	pthread_once(&app_once, app_init);
+	if (app_ns && app_fn)
+		app_fn(app_ns);
 }

@@ -28,4 +28,14 @@ uint64_t tl_hash(const void *p, size_t n, uint64_t h);
 /* Copy n bytes of device memory to the host (synchronously) and hash them. */
 uint64_t tl_hash_device(CUdeviceptr p, size_t n, uint64_t h);
 
+/* The program's own host time per operation it enqueues, the framework code a real program runs
+ * between its driver calls (PyTorch eager: 5-15 us per op). tl_app_op charges it, before each
+ * call that enqueues work (app_time.h puts it in front of those calls), to the software
+ * device's modeled host clock (simcuda_host_work, looked up at run time: against a real driver
+ * the time is not modeled and a note says so once). The amount is APP_US (microseconds) from
+ * the environment unless tl_app_set_us (the workloads' --app-us) was called before the first
+ * tl_app_op. */
+void tl_app_set_us(double us);
+void tl_app_op(void);
+
 #endif

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "app_time.h" /* APP_US=N: N us of host time before every enqueue */
 
 #define N 1024
 #define NP 8

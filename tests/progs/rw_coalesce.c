@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "app_time.h" /* APP_US=N: N us of host time before every enqueue */
 
 #define N 4096    /* floats per buffer */
 #define SLICES 8  /* copies per step */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "app_time.h" /* APP_US=N: N us of host time before every enqueue */
 
 #define N 4096    /* floats per buffer */
 #define VIEWS 8   /* inputs of one cat (the kernel takes at most 8) */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "app_time.h" /* APP_US=N: N us of host time before every enqueue */
 
 #define N 1024  /* floats per buffer */
 #define CHAINS 4

@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "app_time.h" /* APP_US=N: N us of host time before every enqueue */
 
 #define BLOCK 256      /* threads per block of the 1-D launches */
 #define SPARE 256      /* bytes allocated after each buffer, so no two buffers abut */

@@ -84,15 +84,21 @@ static void *copy_clone(const void *payload)
 	return n;
 }
 
-static uint64_t copy_cost(const void *payload, bool in_graph)
+static void copy_cost(const void *payload, bool in_graph, struct sim_cost_parts *out)
 {
 	const struct sim_copy *c = payload;
 	double bytes = (double)copy_bytes(c);
 
 	(void)in_graph;
-	if (c->dst_type == CU_MEMORYTYPE_DEVICE && c->src_type == CU_MEMORYTYPE_DEVICE)
-		return sim_cost.dev_copy_ns + (uint64_t)(bytes / sim_cost.dev_d2d_bytes_per_ns);
-	return sim_cost.dev_h2d_ns + (uint64_t)(bytes / sim_cost.dev_h2d_bytes_per_ns);
+	if (c->dst_type == CU_MEMORYTYPE_DEVICE && c->src_type == CU_MEMORYTYPE_DEVICE) {
+		out->floor_ns = sim_cost.dev_copy_ns;
+		out->work_ns = (uint64_t)(bytes / sim_cost.dev_d2d_bytes_per_ns);
+		out->res = SIM_RES_COPY;
+	} else {
+		out->floor_ns = sim_cost.dev_h2d_ns;
+		out->work_ns = (uint64_t)(bytes / sim_cost.dev_h2d_bytes_per_ns);
+		out->res = SIM_RES_LINK;
+	}
 }
 
 static const char *copy_label(const void *payload)
@@ -108,7 +114,7 @@ const struct sim_work_ops sim_copy_ops = {
 	.run = copy_run,
 	.free = copy_free,
 	.clone = copy_clone,
-	.cost_ns = copy_cost,
+	.cost = copy_cost,
 	.label = copy_label,
 };
 

@@ -12,10 +12,10 @@ struct sim_event *sim_event_from(CUevent h)
 	return sim_handle_is_live(e, SIM_MAGIC_EVENT) ? e : NULL;
 }
 
-static uint64_t record_cost(const void *payload, bool in_graph)
+static void record_cost(const void *payload, bool in_graph, struct sim_cost_parts *out)
 {
 	(void)payload;
-	return in_graph ? sim_cost.dev_graph_node_gap_ns : 0;
+	out->floor_ns = in_graph ? sim_cost.dev_graph_node_gap_ns : 0;
 }
 
 static void record_run(struct sim_work *w, void *payload)
@@ -33,7 +33,7 @@ const struct sim_work_ops sim_event_record_ops = {
 	.kind = "event_record",
 	.run = record_run,
 	.clone = record_clone,
-	.cost_ns = record_cost,
+	.cost = record_cost,
 };
 
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)

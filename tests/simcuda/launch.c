@@ -196,9 +196,9 @@ static void *kernel_clone(const void *payload)
 	return c;
 }
 
-static uint64_t kernel_cost(const void *payload, bool in_graph)
+static void kernel_cost(const void *payload, bool in_graph, struct sim_cost_parts *out)
 {
-	return sim_cost_kernel(payload, in_graph);
+	sim_cost_kernel(payload, in_graph, out);
 }
 
 static const char *kernel_label(const void *payload)
@@ -213,7 +213,7 @@ const struct sim_work_ops sim_kernel_ops = {
 	.run = kernel_run,
 	.free = kernel_free,
 	.clone = kernel_clone,
-	.cost_ns = kernel_cost,
+	.cost = kernel_cost,
 	.label = kernel_label,
 };
 

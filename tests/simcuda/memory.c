@@ -404,19 +404,12 @@ static void *free_op_clone(const void *payload)
 	return f;
 }
 
-static uint64_t free_op_cost(const void *payload, bool in_graph)
-{
-	(void)payload;
-	(void)in_graph;
-	return 0;
-}
-
 static const struct sim_work_ops sim_free_ops = {
 	.kind = "memfree",
 	.run = free_op_run,
 	.free = free,
 	.clone = free_op_clone,
-	.cost_ns = free_op_cost,
+	.cost = NULL,
 	.label = NULL,
 };
 

@@ -53,13 +53,15 @@ static void *memset_clone(const void *payload)
 	return m;
 }
 
-static uint64_t memset_cost(const void *payload, bool in_graph)
+static void memset_cost(const void *payload, bool in_graph, struct sim_cost_parts *out)
 {
 	const struct sim_memset *m = payload;
 	double bytes = (double)m->width * m->elem_size * m->height;
 
 	(void)in_graph;
-	return sim_cost.dev_memset_ns + (uint64_t)(bytes / sim_cost.dev_memset_bytes_per_ns);
+	out->floor_ns = sim_cost.dev_memset_ns;
+	out->work_ns = (uint64_t)(bytes / sim_cost.dev_memset_bytes_per_ns);
+	out->res = SIM_RES_COPY;
 }
 
 static const char *memset_label(const void *payload)
@@ -74,7 +76,7 @@ const struct sim_work_ops sim_memset_ops = {
 	.run = memset_run,
 	.free = free,
 	.clone = memset_clone,
-	.cost_ns = memset_cost,
+	.cost = memset_cost,
 	.label = memset_label,
 };
 

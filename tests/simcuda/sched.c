@@ -10,6 +10,15 @@
  * the default, seeded by SIMCUDA_SEED) or the oldest (inorder) - and runs it, until the target
  * has run. Nothing but dependencies orders work: that is the point of the device.
  *
+ * Modeled time is kept apart from that order. Every drain starts with a timing pass over all
+ * queued work not yet timed: items are taken in order of ready time (submission and the ends of
+ * their dependencies), ties in submission order, and each gets its interval from the cost model
+ * (cost.c: a floor that overlaps anything, then its throughput part served by a shared
+ * resource). Drains happen where the program synchronizes, so what is timed together, and in
+ * which order, follows from the program's calls alone: modeled times are the same under every
+ * seed and schedule. An item is always timed before it runs (sim_work_dep reads the end of a
+ * dependency that has run).
+ *
  * References: the creator's reference passes to the scheduler on sim_sched_add; a dependency
  * edge holds a reference on both ends until the earlier item runs; streams and events hold
  * references to their latest item. */
@@ -29,6 +38,10 @@ static uint64_t next_seq;
 static uint64_t rng_state;
 static int sched_inorder = -1;   /* -1 until the environment is read */
 static uint64_t npending;        /* queued items not yet run */
+static struct sim_work **untimed; /* queued items not timed yet (the scheduler's references) */
+static size_t nuntimed, capuntimed;
+static struct sim_work **heap;    /* timing pass: items whose dependencies are timed */
+static size_t nheap, capheap;
 
 static void read_env(void)
 {
@@ -124,15 +137,21 @@ void sim_work_dep(struct sim_work *w, struct sim_work *dep)
 	w->nwait++;
 }
 
+/* Append w to a growable array of items. */
+static void push_item(struct sim_work ***arr, size_t *n, size_t *cap, struct sim_work *w)
+{
+	if (*n == *cap) {
+		unsigned int c = (unsigned int)*cap;
+
+		*arr = grow(*arr, &c, sizeof(**arr));
+		*cap = c;
+	}
+	(*arr)[(*n)++] = w;
+}
+
 static void make_ready(struct sim_work *w)
 {
-	if (nready == capready) {
-		unsigned int cap = (unsigned int)capready;
-
-		ready = grow(ready, &cap, sizeof(*ready));
-		capready = cap;
-	}
-	ready[nready++] = w;
+	push_item(&ready, &nready, &capready, w);
 }
 
 void sim_sched_add(struct sim_work *w)
@@ -142,10 +161,118 @@ void sim_sched_add(struct sim_work *w)
 	w->queued = true;
 	w->seq = next_seq++;
 	npending++;
+	push_item(&untimed, &nuntimed, &capuntimed, w);
 	if (w->nwait == 0)
 		make_ready(w);
 	/* the scheduler now owns the caller's reference until the item runs */
 }
+
+/* ------------------------------------------------------------------ timing pass */
+
+/* Heap order: earlier ready time first (kept in start_ns until timed), then submission. */
+static bool heap_before(const struct sim_work *a, const struct sim_work *b)
+{
+	return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->seq < b->seq;
+}
+
+static void heap_push(struct sim_work *w)
+{
+	size_t i;
+
+	push_item(&heap, &nheap, &capheap, w);
+	for (i = nheap - 1; i > 0 && heap_before(heap[i], heap[(i - 1) / 2]); i = (i - 1) / 2) {
+		struct sim_work *t = heap[i];
+
+		heap[i] = heap[(i - 1) / 2];
+		heap[(i - 1) / 2] = t;
+	}
+}
+
+static struct sim_work *heap_pop(void)
+{
+	struct sim_work *top = heap[0];
+	size_t i = 0;
+
+	heap[0] = heap[--nheap];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		struct sim_work *t;
+
+		if (l < nheap && heap_before(heap[l], heap[m]))
+			m = l;
+		if (r < nheap && heap_before(heap[r], heap[m]))
+			m = r;
+		if (m == i)
+			break;
+		t = heap[i];
+		heap[i] = heap[m];
+		heap[m] = t;
+		i = m;
+	}
+	return top;
+}
+
+/* All dependencies of w are timed: its ready time goes in start_ns, and it joins the heap. */
+static void time_ready(struct sim_work *w)
+{
+	uint64_t at = w->submit_ns > w->min_start_ns ? w->submit_ns : w->min_start_ns;
+
+	for (unsigned int i = 0; i < w->ndeps; i++)
+		if (w->deps[i]->end_ns > at)
+			at = w->deps[i]->end_ns;
+	w->start_ns = at;
+	heap_push(w);
+}
+
+static void time_one(struct sim_work *w)
+{
+	struct sim_cost_parts c = { 0, 0, SIM_RES_NONE };
+	uint64_t floor_end;
+
+	if (w->ops->cost)
+		w->ops->cost(w->payload, w->in_graph, &c);
+	floor_end = w->start_ns + c.floor_ns;
+	w->end_ns = c.work_ns ? sim_res_serve(c.res, floor_end, c.work_ns) : floor_end;
+	w->timed = true;
+	sim__stats_device_end(w->end_ns);
+	if (w->end_ns > latest_end_ns)
+		latest_end_ns = w->end_ns;
+	for (unsigned int i = 0; i < w->ndependents; i++) {
+		struct sim_work *d = w->dependents[i];
+
+		if (d->queued && !d->timed && --d->tneed == 0)
+			time_ready(d);
+	}
+}
+
+/* Give every queued item whose dependencies can all be timed its modeled interval. Items
+ * waiting on work that was never queued stay untimed (and never run). */
+static void time_pending(void)
+{
+	size_t keep = 0;
+
+	for (size_t k = 0; k < nuntimed; k++) {
+		struct sim_work *w = untimed[k];
+
+		w->tneed = 0;
+		for (unsigned int i = 0; i < w->ndeps; i++)
+			if (!w->deps[i]->timed)
+				w->tneed++;
+	}
+	for (size_t k = 0; k < nuntimed; k++)
+		if (untimed[k]->tneed == 0)
+			time_ready(untimed[k]);
+	while (nheap)
+		time_one(heap_pop());
+	for (size_t k = 0; k < nuntimed; k++)
+		if (!untimed[k]->timed)
+			untimed[keep++] = untimed[k];
+	nuntimed = keep;
+	/* everything submitted from now on is submitted at or after the host's present */
+	sim_res_forget_before(sim_host_now());
+}
+
+/* ------------------------------------------------------------------ running */
 
 static struct sim_work *pick(void)
 {
@@ -166,21 +293,13 @@ static struct sim_work *pick(void)
 
 static void run_one(struct sim_work *w)
 {
-	uint64_t start = w->submit_ns > w->min_start_ns ? w->submit_ns : w->min_start_ns;
-
-	for (unsigned int i = 0; i < w->ndeps; i++)
-		if (w->deps[i]->end_ns > start)
-			start = w->deps[i]->end_ns;
-	w->start_ns = start;
-	w->end_ns = start + (w->ops->cost_ns ? w->ops->cost_ns(w->payload, w->in_graph) : 0);
+	if (!w->timed)
+		time_pending(); /* queued while this drain ran (a host function's doing) */
 	if (w->ops->run)
 		w->ops->run(w, w->payload);
 	if (w->ops != &sim_nop_ops)
 		sim_stats_count("executed", w->ops->kind, 1);
 	w->done = true;
-	sim__stats_device_end(w->end_ns);
-	if (w->end_ns > latest_end_ns)
-		latest_end_ns = w->end_ns;
 	npending--;
 	for (unsigned int i = 0; i < w->ndeps; i++)
 		sim_work_unref(w->deps[i]);
@@ -200,6 +319,7 @@ void sim_sched_drain(struct sim_work *target)
 {
 	if (target)
 		sim_work_ref(target);
+	time_pending();
 	while (!target || !target->done) {
 		if (nready == 0) {
 			if (target && !target->done)

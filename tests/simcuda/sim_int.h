@@ -17,6 +17,9 @@
  *  5. Every handle handed to the program points at an object whose first word is a magic
  *     number and is in the handle registry (sim_handle_add); a destroyed object is removed from
  *     the registry and has its magic cleared before it is freed.
+ *  6. Modeled time never depends on the execution order: every drain first times all queued
+ *     work (sched.c's timing pass, in order of ready time and submission), so an item's
+ *     interval is a function of the program's calls alone and is final before the item runs.
  */
 #ifndef SIM_INT_H
 #define SIM_INT_H
@@ -148,6 +151,23 @@ CUresult sim_stream_resolve(CUstream h, enum sim_pt pt, struct sim_stream **out)
 
 struct sim_work;
 
+/* The device's shared resources (cost.c): the throughput part of a work item is served by one
+ * of them, one item at a time; the latency floor of every item overlaps freely. */
+enum sim_res {
+	SIM_RES_NONE = 0,            /* no throughput part (events, host functions, joins) */
+	SIM_RES_SM,                  /* the SMs: kernels' thread throughput */
+	SIM_RES_COPY,                /* device memory traffic of copies and memsets on the device */
+	SIM_RES_LINK,                /* the host link: copies to or from host memory */
+	SIM_RES_COUNT
+};
+
+/* A work item's modeled device time, in two parts (cost.c). */
+struct sim_cost_parts {
+	uint64_t floor_ns;           /* latency: starts when the item is ready, overlaps anything */
+	uint64_t work_ns;            /* throughput: served by res after the floor, exclusively */
+	enum sim_res res;            /* who serves work_ns; SIM_RES_NONE when work_ns is 0 */
+};
+
 /* What a kind of stream work does; one table per kind (kernel, copy, memset, host function,
  * event record, wait, no-op). The payload is owned by the work item or graph node holding it. */
 struct sim_work_ops {
@@ -155,7 +175,8 @@ struct sim_work_ops {
 	void (*run)(struct sim_work *w, void *payload);     /* executes it on the CPU */
 	void (*free)(void *payload);                        /* releases the payload; may be NULL */
 	void *(*clone)(const void *payload);                /* deep copy (graph launches); may be NULL */
-	uint64_t (*cost_ns)(const void *payload, bool in_graph); /* modeled device time */
+	void (*cost)(const void *payload, bool in_graph, struct sim_cost_parts *out);
+							    /* modeled device time; may be NULL (none) */
 	const char *(*label)(const void *payload);          /* function name etc. for stats; may be NULL */
 };
 
@@ -171,11 +192,13 @@ struct sim_work {
 	unsigned int ndependents, capdependents; /* used and allocated slots of dependents */
 	uint64_t min_start_ns;       /* end of dependencies that had already run when added */
 	bool queued;                 /* in the scheduler's pending set */
+	bool timed;                  /* start_ns/end_ns are final (always before it runs) */
 	bool done;                   /* has run */
 	bool in_graph;               /* executed as part of a graph launch (cost, stats) */
+	unsigned int tneed;          /* timing pass: dependencies not timed yet */
 	uint64_t seq;                /* submission order (inorder schedule, tie-breaks) */
 	uint64_t submit_ns;          /* modeled host time at submission */
-	uint64_t start_ns, end_ns;   /* modeled device interval, set when run */
+	uint64_t start_ns, end_ns;   /* modeled device interval, set by the timing pass */
 	struct sim_work *next_pending; /* pending-set link */
 };
 
@@ -307,10 +330,22 @@ void sim_stats_graph_launch(unsigned int nodes);
 
 /* ------------------------------------------------------------------ cost model (cost.c) */
 
-/* Modeled host clock, in ns: advanced by every call; a synchronization waits for the device. */
+/* Modeled host clock, in ns: advanced by every call and by the program's own host time
+ * (simcuda_host_work); a synchronization waits for the device. */
 uint64_t sim_host_now(void);
 void sim_host_charge(uint64_t ns);
 void sim_host_wait_until(uint64_t device_ns);
+
+/* Serve work_ns of resource r from time at on (filling the resource's idle time from at on,
+ * split over gaps if need be); returns when the last of it is served. Under the device lock. */
+uint64_t sim_res_serve(enum sim_res r, uint64_t at, uint64_t work_ns);
+/* Forget the resources' busy time before t: nothing will be served before t any more. */
+void sim_res_forget_before(uint64_t t);
+/* Totals for SIMCUDA_STATS: work served by r, and the program's own host time. */
+uint64_t sim_res_busy_ns(enum sim_res r);
+uint64_t sim_host_app_ns(void);
+/* SIMCUDA_KERNEL_NS: extra device time of every kernel but cufold's own. */
+uint64_t sim_cost_kernel_extra_ns(void);
 
 /* Constants of the model; cost.c documents each with its public source. */
 extern const struct sim_cost_model {
@@ -330,6 +365,6 @@ extern const struct sim_cost_model {
 	uint64_t dev_graph_node_gap_ns; /* floor of a non-kernel graph node (event, empty) */
 } sim_cost;
 
-uint64_t sim_cost_kernel(const struct sim_kernel_call *k, bool in_graph);
+void sim_cost_kernel(const struct sim_kernel_call *k, bool in_graph, struct sim_cost_parts *out);
 
 #endif

@@ -9,7 +9,10 @@
  *                graph_launch); one graph launch is one submission
  *   executed     stream work executed, by kind (graph nodes included, joins excluded)
  *   graph_nodes  graph nodes executed, by node type
- * and totals: bytes copied and set, graph launches, and the modeled time (cost.c). */
+ * and totals: bytes copied and set, graph launches, and the modeled time (cost.c): the host
+ * clock at exit (total_ns), the end of the last work on the device, the program's own host time
+ * (app_host_ns, from simcuda_host_work), SIMCUDA_KERNEL_NS as applied, and how much throughput
+ * work each shared resource served (busy_ns). */
 #include "sim_int.h"
 
 #include <stdatomic.h>
@@ -29,7 +32,7 @@ struct sim_counter {
 static struct sim_counter *buckets[NBUCKETS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t bytes_copied, bytes_set, graph_launches;
-static uint64_t device_end_ns;   /* latest end of any executed work (under the device lock) */
+static uint64_t device_end_ns;   /* latest end of any timed work (under the device lock) */
 
 static unsigned int hash(const char *group, const char *name)
 {
@@ -215,9 +218,13 @@ void sim__stats_write_at_exit(void)
 	fprintf(f, "    \"bytes_copied\": %llu,\n", (unsigned long long)atomic_load(&bytes_copied));
 	fprintf(f, "    \"bytes_set\": %llu\n  },\n", (unsigned long long)atomic_load(&bytes_set));
 	fprintf(f, "  \"modeled\": {\n    \"host_ns\": %llu,\n    \"device_end_ns\": %llu,\n"
-		   "    \"total_ns\": %llu\n  }\n}\n",
+		   "    \"total_ns\": %llu,\n    \"app_host_ns\": %llu,\n    \"kernel_extra_ns\": %llu,\n"
+		   "    \"busy_ns\": {\"sm\": %llu, \"copy\": %llu, \"link\": %llu}\n  }\n}\n",
 		(unsigned long long)sim_host_now(), (unsigned long long)device_end_ns,
-		(unsigned long long)sim_host_now());
+		(unsigned long long)sim_host_now(), (unsigned long long)sim_host_app_ns(),
+		(unsigned long long)sim_cost_kernel_extra_ns(),
+		(unsigned long long)sim_res_busy_ns(SIM_RES_SM), (unsigned long long)sim_res_busy_ns(SIM_RES_COPY),
+		(unsigned long long)sim_res_busy_ns(SIM_RES_LINK));
 	if (fclose(f) != 0)
 		sim_log("SIMCUDA_STATS: error writing %s", path);
 }

@@ -406,10 +406,10 @@ static void *host_fn_clone(const void *payload)
 	return c;
 }
 
-static uint64_t host_fn_cost(const void *payload, bool in_graph)
+static void host_fn_cost(const void *payload, bool in_graph, struct sim_cost_parts *out)
 {
 	(void)payload;
-	return in_graph ? sim_cost.dev_graph_node_gap_ns : sim_cost.dev_copy_ns;
+	out->floor_ns = in_graph ? sim_cost.dev_graph_node_gap_ns : sim_cost.dev_copy_ns;
 }
 
 const struct sim_work_ops sim_host_fn_ops = {
@@ -417,7 +417,7 @@ const struct sim_work_ops sim_host_fn_ops = {
 	.run = host_fn_run,
 	.free = free,
 	.clone = host_fn_clone,
-	.cost_ns = host_fn_cost,
+	.cost = host_fn_cost,
 };
 
 static CUresult launch_host_fn(CUstream h, CUhostFn fn, void *data, enum sim_pt pt)

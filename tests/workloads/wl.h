@@ -7,7 +7,10 @@
  *   parameters or outputs>
  * and, with --census, a line saying how many of its per-step operations belong to the patterns
  * cufold's rules target (for scripts/bench), and with --time a line with the mean step time
- * (host wall clock and CUDA events; meaningful on a real GPU, scripts/gpu-check). */
+ * (host wall clock and CUDA events; meaningful on a real GPU, scripts/gpu-check).
+ * --app-us N charges N microseconds of the program's own host time (the framework code between
+ * its driver calls) before every call that enqueues work (app_time.h), on the software device's
+ * modeled clock; scripts/bench --grid sweeps it. */
 #ifndef WL_H
 #define WL_H
 
@@ -19,6 +22,7 @@
 #include <time.h>
 
 #include "testlib.h"
+#include "app_time.h"
 
 #define WL_BLOCK 256 /* threads per block of 1-D launches */
 #define WL_TILE 16   /* gemm tile edge: 16 x 16 threads per block */
@@ -31,12 +35,14 @@ struct wl_opts {
 	bool census;                 /* --census: print the per-step pattern census */
 	bool drop_wait;              /* --drop-wait (tests only): omit the joins of a second stream,
 				      * a deliberate race the software device's seeds must expose */
+	double app_us;               /* --app-us: the program's own host time per enqueued op */
 };
 
 static inline void wl_usage(const char *prog, int default_steps)
 {
 	fprintf(stderr, "usage: %s [--steps N (default %d)] [--scale S (default 1)] [--time] "
-			"[--census] [--drop-wait]\n", prog, default_steps);
+			"[--census] [--drop-wait] [--app-us N (default APP_US, else 0)]\n", prog,
+		default_steps);
 	exit(2);
 }
 
@@ -47,6 +53,7 @@ static inline void wl_parse(int argc, char **argv, struct wl_opts *o, int defaul
 	o->time = false;
 	o->census = false;
 	o->drop_wait = false;
+	o->app_us = -1.0;
 	for (int i = 1; i < argc; i++) {
 		char *end = NULL;
 
@@ -64,10 +71,16 @@ static inline void wl_parse(int argc, char **argv, struct wl_opts *o, int defaul
 			o->census = true;
 		} else if (!strcmp(argv[i], "--drop-wait")) {
 			o->drop_wait = true;
+		} else if (!strcmp(argv[i], "--app-us") && i + 1 < argc) {
+			o->app_us = strtod(argv[++i], &end);
+			if (*end || !(o->app_us >= 0.0 && o->app_us <= 1e6))
+				wl_usage(argv[0], default_steps);
 		} else {
 			wl_usage(argv[0], default_steps);
 		}
 	}
+	if (o->app_us >= 0.0)
+		tl_app_set_us(o->app_us);
 }
 
 /* ------------------------------------------------------------------ kernels */
