@@ -9,6 +9,7 @@
 #   make api             regenerate driver/cuda_api.def from the toolkit
 #   make check-layers    check that no product file includes a header of a layer above its own
 #   make V=1             print the full commands (the default is one short line per file)
+#   make install         libcufold.so, bin/cufold, its man page and example cards under PREFIX (DESTDIR)
 #
 # The build runs one job per CPU unless -j is given (make -j1 for a serial build).
 #
@@ -102,7 +103,7 @@ SIMLIB    := $(B)/simcuda/libcuda.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
-.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep
+.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep install uninstall
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
@@ -290,5 +291,33 @@ fault-sweep: all
 
 clean:
 	rm -rf build
+
+# ---------------------------------------------------------------- install
+#   make install PREFIX=/usr/local [DESTDIR=/staging]   make uninstall (removes exactly those files)
+# The man page is generated from the README's variable table and cufold's --help (scripts/gen-man).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+IDIR    := $(DESTDIR)$(PREFIX)
+CARDS   := tests/data/cards/example.cards tests/kernels/test-kernels.cards
+INSTALLED := $(IDIR)/lib/libcufold.so $(IDIR)/bin/cufold $(IDIR)/share/man/man1/cufold.1 \
+             $(addprefix $(IDIR)/share/cufold/,$(notdir $(CARDS)))
+
+$(B)/man/cufold.1: README.md scripts/gen-man scripts/cufold
+	@mkdir -p $(dir $@)
+	$(call msg,GEN,$@)
+	$(Q)$(PYTHON) scripts/gen-man README.md scripts/cufold $@
+
+install: $(CFLIB) $(B)/man/cufold.1
+	$(call msg,INSTALL,$(IDIR))
+	$(Q)install -d $(IDIR)/lib $(IDIR)/bin $(IDIR)/share/man/man1 $(IDIR)/share/cufold
+	$(Q)install -m 755 $(CFLIB) $(IDIR)/lib/libcufold.so
+	$(Q)install -m 755 scripts/cufold $(IDIR)/bin/cufold
+	$(Q)install -m 644 $(B)/man/cufold.1 $(IDIR)/share/man/man1/cufold.1
+	$(Q)install -m 644 $(CARDS) $(IDIR)/share/cufold/
+
+uninstall:
+	$(call msg,RM,$(IDIR))
+	$(Q)rm -f $(INSTALLED)
+	$(Q)rmdir $(IDIR)/share/cufold 2>/dev/null || true
 
 -include $(shell find $(B)/obj $(B)/unit $(B)/progs $(B)/workloads $(B)/plugins -name '*.d' 2>/dev/null)

@@ -193,6 +193,8 @@ static void scan_unknown(void)
 			continue;
 		for (int i = 0; i < CF_VAR_COUNT && !known; i++)
 			known = strlen(var_names[i]) == len && strncmp(*e, var_names[i], len) == 0;
+		/* the cufold command's own variable (where it finds this library), not the library's */
+		known = known || (len == 10 && strncmp(*e, "CUFOLD_LIB", 10) == 0);
 		if (known)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : sizeof(name) - 1), *e);
