@@ -9,7 +9,7 @@
  * work call of the context, as the driver does; any other error is returned once.
  *
  * Invariants (callers hold the engine's mutex):
- *  1. Every failed submission of a deferred op is noted here (exec.c's flush_eager is the one
+ *  1. Every failed submission of a deferred op is noted here (launch.c's flush_eager is the one
  *     place deferred ops are issued one by one); nothing drops a result.
  *  2. A pending entry is per context; a second error of the same context is kept only when the
  *     first was not sticky and has been reported (the first error is what the driver would

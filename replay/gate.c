@@ -1,6 +1,6 @@
 /* gate.c - keep a template only while it pays: each window shape's time per window, eager and
  * replayed, measured on the program's own clock, and the decision to replay it or not. replay
- * layer; owns the window timing of exec.c's matcher.
+ * layer; owns the window timing of match.c's matcher.
  *
  * A window's time is the time from its first call to the first call of the next window: what
  * the program waits for its work (a window ends where the host observes the device) plus its
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/compiler.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
 
@@ -68,6 +69,8 @@ static void decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bo
 {
 	uint32_t ne = g->neager < RPL_GATE_SAMPLES ? g->neager : RPL_GATE_SAMPLES;
 
+	cf_assert(g->state == RPL_GATE_TRIAL); /* state diagram: only a trial decides (ON or OFF) */
+	cf_assert(g->nreplayed <= RPL_GATE_SAMPLES);
 	if (g->nreplayed < RPL_GATE_TRIAL_WINDOWS || ne == 0)
 		return;
 	g->eager_med = lower_median(g->eager, ne);
@@ -102,6 +105,7 @@ void rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t s
 
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings)
 {
+	cf_assert(g->state <= RPL_GATE_OFF); /* state diagram: TRIAL, ON or OFF */
 	if (g->state != RPL_GATE_OFF)
 		return true;
 	if (sightings < g->off_until)

@@ -155,12 +155,78 @@ struct rpl_shape_note {
 	bool patch_frees;            /* frees no longer retire it (allocates per step) */
 };
 
-/* The matcher (exec.c). */
+/* The matcher (match.c). */
 enum rpl_mstate {
 	RPL_M_FRESH = 0,     /* a window just opened: the next op picks candidates */
 	RPL_M_MATCHING = 1,  /* following candidates; ops may be deferred */
 	RPL_M_RECORDING = 2, /* this window is eager to its end */
 };
+
+/* The matcher's state, shared by match.c (which owns it: its invariants and state diagram),
+ * launch.c and retire.c. One instance, rpl__st (match.c). */
+struct rpl_state {
+	bool ready;                  /* rpl_init ran */
+	bool no_driver;              /* forked child: never call the driver for the parent's objects */
+	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
+	bool wait_due;               /* wait holds a synchronization for the engine to make */
+	struct rpl_wait wait;        /* see rpl_take_wait */
+	struct rpl_config cfg;       /* configuration */
+	struct rpl_template *templates; /* every live template, newest first */
+	struct rpl_template *retired; /* retired templates' figures, newest first (no graphs) */
+	uint8_t mstate;              /* enum rpl_mstate */
+	uint32_t depth;              /* ops of the open window matched so far */
+	struct rpl_template *cand[RPL_MAX_CAND]; /* templates the window still agrees with */
+	uint32_t ncand;              /* used entries of cand */
+	struct rpl_template *ended;  /* a candidate whose every op matched (window complete) */
+	struct cap_op *def;          /* deferred ops, in order (copies) */
+	uint32_t ndef, capdef;       /* used and allocated entries of def */
+	uint32_t def_first;          /* window index of def[0] */
+	struct cf_arena arena;       /* parameter bytes of deferred ops */
+	CUcontext failed[RPL_MAX_FAILED_CTX]; /* contexts in sticky passthrough */
+	uint32_t nfailed;            /* used entries of failed */
+	bool all_failed;             /* more failed contexts than fit: every context passes through */
+	uint64_t clock_ns;           /* cost of one cf_now_ns() (calibrated at init) */
+	uint32_t poll_ndef;          /* ndef when a query last found the deferred run */
+	uint64_t poll_t0;            /* when the deferred run was last seen growing by a query; 0: never */
+	uint64_t win_t0;             /* gate clock at the open window's first op (0: none yet) */
+	bool win_deferred;           /* an op of the open window was deferred */
+	struct {
+		struct rpl_shape_note *note; /* the shape of the last closed window */
+		bool valid;          /* a sample is due at the next window's first op */
+		bool replayed;       /* it replayed to the end (else it ran wholly eager) */
+		uint64_t t0;         /* its gate clock at its first op */
+		uint64_t exclude;    /* time that was not the program's (template builds) */
+		uint64_t charge;     /* cufold's matching cost on a modeled clock */
+	} pend;                      /* the last window's time, taken when the next one starts */
+};
+extern struct rpl_state rpl__st;
+
+/* A note with its list link (notes are few: one per shape seen). */
+struct note_link {
+	struct rpl_shape_note note;  /* what cap_shape_user points at */
+	struct cap_shape *shape;     /* its shape */
+	struct note_link *next;      /* every note */
+};
+extern struct note_link *rpl__notes; /* every live note */
+
+/* What replay remembers of s (NULL: nothing yet, or no shape). */
+static inline struct rpl_shape_note *rpl__note_of(struct cap_shape *s)
+{
+	return s ? cap_shape_user(s) : NULL;
+}
+
+/* launch.c. Keep a deep copy of op, the window's op index (invariant 2). 0 or -CF_ENOMEM. */
+int rpl__defer(const struct cap_op *op, uint32_t index);
+/* Submit what is deferred: as a graph when it is a whole segment of a candidate, else eagerly
+ * (the first driver error of an eager submission). Nothing is deferred afterwards. */
+CUresult rpl__submit_deferred(enum rpl_fallback why);
+
+/* retire.c. Retire t: its graphs go, its figures stay for the report. */
+void rpl__template_retire(struct rpl_template *t, const char *why);
+/* After a launch: retire t when patching its moving bindings costs more than eager. */
+void rpl__check_churn(struct rpl_template *t);
+/* A failure of cufold's own in ctx: ctx goes to sticky passthrough (invariant 5). */
+void rpl__ctx_fail(CUcontext ctx, const char *what);
 
 /* template.c */
 struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
@@ -223,7 +289,7 @@ void rpl__errors_write_json(FILE *f);
 /* text as the inside of a JSON string. */
 void rpl__json_text(FILE *f, const char *text);
 
-/* exec.c: every live template (report). */
+/* match.c: every live template (report). */
 struct rpl_template *rpl__templates(void);
 /* Retired templates kept for the report. */
 struct rpl_template *rpl__retired(void);

@@ -8,7 +8,7 @@
  * by the program's own captures or by another thread's queries (interposers.md D.6). A node
  * depends on the nodes of its trace-graph predecessors inside the segment (stream order, the
  * legacy stream's implicit synchronization, event record -> wait); everything before the
- * segment was submitted before its launch and is ordered by the launch's stream joins (exec.c).
+ * segment was submitted before its launch and is ordered by the launch's stream joins (launch.c).
  * Event records are record nodes (the program's later waits, queries and elapsed times see
  * them); a wait on a record inside the segment is an empty node (the edge does the waiting), on
  * one outside it an event-wait node. A copy from pageable memory reads a pinned stage buffer of
@@ -537,7 +537,7 @@ static void dep_position(const struct rpl_seg *g, const struct standin *st, uint
 
 /* Add op (position i of segment g) to g's graph, depending on the nodes of its trace-graph
  * predecessors inside the segment (those outside were submitted before the launch and are
- * ordered by the stream joins, see exec.c). A folded op gets no node: later nodes wait for what
+ * ordered by the stream joins, see launch.c). A folded op gets no node: later nodes wait for what
  * it would have waited for (st[i]). */
 static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
 			 const struct cap_graph *tg, CUgraphNode *deps, bool folded, struct standin *st)
@@ -707,7 +707,7 @@ static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const s
  * after a few calls instead of after a whole window of the program's host time, and shrink
  * toward the window's end (at most half of what is left), so little device work is left to run
  * after the host has issued the last call; never more than CUFOLD_SEGMENT. A function of the
- * shape alone: every sighting is cut at the same places (exec.c, invariant 3). */
+ * shape alone: every sighting is cut at the same places (match.c, invariant 3). */
 static uint32_t segment_size(uint32_t p, uint32_t g, uint32_t max)
 {
 	uint32_t grow = p > RPL_SEG_FIRST ? p : RPL_SEG_FIRST;

@@ -30,7 +30,7 @@ fresh() {
 }
 
 stale common/log.h "$B/obj/capture/record.o"
-stale driver/real.h "$B/obj/replay/exec.o"
+stale driver/real.h "$B/obj/replay/launch.o"
 stale rewrite/rewriter.h "$B/obj/rewrite/rules/copy_chain.o"
 stale tests/progs/icpt_work.h "$B/progs/icpt_direct"
 stale tests/progs/icpt_check.h "$B/progs/icpt_procaddr"

@@ -512,7 +512,7 @@ static void test_memcpy_node_reads_host_at_run(void **state)
 	CUgraph g;
 	CUgraphExec x;
 	CUgraphNode n1, n2;
-	float *in = malloc(N * sizeof(float)), out[N];
+	float *in = calloc(N, sizeof(float)), out[N];
 	CUDA_MEMCPY3D up = copy_h2d(da, in), down = copy_d2h(out, da);
 
 	(void)state;

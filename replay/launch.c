@@ -1,0 +1,430 @@
+/* launch.c - submitting deferred ops: their deep copies, the eager flush in program order, and
+ * segment launches (patching changed nodes, stage buffers, stream joins and forks). replay layer;
+ * works on match.c's state and keeps its invariants 1, 2 and 5-9. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "replay/replay_int.h"
+
+/* The op's context current on this thread: only a call from another thread can find a
+ * different one (the op was recorded with the context current on its own thread). */
+static void op_ctx_enter(const struct cap_op *op, bool *pushed)
+{
+	*pushed = false;
+	if (op->tid != cf_tid())
+		rpl__ctx_enter(op->ctx, pushed);
+}
+
+/* ------------------------------------------------------------------ deferral and submission */
+
+static void def_clear(void)
+{
+	rpl__st.ndef = 0;
+	rpl__st.poll_t0 = 0;
+	cf_arena_reset(&rpl__st.arena);
+}
+
+/* Keep a deep copy of op. 0 or -CF_ENOMEM. */
+int rpl__defer(const struct cap_op *op, uint32_t index)
+{
+	struct cap_op *c;
+
+	/* invariants 4 and 10: only a matching window defers, never after rpl_stop */
+	cf_assert(rpl__st.mstate == RPL_M_MATCHING && !rpl__st.stopped);
+	/* invariant 2: the deferred ops are a contiguous run of the window's ops */
+	cf_assert(!rpl__st.ndef || rpl__st.def_first + rpl__st.ndef == index);
+	if (rpl__st.ndef == rpl__st.capdef) {
+		uint32_t ncap = rpl__st.capdef ? 2 * rpl__st.capdef : 256;
+		struct cap_op *n = realloc(rpl__st.def, ncap * sizeof(*n));
+
+		if (!n)
+			return -CF_ENOMEM;
+		rpl__st.def = n;
+		rpl__st.capdef = ncap;
+	}
+	c = &rpl__st.def[rpl__st.ndef];
+	*c = *op;
+	if (op->kind == CAP_OP_KERNEL) {
+		c->u.kernel.params = cf_arena_dup(&rpl__st.arena, op->u.kernel.params, op->u.kernel.param_size);
+		if (!c->u.kernel.params)
+			return -CF_ENOMEM;
+		c->u.kernel.attrs = NULL; /* graphable kernels have none */
+		c->u.kernel.nattrs = 0;
+	} else if (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) {
+		/* the program may reuse its buffer as soon as the call returns: take the bytes now,
+		 * as the driver stages a pageable source */
+		c->flags &= (uint8_t)~CAP_OPF_STAGED;
+		c->u.memcpy.staged = NULL;
+		if (cap_op_stage(c, &rpl__st.arena) != 0)
+			return -CF_ENOMEM;
+	}
+	if (rpl__st.ndef == 0)
+		rpl__st.def_first = index;
+	rpl__st.ndef++;
+	rpl__st.win_deferred = true;
+	rpl__totals.ops_deferred++;
+	return 0;
+}
+
+/* Submit every deferred op eagerly, in order. Returns the first driver error. */
+static CUresult flush_eager(enum rpl_fallback why)
+{
+	CUresult first = CUDA_SUCCESS;
+
+	if (!rpl__st.ndef)
+		return CUDA_SUCCESS;
+	rpl__totals.fallbacks[why]++;
+	if (rpl__st.ncand)
+		rpl__st.cand[0]->fallbacks[why]++;
+	for (uint32_t i = 0; i < rpl__st.ndef; i++) {
+		const struct cap_op *op = &rpl__st.def[i];
+		bool pushed;
+		CUresult rc;
+
+		op_ctx_enter(op, &pushed);
+		rc = cap_op_issue(op);
+		rpl__ctx_leave(pushed);
+		if (rc != CUDA_SUCCESS) {
+			/* the program was told it succeeded: its next observing call returns it */
+			rpl__error_note(op, rc);
+			if (first == CUDA_SUCCESS)
+				first = rc;
+		}
+	}
+	rpl__totals.ops_flushed += rpl__st.ndef;
+	def_clear();
+	return first;
+}
+
+static void note_moved_site(struct rpl_template *t, uint64_t site)
+{
+	if (!site)
+		return;
+	for (uint32_t i = 0; i < t->nmoved_sites; i++)
+		if (t->moved_sites[i] == site)
+			return;
+	if (!t->moved_sites) {
+		t->moved_sites = calloc(RPL_SITES, sizeof(*t->moved_sites));
+		if (!t->moved_sites)
+			return;
+	}
+	if (t->nmoved_sites < RPL_SITES)
+		t->moved_sites[t->nmoved_sites++] = site;
+}
+
+/* Patch the nodes of g whose bindings differ from the deferred ops'. 0, or a driver error. */
+static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatched)
+{
+	CUresult rc = CUDA_SUCCESS;
+
+	*npatched = 0;
+	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
+		struct cap_op tmp; /* a plan node's op derived from this launch's bindings */
+		const struct cap_op *op = rpl__seg_op(g, i, rpl__st.def, &tmp);
+		struct rpl_node *n = &g->nodes[i];
+
+		if (!op && g->run && !rw_run_is_folded(g->run, i))
+			return CUDA_ERROR_NOT_SUPPORTED; /* a plan node that could not be derived: the
+							  * node must not run with last launch's op */
+		if (!op || (n->empty && n->kind != CAP_OP_EVENT_WAIT))
+			continue; /* folded into another node, or erased */
+
+		switch (op->kind) {
+		case CAP_OP_KERNEL: {
+			CUDA_KERNEL_NODE_PARAMS p;
+			void *extra_buf[5];
+			size_t extra_size;
+
+			if (n->func == op->u.kernel.func && n->param_size == op->u.kernel.param_size &&
+			    memcmp(n->params, op->u.kernel.params, n->param_size) == 0)
+				continue;
+			if (rpl__node_set_kernel(n, op) != 0)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
+			rpl__own_call();
+			rc = SHIM_REAL(cuGraphExecKernelNodeSetParams_v2)(g->exec, n->node, &p);
+			break;
+		}
+		case CAP_OP_MEMCPY: {
+			CUDA_MEMCPY3D d;
+
+			rpl__copy_desc(op, n->stage, &d);
+			if (rpl__copy_equal(&n->copy, &d))
+				continue;
+			n->copy = d;
+			rpl__own_call();
+			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(g->exec, n->node, &n->copy, op->ctx);
+			break;
+		}
+		case CAP_OP_MEMSET: {
+			CUDA_MEMSET_NODE_PARAMS p;
+
+			rpl__memset_params(op, &p);
+			if (rpl__memset_equal(&n->set, &p))
+				continue;
+			n->set = p;
+			rpl__own_call();
+			rc = SHIM_REAL(cuGraphExecMemsetNodeSetParams)(g->exec, n->node, &n->set, op->ctx);
+			break;
+		}
+		case CAP_OP_EVENT_RECORD:
+			if (n->event == op->u.event.event)
+				continue;
+			n->event = op->u.event.event;
+			rpl__own_call();
+			rc = SHIM_REAL(cuGraphExecEventRecordNodeSetEvent)(g->exec, n->node, n->event);
+			break;
+		case CAP_OP_EVENT_WAIT:
+			if (n->empty || n->event == op->u.event.event)
+				continue;
+			n->event = op->u.event.event;
+			rpl__own_call();
+			rc = SHIM_REAL(cuGraphExecEventWaitNodeSetEvent)(g->exec, n->node, n->event);
+			break;
+		default:
+			rc = CUDA_ERROR_NOT_SUPPORTED;
+			break;
+		}
+		(*npatched)++;
+		note_moved_site(t, op->callsite);
+	}
+	return rc;
+}
+
+#define RPL_MAX_JOIN 64 /* streams one segment may join; more: the segment goes eagerly */
+
+/* Whether every staged copy's source span has the size of its node's stage buffer (the span
+ * also depends on pitches, which are bindings). */
+static bool stages_fit(const struct rpl_seg *g)
+{
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->nodes[i].stage && (!(rpl__st.def[i].flags & CAP_OPF_STAGED) ||
+					  rpl__st.def[i].u.memcpy.src_span != g->nodes[i].stage_bytes))
+			return false;
+	return true;
+}
+
+/* When the exec's previous launch has read its stage buffers, fill them with the bytes staged
+ * at the calls; CUDA_ERROR_NOT_READY when it has not (never waits: invariant 9). */
+static CUresult stages_fill(struct rpl_seg *g)
+{
+	if (g->launches) {
+		CUresult rc;
+
+		rpl__own_call();
+		rc = SHIM_REAL(cuEventQuery)(g->done_ev);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->nodes[i].stage)
+			memcpy(g->nodes[i].stage, rpl__st.def[i].u.memcpy.staged, g->nodes[i].stage_bytes);
+	return CUDA_SUCCESS;
+}
+
+/* Mark the end of a launch that reads stage buffers. */
+static CUresult rec_done(struct rpl_seg *g, CUstream launch)
+{
+	rpl__own_call();
+	return SHIM_REAL(cuEventRecord)(g->done_ev, launch);
+}
+
+/* The streams of the deferred ops: *launch is where the graph goes (the legacy stream when an op
+ * is on it, so CUDA's implicit synchronization with blocking streams holds for the whole graph;
+ * else the first op's stream), others[] every other stream. Returns the count of others, or -1
+ * when there are too many. */
+static int def_streams(CUstream *launch, CUstream *others)
+{
+	const struct cap_op *lop = &rpl__st.def[0];
+	int n = 0;
+
+	for (uint32_t i = 0; i < rpl__st.ndef; i++)
+		if (rpl__st.def[i].stream_kind == CAP_STREAM_LEGACY) {
+			lop = &rpl__st.def[i];
+			break;
+		}
+	*launch = lop->stream;
+	for (uint32_t i = 0; i < rpl__st.ndef; i++) {
+		const struct cap_op *o = &rpl__st.def[i];
+		bool seen;
+
+		if (o->stream_slot == lop->stream_slot ||
+		    (o->stream_kind == CAP_STREAM_LEGACY && lop->stream_kind == CAP_STREAM_LEGACY))
+			continue;
+		seen = false;
+		for (int j = 0; j < n && !seen; j++)
+			seen = others[j] == o->stream;
+		if (seen)
+			continue;
+		if (n == RPL_MAX_JOIN)
+			return -1;
+		others[n++] = o->stream;
+	}
+	return n;
+}
+
+/* Every other stream's earlier work before the launch stream's next (join), or the launch
+ * stream's work before every other stream's next (fork): record ev on one side, wait on the
+ * other. */
+static CUresult join(CUevent ev, CUstream launch, const CUstream *others, int n, bool fork)
+{
+	CUresult rc = CUDA_SUCCESS;
+
+	if (fork && n) {
+		rpl__own_call();
+		rc = SHIM_REAL(cuEventRecord)(ev, launch);
+	}
+	for (int i = 0; i < n && rc == CUDA_SUCCESS; i++) {
+		if (fork) {
+			rpl__own_call();
+			rc = SHIM_REAL(cuStreamWaitEvent)(others[i], ev, 0);
+		} else {
+			rpl__own_call();
+			rc = SHIM_REAL(cuEventRecord)(ev, others[i]);
+			if (rc == CUDA_SUCCESS) {
+				rpl__own_call();
+				rc = SHIM_REAL(cuStreamWaitEvent)(launch, ev, 0);
+			}
+		}
+	}
+	return rc;
+}
+
+/* Launch segment k of t for the deferred ops (which are exactly its ops). On a failure the
+ * deferred ops are submitted eagerly and the context goes to passthrough. */
+static void launch_seg(struct rpl_template *t, uint32_t k)
+{
+	struct rpl_seg *g = &t->segs[k];
+	const struct cap_op *first = &rpl__st.def[0];
+	CUstream launch, others[RPL_MAX_JOIN];
+	uint32_t npatched = 0;
+	CUcontext ctx = first->ctx;
+	bool pushed;
+	int nothers;
+	CUresult rc;
+
+	/* invariant 2: the deferred ops are exactly segment k's */
+	cf_assert(g->first == rpl__st.def_first && g->n == rpl__st.ndef);
+	nothers = def_streams(&launch, others);
+	if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
+		flush_eager(RPL_FB_MISMATCH);
+		return;
+	}
+	if (g->staged && !stages_fit(g)) {
+		flush_eager(RPL_FB_MISMATCH);
+		return;
+	}
+	if (!rpl__seg_guards_hold(g, rpl__st.def)) {
+		/* the rewrite plan was not proven for these bindings: the program's ops go as
+		 * they were, in order, and the shape is planned again from a later sighting */
+		struct rpl_shape_note *n = cap_shape_user(t->shape);
+
+		flush_eager(RPL_FB_GUARD);
+		if (n && ++n->guard_retires == RPL_GUARD_RETIRES)
+			cf_log_info("window shape %llu: rewrite guards failed %d times; it is replayed without "
+				    "rewriting from now on", (unsigned long long)t->shape_id, RPL_GUARD_RETIRES);
+		rpl__template_retire(t, "a rewrite guard failed on a launch's bindings");
+		return;
+	}
+	rc = patch(t, g, &npatched);
+	if (rc != CUDA_SUCCESS) {
+		flush_eager(RPL_FB_PATCH);
+		rpl__ctx_fail(ctx, "patching a graph node failed");
+		return;
+	}
+	op_ctx_enter(first, &pushed);
+	if (g->staged) {
+		rc = stages_fill(g);
+		if (rc == CUDA_ERROR_NOT_READY) {
+			/* the previous launch still reads the buffers: this one goes eagerly (the
+			 * copies from the bytes taken at the calls), which needs no wait */
+			rpl__ctx_leave(pushed);
+			flush_eager(RPL_FB_BUSY);
+			return;
+		}
+		if (rc != CUDA_SUCCESS) {
+			rpl__ctx_leave(pushed);
+			flush_eager(RPL_FB_LAUNCH);
+			rpl__ctx_fail(ctx, "waiting for a graph's earlier launch failed");
+			return;
+		}
+	}
+	/* joins only add ordering: if one fails, the eager flush below is still in order */
+	rc = join(t->join_ev, launch, others, nothers, false);
+	if (rc == CUDA_SUCCESS) {
+		rpl__own_call();
+		rc = SHIM_REAL(cuGraphLaunch)(g->exec, launch);
+		if (rc == CUDA_SUCCESS && (join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
+					   (g->staged && rec_done(g, launch) != CUDA_SUCCESS))) {
+			/* the graph runs but later work on the other streams would not wait for it:
+			 * the engine waits for it after dropping its mutex (invariant 9), before the
+			 * program's call returns; then stop replaying */
+			rpl__st.wait.stream = launch;
+			rpl__st.wait.ctx = ctx;
+			rpl__st.wait_due = true;
+			rpl__ctx_leave(pushed);
+			def_clear();
+			rpl__ctx_fail(ctx, "ordering streams after a graph launch failed");
+			return;
+		}
+	}
+	rpl__ctx_leave(pushed);
+	if (rc != CUDA_SUCCESS) {
+		flush_eager(RPL_FB_LAUNCH);
+		rpl__ctx_fail(ctx, "launching a graph failed");
+		return;
+	}
+	g->launches++;
+	g->patches += npatched;
+	if (npatched) {
+		g->patched_launches++;
+		t->patched_launches++;
+	}
+	t->launches++;
+	t->patches += npatched;
+	t->ops_replayed += g->n;
+	rpl__totals.graph_launches++;
+	rpl__totals.patches += npatched;
+	rpl__totals.ops_replayed += g->n;
+	def_clear();
+	rpl__check_churn(t);
+}
+
+/* A candidate with exactly the deferred run as one of its segments, and that segment. */
+static struct rpl_template *whole_segment(uint32_t *k)
+{
+	for (uint32_t c = 0; c < rpl__st.ncand; c++) {
+		struct rpl_template *t = rpl__st.cand[c];
+		int32_t s;
+
+		if (rpl__st.def_first >= t->nops)
+			continue;
+		s = t->ops[rpl__st.def_first].seg;
+		if (s >= 0 && t->segs[s].first == rpl__st.def_first && t->segs[s].n == rpl__st.ndef) {
+			*k = (uint32_t)s;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* Submit what is deferred: as a graph when it is a whole segment, else eagerly. */
+CUresult rpl__submit_deferred(enum rpl_fallback why)
+{
+	struct rpl_template *t;
+	uint32_t k;
+
+	if (!rpl__st.ndef)
+		return CUDA_SUCCESS;
+	t = whole_segment(&k);
+	if (t) {
+		launch_seg(t, k);
+		cf_assert(rpl__st.ndef == 0); /* invariant 5: launched, or submitted eagerly */
+		return CUDA_SUCCESS;
+	}
+	return flush_eager(why);
+}

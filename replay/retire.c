@@ -1,0 +1,255 @@
+/* retire.c - retiring templates: frees, churn, eviction, destroyed events, unloads, destroyed
+ * contexts, and the contexts in sticky passthrough after a failure of cufold's own. replay layer;
+ * works on match.c's state (invariant 5). */
+#include <stdlib.h>
+
+#include "common/compiler.h"
+#include "common/log.h"
+#include "replay/replay_int.h"
+#include "rewrite/kernels.h"
+
+/* ------------------------------------------------------------------ templates */
+
+static void template_unlink(struct rpl_template *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		rpl__st.templates = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->prev = t->next = NULL;
+}
+
+/* Drop t from the candidates (the window then follows the others, or records). */
+static void cand_forget(struct rpl_template *t)
+{
+	uint32_t j = 0;
+
+	for (uint32_t i = 0; i < rpl__st.ncand; i++)
+		if (rpl__st.cand[i] != t)
+			rpl__st.cand[j++] = rpl__st.cand[i];
+	rpl__st.ncand = j;
+	if (rpl__st.ended == t)
+		rpl__st.ended = NULL;
+}
+
+/* Retire t: its graphs go, its figures stay for the report
+ * (the most recent RPL_MAX_RETIRED). */
+void rpl__template_retire(struct rpl_template *t, const char *why)
+{
+	struct rpl_shape_note *n = rpl__note_of(t->shape);
+	struct rpl_template **pt;
+	uint32_t kept = 0;
+
+	/* a retirement inside a window (capture evicting a shape while the call that closes the
+	 * window is recorded): what is kept goes first, while t may still be the graph for it */
+	if (rpl__st.ndef) {
+		rpl__submit_deferred(RPL_FB_BOUNDARY);
+		/* that submission may have launched t and retired it already (a failed guard, churn,
+		 * a failure of cufold's own): it must not be unlinked and released twice */
+		if (t->retired_why)
+			return;
+	}
+	cf_assert(rpl__st.ndef == 0); /* invariant 2: no deferred op outlives a candidate's retirement */
+	cand_forget(t);
+	if (rpl__st.mstate == RPL_M_MATCHING && rpl__st.ncand == 0)
+		rpl__st.mstate = RPL_M_RECORDING;
+	if (n && n->tpl == t) {
+		n->tpl = NULL;
+		n->retired_at = cap_shape_sightings(t->shape);
+	}
+	template_unlink(t);
+	rpl__totals.templates_live--;
+	rpl__totals.retired++;
+	if (rpl__st.no_driver) {
+		rpl__template_destroy(t);
+		return;
+	}
+	rpl__template_release(t);
+	t->shape = NULL;
+	t->retired_why = why;
+	t->next = rpl__st.retired;
+	rpl__st.retired = t;
+	for (pt = &rpl__st.retired; *pt; pt = &(*pt)->next) {
+		if (++kept > RPL_MAX_RETIRED) {
+			struct rpl_template *old = *pt;
+
+			*pt = NULL;
+			while (old) {
+				struct rpl_template *nx = old->next;
+
+				rpl__template_destroy(old);
+				old = nx;
+			}
+			break;
+		}
+	}
+}
+
+/* After a launch: a template whose bindings move on most launches and whose patching costs as
+ * many driver calls as submitting its ops eagerly does not pay; it goes back to eager for good. */
+void rpl__check_churn(struct rpl_template *t)
+{
+	struct rpl_shape_note *n;
+
+	if (t->launches < RPL_CHURN_LAUNCHES || t->patched_launches * 2 <= t->launches ||
+	    t->launches + t->patches < t->ops_replayed)
+		return;
+	n = rpl__note_of(t->shape);
+	t->fallbacks[RPL_FB_CHURN]++;
+	rpl__totals.fallbacks[RPL_FB_CHURN]++;
+	cf_log_info("replay: window shape %llu goes back to eager: its bindings change on %llu of %llu launches and "
+		    "patching costs more than it saves",
+		    (unsigned long long)t->shape_id, (unsigned long long)t->patched_launches,
+		    (unsigned long long)t->launches);
+	rpl__template_retire(t, "bindings change on most launches; patching costs more than eager submission");
+	if (n) {
+		n->rejected = true;
+		n->why = "bindings change on most launches";
+	}
+}
+
+/* ------------------------------------------------------------------ sticky failure */
+
+bool rpl_ctx_is_failed(CUcontext ctx)
+{
+	if (cf_likely(!rpl__st.nfailed))
+		return false;
+	if (rpl__st.all_failed)
+		return true;
+	for (uint32_t i = 0; i < rpl__st.nfailed; i++)
+		if (rpl__st.failed[i] == ctx)
+			return true;
+	return false;
+}
+
+void rpl__ctx_fail(CUcontext ctx, const char *what)
+{
+	struct rpl_template *t, *next;
+
+	if (rpl_ctx_is_failed(ctx))
+		return;
+	cf_log_warn("replay: %s; cufold passes every call of this context straight to the driver from now on "
+		    "(results are unchanged)", what);
+	rpl__totals.failed = true;
+	if (rpl__st.nfailed < RPL_MAX_FAILED_CTX)
+		rpl__st.failed[rpl__st.nfailed++] = ctx;
+	else
+		rpl__st.all_failed = true;
+	for (t = rpl__st.templates; t; t = next) {
+		next = t->next;
+		if (rpl__st.all_failed || t->ctx == ctx) {
+			struct rpl_shape_note *n = rpl__note_of(t->shape);
+
+			rpl__template_retire(t, "its context went to passthrough after a failure");
+			if (n) {
+				n->rejected = true;
+				n->why = "its context went to passthrough after a failure";
+			}
+		}
+	}
+	cf_assert(rpl_ctx_is_failed(ctx)); /* invariant 5: sticky from now on */
+}
+
+void rpl_shape_evicted(struct cap_shape *s)
+{
+	struct rpl_shape_note *n = rpl__note_of(s);
+	struct note_link **pl;
+
+	if (!n)
+		return;
+	if (n->tpl)
+		rpl__template_retire(n->tpl, "its window shape was evicted (CUFOLD_MAX_TEMPLATES)");
+	if (rpl__st.pend.note == n)
+		rpl__st.pend.valid = false;
+	cap_shape_set_user(s, NULL);
+	for (pl = &rpl__notes; *pl; pl = &(*pl)->next) {
+		if (&(*pl)->note == n) {
+			struct note_link *l = *pl;
+
+			*pl = l->next;
+			free(l);
+			break;
+		}
+	}
+}
+
+void rpl_memory_released(uint64_t base, uint64_t size)
+{
+	struct rpl_template *t, *next;
+
+	if (!rpl__st.ready || !size)
+		return;
+	/* what is kept goes before any retirement, once: a submission inside the loop may launch
+	 * and retire a template (a failed guard), the one `next` points at included */
+	for (t = rpl__st.templates; t && rpl__st.ndef; t = t->next) {
+		struct rpl_shape_note *n = rpl__note_of(t->shape);
+
+		if (!(n && n->patch_frees) && rpl__template_references(t, base, size)) {
+			rpl_flush();
+			break;
+		}
+	}
+	for (t = rpl__st.templates; t; t = next) {
+		struct rpl_shape_note *n = rpl__note_of(t->shape);
+
+		next = t->next;
+		if (n && n->patch_frees)
+			continue;
+		if (!rpl__template_references(t, base, size))
+			continue;
+		cf_assert(rpl__st.ndef == 0); /* so the retirement below submits (and retires) nothing */
+		t->fallbacks[RPL_FB_FREE]++;
+		rpl__totals.fallbacks[RPL_FB_FREE]++;
+		if (n && ++n->free_retires >= RPL_FREE_RETIRES)
+			n->patch_frees = true; /* it allocates per step: patching covers the moves */
+		rpl__template_retire(t, "memory it references was freed");
+	}
+}
+
+static bool references_event(const struct rpl_template *t, CUevent e)
+{
+	for (uint32_t k = 0; k < t->nsegs; k++)
+		for (uint32_t i = 0; i < t->segs[k].n; i++)
+			if (t->segs[k].nodes[i].event == e)
+				return true;
+	return false;
+}
+
+void rpl_event_destroyed(CUevent e)
+{
+	struct rpl_template *t, *next;
+
+	if (!rpl__st.ready || !e)
+		return;
+	for (t = rpl__st.templates; t; t = next) {
+		next = t->next;
+		if (references_event(t, e))
+			rpl__template_retire(t, "an event it records or waits for was destroyed");
+	}
+}
+
+void rpl_functions_unloaded(void)
+{
+	while (rpl__st.ready && rpl__st.templates)
+		rpl__template_retire(rpl__st.templates, "a module or library was unloaded");
+}
+
+void rpl_context_destroyed(CUcontext ctx)
+{
+	struct rpl_template *t, *next;
+
+	if (!rpl__st.ready)
+		return;
+	for (t = rpl__st.templates; t; t = next) {
+		next = t->next;
+		if (!ctx || t->ctx == ctx)
+			rpl__template_retire(t, "its context was destroyed");
+	}
+}
+
+void rpl_context_gone(CUcontext ctx)
+{
+	rw_kernels_forget(ctx);
+}
