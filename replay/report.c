@@ -123,6 +123,21 @@ static void write_template(FILE *f, const struct rpl_template *t)
 	fputs("]}", f);
 }
 
+/* Shapes replay will not replay, and why (too few ops, a failure, passthrough, churn). */
+static void write_rejected(FILE *f)
+{
+	bool first = true;
+
+	for (const struct note_link *l = rpl__notes; l; l = l->next) {
+		if (!l->note.rejected || !l->shape)
+			continue;
+		fprintf(f, "%s{\"shape\": %" PRIu64 ", \"why\": \"", first ? "" : ", ", cap_shape_id(l->shape));
+		rpl__json_text(f, l->note.why);
+		fputs("\"}", f);
+		first = false;
+	}
+}
+
 void rpl_write_report_json(FILE *f)
 {
 	const struct rpl_totals *s = &rpl__totals;
@@ -141,7 +156,9 @@ void rpl_write_report_json(FILE *f)
 		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
 		s->matched_ops, rpl_host_ns_per_op(), rpl_memory_bytes(), s->failed ? "true" : "false");
 	write_fallbacks(f, s->fallbacks);
-	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    ", s->polls_not_ready);
+	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    \"rejected_shapes\": [", s->polls_not_ready);
+	write_rejected(f);
+	fputs("],\n    ", f);
 	rpl__errors_write_json(f);
 	fputs(",\n    \"templates\": [\n", f);
 	for (const struct rpl_template *t = rpl__templates(); t; t = t->next) {
