@@ -16,8 +16,9 @@
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
 #define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
-#define RPL_POLL_STALL_NS 500000 /* another thread's polls of a deferred run that has not grown
-				  * for this long submit it (rpl_poll) */
+#define RPL_POLL_STALL_NS 2000000 /* another thread's polls of a deferred run that has not grown
+				   * for this long submit it (rpl_poll); long enough that a step's
+				   * thread descheduled on a busy machine is not taken for a stalled one */
 #define RPL_GUARD_RETIRES 3   /* after this many retirements by failed guards, a shape is replayed unrewritten */
 #define RPL_OPT_NONE (-1)     /* rpl_config.opt of a shape replayed unrewritten: no rule at all, not even
 			       * one CUFOLD_RULES switches on (level 0 runs those) */
@@ -288,6 +289,22 @@ void rpl__errors_reset(void);
 void rpl__errors_write_json(FILE *f);
 /* text as the inside of a JSON string. */
 void rpl__json_text(FILE *f, const char *text);
+
+/* markers.c: NVTX ranges and marks in the "cufold" domain; each returns at once when no NVTX tool
+ * is attached. Ranges nest: every *_begin is closed by one rpl__mark_end. */
+void rpl__mark_init(void);
+void rpl__mark_launch_begin(uint64_t shape_id, uint32_t seg, uint32_t nops);
+void rpl__mark_flush_begin(uint32_t nops, enum rpl_fallback why);
+void rpl__mark_build_begin(uint64_t shape_id);
+void rpl__mark_end(void);
+/* A mark (an instant): "cufold: what: why". */
+void rpl__mark_event(const char *what, const char *why);
+
+/* match.c. A fallback happened (counted in totals, and in t's figures when t is not NULL): its
+ * mark, and under CUFOLD_STRICT its error when it is a failure of cufold's own or a failed guard. */
+void rpl__fallback_note(struct rpl_template *t, enum rpl_fallback why);
+/* A context went to passthrough after a failure of cufold's own (strict: an error). */
+void rpl__passthrough_note(const char *what);
 
 /* match.c: every live template (report). */
 struct rpl_template *rpl__templates(void);
