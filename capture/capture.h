@@ -329,6 +329,9 @@ bool cap_window_observed(const struct cap_target *t, uint32_t from);
  * extent, or an 8-byte-aligned kernel parameter word (the same test replay applies to its
  * templates; memory reached only through pointers stored in device memory is not seen). */
 bool cap_window_references(uint64_t base, uint64_t size);
+/* Whether thread tid made an op of the open window (a context switch of a thread that made
+ * none cannot change what the window's ops run in). */
+bool cap_window_has_thread(uint32_t tid);
 /* Count a boundary call that did not close the window (the report's calls vs windows_closed). */
 void cap_boundary_seen(enum cap_boundary kind);
 

@@ -87,6 +87,16 @@ bool cap_window_references(uint64_t base, uint64_t size)
 	return false;
 }
 
+bool cap_window_has_thread(uint32_t tid)
+{
+	const struct cap_window *w = cap__s.cur;
+
+	for (uint32_t i = 0; w && i < w->nops; i++)
+		if (w->ops[i].tid == tid)
+			return true;
+	return false;
+}
+
 void cap_boundary_seen(enum cap_boundary kind)
 {
 	if ((unsigned)kind < CAP_BOUNDARY_COUNT)

@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +45,10 @@ static int atfork_child_done;    /* the child handler is registered */
 static int atfork_prepare_done;  /* the prepare and parent handlers are registered */
 static bool prepared;            /* atfork_prepare took the lock for this fork */
 static bool replaying;           /* CUFOLD_MODE=replay and replay started: calls may be deferred */
+
+static int strict_registered;    /* strict_on_exit is registered (CUFOLD_STRICT=1) */
+static int exit_status = -1;     /* the status the program passed to exit (on_exit), or -1 */
+static bool exit_done;           /* engine_exit has flushed and written the outputs */
 
 static __thread CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
 static __thread bool tls_ctx_ok;    /* tls_ctx is known */
@@ -139,6 +145,30 @@ static void atfork_child(void)
 	cf_tid_forget();
 }
 
+/* CUFOLD_STRICT: the program exits 0 but replay fell back for a failure of its own or a failed
+ * guard: the status becomes 70 (EX_SOFTWARE), once the outputs are written and stdio flushed.
+ * Called by whichever of strict_on_exit and engine_exit runs second: exit handlers registered
+ * after the engine started run before the library destructors, those registered earlier (a
+ * program that calls CUDA from a library constructor) after them. */
+static void strict_exit(void)
+{
+	uint64_t n;
+
+	if (exit_status != 0 || !exit_done || !replaying || !(n = rpl_strict_events()))
+		return;
+	cf_log_err("CUFOLD_STRICT=1: %llu failures of cufold's own or failed rewrite guards; the program exited "
+		   "with status 0, the process exits with status 70", (unsigned long long)n);
+	fflush(NULL);
+	_exit(70);
+}
+
+static void strict_on_exit(int status, void *arg)
+{
+	(void)arg;
+	exit_status = status;
+	strict_exit();
+}
+
 static void start(void)
 {
 	const struct cf_config *cfg;
@@ -177,10 +207,12 @@ static void start(void)
 	if (shim_mode() == CF_MODE_REPLAY) {
 		struct rpl_config rc_ = {
 			.warmup = cfg->warmup, .segment = cfg->segment, .min_ops = cfg->min_ops, .opt = cfg->opt,
-			.gate = cfg->gate,
+			.gate = cfg->gate, .strict = cfg->strict,
 		};
 
 		replaying = rpl_init(&rc_) == 0;
+		if (replaying && cfg->strict && !__atomic_exchange_n(&strict_registered, 1, __ATOMIC_RELAXED))
+			on_exit(strict_on_exit, NULL);
 		/* an unknown name in CUFOLD_RULES is reported now, not when a first plan is made */
 		(void)rw_config_has_rules(&(struct rw_config){ .opt = cfg->opt, .rules = cfg->rules });
 	}
@@ -597,8 +629,12 @@ void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
 	lock_take();
 	change = current_ctx() != target || !target;
 	if (still_recording()) {
-		if (change)
+		/* only a thread that made ops of the open window can change what they run in (a
+		 * watchdog or allocator thread binding its context at start is no boundary) */
+		if (change && cap_window_has_thread(cf_tid()))
 			close_window(CAP_BOUNDARY_CONTEXT, api);
+		else
+			cap_boundary_seen(CAP_BOUNDARY_CONTEXT);
 	}
 	lock_drop();
 }
@@ -606,6 +642,21 @@ void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
 void shim_engine_ctx_switch(enum shim_api_id api)
 {
 	tls_ctx_ok = false;
+	if (api != SHIM_ID_cuCtxDestroy_v2) {
+		/* push and pop: as cuCtxSetCurrent, a boundary for a thread with ops in the window */
+		shim_note_call(api);
+		if (recording()) {
+			lock_take();
+			if (still_recording()) {
+				if (cap_window_has_thread(cf_tid()))
+					close_window(CAP_BOUNDARY_CONTEXT, api);
+				else
+					cap_boundary_seen(CAP_BOUNDARY_CONTEXT);
+			}
+			lock_drop();
+		}
+		return;
+	}
 	shim_engine_boundary(CAP_BOUNDARY_CONTEXT, api);
 	if (api == SHIM_ID_cuCtxDestroy_v2 && replaying && recording()) {
 		/* which context is not passed here: every template retires (destroys are rare) */
@@ -742,6 +793,9 @@ __attribute__((destructor)) static void engine_exit(void)
 			    (unsigned long long)rt.retired, rpl_host_ns_per_op(),
 			    rt.failed ? "; a failure sent a context to passthrough" : "");
 	}
+	exit_done = true;
 out:
 	lock_drop();
+	if (exit_done && strict_registered)
+		strict_exit(); /* _exit, not under the lock: no destructor after this one runs */
 }
