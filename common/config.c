@@ -284,6 +284,12 @@ int cf_config_parse(struct cf_config *cfg)
 		else
 			report_bad(cfg, CF_VAR_GATE, v, "0, 1", "1");
 	}
+	if ((v = get(CF_VAR_STRICT))) {
+		if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+			cfg->strict = v[0] == '1';
+		else
+			report_bad(cfg, CF_VAR_STRICT, v, "0, 1", "0");
+	}
 	if ((v = get(CF_VAR_LOG))) {
 		if (cf_log_level_parse(v, &cfg->log_level) != 0)
 			report_bad(cfg, CF_VAR_LOG, v, "err, warn, info, debug", "warn");

@@ -31,6 +31,7 @@ enum cf_mode {
 	X(BARRIER_KERNELS, "CUFOLD_BARRIER_KERNELS") \
 	X(CALLSITES, "CUFOLD_CALLSITES") \
 	X(GATE, "CUFOLD_GATE") \
+	X(STRICT, "CUFOLD_STRICT") \
 	X(LOG, "CUFOLD_LOG") \
 	X(LOG_FILE, "CUFOLD_LOG_FILE") \
 	X(REPORT, "CUFOLD_REPORT") \
@@ -67,6 +68,8 @@ struct cf_config {
 	char barrier_kernels[1024];    /* CUFOLD_BARRIER_KERNELS: pattern[,pattern] (glob) */
 	bool callsites;                /* CUFOLD_CALLSITES: 0|1, hash call sites with libunwind */
 	bool gate;                     /* CUFOLD_GATE: 0|1, replay a shape only while it pays (1) */
+	bool strict;                   /* CUFOLD_STRICT: 0|1, a failure of cufold's own or a failed
+				        * guard is an error and exit status 70 (0) */
 	enum cf_log_level log_level;   /* CUFOLD_LOG: err|warn|info|debug */
 	char log_file[CF_PATH_MAX];    /* CUFOLD_LOG_FILE: log destination; "" is stderr */
 	char report[CF_PATH_MAX];      /* CUFOLD_REPORT: JSON summary at exit; "" none */

@@ -77,9 +77,8 @@ static CUresult flush_eager(enum rpl_fallback why)
 
 	if (!rpl__st.ndef)
 		return CUDA_SUCCESS;
-	rpl__totals.fallbacks[why]++;
-	if (rpl__st.ncand)
-		rpl__st.cand[0]->fallbacks[why]++;
+	rpl__fallback_note(rpl__st.ncand ? rpl__st.cand[0] : NULL, why);
+	rpl__mark_flush_begin(rpl__st.ndef, why);
 	for (uint32_t i = 0; i < rpl__st.ndef; i++) {
 		const struct cap_op *op = &rpl__st.def[i];
 		bool pushed;
@@ -97,6 +96,7 @@ static CUresult flush_eager(enum rpl_fallback why)
 	}
 	rpl__totals.ops_flushed += rpl__st.ndef;
 	def_clear();
+	rpl__mark_end();
 	return first;
 }
 
@@ -296,7 +296,7 @@ static CUresult join(CUevent ev, CUstream launch, const CUstream *others, int n,
 
 /* Launch segment k of t for the deferred ops (which are exactly its ops). On a failure the
  * deferred ops are submitted eagerly and the context goes to passthrough. */
-static void launch_seg(struct rpl_template *t, uint32_t k)
+static void launch_seg_now(struct rpl_template *t, uint32_t k)
 {
 	struct rpl_seg *g = &t->segs[k];
 	const struct cap_op *first = &rpl__st.def[0];
@@ -392,6 +392,14 @@ static void launch_seg(struct rpl_template *t, uint32_t k)
 	rpl__totals.ops_replayed += g->n;
 	def_clear();
 	rpl__check_churn(t);
+}
+
+/* launch_seg_now inside an NVTX range (an eager fallback inside it is a range nested in it). */
+static void launch_seg(struct rpl_template *t, uint32_t k)
+{
+	rpl__mark_launch_begin(t->shape_id, k, t->segs[k].n);
+	launch_seg_now(t, k);
+	rpl__mark_end();
 }
 
 /* A candidate with exactly the deferred run as one of its segments, and that segment. */

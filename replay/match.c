@@ -54,6 +54,7 @@
  *         +------+
  *      rpl_window_closed (the window's shape may become a template)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,6 +83,57 @@ static const char *const fallback_names[RPL_FB_COUNT] = {
 const char *rpl_fallback_name(enum rpl_fallback f)
 {
 	return (unsigned)f < RPL_FB_COUNT ? fallback_names[f] : "?";
+}
+
+static const char *const fallback_labels[RPL_FB_COUNT] = {
+#define RPL_FALLBACK_LABEL_(name, label) label,
+	RPL_FALLBACK_LIST(RPL_FALLBACK_LABEL_)
+#undef RPL_FALLBACK_LABEL_
+};
+
+static uint64_t strict_events; /* fallbacks CUFOLD_STRICT counts (rpl_strict_events) */
+static uint32_t strict_logged; /* bit per fallback kind logged, bit RPL_FB_COUNT: passthrough */
+
+/* Whether a fallback is one CUFOLD_STRICT counts: cufold's own failure, or a failed guard. */
+static bool fallback_is_strict(enum rpl_fallback why)
+{
+	return why == RPL_FB_BUILD || why == RPL_FB_PATCH || why == RPL_FB_LAUNCH || why == RPL_FB_NOMEM ||
+	       why == RPL_FB_GUARD;
+}
+
+static void strict_note(unsigned kind, const char *name, const char *what)
+{
+	strict_events++;
+	if (!rpl__st.cfg.strict || (strict_logged & (1u << kind)))
+		return;
+	strict_logged |= 1u << kind;
+	cf_log_err("CUFOLD_STRICT: %s (%s); the program's results are unchanged, but a program that exits with "
+		   "status 0 will exit with status 70", name, what);
+}
+
+void rpl__fallback_note(struct rpl_template *t, enum rpl_fallback why)
+{
+	rpl__totals.fallbacks[why]++;
+	if (t)
+		t->fallbacks[why]++;
+	if (fallback_is_strict(why)) {
+		char name[32];
+
+		rpl__mark_event("fallback", rpl_fallback_name(why));
+		snprintf(name, sizeof(name), "a %s fallback", rpl_fallback_name(why));
+		strict_note(why, name, fallback_labels[why]);
+	}
+}
+
+void rpl__passthrough_note(const char *what)
+{
+	rpl__mark_event("passthrough", what);
+	strict_note(RPL_FB_COUNT, "a context sent to passthrough", what);
+}
+
+uint64_t rpl_strict_events(void)
+{
+	return strict_events;
 }
 
 void rpl__own_call(void)
@@ -134,6 +186,7 @@ int rpl_init(const struct rpl_config *cfg)
 		rpl__st.cfg.warmup = 1;
 	cf_arena_init(&rpl__st.arena, 16 * 1024);
 	rpl__gate_init();
+	rpl__mark_init();
 	/* what reading the clock itself costs, taken out of the matching cost measured */
 	{
 		uint64_t t0 = cf_now_ns(), t1;
@@ -216,6 +269,8 @@ void rpl_atfork_child(void)
 	cf_arena_fini(&rpl__st.arena);
 	memset(&rpl__st, 0, sizeof(rpl__st));
 	memset(&rpl__totals, 0, sizeof(rpl__totals));
+	strict_events = 0; /* the parent's failures are the parent's exit status */
+	strict_logged = 0;
 	rpl__errors_reset();
 	rpl_init(&cfg);
 }
@@ -550,6 +605,7 @@ void rpl_window_closed(struct cap_shape *s)
 			return;
 	}
 	build_t0 = rpl__gate_clock();
+	rpl__mark_build_begin(cap_shape_id(s));
 	if (n->guard_retires >= RPL_GUARD_RETIRES) {
 		/* its bindings keep breaking the plans' guards: replay it as it is */
 		struct rpl_config plain = rpl__st.cfg;
@@ -559,12 +615,13 @@ void rpl_window_closed(struct cap_shape *s)
 	} else {
 		t = rpl__template_build(s, &rpl__st.cfg, &why, &own_failure);
 	}
+	rpl__mark_end();
 	rpl__st.pend.exclude = rpl__gate_clock() - build_t0; /* the build is not the window's time */
 	if (!t) {
 		n->rejected = true;
 		n->why = why;
 		if (own_failure) {
-			rpl__totals.fallbacks[RPL_FB_BUILD]++;
+			rpl__fallback_note(NULL, RPL_FB_BUILD);
 			rpl__ctx_fail(cap_window_op(cap_shape_last(s), 0)->ctx, "building a graph failed");
 		}
 		return;

@@ -43,6 +43,8 @@ struct rpl_config {
 	int opt;                     /* CUFOLD_OPT 0..2 (rules CUFOLD_RULES switches on run at 0 too), or
 				      * RPL_OPT_NONE: no rewriting at all */
 	bool gate;                   /* CUFOLD_GATE: a template is followed only while it pays */
+	bool strict;                 /* CUFOLD_STRICT: failures of cufold's own and failed guards
+				      * are logged as errors (rpl_strict_events counts them anyway) */
 };
 
 enum rpl_verdict {
@@ -161,6 +163,10 @@ struct rpl_totals {
 	bool failed;                 /* some context went to sticky passthrough */
 };
 void rpl_get_totals(struct rpl_totals *t);
+/* Fallbacks caused by a failure of cufold's own (BUILD, PATCH, LAUNCH, NOMEM, a context sent to
+ * passthrough) or by a failed rewrite guard (GUARD) in this process so far: what CUFOLD_STRICT
+ * turns into an exit status. */
+uint64_t rpl_strict_events(void);
 /* Measured matching cost per op (ns), 0 when nothing was matched. */
 double rpl_host_ns_per_op(void);
 /* Write replay's members of the JSON report, each after ",\n ": "replay" (per template:

@@ -133,6 +133,7 @@ void rpl__ctx_fail(CUcontext ctx, const char *what)
 	cf_log_warn("replay: %s; cufold passes every call of this context straight to the driver from now on "
 		    "(results are unchanged)", what);
 	rpl__totals.failed = true;
+	rpl__passthrough_note(what);
 	if (rpl__st.nfailed < RPL_MAX_FAILED_CTX)
 		rpl__st.failed[rpl__st.nfailed++] = ctx;
 	else

@@ -93,6 +93,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c.barrier_kernels, "nccl*");
 	assert_false(c.callsites);
 	assert_true(c.gate);
+	assert_false(c.strict);
 	assert_int_equal(c.log_level, CF_LOG_WARN);
 	assert_string_equal(c.log_file, "");
 	assert_string_equal(c.report, "");
@@ -119,6 +120,7 @@ static void test_valid_values(void **state)
 	setenv("CUFOLD_BARRIER_KERNELS", "nccl*,my_allreduce?", 1);
 	setenv("CUFOLD_CALLSITES", "1", 1);
 	setenv("CUFOLD_GATE", "0", 1);
+	setenv("CUFOLD_STRICT", "1", 1);
 	setenv("CUFOLD_LOG", "debug", 1);
 	setenv("CUFOLD_LOG_FILE", "/tmp/x y.log", 1);
 	setenv("CUFOLD_REPORT", "r.json", 1);
@@ -137,6 +139,7 @@ static void test_valid_values(void **state)
 	assert_string_equal(c.barrier_kernels, "nccl*,my_allreduce?");
 	assert_true(c.callsites);
 	assert_false(c.gate);
+	assert_true(c.strict);
 	assert_int_equal(c.log_level, CF_LOG_DEBUG);
 	assert_string_equal(c.log_file, "/tmp/x y.log");
 	assert_string_equal(c.report, "r.json");
@@ -205,6 +208,7 @@ static void test_bad_values(void **state)
 	check_bad("CUFOLD_BARRIER_KERNELS", "nccl*,,x", "pattern[,pattern]", CF_VAR_BARRIER_KERNELS);
 	check_bad("CUFOLD_CALLSITES", "yes", "0, 1", CF_VAR_CALLSITES);
 	check_bad("CUFOLD_GATE", "off", "0, 1", CF_VAR_GATE);
+	check_bad("CUFOLD_STRICT", "yes", "0, 1", CF_VAR_STRICT);
 	check_bad("CUFOLD_LOG", "verbose", "err, warn, info, debug", CF_VAR_LOG);
 	check_bad("CUFOLD_LOG_FILE", "a\tb", "a file path", CF_VAR_LOG_FILE);
 	check_bad("CUFOLD_REPORT", "r\x01.json", "a file path", CF_VAR_REPORT);
@@ -269,7 +273,7 @@ static void test_names(void **state)
 	assert_string_equal(cf_mode_name(CF_MODE_REPLAY), "replay");
 	assert_string_equal(cf_config_var_name(CF_VAR_LIBCUDA), "CUFOLD_LIBCUDA");
 	assert_string_equal(cf_config_var_name(CF_VAR_MODE), "CUFOLD_MODE");
-	assert_int_equal(CF_VAR_COUNT, 17);
+	assert_int_equal(CF_VAR_COUNT, 18);
 }
 
 int main(void)
