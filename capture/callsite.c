@@ -5,6 +5,9 @@
  * Unwinding costs microseconds per op, which is why it is off by default. Names are resolved
  * (unw_get_proc_name) only the first time a hash is seen; the registry has its own lock because
  * hooks unwind before they take the engine's lock (a registry lookup never waits on the engine).
+ * The registry is a common/table.h table keyed by the hash's bytes (a site's name is looked up
+ * per op only with CUFOLD_CALLSITES=1, where the unwinding costs far more). A site, once in it,
+ * stays until cap__callsite_fini, so the name cap_callsite_name returns stays valid until then.
  *
  * libunwind is never linked: libunwind.so.8 exports its own _Unwind_RaiseException and friends,
  * and in a process without libgcc_s among its first libraries those would take over C++
@@ -29,6 +32,7 @@
 #include "common/errors.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/table.h"
 
 #define SITE_FRAMES 4    /* frames outside cufold that make a call site */
 #define WALK_MAX 64      /* frames walked at most */
@@ -41,6 +45,7 @@
 #define SYM_NAME(x) SYM_NAME_(x)
 
 struct site {
+	struct cf_table_link link;   /* in sites, keyed by hash */
 	uint64_t hash;               /* the call site */
 	uint64_t ops;                /* ops recorded from it */
 	char name[SITE_NAME_MAX];    /* "fn+0x1a < caller+0x40 < ..." */
@@ -59,7 +64,7 @@ struct unwinder {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards sites */
-static struct cf_map sites;     /* hash -> struct site */
+static struct cf_table sites;   /* hash -> struct site */
 static uintptr_t self_lo, self_hi; /* cufold's own text: frames there are skipped */
 static struct unwinder uw;       /* set once by callsite_init, read-only after */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT; /* libunwind and self_lo/hi */
@@ -132,6 +137,12 @@ out_close:
 	rc = -CF_ENOENT;
 out:
 	return rc;
+}
+
+/* The site of hash h, or NULL; under lock. */
+static struct site *site_find(uint64_t h)
+{
+	return CF_TABLE_ENTRY(cf_table_find(&sites, &h, sizeof(h)), struct site, link);
 }
 
 /* Once per process, on the first capture: libunwind, and cufold's own text range. */
@@ -214,7 +225,7 @@ uint64_t cap_callsite_capture(void)
 	if (!h)
 		h = 1;
 	pthread_mutex_lock(&lock);
-	known = cf_map_get(&sites, h) != NULL;
+	known = site_find(h) != NULL;
 	pthread_mutex_unlock(&lock);
 	if (!known) {
 		/* first sight: walk again with a cursor to name the frames (the same frames, so the
@@ -231,7 +242,7 @@ uint64_t cap_callsite_capture(void)
 		s->hash = h;
 		name_frames(s, cur, m);
 		pthread_mutex_lock(&lock);
-		if (cf_map_get(&sites, h) || cf_map_put(&sites, h, s) != 0)
+		if (site_find(h) || cf_table_add(&sites, &s->link, &s->hash, sizeof(s->hash)) != 0)
 			free(s);
 		pthread_mutex_unlock(&lock);
 	}
@@ -243,7 +254,7 @@ const char *cap_callsite_name(uint64_t hash)
 	struct site *s;
 
 	pthread_mutex_lock(&lock);
-	s = cf_map_get(&sites, hash);
+	s = site_find(hash);
 	pthread_mutex_unlock(&lock);
 	return s ? s->name : NULL;
 }
@@ -253,7 +264,7 @@ void cap__callsite_count(uint64_t hash)
 	struct site *s;
 
 	pthread_mutex_lock(&lock);
-	s = cf_map_get(&sites, hash);
+	s = site_find(hash);
 	if (s)
 		s->ops++;
 	pthread_mutex_unlock(&lock);
@@ -270,13 +281,12 @@ size_t cap__callsite_top(struct cap_site_count *out, size_t max)
 {
 	struct cap_site_count *all;
 	size_t n = 0;
-	void *v;
 
 	pthread_mutex_lock(&lock);
-	all = calloc(sites.n + 1, sizeof(*all));
+	all = calloc(cf_table_count(&sites) + 1, sizeof(*all));
 	if (all) {
-		for (size_t i = 0; cf_map_next(&sites, &i, NULL, &v);) {
-			const struct site *s = v;
+		for (const struct cf_table_link *l = sites.head; l; l = cf_table_next(l)) {
+			const struct site *s = CF_TABLE_ENTRY(l, const struct site, link);
 
 			all[n++] = (struct cap_site_count){ s->hash, s->ops };
 		}
@@ -297,12 +307,14 @@ void cap__callsite_atfork_child(void)
 
 void cap__callsite_fini(void)
 {
-	void *v;
+	struct cf_table_link *l, *next;
 
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; !cap__leaking && cf_map_next(&sites, &i, NULL, &v);)
-		free(v);
-	cap__map_drop(&sites);
+	for (l = cap__leaking ? NULL : sites.head; l; l = next) {
+		next = cf_table_next(l);
+		free(CF_TABLE_ENTRY(l, struct site, link));
+	}
+	cap__table_drop(&sites);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -311,7 +323,7 @@ size_t cap__callsite_bytes(void)
 	size_t n;
 
 	pthread_mutex_lock(&lock);
-	n = sites.n * sizeof(struct site) + cf_map_bytes(&sites);
+	n = cf_table_count(&sites) * sizeof(struct site) + cf_table_bytes(&sites);
 	pthread_mutex_unlock(&lock);
 	return n;
 }

@@ -9,6 +9,7 @@
 #include "capture/capture.h"
 #include "common/arena.h"
 #include "common/map.h"
+#include "common/table.h"
 #include "driver/real.h"
 
 #define CAP_DEFAULT_WINDOW_MAX_OPS 65536u
@@ -155,6 +156,14 @@ static inline void cap__map_drop(struct cf_map *m)
 		cf_map_init(m);
 	else
 		cf_map_fini(m);
+}
+
+static inline void cap__table_drop(struct cf_table *t)
+{
+	if (cap__leaking)
+		cf_table_init(t);
+	else
+		cf_table_fini(t);
 }
 
 /* ------------------------------------------------------------------ the shared state (record.c) */

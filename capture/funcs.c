@@ -15,7 +15,9 @@
  * has. Handles are bindings: by_func maps each handle to its record and remembers the handle's
  * module (cuFuncGetModule, asked once), so unloading a module forgets exactly that module's
  * handles (the driver may reuse them) and no others. Records are never freed before cap_fini
- * (ops of stored windows point at them). */
+ * (ops of stored windows point at them). by_sig finds a record by its (name, layout), written out
+ * as bytes and compared exactly (a common/table.h table: asked once per new handle, not per
+ * launch); the per-launch lookups by handle stay in cf_maps. */
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #include "common/errors.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/table.h"
 
 #define PARAM_INFO_MAX 8192 /* more parameters than any kernel can take */
 
@@ -34,6 +37,14 @@ struct kernel_fn {
 	CUfunction func;             /* cuKernelGetFunction's answer */
 };
 
+/* A record with what by_sig needs: f is what the rest of cufold sees. */
+struct func_rec {
+	struct cap_func f;           /* the record */
+	struct cf_table_link link;   /* in by_sig */
+	unsigned char *sig;          /* the key: name, NUL, layout_known, offsets, sizes (owned) */
+	size_t sig_len;              /* bytes of sig */
+};
+
 /* One function handle the program launched. */
 struct func_bind {
 	struct cap_func *f;          /* the kernel's record */
@@ -41,7 +52,7 @@ struct func_bind {
 };
 
 static struct cf_map by_func;    /* CUfunction -> struct func_bind */
-static struct cf_map by_sig;     /* hash of (name, layout) -> struct cap_func */
+static struct cf_table by_sig;   /* (name, layout) -> struct func_rec */
 static struct cf_map kernels;    /* set of CUkernel handles (value: a marker) */
 static struct cf_map kernel_fns; /* hash(CUkernel, CUcontext) -> struct kernel_fn */
 static struct cap_func *all;     /* every record, newest first */
@@ -132,67 +143,77 @@ out_unknown:
 	f->layout_known = false;
 }
 
-static uint64_t sig_hash(const struct cap_func *f)
+/* r's key: the bytes of (name, layout); 0, or -CF_ENOMEM. The name's NUL ends it, so the
+ * rest (one byte, then 4 * nparams and 4 * nparams) cannot run into it. */
+static int sig_make(struct func_rec *r)
 {
-	uint64_t h = cf_hash_bytes(f->name, strlen(f->name), CF_HASH_SEED);
+	const struct cap_func *f = &r->f;
+	size_t name_len = strlen(f->name) + 1, pbytes = f->nparams * sizeof(uint32_t);
+	unsigned char *p = malloc(name_len + 1 + 2 * pbytes);
 
-	h = cf_hash_combine(h, ((uint64_t)f->nparams << 1) | f->layout_known);
-	if (f->nparams) {
-		h = cf_hash_bytes(f->offset, f->nparams * sizeof(*f->offset), h);
-		h = cf_hash_bytes(f->size, f->nparams * sizeof(*f->size), h);
+	if (!p)
+		return -CF_ENOMEM;
+	r->sig = p;
+	r->sig_len = name_len + 1 + 2 * pbytes;
+	memcpy(p, f->name, name_len);
+	p += name_len;
+	*p++ = f->layout_known;
+	if (pbytes) {
+		memcpy(p, f->offset, pbytes);
+		memcpy(p + pbytes, f->size, pbytes);
 	}
-	return h;
-}
-
-static bool same_kernel(const struct cap_func *a, const struct cap_func *b)
-{
-	return a->layout_known == b->layout_known && a->nparams == b->nparams && strcmp(a->name, b->name) == 0 &&
-	       (!a->nparams || (memcmp(a->offset, b->offset, a->nparams * sizeof(*a->offset)) == 0 &&
-				memcmp(a->size, b->size, a->nparams * sizeof(*a->size)) == 0));
+	return 0;
 }
 
 static void func_free(struct cap_func *f)
 {
+	struct func_rec *r = CF_TABLE_ENTRY(f, struct func_rec, f);
+
 	free((char *)f->name);
 	free(f->offset);
 	free(f->size);
-	free(f);
+	free(r->sig);
+	free(r);
 }
 
 /* The record of a kernel with func's name and layout: an existing one, or a new one. */
 static struct cap_func *func_record(CUfunction func, CUkernel kernel)
 {
-	struct cap_func *f = calloc(1, sizeof(*f)), *known;
+	struct func_rec *r = calloc(1, sizeof(*r)), *known;
+	struct cap_func *f;
 	const char *name = NULL;
 	bool named;
-	uint64_t sig;
 
-	if (!f)
+	if (!r)
 		return NULL;
+	f = &r->f;
 	f->func = func;
 	cap__own_call(SHIM_ID_cuFuncGetName);
 	named = SHIM_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name;
 	f->name = strdup(named ? name : "?");
 	if (!f->name) {
-		free(f);
+		free(r);
 		return NULL;
 	}
 	layout(f, func, kernel, named);
-	sig = sig_hash(f);
-	known = cf_map_get(&by_sig, sig);
-	if (known && same_kernel(known, f)) {
-		func_free(f);
-		return known;
-	}
-	f->id = next_id++;
-	f->barrier = cap__name_matches(cap__s.cfg.barrier_kernels, f->name);
-	if (!known && cf_map_put(&by_sig, sig, f) != 0) {
+	if (sig_make(r) != 0) {
 		func_free(f);
 		return NULL;
 	}
+	known = CF_TABLE_ENTRY(cf_table_find(&by_sig, r->sig, r->sig_len), struct func_rec, link);
+	if (known) {
+		func_free(f);
+		return &known->f;
+	}
+	if (cf_table_add(&by_sig, &r->link, r->sig, r->sig_len) != 0) {
+		func_free(f);
+		return NULL;
+	}
+	f->id = next_id++;
+	f->barrier = cap__name_matches(cap__s.cfg.barrier_kernels, f->name);
 	f->next = all;
 	all = f;
-	nbytes += sizeof(*f) + strlen(f->name) + 1 + 2 * f->nparams * sizeof(uint32_t);
+	nbytes += sizeof(*r) + strlen(f->name) + 1 + 2 * f->nparams * sizeof(uint32_t) + r->sig_len;
 	return f;
 }
 
@@ -387,7 +408,7 @@ void cap__funcs_fini(void)
 	drop_bindings();
 	drop_kernel_fns();
 	cap__map_drop(&kernels);
-	cap__map_drop(&by_sig);
+	cap__table_drop(&by_sig);
 	for (f = cap__leaking ? NULL : all; f; f = next) {
 		next = f->next;
 		func_free(f);
@@ -399,6 +420,6 @@ void cap__funcs_fini(void)
 
 size_t cap__funcs_bytes(void)
 {
-	return nbytes + cf_map_bytes(&by_func) + cf_map_bytes(&by_sig) + cf_map_bytes(&kernels) +
+	return nbytes + cf_map_bytes(&by_func) + cf_table_bytes(&by_sig) + cf_map_bytes(&kernels) +
 	       cf_map_bytes(&kernel_fns);
 }

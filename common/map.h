@@ -2,8 +2,14 @@
  * and backward-shift deletion (no tombstones, so lookups stay short after many removals).
  * common layer.
  *
- * Used for the caches keyed by driver handles and for the edges of capture's trie. Not
- * thread-safe: the owner serializes. */
+ * Used for the caches keyed by driver handles and for the edges of capture's trie: the per-call
+ * lookups. Tables keyed by names and signatures use uthash through common/table.h. Not
+ * thread-safe: the owner serializes.
+ *
+ * Kept over uthash: 5 ns vs 16 ns per lookup (8 or 256 keys, a micro-benchmark of cf_map_get
+ * and cf_table_find on 8-byte keys), and on bench-overhead the capture stream map as a uthash
+ * table took CUFOLD_MODE=trace from 1013 to 1100 instructions per cuLaunchKernel (+cufold)
+ * and from 827 to 935 per cuMemsetD32Async, 2026-12-01. */
 #ifndef CF_MAP_H
 #define CF_MAP_H
 
