@@ -414,6 +414,7 @@ CUevent cap_window_event(const struct cap_window *w, uint32_t slot);
 uint64_t cap_window_seq(const struct cap_window *w);       /* window number, 1, 2, ... */
 enum cap_boundary cap_window_closed_by(const struct cap_window *w);
 uint16_t cap_window_closed_api(const struct cap_window *w); /* enum shim_api_id */
+uint64_t cap_window_closed_site(const struct cap_window *w); /* call site of the closing call, or 0 */
 
 /* Shapes, newest sighting first. */
 struct cap_shape *cap_shape_first(void);

@@ -31,6 +31,7 @@ struct cap_window {
 	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
 	uint8_t closed_by;           /* enum cap_boundary, once closed */
 	uint16_t closed_api;         /* enum shim_api_id of the closing call */
+	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
 	uint32_t nfailed;            /* ops marked CAP_OPF_FAILED */
 };
 

@@ -102,6 +102,7 @@ void cap__window_reset(struct cap_window *w)
 	w->t_begin = w->t_end = 0;
 	w->closed_by = 0;
 	w->closed_api = 0;
+	w->closed_site = 0;
 }
 
 size_t cap__window_bytes(const struct cap_window *w)
@@ -158,6 +159,11 @@ enum cap_boundary cap_window_closed_by(const struct cap_window *w)
 uint16_t cap_window_closed_api(const struct cap_window *w)
 {
 	return w->closed_api;
+}
+
+uint64_t cap_window_closed_site(const struct cap_window *w)
+{
+	return w->closed_site;
 }
 
 /* ------------------------------------------------------------------ set-up */
@@ -298,6 +304,10 @@ static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id a
 	compact(w);
 	w->closed_by = (uint8_t)kind;
 	w->closed_api = (uint16_t)api;
+	/* which call of the program ended it ("which call broke it"): rare, so unwound here */
+	w->closed_site = cap__s.cfg.callsites && kind != CAP_BOUNDARY_EXIT && kind != CAP_BOUNDARY_FORK ?
+				 cap_callsite_capture() :
+				 0;
 	w->t_end = cf_now_ns();
 	if (w->nops == 0) {
 		spare = w; /* every op failed: nothing to remember */

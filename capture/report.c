@@ -128,6 +128,11 @@ static void write_shape(FILE *f, const struct cap_shape *s, bool first)
 	cap__json_str(f, cap_boundary_name(cap_window_closed_by(w)));
 	fprintf(f, ", \"closed_by_api\": ");
 	cap__json_str(f, cap_window_closed_api(w) < SHIM_API_COUNT ? shim_api[cap_window_closed_api(w)].name : "?");
+	fprintf(f, ", \"closed_by_site\": ");
+	if (cap_window_closed_site(w) && cap_callsite_name(cap_window_closed_site(w)))
+		cap__json_str(f, cap_callsite_name(cap_window_closed_site(w)));
+	else
+		fputs("null", f);
 	fprintf(f, ",\n     \"distinct_kernels\": %zu, \"kernels\": {", st.nkernels);
 	for (size_t i = 0; i < st.nkernels && i < TOP_KERNELS; i++) {
 		fprintf(f, "%s", i ? ", " : "");

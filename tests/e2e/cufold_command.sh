@@ -102,3 +102,17 @@ for v in "PREFIX=$TMP/p" "PREFIX=/opt/cf DESTDIR=$TMP/d"; do
 	[[ -z $left ]] || fail "make uninstall $v left: $left"
 	note "make install/uninstall $v"
 done
+
+# which call ended the windows: with call sites on, the report names the program's caller of each
+# boundary (closed_by_site) and `cufold report` shows it under its boundary kind
+"$CMD" run -q --callsites 1 --report "$TMP/cs.json" -- "$B/progs/rpl_loop" train 6 >/dev/null 2>&1 ||
+	fail "run with call sites failed"
+python3 - "$TMP/cs.json" <<'PY' || fail "the report does not name the boundary's call site"
+import json, sys
+shapes = json.load(open(sys.argv[1]))["shapes"]
+if not any((s.get("closed_by_site") or "").startswith("observe+") for s in shapes):
+    sys.exit("closed_by_site: %s" % [s.get("closed_by_site") for s in shapes])
+PY
+"$CMD" report "$TMP/cs.json" >"$TMP/cs.txt" || fail "report exited $?"
+grep -q "called at observe+0x[0-9a-f]* < mode_train" "$TMP/cs.txt" || { cat "$TMP/cs.txt"; fail "report shows no boundary call site"; }
+note "the boundary's call site is in the report and in cufold report"
