@@ -27,9 +27,9 @@ SIMCUDA_STATS="$TMP/eager_t.stats" run_plain "$TMP/eager_t.out" "$prog" $MODE $S
 run win
 grep -q "replay: window shape [0-9]* goes back to eager: .* us per window replayed, .* us eager; tried again after 16 more windows" \
 	"$TMP/lose.err" || { cat "$TMP/lose.err"; fail "no log line for the gate's decision"; }
-python3 - "$TMP" <<'PY' || fail "the gate did not decide as documented"
+python3 - "$TMP" "${SAN:-}" <<'PY' || fail "the gate did not decide as documented"
 import json, os, sys
-d = sys.argv[1]
+d, san = sys.argv[1], sys.argv[2]
 def rep(n): return json.load(open(os.path.join(d, n + ".json")))["replay"]
 def host(n): return json.load(open(os.path.join(d, n + ".stats")))["modeled"]["host_ns"]
 def tpl(n): return rep(n)["templates"][0]
@@ -49,6 +49,11 @@ lh, nh, eh = host("lose"), host("nogate"), host("eager")
 print("twostream, segments of 2: eager %.0f us, cufold %.0f us gated, %.0f us ungated" % (eh / 1e3, lh / 1e3, nh / 1e3))
 if not lh < nh:
     sys.exit("the gate did not save modeled time")
+if san:
+    # the gate charges cufold's own CPU time per op, which a sanitizer multiplies: the winning
+    # shape may rightly lose there
+    print("SAN=%s: the winning shape's checks are for release and debug builds" % san)
+    sys.exit(0)
 g = win["gate"]
 if g["state"] != "on" or g["decided_at_sighting"] != 6 or not g["replayed_ns_per_window"] * 100 < g["eager_ns_per_window"] * 99:
     sys.exit("winning shape: %s" % g)
