@@ -28,6 +28,7 @@ struct pending {
 	CUcontext ctx;               /* the failed op's context */
 	CUresult rc;                 /* the driver's answer */
 	bool sticky;                 /* returned by every later observing call */
+	uint32_t hist;               /* its entry in the report's history, or RPL_ERR_HISTORY */
 };
 
 struct failure {
@@ -72,6 +73,7 @@ void rpl__error_note(const struct cap_op *op, CUresult rc)
 {
 	struct pending *p = NULL;
 	const char *name = cap_op_name(op);
+	uint32_t hist = e.nhist < RPL_ERR_HISTORY ? e.nhist : RPL_ERR_HISTORY; /* its history entry */
 
 	e.failures++;
 	if (e.failures <= RPL_ERR_LOGGED) {
@@ -94,12 +96,14 @@ void rpl__error_note(const struct cap_op *op, CUresult rc)
 		if (!p->sticky && rpl__error_is_sticky(rc)) {
 			p->rc = rc;
 			p->sticky = true;
+			p->hist = hist;
 		}
 		return;
 	}
 	if (e.npending == RPL_MAX_PENDING)
 		return; /* absurdly many failing contexts: the oldest errors stand */
-	e.pending[e.npending++] = (struct pending){ .ctx = op->ctx, .rc = rc, .sticky = rpl__error_is_sticky(rc) };
+	e.pending[e.npending++] =
+		(struct pending){ .ctx = op->ctx, .rc = rc, .sticky = rpl__error_is_sticky(rc), .hist = hist };
 }
 
 bool rpl_error_pending(void)
@@ -118,9 +122,8 @@ CUresult rpl_error_take(CUcontext ctx, bool work)
 		if (work && !p->sticky)
 			continue; /* stream work fails only in an unusable context */
 		e.reported++;
-		for (uint32_t j = 0; j < e.nhist; j++)
-			if (e.hist[j].rc == rc)
-				e.hist[j].reported = true;
+		if (p->hist < e.nhist)
+			e.hist[p->hist].reported = true;
 		if (!p->sticky)
 			e.pending[i] = e.pending[--e.npending];
 		return rc;

@@ -315,7 +315,7 @@ static void gate_window_start(void)
 {
 	uint64_t now = rpl__gate_clock();
 
-	if (rpl__st.pend.valid && rpl__st.pend.note && rpl__st.win_t0) {
+	if (rpl__st.pend.valid) { /* valid: a note and a start time (rpl_window_closed) */
 		struct rpl_shape_note *n = rpl__st.pend.note;
 		uint64_t dt = now - rpl__st.pend.t0;
 		struct cap_shape *s = n->tpl ? n->tpl->shape : NULL;
@@ -432,7 +432,8 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 		if (rpl__st.cand[i]->nops == d + 1)
 			rpl__st.ended = rpl__st.cand[i];
 	if (cls == RPL_CLS_EAGER) {
-		/* the run before it is a whole segment of every candidate (invariant 3) */
+		/* the run before it goes first: as a candidate's graph when it is one of its whole
+		 * segments, else eagerly (invariant 3) */
 		rpl__submit_deferred(RPL_FB_BOUNDARY);
 		return RPL_EAGER;
 	}
@@ -505,22 +506,17 @@ bool rpl_deferred_from(uint32_t *first)
 	return true;
 }
 
-static CUresult flush_for(enum rpl_fallback why)
+CUresult rpl_flush(void)
 {
 	CUresult rc;
 
 	if (!rpl__st.ready || (rpl__st.mstate != RPL_M_MATCHING && !rpl__st.ndef))
 		return CUDA_SUCCESS;
-	rc = rpl__submit_deferred(why);
+	rc = rpl__submit_deferred(RPL_FB_BOUNDARY);
 	rpl__st.mstate = RPL_M_RECORDING;
 	rpl__st.ncand = 0;
 	state_check(); /* invariant 4: recording, nothing deferred */
 	return rc;
-}
-
-CUresult rpl_flush(void)
-{
-	return flush_for(RPL_FB_BOUNDARY);
 }
 
 bool rpl_poll(uint32_t tid)

@@ -106,6 +106,16 @@ static void close_window(enum cap_boundary kind, enum shim_api_id api)
 		rpl_window_closed(s);
 }
 
+/* Under the lock: close the window when the call can observe its work (ends), else only count
+ * the call (the report's calls seen vs windows closed). */
+static void end_window_if(bool ends, enum cap_boundary kind, enum shim_api_id api)
+{
+	if (ends)
+		close_window(kind, api);
+	else
+		cap_boundary_seen(kind);
+}
+
 /* Fork: the window ends (FORK) and the lock is held across the fork, so the child's copy of
  * the state is consistent. These handlers are registered at the first recorded op, after the
  * driver registered its own (the driver is initialized by then): prepare handlers run in
@@ -423,10 +433,7 @@ void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct ca
 	t->ctx = current_ctx();
 	t->tid = cf_tid();
 	if (kind == CAP_BOUNDARY_SYNC) {
-		if (cap_window_observed(t, 0))
-			close_window(kind, api);
-		else
-			cap_boundary_seen(kind);
+		end_window_if(cap_window_observed(t, 0), kind, api);
 	} else {
 		uint32_t first;
 
@@ -519,10 +526,7 @@ void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_fre
 		const struct cap_alloc *a = base ? cap_alloc_find(base) : NULL;
 
 		/* memory cufold never saw allocated may be anything the window uses */
-		if (!a || a->base != base || cap_window_references(a->base, a->size))
-			close_window(CAP_BOUNDARY_FREE, api);
-		else
-			cap_boundary_seen(CAP_BOUNDARY_FREE);
+		end_window_if(!a || a->base != base || cap_window_references(a->base, a->size), CAP_BOUNDARY_FREE, api);
 		t->removed = base && cap_alloc_remove(base, &t->alloc) == 0;
 		if (replaying && t->removed)
 			rpl_memory_released(t->alloc.base, t->alloc.size);
@@ -547,10 +551,7 @@ void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size)
 		return;
 	lock_take();
 	if (still_recording()) {
-		if (cap_window_references(base, size))
-			close_window(CAP_BOUNDARY_FREE, api);
-		else
-			cap_boundary_seen(CAP_BOUNDARY_FREE);
+		end_window_if(cap_window_references(base, size), CAP_BOUNDARY_FREE, api);
 		cap_alloc_remove_range(base, size);
 		if (replaying)
 			rpl_memory_released(base, size);
@@ -631,10 +632,7 @@ void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
 	if (still_recording()) {
 		/* only a thread that made ops of the open window can change what they run in (a
 		 * watchdog or allocator thread binding its context at start is no boundary) */
-		if (change && cap_window_has_thread(cf_tid()))
-			close_window(CAP_BOUNDARY_CONTEXT, api);
-		else
-			cap_boundary_seen(CAP_BOUNDARY_CONTEXT);
+		end_window_if(change && cap_window_has_thread(cf_tid()), CAP_BOUNDARY_CONTEXT, api);
 	}
 	lock_drop();
 }
@@ -647,18 +645,14 @@ void shim_engine_ctx_switch(enum shim_api_id api)
 		shim_note_call(api);
 		if (recording()) {
 			lock_take();
-			if (still_recording()) {
-				if (cap_window_has_thread(cf_tid()))
-					close_window(CAP_BOUNDARY_CONTEXT, api);
-				else
-					cap_boundary_seen(CAP_BOUNDARY_CONTEXT);
-			}
+			if (still_recording())
+				end_window_if(cap_window_has_thread(cf_tid()), CAP_BOUNDARY_CONTEXT, api);
 			lock_drop();
 		}
 		return;
 	}
 	shim_engine_boundary(CAP_BOUNDARY_CONTEXT, api);
-	if (api == SHIM_ID_cuCtxDestroy_v2 && replaying && recording()) {
+	if (replaying && recording()) {
 		/* which context is not passed here: every template retires (destroys are rare) */
 		lock_take();
 		if (still_recording())
