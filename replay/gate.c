@@ -14,8 +14,17 @@
  *
  *   TRIAL --RPL_GATE_TRIAL_WINDOWS replayed windows, lower median below 99 % of eager's--> ON
  *     ^   \
+ *     |    +--otherwise, first loss with big cuts--> TRIAL again with small cuts (rebuilt)
  *     |    +--otherwise--> OFF: its template is not followed (windows eager, measured again)
  *     +----------------------- for 16 << (trials - 1) sightings (at most 16 << 6)
+ *
+ * Cuts. Segments that grow to CUFOLD_SEGMENT (512) cost the fewest launches, which is what a
+ * window bound by launch cost needs; where the device is as busy as the host, a big segment
+ * leaves the device idle while the host issues it (the device got the previous, half-size one),
+ * and replay loses. So a shape whose first trial loses is rebuilt with segments capped at
+ * RPL_SEG_SMALL and tried again at once; if that loses too it goes OFF, and later trials keep
+ * whichever cuts had the lower replayed median. Cuts stay a function of the shape and its
+ * template (match.c, invariant 3): each template is built with one cap.
  *
  * Samples of windows that neither replayed to the end nor ran wholly eager (a mismatch, a
  * fallback) are not taken. The time to build a template is taken out of the window it ends.
@@ -65,20 +74,31 @@ static uint64_t lower_median(const uint64_t *v, uint32_t n)
 	return s[(n - 1) / 2];
 }
 
-static void decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bool enabled)
+/* Decide a trial; true when the shape is to be rebuilt with small cuts (still TRIAL). */
+static bool decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bool enabled, bool can_shrink)
 {
 	uint32_t ne = g->neager < RPL_GATE_SAMPLES ? g->neager : RPL_GATE_SAMPLES;
 
 	cf_assert(g->state == RPL_GATE_TRIAL); /* state diagram: only a trial decides (ON or OFF) */
 	cf_assert(g->nreplayed <= RPL_GATE_SAMPLES);
 	if (g->nreplayed < RPL_GATE_TRIAL_WINDOWS || ne == 0)
-		return;
+		return false;
 	g->eager_med = lower_median(g->eager, ne);
 	g->replay_med = lower_median(g->replayed, g->nreplayed);
 	g->decided_at = sightings;
 	if (!enabled || g->replay_med * 100 < g->eager_med * 99) {
 		g->state = RPL_GATE_ON;
-		return;
+		return false;
+	}
+	if (g->cuts == 0 && !g->big_med && can_shrink) {
+		g->big_med = g->replay_med;
+		g->cuts = 1;
+		g->nreplayed = 0;
+		cf_log_info("replay: window shape %llu: %.1f us per window replayed, %.1f us eager; tried again with "
+			    "segments of at most %d ops",
+			    (unsigned long long)shape_id, (double)g->replay_med / 1e3, (double)g->eager_med / 1e3,
+			    RPL_SEG_SMALL);
+		return true;
 	}
 	g->state = RPL_GATE_OFF;
 	g->trials++;
@@ -87,20 +107,25 @@ static void decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bo
 		    "again after %llu more windows",
 		    (unsigned long long)shape_id, (double)g->replay_med / 1e3, (double)g->eager_med / 1e3,
 		    (unsigned long long)(g->off_until - sightings));
+	if (g->cuts == 1 && g->big_med < g->replay_med) {
+		g->cuts = 0; /* later trials with the cuts that did better */
+		return true;
+	}
+	return false;
 }
 
-void rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
-		      bool enabled)
+bool rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
+		      bool enabled, bool can_shrink)
 {
 	if (replayed) {
 		if (g->state != RPL_GATE_TRIAL)
-			return; /* ON: nothing left to decide; OFF: its template is not followed */
+			return false; /* ON: nothing left to decide; OFF: its template is not followed */
 		if (g->nreplayed < RPL_GATE_SAMPLES)
 			g->replayed[g->nreplayed++] = ns;
-		decide(g, sightings, shape_id, enabled);
-		return;
+		return decide(g, sightings, shape_id, enabled, can_shrink);
 	}
 	g->eager[g->neager++ % RPL_GATE_SAMPLES] = ns;
+	return false;
 }
 
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings)

@@ -70,8 +70,9 @@ int rpl__defer(const struct cap_op *op, uint32_t index)
 	return 0;
 }
 
-/* Submit every deferred op eagerly, in order. Returns the first driver error. */
-static CUresult flush_eager(enum rpl_fallback why)
+/* Submit the deferred ops eagerly, in order: all of them, or (g) those of g's parts from
+ * from_part on (the parts before it were launched). Returns the first driver error. */
+static CUresult flush_ops(enum rpl_fallback why, const struct rpl_seg *g, uint32_t from_part)
 {
 	CUresult first = CUDA_SUCCESS;
 
@@ -83,6 +84,9 @@ static CUresult flush_eager(enum rpl_fallback why)
 		const struct cap_op *op = &rpl__st.def[i];
 		bool pushed;
 		CUresult rc;
+
+		if (g && g->nodes[i].part < from_part)
+			continue;
 
 		op_ctx_enter(op, &pushed);
 		rc = cap_op_issue(op);
@@ -98,6 +102,11 @@ static CUresult flush_eager(enum rpl_fallback why)
 	def_clear();
 	rpl__mark_end();
 	return first;
+}
+
+static CUresult flush_eager(enum rpl_fallback why)
+{
+	return flush_ops(why, NULL, 0);
 }
 
 static void note_moved_site(struct rpl_template *t, uint64_t site)
@@ -126,6 +135,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 		struct cap_op tmp; /* a plan node's op derived from this launch's bindings */
 		const struct cap_op *op = rpl__seg_op(g, i, rpl__st.def, &tmp);
 		struct rpl_node *n = &g->nodes[i];
+		CUgraphExec exec = g->parts[n->part].exec;
 
 		if (!op && g->run && !rw_run_is_folded(g->run, i))
 			return CUDA_ERROR_NOT_SUPPORTED; /* a plan node that could not be derived: the
@@ -146,7 +156,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
 			rpl__own_call();
-			rc = SHIM_REAL(cuGraphExecKernelNodeSetParams_v2)(g->exec, n->node, &p);
+			rc = SHIM_REAL(cuGraphExecKernelNodeSetParams_v2)(exec, n->node, &p);
 			break;
 		}
 		case CAP_OP_MEMCPY: {
@@ -157,7 +167,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 				continue;
 			n->copy = d;
 			rpl__own_call();
-			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(g->exec, n->node, &n->copy, op->ctx);
+			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(exec, n->node, &n->copy, op->ctx);
 			break;
 		}
 		case CAP_OP_MEMSET: {
@@ -168,7 +178,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 				continue;
 			n->set = p;
 			rpl__own_call();
-			rc = SHIM_REAL(cuGraphExecMemsetNodeSetParams)(g->exec, n->node, &n->set, op->ctx);
+			rc = SHIM_REAL(cuGraphExecMemsetNodeSetParams)(exec, n->node, &n->set, op->ctx);
 			break;
 		}
 		case CAP_OP_EVENT_RECORD:
@@ -176,14 +186,14 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 				continue;
 			n->event = op->u.event.event;
 			rpl__own_call();
-			rc = SHIM_REAL(cuGraphExecEventRecordNodeSetEvent)(g->exec, n->node, n->event);
+			rc = SHIM_REAL(cuGraphExecEventRecordNodeSetEvent)(exec, n->node, n->event);
 			break;
 		case CAP_OP_EVENT_WAIT:
 			if (n->empty || n->event == op->u.event.event)
 				continue;
 			n->event = op->u.event.event;
 			rpl__own_call();
-			rc = SHIM_REAL(cuGraphExecEventWaitNodeSetEvent)(g->exec, n->node, n->event);
+			rc = SHIM_REAL(cuGraphExecEventWaitNodeSetEvent)(exec, n->node, n->event);
 			break;
 		default:
 			rc = CUDA_ERROR_NOT_SUPPORTED;
@@ -208,15 +218,17 @@ static bool stages_fit(const struct rpl_seg *g)
 	return true;
 }
 
-/* When the exec's previous launch has read its stage buffers, fill them with the bytes staged
- * at the calls; CUDA_ERROR_NOT_READY when it has not (never waits: invariant 9). */
+/* When the previous launch of g's graphs has read their stage buffers, fill them with the bytes
+ * staged at the calls; CUDA_ERROR_NOT_READY when it has not (never waits: invariant 9). */
 static CUresult stages_fill(struct rpl_seg *g)
 {
-	if (g->launches) {
+	for (uint32_t k = 0; g->launches && k < g->nparts; k++) {
 		CUresult rc;
 
+		if (!g->parts[k].staged)
+			continue;
 		rpl__own_call();
-		rc = SHIM_REAL(cuEventQuery)(g->done_ev);
+		rc = SHIM_REAL(cuEventQuery)(g->parts[k].done_ev);
 		if (rc != CUDA_SUCCESS)
 			return rc;
 	}
@@ -226,11 +238,13 @@ static CUresult stages_fill(struct rpl_seg *g)
 	return CUDA_SUCCESS;
 }
 
-/* Mark the end of a launch that reads stage buffers. */
-static CUresult rec_done(struct rpl_seg *g, CUstream launch)
+/* Mark the end of a launch of part pt when it reads stage buffers. */
+static CUresult rec_done(const struct rpl_part *pt, CUstream launch)
 {
+	if (!pt->staged)
+		return CUDA_SUCCESS;
 	rpl__own_call();
-	return SHIM_REAL(cuEventRecord)(g->done_ev, launch);
+	return SHIM_REAL(cuEventRecord)(pt->done_ev, launch);
 }
 
 /* The streams of the deferred ops: *launch is where the graph goes (the legacy stream when an op
@@ -294,25 +308,121 @@ static CUresult join(CUevent ev, CUstream launch, const CUstream *others, int n,
 	return rc;
 }
 
+/* After a graph launched but what orders later work after it failed: the engine waits for the
+ * stream after dropping its mutex (invariant 9), before the program's call returns; then replay
+ * stops in ctx. */
+static void launched_unordered(CUstream launch, CUcontext ctx)
+{
+	rpl__st.wait.stream = launch;
+	rpl__st.wait.ctx = ctx;
+	rpl__st.wait_due = true;
+	def_clear();
+	rpl__ctx_fail(ctx, "ordering streams after a graph launch failed");
+}
+
+/* One graph on one stream: the segment's other streams joined before it and forked after. On a
+ * failure the deferred ops go eagerly (or, launched, the engine waits for it). */
+static CUresult launch_joined(struct rpl_seg *g, CUstream launch, const CUstream *others, int nothers,
+			      const struct rpl_template *t, CUcontext ctx, bool pushed)
+{
+	CUresult rc;
+
+	/* joins only add ordering: if one fails, the eager flush below is still in order */
+	rc = join(t->join_ev, launch, others, nothers, false);
+	if (rc == CUDA_SUCCESS) {
+		rpl__own_call();
+		rc = SHIM_REAL(cuGraphLaunch)(g->parts[0].exec, launch);
+		if (rc == CUDA_SUCCESS && (join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
+					   rec_done(&g->parts[0], launch) != CUDA_SUCCESS)) {
+			rpl__ctx_leave(pushed);
+			launched_unordered(launch, ctx);
+			return CUDA_ERROR_UNKNOWN;
+		}
+	}
+	rpl__ctx_leave(pushed);
+	if (rc != CUDA_SUCCESS) {
+		flush_eager(RPL_FB_LAUNCH);
+		rpl__ctx_fail(ctx, "launching a graph failed");
+	}
+	return rc;
+}
+
+/* One graph per stream, each on its own stream, in launch order (segment.c): no joins. On a
+ * failure the parts not launched go eagerly. */
+static CUresult launch_parts(struct rpl_seg *g, CUcontext ctx, bool pushed)
+{
+	CUresult rc = CUDA_SUCCESS;
+	CUstream unordered = NULL;
+	bool done_failed = false;
+	uint32_t k = 0;
+
+	for (; k < g->nparts; k++) {
+		CUstream s = rpl__st.def[g->parts[k].first].stream;
+
+		rpl__own_call();
+		rc = SHIM_REAL(cuGraphLaunch)(g->parts[k].exec, s);
+		if (rc != CUDA_SUCCESS)
+			break;
+		if (!done_failed && rec_done(&g->parts[k], s) != CUDA_SUCCESS) {
+			done_failed = true;
+			unordered = s;
+		}
+	}
+	rpl__ctx_leave(pushed);
+	if (rc != CUDA_SUCCESS) {
+		/* launched parts stay; the others' ops go in order, after them */
+		flush_ops(RPL_FB_LAUNCH, g, k);
+		rpl__ctx_fail(ctx, "launching a graph failed");
+		return rc;
+	}
+	if (done_failed) {
+		launched_unordered(unordered, ctx);
+		return CUDA_ERROR_UNKNOWN;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Count a launch of segment g of t that patched npatched nodes; nothing is deferred after. */
+static void launch_count(struct rpl_template *t, struct rpl_seg *g, uint32_t npatched)
+{
+	g->launches++;
+	g->patches += npatched;
+	if (npatched) {
+		g->patched_launches++;
+		t->patched_launches++;
+	}
+	t->launches++;
+	t->graph_launches += g->nparts;
+	t->patches += npatched;
+	t->ops_replayed += g->n;
+	rpl__totals.graph_launches += g->nparts;
+	rpl__totals.patches += npatched;
+	rpl__totals.ops_replayed += g->n;
+	def_clear();
+	rpl__check_churn(t);
+}
+
 /* Launch segment k of t for the deferred ops (which are exactly its ops). On a failure the
  * deferred ops are submitted eagerly and the context goes to passthrough. */
 static void launch_seg_now(struct rpl_template *t, uint32_t k)
 {
 	struct rpl_seg *g = &t->segs[k];
 	const struct cap_op *first = &rpl__st.def[0];
-	CUstream launch, others[RPL_MAX_JOIN];
+	CUstream launch = NULL, others[RPL_MAX_JOIN];
 	uint32_t npatched = 0;
 	CUcontext ctx = first->ctx;
 	bool pushed;
-	int nothers;
+	int nothers = 0;
 	CUresult rc;
 
 	/* invariant 2: the deferred ops are exactly segment k's */
 	cf_assert(g->first == rpl__st.def_first && g->n == rpl__st.ndef);
-	nothers = def_streams(&launch, others);
-	if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
-		flush_eager(RPL_FB_MISMATCH);
-		return;
+	if (g->nparts == 1) {
+		nothers = def_streams(&launch, others);
+		if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
+			flush_eager(RPL_FB_MISMATCH);
+			return;
+		}
 	}
 	if (g->staged && !stages_fit(g)) {
 		flush_eager(RPL_FB_MISMATCH);
@@ -353,45 +463,12 @@ static void launch_seg_now(struct rpl_template *t, uint32_t k)
 			return;
 		}
 	}
-	/* joins only add ordering: if one fails, the eager flush below is still in order */
-	rc = join(t->join_ev, launch, others, nothers, false);
-	if (rc == CUDA_SUCCESS) {
-		rpl__own_call();
-		rc = SHIM_REAL(cuGraphLaunch)(g->exec, launch);
-		if (rc == CUDA_SUCCESS && (join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
-					   (g->staged && rec_done(g, launch) != CUDA_SUCCESS))) {
-			/* the graph runs but later work on the other streams would not wait for it:
-			 * the engine waits for it after dropping its mutex (invariant 9), before the
-			 * program's call returns; then stop replaying */
-			rpl__st.wait.stream = launch;
-			rpl__st.wait.ctx = ctx;
-			rpl__st.wait_due = true;
-			rpl__ctx_leave(pushed);
-			def_clear();
-			rpl__ctx_fail(ctx, "ordering streams after a graph launch failed");
-			return;
-		}
-	}
-	rpl__ctx_leave(pushed);
-	if (rc != CUDA_SUCCESS) {
-		flush_eager(RPL_FB_LAUNCH);
-		rpl__ctx_fail(ctx, "launching a graph failed");
-		return;
-	}
-	g->launches++;
-	g->patches += npatched;
-	if (npatched) {
-		g->patched_launches++;
-		t->patched_launches++;
-	}
-	t->launches++;
-	t->patches += npatched;
-	t->ops_replayed += g->n;
-	rpl__totals.graph_launches++;
-	rpl__totals.patches += npatched;
-	rpl__totals.ops_replayed += g->n;
-	def_clear();
-	rpl__check_churn(t);
+	if (g->nparts == 1)
+		rc = launch_joined(g, launch, others, nothers, t, ctx, pushed);
+	else
+		rc = launch_parts(g, ctx, pushed);
+	if (rc == CUDA_SUCCESS)
+		launch_count(t, g, npatched);
 }
 
 /* launch_seg_now inside an NVTX range (an eager fallback inside it is a range nested in it). */

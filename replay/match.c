@@ -213,13 +213,13 @@ static void templates_drop_all(void)
 		next = t->next;
 		if (rpl__st.no_driver) {
 			/* the parent's graphs: only host memory is ours to free */
-			for (uint32_t k = 0; k < t->nsegs; k++) {
-				t->segs[k].exec = NULL;
-				t->segs[k].graph = NULL;
-			}
 			t->join_ev = t->fork_ev = NULL;
 			for (uint32_t k = 0; k < t->nsegs; k++) {
-				t->segs[k].done_ev = NULL;
+				for (uint32_t j = 0; t->segs[k].parts && j < t->segs[k].nparts; j++) {
+					t->segs[k].parts[j].exec = NULL;
+					t->segs[k].parts[j].graph = NULL;
+					t->segs[k].parts[j].done_ev = NULL;
+				}
 				for (uint32_t i = 0; t->segs[k].nodes && i < t->segs[k].n; i++)
 					t->segs[k].nodes[i].stage = NULL;
 			}
@@ -321,8 +321,11 @@ static void gate_window_start(void)
 		struct cap_shape *s = n->tpl ? n->tpl->shape : NULL;
 
 		dt = dt > rpl__st.pend.exclude ? dt - rpl__st.pend.exclude : 0;
-		rpl__gate_sample(&n->gate, rpl__st.pend.replayed, dt + rpl__st.pend.charge,
-				 s ? cap_shape_sightings(s) : 0, n->tpl ? n->tpl->shape_id : 0, rpl__st.cfg.gate);
+		if (rpl__gate_sample(&n->gate, rpl__st.pend.replayed, dt + rpl__st.pend.charge,
+				     s ? cap_shape_sightings(s) : 0, n->tpl ? n->tpl->shape_id : 0, rpl__st.cfg.gate,
+				     n->tpl && rpl__template_max_seg(n->tpl) > RPL_SEG_SMALL) &&
+		    n->tpl)
+			rpl__template_retire(n->tpl, "the gate rebuilds it with other segment cuts");
 	}
 	rpl__st.pend.valid = false;
 	rpl__st.win_t0 = now;
@@ -550,6 +553,7 @@ void rpl_window_closed(struct cap_shape *s)
 	const char *why = NULL;
 	bool own_failure = false;
 	uint64_t build_t0;
+	struct rpl_config cfg;       /* the configuration this shape's template is built with */
 
 	if (!rpl__st.ready)
 		return;
@@ -602,15 +606,12 @@ void rpl_window_closed(struct cap_shape *s)
 	}
 	build_t0 = rpl__gate_clock();
 	rpl__mark_build_begin(cap_shape_id(s));
-	if (n->guard_retires >= RPL_GUARD_RETIRES) {
-		/* its bindings keep breaking the plans' guards: replay it as it is */
-		struct rpl_config plain = rpl__st.cfg;
-
-		plain.opt = RPL_OPT_NONE;
-		t = rpl__template_build(s, &plain, &why, &own_failure);
-	} else {
-		t = rpl__template_build(s, &rpl__st.cfg, &why, &own_failure);
-	}
+	cfg = rpl__st.cfg;
+	if (n->guard_retires >= RPL_GUARD_RETIRES)
+		cfg.opt = RPL_OPT_NONE; /* its bindings keep breaking the plans' guards: as it is */
+	if (n->gate.cuts && cfg.segment > RPL_SEG_SMALL)
+		cfg.segment = RPL_SEG_SMALL; /* its big segments lost (gate.c): small ones */
+	t = rpl__template_build(s, &cfg, &why, &own_failure);
 	rpl__mark_end();
 	rpl__st.pend.exclude = rpl__gate_clock() - build_t0; /* the build is not the window's time */
 	if (!t) {

@@ -55,20 +55,38 @@ struct rpl_node {
 	void *stage;                 /* memcpy from pageable memory: replay's pinned copy of the
 				      * source span, the node's source (owned, cuMemAllocHost) */
 	size_t stage_bytes;          /* its size */
-	bool empty;                  /* a wait whose record is in the segment: an empty node */
+	bool empty;                  /* a wait whose record is in its graph: an empty node */
+	uint8_t part;                /* the graph (segment part) it is in; for an op without a
+				      * node, the part of its stream */
 };
 
-/* A run of consecutive graphable ops on one stream, cut at CUFOLD_SEGMENT: one graph exec. */
+#define RPL_MAX_PARTS 8         /* streams a segment may be split over (segment.c) */
+
+/* One graph of a segment: the whole segment, or (split) the nodes of one of its streams. */
+struct rpl_part {
+	CUgraph graph;               /* built with explicit node APIs */
+	CUgraphExec exec;            /* instantiated (and uploaded) */
+	uint32_t first;              /* position of its first op in the segment: the deferred op
+				      * there names the stream a split part is launched on */
+	bool legacy;                 /* has legacy-stream ops */
+	bool staged;                 /* has nodes reading a stage buffer (done_ev guards them) */
+	CUevent done_ev;             /* recorded after each launch: the stage buffers are free */
+};
+
+/* A run of consecutive graphable ops of a window (on any of its streams), cut as
+ * template.c's segment_size says. Its ops on one stream, or on several streams whose only
+ * orderings inside the segment are the program's own event record -> wait pairs going one way,
+ * are split into one graph per stream (nparts > 1), each launched on its own stream: streams
+ * overlap as they did in eager execution. Otherwise it is one graph (nparts == 1) launched on
+ * one stream and joined with the others before and forked to them after (launch.c). */
 struct rpl_seg {
 	uint32_t first;              /* index of its first op in the window */
 	uint32_t n;                  /* ops (nodes) */
-	CUgraph graph;               /* built with explicit node APIs */
-	CUgraphExec exec;            /* instantiated (and uploaded) */
 	struct rpl_node *nodes;      /* n entries, in window order */
-	bool legacy;                 /* has legacy-stream ops: launched on the legacy stream */
-	bool staged;                 /* has nodes reading a stage buffer (done_ev guards them) */
-	CUevent done_ev;             /* recorded after each launch: the stage buffers are free */
-	uint64_t launches;           /* launches of exec */
+	struct rpl_part *parts;      /* nparts entries, in launch order */
+	uint32_t nparts;             /* graphs: 1, or one per stream when split */
+	bool staged;                 /* some part reads stage buffers */
+	uint64_t launches;           /* launches (of all its parts) */
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
 	struct rw_run *run;          /* the rewrite plan of its ops (CUFOLD_OPT >= 1), or NULL: a
@@ -104,10 +122,14 @@ struct rpl_template {
 	uint32_t ngraph;             /* ops of class RPL_CLS_GRAPH */
 	uint32_t nsegs;              /* segments */
 	struct rpl_seg *segs;        /* nsegs entries */
-	bool multi_stream;           /* some segment spans several streams */
+	bool multi_stream;           /* some unsplit segment spans several streams */
+	uint32_t split_segs;         /* segments split into one graph per stream */
+	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or
+				      * RPL_SEG_SMALL after the gate's first lost trial) */
 	CUevent join_ev, fork_ev;    /* replay's own events for stream joins and forks */
 	uint64_t windows;            /* windows matched to the end */
 	uint64_t launches;           /* segment launches */
+	uint64_t graph_launches;     /* graph launches (a split segment's launch is one per part) */
 	uint64_t ops_replayed;       /* ops submitted inside launches */
 	uint64_t patches;            /* nodes patched */
 	uint64_t patched_launches;   /* launches that patched at least one node */
@@ -124,6 +146,8 @@ struct rpl_template {
 #define RPL_GATE_SAMPLES 8     /* window times kept per shape and way of running it */
 #define RPL_GATE_TRIAL_WINDOWS 4 /* replayed windows measured before the gate decides */
 #define RPL_GATE_BACKOFF 16ull /* sightings a losing shape stays eager after its first trial */
+#define RPL_SEG_SMALL 32       /* segment cap of a shape's second cuts (gate.c): a trial that lost
+				* with segments grown to CUFOLD_SEGMENT is tried again with these */
 
 enum rpl_gate_state {
 	RPL_GATE_TRIAL = 0,  /* replayed windows are being measured */
@@ -142,6 +166,8 @@ struct rpl_gate {
 	uint64_t off_until;          /* OFF: sightings at which the shape is tried again */
 	uint64_t decided_at;         /* sightings when the last decision was taken (0: none) */
 	uint64_t eager_med, replay_med; /* the figures of that decision (ns per window) */
+	uint8_t cuts;                /* 0: segments grow to CUFOLD_SEGMENT; 1: to RPL_SEG_SMALL */
+	uint64_t big_med;            /* cuts 1: the replayed median the big segments had (ns) */
 };
 
 /* What replay remembers of a shape between templates (cap_shape_user). */
@@ -222,6 +248,13 @@ int rpl__defer(const struct cap_op *op, uint32_t index);
  * (the first driver error of an eager submission). Nothing is deferred afterwards. */
 CUresult rpl__submit_deferred(enum rpl_fallback why);
 
+/* segment.c. Build g's graphs (its ops and plan from window w, trace graph tg), in the current
+ * context; on a failure what was built stays in g for rpl__seg_destroy. */
+CUresult rpl__seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
+			const struct rpl_config *cfg);
+/* Free g's graphs, execs, events, stage buffers and plan; g is zeroed. */
+void rpl__seg_destroy(struct rpl_seg *g);
+
 /* retire.c. Retire t: its graphs go, its figures stay for the report. */
 void rpl__template_retire(struct rpl_template *t, const char *why);
 /* After a launch: retire t when patching its moving bindings costs more than eager. */
@@ -230,9 +263,14 @@ void rpl__check_churn(struct rpl_template *t);
 void rpl__ctx_fail(CUcontext ctx, const char *what);
 
 /* template.c */
+/* The rewriter's run over the window's ops [first, first+n) (CUFOLD_OPT, CUFOLD_RULES), or NULL
+ * when no rule is enabled. */
+struct rw_run *rpl__plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg);
 struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
 					 bool *own_failure);
 void rpl__template_destroy(struct rpl_template *t);
+/* The most ops of one of t's segments. */
+uint32_t rpl__template_max_seg(const struct rpl_template *t);
 /* Destroy t's graphs, execs and events, keeping its figures (a retired template). */
 void rpl__template_release(struct rpl_template *t);
 /* Classify one op (what a template would make of it). */
@@ -270,9 +308,11 @@ void rpl__gate_init(void);
 uint64_t rpl__gate_clock(void);
 bool rpl__gate_is_modeled(void);
 /* A window of the shape took ns: replayed to the end, or wholly eager. May decide (enabled:
- * CUFOLD_GATE; when false the gate measures but never turns replay off). */
-void rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
-		      bool enabled);
+ * CUFOLD_GATE; when false the gate measures but never turns replay off; can_shrink: a segment of
+ * its template has more than RPL_SEG_SMALL ops). True when the shape's template must be rebuilt with other cuts
+ * (g->cuts says which) and tried again. */
+bool rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
+		      bool enabled, bool can_shrink);
 /* Whether the shape's template may be followed now (an OFF shape past its back-off goes to TRIAL). */
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings);
 const char *rpl__gate_state_name(const struct rpl_gate *g);

@@ -83,21 +83,22 @@ static void write_gate(FILE *f, const struct rpl_template *t)
 	fprintf(f,
 		"\"gate\": {\"state\": \"%s\", \"eager_ns_per_window\": %" PRIu64 ", \"replayed_ns_per_window\": %" PRIu64
 		", \"decided_at_sighting\": %" PRIu64 ", \"trials_lost\": %u, \"eager_samples\": %u, \"replayed_samples\": %u, "
-		"\"clock\": \"%s\"}, ",
+		"\"small_cuts\": %s, \"big_cuts_replayed_ns_per_window\": %" PRIu64 ", \"clock\": \"%s\"}, ",
 		rpl__gate_state_name(g), g->eager_med, g->replay_med, g->decided_at, g->trials, g->neager, g->nreplayed,
+		g->cuts ? "true" : "false", g->big_med,
 		rpl__gate_is_modeled() ? "modeled" : "monotonic");
 }
 
 static void write_template(FILE *f, const struct rpl_template *t)
 {
-	uint64_t saved = t->ops_replayed >= t->launches ? t->ops_replayed - t->launches : 0;
+	uint64_t saved = t->ops_replayed >= t->graph_launches ? t->ops_replayed - t->graph_launches : 0;
 
 	fprintf(f,
 		"      {\"shape\": %" PRIu64 ", \"built_from_window\": %" PRIu64 ", \"ops\": %u, \"graph_ops\": %u, "
-		"\"segments\": %u, \"windows_replayed\": %" PRIu64 ", \"launches\": %" PRIu64
+		"\"segments\": %u, \"segment_cap\": %u, \"split_segments\": %u, \"windows_replayed\": %" PRIu64 ", \"launches\": %" PRIu64
 		", \"ops_replayed\": %" PRIu64 ", \"patches\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64
 		", \"fallbacks\": ",
-		t->shape_id, t->built_window, t->nops, t->ngraph, t->nsegs, t->windows, t->launches, t->ops_replayed,
+		t->shape_id, t->built_window, t->nops, t->ngraph, t->nsegs, t->seg_cap, t->split_segs, t->windows, t->launches, t->ops_replayed,
 		t->patches, saved);
 	write_fallbacks(f, t->fallbacks);
 	fputs(", \"retired\": ", f);

@@ -1,21 +1,13 @@
 /* template.c - templates: a window shape's ops classified, cut into segments (runs of
  * consecutive graphable ops, on any of the window's streams: small at the window's start and end,
- * growing in between up to CUFOLD_SEGMENT, never through what a rewrite relies on) and built as
- * CUDA graphs with the explicit node APIs through SHIM_REAL, instantiated and uploaded.
- * replay layer.
+ * growing in between up to CUFOLD_SEGMENT, never through what a rewrite relies on), each built as
+ * CUDA graphs (segment.c: one graph, or one per stream), instantiated and uploaded. replay layer.
  *
  * A graph is never captured from the program's streams: explicit nodes cannot be invalidated
- * by the program's own captures or by another thread's queries (interposers.md D.6). A node
- * depends on the nodes of its trace-graph predecessors inside the segment (stream order, the
- * legacy stream's implicit synchronization, event record -> wait); everything before the
- * segment was submitted before its launch and is ordered by the launch's stream joins (launch.c).
- * Event records are record nodes (the program's later waits, queries and elapsed times see
- * them); a wait on a record inside the segment is an empty node (the edge does the waiting), on
- * one outside it an event-wait node. A copy from pageable memory reads a pinned stage buffer of
- * its node, refilled at each launch from the bytes taken at the call. What cannot be a node
- * (host-visible calls that end the window, per-thread default streams, launch attributes,
- * cooperative launches, peer copies, host functions, external events) is issued in place
- * (RPL_CLS_EAGER) between segments, in the program's order. */
+ * by the program's own captures or by another thread's queries (interposers.md D.6). What cannot
+ * be a node (host-visible calls that end the window, per-thread default streams, launch
+ * attributes, cooperative launches, peer copies, host functions, external events) is issued in
+ * place (RPL_CLS_EAGER) between segments, in the program's order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,7 +200,7 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
  * built (rewrite/plan.h, struct rw_run: a plan node stands at its first op's position; the other
  * ops it covers and the ops the plan erased get no graph node, though g->nodes keeps one entry
  * per op). */
-static struct rw_run *plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg)
+struct rw_run *rpl__plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
 	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL };
@@ -226,16 +218,14 @@ static struct rw_run *plan_ops(const struct cap_window *w, uint32_t first, uint3
 	return run;
 }
 
-static struct rw_run *seg_plan_make(const struct rpl_seg *g, const struct cap_window *w, const struct rpl_config *cfg)
-{
-	return plan_ops(w, g->first, g->n, cfg);
-}
-
 /* Keep together the ops [lo, hi] of a plan over the run at first: no cut inside. */
+#define GLUE_REWRITE 1 /* glued[i]: a rewrite relies on ops i and i + 1 in one segment */
+#define GLUE_PARALLEL 2 /* glued[i]: ops i and i + 1 are in a run the parallel rule reorders */
+
 static void glue_span(uint8_t *glued, uint32_t first, uint32_t lo, uint32_t hi)
 {
 	for (uint32_t k = lo; k < hi; k++)
-		glued[first + k] = 1;
+		glued[first + k] |= GLUE_REWRITE;
 }
 
 /* Widen [*lo, *hi] to the ops plan node n covers and the op it reads from. */
@@ -251,20 +241,24 @@ static void node_span(const struct rw_plan_node *n, uint32_t *lo, uint32_t *hi)
 	}
 }
 
-/* Mark in glued[] (one entry per window op: 1 = no segment cut between it and the next) every
- * span a rewrite of the run [first, first+n) relies on: a plan node's ops and the op it reads
- * from, and the ops each guard names. Cutting the run at the small sizes segment_size asks
- * for must not cost the rules their matches; cuts move past such spans instead. This is about
- * benefit only: each segment is planned on its own ops, so no rewrite ever spans a cut. */
+/* Mark in glued[] (one entry per window op: GLUE_REWRITE = no segment cut between it and the
+ * next) every span a rewrite of the run [first, first+n) relies on: a plan node's ops and the op
+ * it reads from, and the ops each guard names. Cutting the run at the small sizes segment_size
+ * asks for must not cost the rules their matches; cuts move past such spans instead. This is
+ * about benefit only: each segment is planned on its own ops, so no rewrite ever spans a cut.
+ * A run the parallel rule reorders is marked GLUE_PARALLEL: sizes still cut it, but no cut is
+ * added to keep streams apart in its window (cut_add). */
 static void glue_rewrites(uint8_t *glued, const struct cap_window *w, uint32_t first, uint32_t n,
 			  const struct rpl_config *cfg)
 {
-	struct rw_run *run = plan_ops(w, first, n, cfg);
+	struct rw_run *run = rpl__plan_ops(w, first, n, cfg);
 	const struct rw_plan *p;
 
 	if (!run)
 		return;
 	p = run->plan;
+	for (uint32_t k = 0; p->dep_start && k + 1 < n; k++)
+		glued[first + k] |= GLUE_PARALLEL;
 	for (uint32_t k = 0; k < p->nnodes; k++) {
 		uint32_t lo = UINT32_MAX, hi = 0;
 
@@ -431,33 +425,6 @@ static void figures_add(struct rpl_rewrite_figures *f, const struct rpl_seg *g, 
 
 /* ------------------------------------------------------------------ building */
 
-static void seg_destroy(struct rpl_seg *g)
-{
-	rw_run_destroy(g->run);
-	if (g->exec) {
-		rpl__own_call();
-		SHIM_REAL(cuGraphExecDestroy)(g->exec);
-	}
-	if (g->graph) {
-		rpl__own_call();
-		SHIM_REAL(cuGraphDestroy)(g->graph);
-	}
-	for (uint32_t i = 0; g->nodes && i < g->n; i++) {
-		free(g->nodes[i].params);
-		free(g->nodes[i].param_ptrs);
-		if (g->nodes[i].stage) {
-			rpl__own_call();
-			SHIM_REAL(cuMemFreeHost)(g->nodes[i].stage);
-		}
-	}
-	if (g->done_ev) {
-		rpl__own_call();
-		SHIM_REAL(cuEventDestroy_v2)(g->done_ev);
-	}
-	free(g->nodes);
-	memset(g, 0, sizeof(*g));
-}
-
 void rpl__template_release(struct rpl_template *t)
 {
 	for (uint32_t k = 0; t->segs && k < t->nsegs; k++) {
@@ -465,7 +432,7 @@ void rpl__template_release(struct rpl_template *t)
 		uint32_t first = g->first, n = g->n;
 		uint64_t launches = g->launches, patched = g->patched_launches, patches = g->patches;
 
-		seg_destroy(g);
+		rpl__seg_destroy(g);
 		g->first = first;
 		g->n = n;
 		g->launches = launches;
@@ -495,213 +462,6 @@ void rpl__template_destroy(struct rpl_template *t)
 	free(t);
 }
 
-/* Whether an op of g before position i records the event slot of the wait op. */
-static bool recorded_in_seg(const struct cap_window *w, const struct rpl_seg *g, uint32_t i, uint16_t slot)
-{
-	for (uint32_t j = 0; j < i; j++) {
-		const struct cap_op *o = cap_window_op(w, g->first + j);
-
-		if (o->kind == CAP_OP_EVENT_RECORD && o->u.event.slot == slot)
-			return true;
-	}
-	return false;
-}
-
-/* What an op without a graph node (folded into another node, or erased) stands for in the
- * dependencies of later nodes: the nodes it would have waited for. */
-struct standin {
-	CUgraphNode *v;              /* nodes (owned), or NULL */
-	uint32_t n;                  /* entries */
-};
-
-/* Add node to deps[0..*ndeps) unless it is there. */
-static void dep_add(CUgraphNode *deps, size_t *ndeps, CUgraphNode node)
-{
-	for (size_t k = 0; k < *ndeps; k++)
-		if (deps[k] == node)
-			return;
-	deps[(*ndeps)++] = node;
-}
-
-/* Position p of g as a dependency: its node, or what it stands in for. */
-static void dep_position(const struct rpl_seg *g, const struct standin *st, uint32_t p, CUgraphNode *deps,
-			 size_t *ndeps)
-{
-	if (g->nodes[p].node) {
-		dep_add(deps, ndeps, g->nodes[p].node);
-		return;
-	}
-	for (uint32_t k = 0; k < st[p].n; k++)
-		dep_add(deps, ndeps, st[p].v[k]);
-}
-
-/* Add op (position i of segment g) to g's graph, depending on the nodes of its trace-graph
- * predecessors inside the segment (those outside were submitted before the launch and are
- * ordered by the stream joins, see launch.c). A folded op gets no node: later nodes wait for what
- * it would have waited for (st[i]). */
-static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
-			 const struct cap_graph *tg, CUgraphNode *deps, bool folded, struct standin *st)
-{
-	struct rpl_node *n = &g->nodes[i];
-	uint32_t np = cap_graph_npred(tg, g->first + i);
-	const uint32_t *pred = cap_graph_pred(tg, g->first + i);
-	size_t ndeps = 0;
-	CUresult rc;
-
-	const struct rw_plan *plan = g->run ? g->run->plan : NULL;
-
-	if (plan && plan->dep_start && !folded) {
-		/* the parallel rule: exactly the plan nodes this one depends on through memory */
-		uint32_t k = (uint32_t)g->run->node_of[i];
-
-		for (uint32_t d = plan->dep_start[k]; d < plan->dep_start[k + 1]; d++)
-			dep_position(g, st, plan->nodes[plan->dep_list[d]].orig[0], deps, &ndeps);
-	} else {
-		for (uint32_t j = 0; j < np; j++)
-			if (pred[j] >= g->first && pred[j] < g->first + i)
-				dep_position(g, st, pred[j] - g->first, deps, &ndeps);
-	}
-	if (folded) {
-		/* an op a plan node covers or the plan erased: no node; the order it carried goes to
-		 * the nodes after it */
-		n->kind = op->kind;
-		n->empty = true;
-		if (ndeps) {
-			st[i].v = malloc(ndeps * sizeof(*st[i].v));
-			if (!st[i].v)
-				return CUDA_ERROR_OUT_OF_MEMORY;
-			memcpy(st[i].v, deps, ndeps * sizeof(*deps));
-			st[i].n = (uint32_t)ndeps;
-		}
-		return CUDA_SUCCESS;
-	}
-	if (op->stream_kind == CAP_STREAM_LEGACY)
-		g->legacy = true;
-
-	n->kind = op->kind;
-	rpl__own_call();
-	switch (op->kind) {
-	case CAP_OP_KERNEL: {
-		CUDA_KERNEL_NODE_PARAMS p;
-		void *extra_buf[5];
-		size_t extra_size;
-
-		if (rpl__node_set_kernel(n, op) != 0)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
-		rc = SHIM_REAL(cuGraphAddKernelNode_v2)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &p);
-		break;
-	}
-	case CAP_OP_MEMCPY:
-		if (op->u.memcpy.src_pageable) {
-			n->stage_bytes = op->u.memcpy.src_span;
-			rc = SHIM_REAL(cuMemAllocHost_v2)(&n->stage, n->stage_bytes);
-			if (rc != CUDA_SUCCESS) {
-				n->stage = NULL;
-				break;
-			}
-			/* filled at each launch from the bytes staged at the call */
-			g->staged = true;
-			rpl__own_call();
-		}
-		rpl__copy_desc(op, n->stage, &n->copy);
-		rc = SHIM_REAL(cuGraphAddMemcpyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &n->copy, op->ctx);
-		break;
-	case CAP_OP_MEMSET:
-		rpl__memset_params(op, &n->set);
-		rc = SHIM_REAL(cuGraphAddMemsetNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, &n->set, op->ctx);
-		break;
-	case CAP_OP_EVENT_RECORD:
-		n->event = op->u.event.event;
-		rc = SHIM_REAL(cuGraphAddEventRecordNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, n->event);
-		break;
-	case CAP_OP_EVENT_WAIT:
-		/* a record of the event earlier in the segment is an edge already (trace graph); a
-		 * record outside it is waited for by an event-wait node */
-		if (recorded_in_seg(w, g, i, op->u.event.slot)) {
-			n->empty = true;
-			rc = SHIM_REAL(cuGraphAddEmptyNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps);
-		} else {
-			n->event = op->u.event.event;
-			rc = SHIM_REAL(cuGraphAddEventWaitNode)(&n->node, g->graph, ndeps ? deps : NULL, ndeps, n->event);
-		}
-		break;
-	default:
-		rc = CUDA_ERROR_NOT_SUPPORTED;
-		break;
-	}
-	return rc;
-}
-
-static CUresult seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
-			  const struct rpl_config *cfg)
-{
-	const struct cap_op *first = cap_window_op(w, g->first);
-	struct standin *st;
-	CUgraphNode *deps;
-	CUresult rc;
-
-	g->nodes = calloc(g->n, sizeof(*g->nodes));
-	deps = calloc(g->n + 1, sizeof(*deps));
-	st = calloc(g->n, sizeof(*st));
-	if (!g->nodes || !deps || !st) {
-		free(deps);
-		free(st);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	rpl__own_call();
-	rc = SHIM_REAL(cuGraphCreate)(&g->graph, 0);
-	if (rc == CUDA_SUCCESS)
-		g->run = seg_plan_make(g, w, cfg);
-	if (g->run) {
-		/* the plan's op for each position, derived from the window's bindings */
-		for (uint32_t j = 0; j < g->n; j++)
-			g->run->ops[j] = cap_window_op(w, g->first + j);
-	}
-	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
-		const struct cap_op *op = cap_window_op(w, g->first + i);
-		bool folded = g->run && rw_run_is_folded(g->run, i);
-		struct cap_op tmp;
-
-		if (g->run && !folded) {
-			/* rw_run_create derived every node from this very window: never refused */
-			if (rw_plan_node_op(g->run->plan, (uint32_t)g->run->node_of[i], g->run->ops, &tmp) != 0) {
-				rc = CUDA_ERROR_NOT_SUPPORTED;
-				break;
-			}
-			op = &tmp;
-		}
-		rc = add_node(g, i, op, w, tg, deps, folded, st);
-	}
-	for (uint32_t i = 0; i < g->n; i++)
-		free(st[i].v);
-	free(st);
-	free(deps);
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	if (g->staged) {
-		rpl__own_call();
-		rc = SHIM_REAL(cuEventCreate)(&g->done_ev, CU_EVENT_DISABLE_TIMING);
-		if (rc != CUDA_SUCCESS) {
-			g->done_ev = NULL;
-			return rc;
-		}
-	}
-	rpl__own_call();
-	rc = SHIM_REAL(cuGraphInstantiateWithFlags)(&g->exec, g->graph, 0);
-	if (rc != CUDA_SUCCESS) {
-		g->exec = NULL;
-		return rc;
-	}
-	/* Upload ahead of the first launch; only an optimization, so a refusal is not a failure. */
-	if (!g->legacy && first->stream_kind != CAP_STREAM_PER_THREAD) {
-		rpl__own_call();
-		if (SHIM_REAL(cuGraphUpload)(g->exec, first->stream) != CUDA_SUCCESS)
-			cf_log_debug("graph upload refused; the first launch uploads");
-	}
-	return CUDA_SUCCESS;
-}
-
 /* The most ops of a segment that starts at the p-th of a window's g graphable ops: segments
  * grow from RPL_SEG_FIRST (4, 4, 8, 16, ... as many as came before), so the device gets work
  * after a few calls instead of after a whole window of the program's host time, and shrink
@@ -718,6 +478,99 @@ static uint32_t segment_size(uint32_t p, uint32_t g, uint32_t max)
 	if (grow > shrink)
 		grow = shrink;
 	return grow < max ? grow : max;
+}
+
+/* The order the program's own events put between the streams of the open segment, so a cut can
+ * come before the op that would make two streams wait on each other both ways: such a segment
+ * could not be split into one graph per stream (segment.c), and every boundary would then be a
+ * barrier across its streams. A function of the shape, like every cut. Not in a window the
+ * parallel rule reorders, unless its segments are small (at most RPL_SEG_SMALL ops: the cuts the
+ * gate tries where big ones lost, gate.c): its plans order every pair of ops they do not prove
+ * independent, across streams too, so its segments do not split anyway, and moving their
+ * boundaries costs it what it overlaps (measured: recsys at CUFOLD_OPT=2, host-bound, 901 us per
+ * step without these cuts, 1121 us with them; at CUFOLD_OPT=0 1606 us without, 1554 with). */
+#define CUT_WAITS 64 /* waits remembered per segment; past that, no cut is made for them */
+
+struct cut_event {
+	uint16_t event;              /* event slot */
+	uint8_t stream;              /* index of a stream of the segment */
+};
+
+struct cut_order {
+	uint32_t nstreams;           /* streams seen in the segment */
+	uint16_t stream[RPL_MAX_PARTS]; /* their slots */
+	bool reach[RPL_MAX_PARTS][RPL_MAX_PARTS]; /* [a][b]: a's part must launch before b's */
+	uint32_t nrec;               /* event slots recorded in the segment */
+	struct cut_event rec[CUT_WAITS]; /* each with the stream of its records */
+	uint32_t nwait;              /* waits in the segment on a record before it */
+	struct cut_event wait[CUT_WAITS]; /* each with its stream */
+};
+
+/* Index of slot among the segment's streams (added), or -1 past RPL_MAX_PARTS. */
+static int cut_stream(struct cut_order *c, uint16_t slot)
+{
+	uint32_t k = 0;
+
+	while (k < c->nstreams && c->stream[k] != slot)
+		k++;
+	if (k == c->nstreams) {
+		if (k == RPL_MAX_PARTS)
+			return -1;
+		c->stream[c->nstreams++] = slot;
+	}
+	return (int)k;
+}
+
+/* a before b, closed transitively; false when b is already before a (a cycle). */
+static bool cut_before(struct cut_order *c, int a, int b)
+{
+	if (a == b || c->reach[a][b])
+		return true;
+	if (c->reach[b][a])
+		return false;
+	for (uint32_t x = 0; x < c->nstreams; x++)
+		for (uint32_t y = 0; y < c->nstreams; y++)
+			if ((x == (uint32_t)a || c->reach[x][a]) && (y == (uint32_t)b || c->reach[b][y]))
+				c->reach[x][y] = true;
+	return true;
+}
+
+/* Add op to the segment's order; false (nothing added) when it would order two streams both
+ * ways: the caller cuts before it and adds it to a fresh order. */
+static bool cut_add(struct cut_order *c, const struct cap_op *op)
+{
+	struct cut_order save = *c;
+	int p = cut_stream(c, op->stream_slot);
+	bool ok = true;
+
+	if (p < 0 || (op->kind != CAP_OP_EVENT_RECORD && op->kind != CAP_OP_EVENT_WAIT))
+		return true;
+	if (op->kind == CAP_OP_EVENT_WAIT) {
+		uint32_t k = 0;
+
+		while (k < c->nrec && c->rec[k].event != op->u.event.slot)
+			k++;
+		if (k < c->nrec)
+			ok = cut_before(c, c->rec[k].stream, p); /* its record first */
+		else if (c->nwait < CUT_WAITS)
+			c->wait[c->nwait++] = (struct cut_event){ op->u.event.slot, (uint8_t)p };
+	} else {
+		uint32_t k = 0;
+
+		/* waits earlier in the segment saw an older record: their streams first */
+		for (uint32_t j = 0; j < c->nwait && ok; j++)
+			if (c->wait[j].event == op->u.event.slot)
+				ok = cut_before(c, c->wait[j].stream, p);
+		while (k < c->nrec && c->rec[k].event != op->u.event.slot)
+			k++;
+		if (k == c->nrec && c->nrec < CUT_WAITS)
+			c->rec[c->nrec++] = (struct cut_event){ op->u.event.slot, (uint8_t)p };
+		else if (k < c->nrec && c->rec[k].stream != p)
+			ok = false; /* records of one event on two streams */
+	}
+	if (!ok)
+		*c = save;
+	return ok;
 }
 
 /* Distinct streams the ops of g name (slots). */
@@ -742,7 +595,9 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 	const struct cap_window *w = cap_shape_last(s);
 	struct rpl_template *t = NULL;
 	uint32_t nops, run_start = 0, run_len = 0, seg_limit = 0;
-	uint8_t *glued = NULL;       /* per op: no cut between it and the next (glue_rewrites) */
+	uint8_t *glued = NULL;       /* per op: GLUE_* between it and the next (glue_rewrites) */
+	struct cut_order order;      /* the open segment's stream order */
+	bool stream_cuts = true;     /* cut to keep streams apart (cut_add) */
 	struct cap_graph *tg = NULL;
 	CUresult rc = CUDA_SUCCESS;
 	bool pushed = false;
@@ -760,6 +615,7 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 	t->shape_id = cap_shape_id(s);
 	t->built_window = cap_window_seq(w);
 	t->nops = nops;
+	t->seg_cap = cfg->segment;
 	t->ctx = cap_window_op(w, 0)->ctx;
 	t->ops = calloc(nops, sizeof(*t->ops));
 	t->segs = calloc(nops, sizeof(*t->segs)); /* at most one per op; trimmed below */
@@ -794,6 +650,8 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 			glue_rewrites(glued, w, i, n, cfg);
 		i += n ? n : 1;
 	}
+	for (uint32_t i = 0; i < nops && cfg->segment > RPL_SEG_SMALL; i++)
+		stream_cuts &= !(glued[i] & GLUE_PARALLEL);
 	for (uint32_t i = 0, p = 0; i < nops; i++) {
 		struct rpl_top *o = &t->ops[i];
 
@@ -801,7 +659,11 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 			run_len = 0;
 			continue;
 		}
-		if (run_len == 0 || (run_len >= seg_limit && !glued[i - 1]) || run_len >= cfg->segment) {
+		if (run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
+		    run_len >= cfg->segment ||
+		    (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
+			memset(&order, 0, sizeof(order));
+			(void)cut_add(&order, cap_window_op(w, i));
 			run_start = i;
 			run_len = 0;
 			seg_limit = segment_size(p, t->ngraph, cfg->segment);
@@ -825,12 +687,14 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 	rpl__ctx_enter(t->ctx, &pushed);
 	cap_shape_unmark(s);
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
-		rc = seg_build(&t->segs[k], w, tg, cfg);
+		rc = rpl__seg_build(&t->segs[k], w, tg, cfg);
 		if (rc == CUDA_SUCCESS) {
 			figures_add(&t->rw, &t->segs[k], w);
 			seg_mark(s, &t->segs[k]);
 		}
-		if (rc == CUDA_SUCCESS && seg_streams(&t->segs[k], w) > 1)
+		if (rc == CUDA_SUCCESS && t->segs[k].nparts > 1)
+			t->split_segs++;
+		else if (rc == CUDA_SUCCESS && seg_streams(&t->segs[k], w) > 1)
 			t->multi_stream = true;
 	}
 	if (rc == CUDA_SUCCESS && t->multi_stream) {
@@ -909,6 +773,15 @@ bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint6
 		}
 	}
 	return false;
+}
+
+uint32_t rpl__template_max_seg(const struct rpl_template *t)
+{
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < t->nsegs; k++)
+		m = t->segs[k].n > m ? t->segs[k].n : m;
+	return m;
 }
 
 size_t rpl__template_bytes(const struct rpl_template *t)

@@ -9,6 +9,8 @@
  *   allocstep  every step allocates fresh buffers (pointers move every iteration)
  *   mismatch   a conditional extra kernel in the middle of some steps (and at the end of others)
  *   twostream  two streams joined by events inside each window, an event timed
+ *   sidestream a side stream forked at the start of each step gets host-to-device transfers
+ *              first, then the main stream its kernels; they run side by side until the join
  *   defstreams the legacy and the per-thread default streams
  *   owncapture the program captures its own graph of part of each step and launches it
  *   barrier    a barrier (nccl*) kernel in the middle of each window
@@ -238,6 +240,50 @@ static void mode_allocstep(int steps)
 		CHECK(cuMemFree(tmp2));
 	}
 	model_hash(&m);
+}
+
+static void mode_sidestream(int steps)
+{
+	const size_t chunk = 1 << 20; /* 20 us over the host link: as long as a +20 us kernel */
+	struct model m;
+	CUstream s1, s2;
+	CUevent fork, join;
+	CUdeviceptr stage;
+	float *host;
+
+	CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuMemAllocHost((void **)&host, chunk));
+	CHECK(cuMemAlloc(&stage, chunk));
+	for (size_t i = 0; i < chunk / sizeof(float); i++)
+		host[i] = (float)(i % 97) * 0.01f;
+	model_alloc(&m, s1);
+	for (int step = 0; step < steps; step++) {
+		k_relu(m.h, m.x, N, s1);
+		CHECK(cuEventRecord(fork, s1));
+		CHECK(cuStreamWaitEvent(s2, fork, 0));
+		/* the side stream's transfers are issued first (as a data-loading or communication
+		 * stream's), then the main stream's kernels: in eager execution the host link and the
+		 * SMs work side by side */
+		for (int r = 0; r < 24; r++)
+			CHECK(cuMemcpyHtoDAsync(stage, host, chunk, s2));
+		k_mul(m.grad[1], m.h, stage, N, s2);
+		for (int r = 0; r < 24; r++) {
+			k_mul(m.grad[0], m.param[0], m.h, N, s1);
+			k_axpy(m.param[0], m.grad[0], -0.001f, N, s1);
+		}
+		CHECK(cuEventRecord(join, s2));
+		CHECK(cuStreamWaitEvent(s1, join, 0));
+		k_axpy(m.param[1], m.grad[1], -0.001f, N, s1);
+		k_add(m.act, m.param[0], m.param[1], N, s1);
+		k_reduce(m.loss, m.act, N, s1);
+		k_scale(m.x, m.act, 0.5f, N, s1);
+		observe(m.loss, s1);
+	}
+	model_hash(&m);
+	CHECK(cuMemFreeHost(host));
 }
 
 static void mode_twostream(int steps)
@@ -720,6 +766,8 @@ int main(int argc, char **argv)
 		mode_allocstep(steps);
 	else if (!strcmp(mode, "twostream"))
 		mode_twostream(steps);
+	else if (!strcmp(mode, "sidestream"))
+		mode_sidestream(steps);
 	else if (!strcmp(mode, "defstreams"))
 		mode_defstreams(steps);
 	else if (!strcmp(mode, "owncapture"))
