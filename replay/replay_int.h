@@ -15,6 +15,8 @@
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
 #define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
+#define RPL_SEG_LAST_SHARE 32  /* segments shrink toward a window's end down to 1/32 of its ops */
+#define RPL_SEG_LAST_MAX 32    /* ... or down to this many, whichever is fewer (segment_size) */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
 #define RPL_POLL_STALL_NS 2000000 /* another thread's polls of a deferred run that has not grown
 				   * for this long submit it (rpl_poll); long enough that a step's

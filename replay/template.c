@@ -466,15 +466,20 @@ void rpl__template_destroy(struct rpl_template *t)
  * grow from RPL_SEG_FIRST (4, 4, 8, 16, ... as many as came before), so the device gets work
  * after a few calls instead of after a whole window of the program's host time, and shrink
  * toward the window's end (at most half of what is left), so little device work is left to run
- * after the host has issued the last call; never more than CUFOLD_SEGMENT. A function of the
- * shape alone: every sighting is cut at the same places (match.c, invariant 3). */
+ * after the host has issued the last call; never more than CUFOLD_SEGMENT. The shrinking stops
+ * at a 32nd of the window (between 4 and 32 ops): each cut costs a launch and, at CUFOLD_OPT=2,
+ * the overlap the parallel rule finds across it (transformer, host-bound, level 2: 222 us per
+ * step halving down to 4 ops, 214 us stopping at 16, 207 us without shrinking), while a 32nd of
+ * the window's device time is what is left exposed at its end. A function of the shape alone:
+ * every sighting is cut at the same places (match.c, invariant 3). */
 static uint32_t segment_size(uint32_t p, uint32_t g, uint32_t max)
 {
 	uint32_t grow = p > RPL_SEG_FIRST ? p : RPL_SEG_FIRST;
-	uint32_t left = g - p, shrink = (left + 1) / 2;
+	uint32_t left = g - p, shrink = (left + 1) / 2, last = g / RPL_SEG_LAST_SHARE;
 
-	if (shrink < RPL_SEG_FIRST)
-		shrink = RPL_SEG_FIRST;
+	last = last < RPL_SEG_FIRST ? RPL_SEG_FIRST : last > RPL_SEG_LAST_MAX ? RPL_SEG_LAST_MAX : last;
+	if (shrink < last)
+		shrink = last;
 	if (grow > shrink)
 		grow = shrink;
 	return grow < max ? grow : max;

@@ -9,7 +9,7 @@
 #     per op, +20 us per kernel), segments grown to 512 ops leave the device idle while the host
 #     issues each one; the gate sees the trial lose, rebuilds the shape with segments of at most
 #     32 ops and keeps those, which beat eager.
-# Outputs bit-identical with and without cufold throughout (20 seeds for the stream case).
+# Outputs bit-identical with and without cufold over 20 seeds in both cases.
 # tests layer.
 source "$(dirname "$0")/lib.sh"
 prog=$B/progs/rpl_loop
@@ -26,7 +26,8 @@ CUFOLD_OPT=0 CUFOLD_GATE=0 CUFOLD_REPORT="$TMP/side.json" SIMCUDA_STATS="$TMP/si
 	run_cufold "$TMP/side.out" "$prog" sidestream 30 || fail "cufold run exited $?"
 cmp -s "$TMP/eager.out" "$TMP/side.out" || fail "sidestream output differs with cufold"
 
-# 2. the gate's second cuts, on the recsys workload
+# 2. the gate's second cuts, on the recsys workload (rebuilt with them by step 8 of 12)
+same_output_over_seeds "$recsys" --steps 12 --app-us 20
 SIMCUDA_STATS="$TMP/reager.stats" run_plain "$TMP/reager.out" "$recsys" --steps 24 --app-us 20 ||
 	fail "recsys eager run exited $?"
 CUFOLD_LOG=info CUFOLD_REPORT="$TMP/recsys.json" SIMCUDA_STATS="$TMP/recsys.stats" \
