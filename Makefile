@@ -205,6 +205,26 @@ $(B)/kernels/%.ptx: tests/kernels/%.cu
 	$(call msg,NVCC,$<)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
 
+# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c: the
+# default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75 PTX), LZ4 (speed mode), two
+# uncompressed PTX versions, PTX too new for the device, machine code only, and a bare cubin.
+FB_SRC  := tests/kernels/elementwise.cu
+FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin)
+comma   := ,
+FB_GEN  = -gencode arch=compute_$(1),code=$(2)
+$(B)/kernels/elementwise.fatbin: NVFB = -fatbin
+$(B)/kernels/elementwise.lz4.fatbin: NVFB = -fatbin --compress-mode=speed $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.plain.fatbin: NVFB = -fatbin --compress-mode=none $(call FB_GEN,80,[compute_80$(comma)sm_80]) $(call FB_GEN,90,compute_90)
+$(B)/kernels/elementwise.new.fatbin: NVFB = -fatbin $(call FB_GEN,100,compute_100)
+$(B)/kernels/elementwise.sass.fatbin: NVFB = -fatbin $(call FB_GEN,80,sm_80) $(call FB_GEN,90,sm_90)
+$(B)/kernels/elementwise.cubin: NVFB = -cubin -arch=sm_90
+$(FATBINS): $(FB_SRC)
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) $(NVFB) -o $@ $<
+
+$(B)/unit/sim_fatbin: | $(FATBINS)
+
 # Test programs and workloads are plain driver-API programs linked against the software device.
 # Each is compiled and linked in one step; -MMD writes its header dependencies to <binary>.d.
 PROG_LINK = $(LDSAN) -L$(B)/simcuda -l:libcuda.so.1 -ldl -lpthread -lm
