@@ -104,7 +104,7 @@ CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
 .PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep install uninstall
-all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT)
+all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
 # exactly what includes it; they are all included at the end.
@@ -224,6 +224,31 @@ $(FATBINS): $(FB_SRC)
 	$(Q)$(NVCC) $(NVFB) -o $@ $<
 
 $(B)/unit/sim_fatbin: | $(FATBINS)
+
+# Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
+# shared and the static cudart, and compiled with --default-stream per-thread. They find the
+# software device at run time (the runtime dlopens libcuda.so.1 from LD_LIBRARY_PATH).
+CUDART_CU    := $(sort $(wildcard tests/cudart/*.cu))
+CUDART_NAMES := $(patsubst tests/cudart/%.cu,%,$(CUDART_CU))
+CUDART_PROGS := $(foreach n,$(CUDART_NAMES),$(addprefix $(B)/cudart/$(n)-,shared static ptds))
+.SECONDARY: $(CUDART_NAMES:%=$(B)/cudart/%.o) $(CUDART_NAMES:%=$(B)/cudart/%-ptds.o)
+$(B)/cudart/%.o: tests/cudart/%.cu
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$<)
+	$(Q)$(NVCC) -c -o $@ $<
+$(B)/cudart/%-ptds.o: tests/cudart/%.cu
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -c --default-stream per-thread -o $@ $<
+$(B)/cudart/%-shared: $(B)/cudart/%.o
+	$(call msg,NVLD,$@)
+	$(Q)$(NVCC) -cudart shared -o $@ $<
+$(B)/cudart/%-static: $(B)/cudart/%.o
+	$(call msg,NVLD,$@)
+	$(Q)$(NVCC) -cudart static -o $@ $<
+$(B)/cudart/%-ptds: $(B)/cudart/%-ptds.o
+	$(call msg,NVLD,$@)
+	$(Q)$(NVCC) -cudart shared -o $@ $<
 
 # Test programs and workloads are plain driver-API programs linked against the software device.
 # Each is compiled and linked in one step; -MMD writes its header dependencies to <binary>.d.
