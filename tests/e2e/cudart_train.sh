@@ -4,7 +4,9 @@
 # per-thread, runs its own discovery (cuGetProcAddress, the private export tables), registers
 # its default fat binary and trains; under cufold its output is bit for bit the same over 20
 # seeds, the steady-state steps replay as graphs, and cufold's report counts exactly the kernel
-# launches the device counted (none bypasses cufold). tests layer.
+# launches the device counted (none bypasses cufold). tests/cudart/graph.cu, which captures its
+# own step with cudaStreamBeginCapture and launches the graph, is identical with cufold too.
+# tests layer.
 source "$(dirname "$0")/lib.sh"
 
 steps=12
@@ -37,6 +39,21 @@ for name in ("cuGetExportTable", "cuLibraryLoadData", "cuLibraryGetKernel"):
         sys.exit("the runtime never called %s" % name)
 PY
 done
+
+# a program's own stream capture, through the runtime, left to the program
+for v in shared static ptds; do
+	prog="$B/cudart/graph-$v"
+	[[ -x $prog ]] || fail "$prog is not built"
+	same_output_over_seeds "$prog" 6
+	grep -q '^step 5 loss ' "$TMP/plain.1" || fail "graph-$v did not run its 6 steps"
+done
+SIMCUDA_STATS="$TMP/gstats" run_plain /dev/null "$B/cudart/graph-static" 6 || fail "graph-static failed"
+python3 - "$TMP/gstats" <<'PY' || fail "graph-static did not launch its captured graph"
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+if t["graph_launches"] != 6 or t["kernels_executed"] != 24:
+    sys.exit("graph launches %d, kernels %d (want 6, 24)" % (t["graph_launches"], t["kernels_executed"]))
+PY
 
 # the per-thread build reached the _ptsz entry points, the legacy ones the plain ones
 CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-ptds" 2 2>"$TMP/ptds.err" || fail "train-ptds trace run failed"

@@ -48,6 +48,7 @@ struct et_table {
 
 static const char *stub_table[ET_MAX_STUBS];
 static unsigned int stub_slot[ET_MAX_STUBS];
+static bool stub_logged[ET_MAX_STUBS];
 
 /* An unimplemented slot: stub_<tag> for tag = 10..17, 20..27, ... is the (tag/10-1)*8 + tag%10'th
  * stub, bound to a table and slot by table_build. */
@@ -55,8 +56,13 @@ static CUresult stub_hit(unsigned int tag)
 {
 	unsigned int n = (tag / 10 - 1) * 8 + tag % 10;
 
-	sim_log("export table %s slot %u called: not implemented by the software device",
-		stub_table[n] ? stub_table[n] : "?", stub_slot[n]);
+	/* Once per slot: the runtime may call tool slots around every graph operation, and carries
+	 * on whatever they answer (seen: tools-hooks 1 and 4, tools-tls 2, with some builds of this
+	 * library and not others; what decides it is not known). */
+	if (!__atomic_exchange_n(&stub_logged[n], true, __ATOMIC_RELAXED))
+		sim_log("export table %s slot %u called: not implemented by the software device "
+			"(answered CUDA_ERROR_NOT_SUPPORTED; logged once)",
+			stub_table[n] ? stub_table[n] : "?", stub_slot[n]);
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -93,20 +99,23 @@ static const struct et_slot cudart_fns[] = {
 	{ 0, NULL },
 };
 
-/* Tool hooks: two buffers the runtime fills with its callback state for tools (a profiler
- * reads them); their sizes are what the runtime expects. Nobody reads them here. */
-static unsigned char hooks_buf1[1024], hooks_buf2[14];
+/* Tool hooks: two buffers of callback state shared by the runtime and tools (a profiler). The
+ * sizes answered are those the runtime expects (1024 and 14); what unit they count is not
+ * documented, so each buffer is given room for 8-byte units, zeroed: no stray byte can look
+ * like an attached tool. */
+static _Alignas(64) unsigned char hooks_buf1[1024 * 8];
+static _Alignas(64) unsigned char hooks_buf2[14 * 8];
 
 static void hooks_buffer1(void **ptr, size_t *size)
 {
 	*ptr = hooks_buf1;
-	*size = sizeof(hooks_buf1);
+	*size = 1024;
 }
 
 static void hooks_buffer2(void **ptr, size_t *size)
 {
 	*ptr = hooks_buf2;
-	*size = sizeof(hooks_buf2);
+	*size = 14;
 }
 
 static const struct et_slot hooks_fns[] = {
