@@ -231,24 +231,26 @@ $(B)/unit/sim_fatbin: | $(FATBINS)
 CUDART_CU    := $(sort $(wildcard tests/cudart/*.cu))
 CUDART_NAMES := $(patsubst tests/cudart/%.cu,%,$(CUDART_CU))
 CUDART_PROGS := $(foreach n,$(CUDART_NAMES),$(addprefix $(B)/cudart/$(n)-,shared static ptds))
+# a sanitizer build instruments them too, so its runtime is loaded before the device's
+NVSAN        := $(if $(SAN),-Xcompiler -fsanitize=$(SAN))
 .SECONDARY: $(CUDART_NAMES:%=$(B)/cudart/%.o) $(CUDART_NAMES:%=$(B)/cudart/%-ptds.o)
 $(B)/cudart/%.o: tests/cudart/%.cu
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$<)
-	$(Q)$(NVCC) -c -o $@ $<
+	$(Q)$(NVCC) -c $(NVSAN) -o $@ $<
 $(B)/cudart/%-ptds.o: tests/cudart/%.cu
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$@)
-	$(Q)$(NVCC) -c --default-stream per-thread -o $@ $<
+	$(Q)$(NVCC) -c $(NVSAN) --default-stream per-thread -o $@ $<
 $(B)/cudart/%-shared: $(B)/cudart/%.o
 	$(call msg,NVLD,$@)
-	$(Q)$(NVCC) -cudart shared -o $@ $<
+	$(Q)$(NVCC) $(NVSAN) -cudart shared -o $@ $<
 $(B)/cudart/%-static: $(B)/cudart/%.o
 	$(call msg,NVLD,$@)
-	$(Q)$(NVCC) -cudart static -o $@ $<
+	$(Q)$(NVCC) $(NVSAN) -cudart static -o $@ $<
 $(B)/cudart/%-ptds: $(B)/cudart/%-ptds.o
 	$(call msg,NVLD,$@)
-	$(Q)$(NVCC) -cudart shared -o $@ $<
+	$(Q)$(NVCC) $(NVSAN) -cudart shared -o $@ $<
 
 # Test programs and workloads are plain driver-API programs linked against the software device.
 # Each is compiled and linked in one step; -MMD writes its header dependencies to <binary>.d.
