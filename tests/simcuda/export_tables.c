@@ -250,8 +250,10 @@ static const struct et_slot cls_fns[] = {
 	{ 0, NULL },
 };
 
-/* Context checks: the runtime asks whether a context is usable by it (flags 0: nothing to
- * report) and for a global state word (0). */
+/* Context checks: slot 2, whether a context is usable by the runtime (flags 0: nothing to
+ * report); slot 3, called once at start-up. Others document slot 3 as taking nothing and
+ * returning a word; cudart 13.0 passes it three arguments (a pointer into its own data, 64 and
+ * NULL), so its job is not known. Answering 0 and touching nothing lets the runtime go on. */
 static CUresult checks_context(CUcontext ctx, unsigned int *flags, const void **detail)
 {
 	(void)ctx;
