@@ -199,9 +199,13 @@ out_free:
 static int fatbin_walk(const unsigned char *fb, size_t limit,
 		       int (*visit)(const struct fb_entry *e, void *arg), void *arg)
 {
-	size_t hdr = rd16(fb + 6), total = (size_t)rd64(fb + 8), at;
+	size_t hdr, total, at;
 	int rc = 0;
 
+	if (limit < 16)
+		return -1;
+	hdr = rd16(fb + 6);
+	total = (size_t)rd64(fb + 8);
 	if (hdr < 16 || total > FB_MAX_PAYLOAD || (limit != SIZE_MAX && (hdr > limit || total > limit - hdr)))
 		return -1;
 	for (at = hdr; at + 0x40 <= hdr + total;) {

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <cuda.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,12 @@ static void test_truncated_file(void **state)
 	assert_true(fd >= 0);
 	/* cut inside the second entry: the header's sizes run past the end of the file */
 	assert_int_equal(write(fd, img, len / 2), (ssize_t)(len / 2));
+	close(fd);
+	assert_int_equal(cuModuleLoad(&m, path), CUDA_ERROR_INVALID_IMAGE);
+	/* a file shorter than the fatbin header itself */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, img, 8), 8);
 	close(fd);
 	assert_int_equal(cuModuleLoad(&m, path), CUDA_ERROR_INVALID_IMAGE);
 	unlink(path);
