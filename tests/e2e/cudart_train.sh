@@ -15,6 +15,9 @@ for v in shared static ptds; do
 	[[ -x $prog ]] || fail "$prog is not built"
 	same_output_over_seeds "$prog" $steps
 	grep -q "^step $((steps - 1)) loss " "$TMP/plain.1" || fail "train-$v did not run its $steps steps"
+	# the three builds compute the same thing
+	cp "$TMP/plain.1" "$TMP/result.$v"
+	cmp -s "$TMP/result.shared" "$TMP/result.$v" || fail "train-$v's results differ from train-shared's"
 
 	# replay: windows replayed as graphs after warm-up; every launch counted on both sides
 	SIMCUDA_STATS="$TMP/stats.$v" CUFOLD_REPORT="$TMP/report.$v" run_cufold "$TMP/out.$v" "$prog" $steps ||
