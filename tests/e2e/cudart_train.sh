@@ -61,6 +61,11 @@ PY
 # the per-thread build reached the _ptsz entry points, the legacy ones the plain ones
 CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-ptds" 2 2>"$TMP/ptds.err" || fail "train-ptds trace run failed"
 grep -q 'calls cuLaunchKernel_ptsz [0-9]' "$TMP/ptds.err" || fail "per-thread launches did not reach cuLaunchKernel_ptsz"
-CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-shared" 2 2>"$TMP/legacy.err" || fail "train-shared trace run failed"
+SIMCUDA_STATS="$TMP/legacy.stats" CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-shared" 2 \
+	2>"$TMP/legacy.err" || fail "train-shared trace run failed"
 grep -q 'calls cuLaunchKernel [0-9]' "$TMP/legacy.err" || fail "legacy launches did not reach cuLaunchKernel"
+# cuGetExportTable goes through cufold's generated hook to the driver, every call of it
+hooked=$(sed -n 's/.*calls cuGetExportTable \([0-9]*\)$/\1/p' "$TMP/legacy.err")
+device=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["calls"]["cuGetExportTable"])' "$TMP/legacy.stats")
+[[ -n $hooked && $hooked == "$device" ]] || fail "cuGetExportTable: $hooked calls through cufold, $device at the device"
 note "nvcc-built runtime programs: identical with cufold, replayed, launches agree"
