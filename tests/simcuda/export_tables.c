@@ -23,9 +23,10 @@
  * instead of jumping through a null pointer. An unknown UUID is logged and answered
  * CUDA_ERROR_NOT_FOUND.
  *
- * Slots that touch device state take the device lock with sim_enter under a name of their own
- * ("cuGetExportTable:<table>.<what>"), so SIMCUDA_STATS counts what the runtime did privately;
- * those that act like a public entry point call it (counted under its own name). */
+ * Slots that touch device state take the device lock with sim_enter under a name of their own,
+ * "cuGetExportTable.<table>.<what>", so SIMCUDA_STATS counts what the runtime did privately and
+ * SIMCUDA_FAIL can fail it; those that act like a public entry point call it (counted under
+ * its own name). */
 #include "sim_int.h"
 
 #include <pthread.h>
@@ -161,7 +162,7 @@ static struct cls_value **cls_find(struct sim_ctx *c, void *key)
 static CUresult cls_put(CUcontext ctx, void *key, void *value, cls_dtor dtor)
 {
 	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGetExportTable:context-local-storage.put");
+	CUresult rc = sim_enter(&entry, "cuGetExportTable.context-local-storage.put");
 	struct sim_ctx *c;
 	struct cls_value **p, *v;
 
@@ -193,7 +194,7 @@ out:
 static CUresult cls_delete(CUcontext ctx, void *key)
 {
 	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGetExportTable:context-local-storage.delete");
+	CUresult rc = sim_enter(&entry, "cuGetExportTable.context-local-storage.delete");
 	struct sim_ctx *c;
 	struct cls_value **p, *v;
 
@@ -218,7 +219,7 @@ out:
 static CUresult cls_get(void **value, CUcontext ctx, void *key)
 {
 	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGetExportTable:context-local-storage.get");
+	CUresult rc = sim_enter(&entry, "cuGetExportTable.context-local-storage.get");
 	struct sim_ctx *c;
 	struct cls_value *v;
 
