@@ -43,6 +43,10 @@ for name in ("cuGetExportTable", "cuLibraryLoadData", "cuLibraryGetKernel"):
 PY
 done
 
+# the runtime's integrity check hashes every device: it must pass with several
+SIMCUDA_DEVICES=4 run_plain "$TMP/devices4" "$B/cudart/train-static" $steps || fail "train-static fails with 4 devices"
+cmp -s "$TMP/result.shared" "$TMP/devices4" || fail "train-static's results differ with 4 devices"
+
 # a program's own stream capture, through the runtime, left to the program
 for v in shared static ptds; do
 	prog="$B/cudart/graph-$v"
