@@ -369,13 +369,16 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 		goto out;
 	}
 	if (!c->have_ptx) {
-		if (c->ptx_too_new)
+		if (!c->archs[0])
+			snprintf(msg, sizeof(msg), "fatbin holds no code at all (as the device-link image of an "
+				 "nvcc -rdc=true build for compute_XX only: relocatable code is not supported)");
+		else if (c->ptx_too_new)
 			snprintf(msg, sizeof(msg), "fatbin's PTX is for compute_%u, newer than the device's 9.0 "
 				 "(entries: %s)", c->too_new_arch, c->archs);
 		else
 			snprintf(msg, sizeof(msg), "fatbin holds machine code only (%s; kernels: %s): the "
 				 "software device runs PTX only (add compute_XX to nvcc's -gencode)",
-				 c->archs[0] ? c->archs : "no entries", c->kernels[0] ? c->kernels : "none found");
+				 c->archs, c->kernels[0] ? c->kernels : "none found");
 		rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
 		goto out;
 	}
