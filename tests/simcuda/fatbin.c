@@ -145,17 +145,20 @@ static bool zstd_open(zstd_decompress_fn *dec, zstd_is_error_fn *is_err)
  * caller; *len its length without the NUL). */
 static CUresult entry_bytes(const struct fb_entry *e, char **out, size_t *len, char *err, size_t errlen)
 {
-	unsigned char *buf;
+	unsigned char *buf = NULL;
 	size_t n = e->plain_len;
 	CUresult rc = CUDA_ERROR_INVALID_IMAGE;
 
 	if (n > FB_MAX_PAYLOAD) {
 		snprintf(err, errlen, "fatbin entry claims %zu bytes", n);
-		return rc;
+		goto out_free;
 	}
 	buf = malloc(n + 1);
-	if (!buf)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!buf) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
 	if (e->flags & FB_FLAG_LZ4) {
 		long got = lz4_block_decode(e->payload, e->payload_len, buf, n);
 
@@ -187,7 +190,8 @@ static CUresult entry_bytes(const struct fb_entry *e, char **out, size_t *len, c
 	buf[n] = 0;
 	*out = (char *)buf;
 	*len = n;
-	return CUDA_SUCCESS;
+	buf = NULL;
+	rc = CUDA_SUCCESS;
 out_free:
 	free(buf);
 	return rc;
@@ -200,14 +204,14 @@ static int fatbin_walk(const unsigned char *fb, size_t limit,
 		       int (*visit)(const struct fb_entry *e, void *arg), void *arg)
 {
 	size_t hdr, total, at;
-	int rc = 0;
+	int rc = -1;
 
 	if (limit < 16)
-		return -1;
+		goto out;
 	hdr = rd16(fb + 6);
 	total = (size_t)rd64(fb + 8);
 	if (hdr < 16 || total > FB_MAX_PAYLOAD || (limit != SIZE_MAX && (hdr > limit || total > limit - hdr)))
-		return -1;
+		goto out;
 	for (at = hdr; at + 0x40 <= hdr + total;) {
 		const unsigned char *p = fb + at;
 		struct fb_entry e;
@@ -215,7 +219,7 @@ static int fatbin_walk(const unsigned char *fb, size_t limit,
 		uint64_t stored = rd64(p + 8);
 
 		if (ehdr < 0x40 || stored > total || ehdr + stored > hdr + total - at)
-			return -1;
+			goto out;
 		e.kind = rd16(p);
 		e.arch = rd32(p + 0x1c);
 		e.flags = rd64(p + 0x28);
@@ -226,50 +230,64 @@ static int fatbin_walk(const unsigned char *fb, size_t limit,
 			e.payload_len = rd32(p + 0x10);
 			e.plain_len = (size_t)rd64(p + 0x38);
 			if (e.payload_len > stored)
-				return -1;
+				goto out;
 		}
 		rc = visit(&e, arg);
 		if (rc)
-			break;
+			goto out;
 		at += ehdr + stored;
 	}
+	rc = 0;
+out:
 	return rc;
 }
 
 /* ------------------------------------------------------------------ ELF: kernel names */
 
-/* Append the kernels of an ELF cubin (the sections named .text.<kernel>) to names. */
+/* Whether name is one of the space-separated words of names. */
+static bool name_listed(const char *names, const char *name)
+{
+	size_t n = strlen(name);
+	bool found = false;
+
+	for (const char *w = names; *w && !found; w += strcspn(w, " "), w += *w == ' ')
+		found = strncmp(w, name, n) == 0 && (w[n] == ' ' || w[n] == 0);
+	return found;
+}
+
+/* Append the kernels of an ELF cubin (the sections named .text.<kernel>) to names, once each
+ * (a fatbin holds the same kernels for several architectures). */
 static void elf_kernels(const unsigned char *elf, size_t len, char *names, size_t cap)
 {
-	uint64_t shoff;
+	uint64_t shoff, stroff, strsize;
 	unsigned int shentsize, shnum, shstrndx;
 	const unsigned char *strsh;
-	uint64_t stroff, strsize;
 
 	if (len < 64 || elf[4] != 2) /* 64-bit ELF only, as nvcc writes */
-		return;
+		goto out;
 	shoff = rd64(elf + 0x28);
 	shentsize = rd16(elf + 0x3a);
 	shnum = rd16(elf + 0x3c);
 	shstrndx = rd16(elf + 0x3e);
 	if (shentsize < 64 || shstrndx >= shnum || shoff > len || (uint64_t)shnum * shentsize > len - shoff)
-		return;
+		goto out;
 	strsh = elf + shoff + (size_t)shstrndx * shentsize;
 	stroff = rd64(strsh + 0x18);
 	strsize = rd64(strsh + 0x20);
 	if (stroff > len || strsize > len - stroff)
-		return;
+		goto out;
 	for (unsigned int i = 0; i < shnum; i++) {
 		uint32_t nm = rd32(elf + shoff + (size_t)i * shentsize);
 		const char *s = (const char *)elf + stroff + nm;
 		size_t used = strlen(names);
 
-		if (nm >= strsize || !memchr(s, 0, strsize - nm) || strncmp(s, ".text.", 6))
-			continue;
-		if (strstr(names, s + 6)) /* the same kernel in several architectures */
+		if (nm >= strsize || !memchr(s, 0, strsize - nm) || strncmp(s, ".text.", 6) ||
+		    name_listed(names, s + 6))
 			continue;
 		snprintf(names + used, cap - used, "%s%s", used ? " " : "", s + 6);
 	}
+out:
+	return;
 }
 
 /* The architecture an ELF cubin is for: e_flags holds it in bits 8..15 from the CUDA ELF ABI
@@ -290,7 +308,7 @@ struct fb_choice {
 	unsigned int too_new_arch;   /* the lowest such */
 	char archs[160];             /* every entry, e.g. "sm_90 compute_90" */
 	char kernels[512];           /* kernel names from the ELF entries */
-	char err[200];               /* a decompression failure of an ELF entry */
+	char err[200];               /* why an ELF entry could not be read (then no kernel names) */
 };
 
 static int choose(const struct fb_entry *e, void *arg)
@@ -331,8 +349,11 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 	char msg[1024] = "";
 
 	*text = NULL;
-	if (!b)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!b) {
+		snprintf(msg, sizeof(msg), "no image");
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
 	/* Compare byte by byte so a short NUL-terminated text is never read past its end. */
 	if (b[0] == 0xb1 && b[1] == 0x43 && b[2] == 0x62 && b[3] == 0x46) {
 		const unsigned char *fb;
@@ -357,12 +378,14 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 		rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
 		goto out;
 	}
-	if (!(b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba)) {
-		return CUDA_SUCCESS; /* PTX text (or garbage the PTX reader will name) */
-	}
+	if (!(b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba))
+		goto out; /* PTX text (or garbage the PTX reader will name) */
 	c = calloc(1, sizeof(*c));
-	if (!c)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!c) {
+		snprintf(msg, sizeof(msg), "out of memory");
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
 	if (fatbin_walk(b, limit, choose, c) < 0) {
 		snprintf(msg, sizeof(msg), "fatbin is truncated or malformed");
 		rc = CUDA_ERROR_INVALID_IMAGE;
@@ -378,7 +401,7 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 		else
 			snprintf(msg, sizeof(msg), "fatbin holds machine code only (%s; kernels: %s): the "
 				 "software device runs PTX only (add compute_XX to nvcc's -gencode)",
-				 c->archs, c->kernels[0] ? c->kernels : "none found");
+				 c->archs, c->kernels[0] ? c->kernels : c->err[0] ? c->err : "none found");
 		rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
 		goto out;
 	}
