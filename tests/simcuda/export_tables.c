@@ -393,12 +393,14 @@ static CUresult integrity_check(unsigned int version, uint64_t unix_seconds, uin
 	int driver = 0, ndev = 0;
 	CUresult rc = CUDA_SUCCESS;
 
-	if (!result)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!result) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
 	if (version % 10 <= 1) {
 		result[0] = version % 10 ? 0x1841181c03cb675cull : 0x3341181c03cb675cull;
 		result[1] = 0x8ed383aa1f4cd1e8ull;
-		return CUDA_SUCCESS;
+		goto out;
 	}
 	memset(&h, 0, sizeof(h));
 	(void)cuDriverGetVersion(&driver);
@@ -436,6 +438,7 @@ static CUresult integrity_check(unsigned int version, uint64_t unix_seconds, uin
 	md2_update(&m, inner, 16, 0);
 	md2_final(&m, out);
 	memcpy(result, out, 16);
+out:
 	return rc;
 }
 
