@@ -7,8 +7,9 @@
  * buffered) and scales them; the "compute" stream (default flags) waits for it by event, copies
  * the targets from pageable memory, runs forward, loss and update with a scratch buffer from
  * cudaMallocAsync, and the default stream (legacy or per-thread, as built) waits for compute by
- * event and copies the loss back to pinned memory. Every result is printed as bits, so a run
- * with and without cufold compares exactly.
+ * event and copies the loss back to pinned memory. At the end cudaDeviceReset, and one more
+ * kernel on fresh memory. Every result is printed as bits, so a run with and without cufold
+ * compares exactly.
  *
  * usage: train [steps]   (default 12) */
 #include <cstdio>
@@ -82,6 +83,16 @@ static uint32_t bits(float f)
 	return u;
 }
 
+/* Inputs of the run after cudaDeviceReset: 0, 1, 2, ... */
+static const float *x_host_after_reset(void)
+{
+	static float v[N];
+
+	for (int i = 0; i < N; i++)
+		v[i] = (float)i;
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 12;
@@ -91,6 +102,7 @@ int main(int argc, char **argv)
 	cudaStream_t data, compute;
 	cudaEvent_t data_done, compute_done;
 	uint64_t h = 1469598103934665603ull;
+	float h_after;
 
 	CK(cudaStreamCreateWithFlags(&data, cudaStreamNonBlocking));
 	CK(cudaStreamCreate(&compute));
@@ -150,5 +162,16 @@ int main(int argc, char **argv)
 	CK(cudaFree(loss));
 	free(t_pageable);
 	free(w_host);
+
+	/* cudaDeviceReset tears the runtime's state down (through the driver's primary-context
+	 * reset and context-local storage); the runtime must come up again for the next call. */
+	CK(cudaDeviceReset());
+	CK(cudaMalloc(&x, N * sizeof(float)));
+	CK(cudaMemcpy(x, x_host_after_reset(), N * sizeof(float), cudaMemcpyHostToDevice));
+	rt_prep<<<blocks, THREADS>>>(x, 2.0f, N);
+	CK(cudaGetLastError());
+	CK(cudaMemcpy(&h_after, x + N - 1, sizeof(float), cudaMemcpyDeviceToHost));
+	printf("after reset %08x\n", bits(h_after));
+	CK(cudaFree(x));
 	return 0;
 }
