@@ -99,6 +99,11 @@ PLUGINS   := $(patsubst tests/plugins/%.c,$(B)/plugins/%.so,$(wildcard tests/plu
 SIM_UNIT  := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/sim_*.c))
 CF_UNIT   := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
+# runtime-API programs (tests/cudart/*.cu), each built three ways (see their rules below)
+CUDART_CU    := $(sort $(wildcard tests/cudart/*.cu))
+CUDART_NAMES := $(patsubst tests/cudart/%.cu,%,$(CUDART_CU))
+CUDART_PROGS := $(foreach n,$(CUDART_NAMES),$(addprefix $(B)/cudart/$(n)-,shared static ptds))
+
 SIMLIB    := $(B)/simcuda/libcuda.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
@@ -227,11 +232,8 @@ $(B)/unit/sim_fatbin: | $(FATBINS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
-# software device at run time (the runtime dlopens libcuda.so.1 from LD_LIBRARY_PATH).
-CUDART_CU    := $(sort $(wildcard tests/cudart/*.cu))
-CUDART_NAMES := $(patsubst tests/cudart/%.cu,%,$(CUDART_CU))
-CUDART_PROGS := $(foreach n,$(CUDART_NAMES),$(addprefix $(B)/cudart/$(n)-,shared static ptds))
-# a sanitizer build instruments them too, so its runtime is loaded before the device's
+# software device at run time (the runtime dlopens libcuda.so.1 from LD_LIBRARY_PATH). A
+# sanitizer build instruments them too, so its runtime is loaded before the device's.
 NVSAN        := $(if $(SAN),-Xcompiler -fsanitize=$(SAN))
 .SECONDARY: $(CUDART_NAMES:%=$(B)/cudart/%.o) $(CUDART_NAMES:%=$(B)/cudart/%-ptds.o)
 $(B)/cudart/%.o: tests/cudart/%.cu

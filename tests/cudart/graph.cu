@@ -1,6 +1,6 @@
 /* graph.cu - a runtime-API program that captures its own training step into a CUDA graph with
  * cudaStreamBeginCapture and launches the instantiated graph every step, reading the loss back
- * from pinned memory each time. tests layer; built by nvcc like train.cu (the same kernels, run
+ * from pinned memory each time; a cudaStreamAddCallback after each launch records the step. tests layer; built by nvcc like train.cu (the same kernels, run
  * by the twins in tests/simcuda/twins_cudart.c), run by tests/e2e/cudart_train.sh.
  *
  * usage: graph [steps]   (default 8) */
@@ -62,6 +62,16 @@ static void check(cudaError_t e, const char *what, int line)
 }
 #define CK(call) check((call), #call, __LINE__)
 
+/* cudaStreamAddCallback's callback: records, in order, which steps' graphs have completed. */
+static int done_steps[64], ndone;
+
+static void CUDART_CB step_done(cudaStream_t stream, cudaError_t status, void *arg)
+{
+	(void)stream;
+	if (status == cudaSuccess && ndone < 64)
+		done_steps[ndone++] = (int)(intptr_t)arg;
+}
+
 static uint32_t bits(float f)
 {
 	uint32_t u;
@@ -113,9 +123,14 @@ int main(int argc, char **argv)
 			t_pinned[i] = (float)((i * 5 + step) % 17) / 17.0f;
 		}
 		CK(cudaGraphLaunch(exec, s));
+		CK(cudaStreamAddCallback(s, step_done, (void *)(intptr_t)step, 0));
 		CK(cudaStreamSynchronize(s));
 		printf("step %d loss %08x\n", step, bits(*loss_pinned));
 	}
+	printf("callbacks");
+	for (int i = 0; i < ndone; i++)
+		printf(" %d", done_steps[i]);
+	printf("\n");
 	CK(cudaGraphExecDestroy(exec));
 	CK(cudaGraphDestroy(graph));
 	CK(cudaStreamDestroy(s));

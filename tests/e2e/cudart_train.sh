@@ -53,6 +53,7 @@ for v in shared static ptds; do
 	[[ -x $prog ]] || fail "$prog is not built"
 	same_output_over_seeds "$prog" 6
 	grep -q '^step 5 loss ' "$TMP/plain.1" || fail "graph-$v did not run its 6 steps"
+	grep -q '^callbacks 0 1 2 3 4 5$' "$TMP/plain.1" || fail "graph-$v: stream callbacks did not run in order"
 done
 SIMCUDA_STATS="$TMP/gstats" run_plain /dev/null "$B/cudart/graph-static" 6 || fail "graph-static failed"
 python3 - "$TMP/gstats" <<'PY' || fail "graph-static did not launch its captured graph"
