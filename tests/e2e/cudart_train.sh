@@ -22,7 +22,8 @@ for v in shared static ptds; do
 	# replay: windows replayed as graphs after warm-up; every launch counted on both sides
 	SIMCUDA_STATS="$TMP/stats.$v" CUFOLD_REPORT="$TMP/report.$v" run_cufold "$TMP/out.$v" "$prog" $steps ||
 		fail "train-$v exited $? with cufold"
-	python3 - "$TMP/stats.$v" "$TMP/report.$v" "$v" <<'PY' || fail "train-$v: cufold's report and the device's counters disagree"
+	python3 - "$TMP/stats.$v" "$TMP/report.$v" "$v" <<'PY' ||
+		fail "train-$v: cufold's report and the device's counters disagree"
 import json, sys
 stats, report, v = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3])
 r = report["replay"]
@@ -64,13 +65,17 @@ if t["graph_launches"] != 6 or t["kernels_executed"] != 24:
 PY
 
 # the per-thread build reached the _ptsz entry points, the legacy ones the plain ones
-CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-ptds" 2 2>"$TMP/ptds.err" || fail "train-ptds trace run failed"
-grep -q 'calls cuLaunchKernel_ptsz [0-9]' "$TMP/ptds.err" || fail "per-thread launches did not reach cuLaunchKernel_ptsz"
+CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-ptds" 2 2>"$TMP/ptds.err" ||
+	fail "train-ptds trace run failed"
+grep -q 'calls cuLaunchKernel_ptsz [0-9]' "$TMP/ptds.err" ||
+	fail "per-thread launches did not reach cuLaunchKernel_ptsz"
 SIMCUDA_STATS="$TMP/legacy.stats" CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-shared" 2 \
 	2>"$TMP/legacy.err" || fail "train-shared trace run failed"
 grep -q 'calls cuLaunchKernel [0-9]' "$TMP/legacy.err" || fail "legacy launches did not reach cuLaunchKernel"
 # cuGetExportTable goes through cufold's generated hook to the driver, every call of it
 hooked=$(sed -n 's/.*calls cuGetExportTable \([0-9]*\)$/\1/p' "$TMP/legacy.err")
-device=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["calls"]["cuGetExportTable"])' "$TMP/legacy.stats")
-[[ -n $hooked && $hooked == "$device" ]] || fail "cuGetExportTable: $hooked calls through cufold, $device at the device"
+device=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["calls"]["cuGetExportTable"])' \
+	"$TMP/legacy.stats")
+[[ -n $hooked && $hooked == "$device" ]] ||
+	fail "cuGetExportTable: $hooked calls through cufold, $device at the device"
 note "nvcc-built runtime programs: identical with cufold, replayed, launches agree"
