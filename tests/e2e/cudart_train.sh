@@ -22,8 +22,8 @@ for v in shared static ptds; do
 	# replay: windows replayed as graphs after warm-up; every launch counted on both sides
 	SIMCUDA_STATS="$TMP/stats.$v" CUFOLD_REPORT="$TMP/report.$v" run_cufold "$TMP/out.$v" "$prog" $steps ||
 		fail "train-$v exited $? with cufold"
-	python3 - "$TMP/stats.$v" "$TMP/report.$v" "$v" <<'PY' ||
-		fail "train-$v: cufold's report and the device's counters disagree"
+	disagree="train-$v: cufold's report and the device's counters disagree"
+	python3 - "$TMP/stats.$v" "$TMP/report.$v" "$v" <<'PY' || fail "$disagree"
 import json, sys
 stats, report, v = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3])
 r = report["replay"]
