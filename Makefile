@@ -99,12 +99,17 @@ PLUGINS   := $(patsubst tests/plugins/%.c,$(B)/plugins/%.so,$(wildcard tests/plu
 SIM_UNIT  := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/sim_*.c))
 CF_UNIT   := $(patsubst tests/unit/%.c,$(B)/unit/%,$(wildcard tests/unit/test_*.c))
 
+# runtime-API programs (tests/cudart/*.cu), each built three ways (see their rules below)
+CUDART_CU    := $(sort $(wildcard tests/cudart/*.cu))
+CUDART_NAMES := $(patsubst tests/cudart/%.cu,%,$(CUDART_CU))
+CUDART_PROGS := $(foreach n,$(CUDART_NAMES),$(addprefix $(B)/cudart/$(n)-,shared static ptds))
+
 SIMLIB    := $(B)/simcuda/libcuda.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
 .PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep install uninstall
-all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT)
+all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
 # exactly what includes it; they are all included at the end.
@@ -204,6 +209,50 @@ $(B)/kernels/%.ptx: tests/kernels/%.cu
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$<)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
+
+# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c: the
+# default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75 PTX), LZ4 (speed mode), two
+# uncompressed PTX versions, PTX too new for the device, machine code only, and a bare cubin.
+FB_SRC  := tests/kernels/elementwise.cu
+FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin)
+comma   := ,
+FB_GEN  = -gencode arch=compute_$(1),code=$(2)
+$(B)/kernels/elementwise.fatbin: NVFB = -fatbin
+$(B)/kernels/elementwise.lz4.fatbin: NVFB = -fatbin --compress-mode=speed $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.plain.fatbin: NVFB = -fatbin --compress-mode=none $(call FB_GEN,80,[compute_80$(comma)sm_80]) $(call FB_GEN,90,compute_90)
+$(B)/kernels/elementwise.new.fatbin: NVFB = -fatbin $(call FB_GEN,100,compute_100)
+$(B)/kernels/elementwise.sass.fatbin: NVFB = -fatbin $(call FB_GEN,80,sm_80) $(call FB_GEN,90,sm_90)
+$(B)/kernels/elementwise.cubin: NVFB = -cubin -arch=sm_90
+$(FATBINS): $(FB_SRC)
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) $(NVFB) -o $@ $<
+
+$(B)/unit/sim_fatbin: | $(FATBINS)
+
+# Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
+# shared and the static cudart, and compiled with --default-stream per-thread. They find the
+# software device at run time (the runtime dlopens libcuda.so.1 from LD_LIBRARY_PATH). A
+# sanitizer build instruments them too, so its runtime is loaded before the device's.
+NVSAN        := $(if $(SAN),-Xcompiler -fsanitize=$(SAN))
+.SECONDARY: $(CUDART_NAMES:%=$(B)/cudart/%.o) $(CUDART_NAMES:%=$(B)/cudart/%-ptds.o)
+$(B)/cudart/%.o: tests/cudart/%.cu
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$<)
+	$(Q)$(NVCC) -c $(NVSAN) -o $@ $<
+$(B)/cudart/%-ptds.o: tests/cudart/%.cu
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) -c $(NVSAN) --default-stream per-thread -o $@ $<
+$(B)/cudart/%-shared: $(B)/cudart/%.o
+	$(call msg,NVLD,$@)
+	$(Q)$(NVCC) $(NVSAN) -cudart shared -o $@ $<
+$(B)/cudart/%-static: $(B)/cudart/%.o
+	$(call msg,NVLD,$@)
+	$(Q)$(NVCC) $(NVSAN) -cudart static -o $@ $<
+$(B)/cudart/%-ptds: $(B)/cudart/%-ptds.o
+	$(call msg,NVLD,$@)
+	$(Q)$(NVCC) $(NVSAN) -cudart shared -o $@ $<
 
 # Test programs and workloads are plain driver-API programs linked against the software device.
 # Each is compiled and linked in one step; -MMD writes its header dependencies to <binary>.d.

@@ -534,6 +534,31 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 	return sim_leave(rc);
 }
 
+static CUresult primary_reset(CUdevice dev)
+{
+	CUresult rc = check_device(dev);
+
+	if (rc == CUDA_SUCCESS && devices[dev].primary) {
+		sim_sched_drain_ctx(devices[dev].primary);
+		devices[dev].primary_refs = 0;
+	}
+	return rc;
+}
+
+/* The CUDA 7.0 ABI, exported as plain cuDevicePrimaryCtxReset: cudaDeviceReset looks it up at
+ * version 7000. */
+CUresult sim_primary_reset_v1(CUdevice dev) __asm__("cuDevicePrimaryCtxReset");
+CUresult sim_primary_reset_v1(CUdevice dev)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, "cuDevicePrimaryCtxReset");
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = primary_reset(dev);
+	return sim_leave(rc);
+}
+
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
 	static struct sim_entry entry;
@@ -541,9 +566,6 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if ((rc = check_device(dev)) == CUDA_SUCCESS && devices[dev].primary) {
-		sim_sched_drain_ctx(devices[dev].primary);
-		devices[dev].primary_refs = 0;
-	}
+	rc = primary_reset(dev);
 	return sim_leave(rc);
 }

@@ -103,21 +103,24 @@ void sim_module_unref(struct sim_module *m)
 
 /* Build a module from an image. The parse error, if any, goes to errlog (when given) and to
  * one sim_log line naming the calling entry point. */
-static CUresult module_create(const char *who, const void *image, struct sim_ctx *ctx,
+static CUresult module_create(const char *who, const void *image, size_t limit, struct sim_ctx *ctx,
 			      struct sim_library *lib, char *errlog, size_t errlen,
 			      struct sim_module **out)
 {
-	char err[256];
+	char err[256], *ptx = NULL;
 	struct sim_module *m;
 	CUresult rc;
 
-	rc = sim_ptx_check_image(image);
+	rc = sim_image_ptx(who, image, limit, &ptx, errlog, errlen);
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m) {
+		free(ptx);
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = sim_ptx_parse(image, &m->ptx, err, sizeof(err));
+	}
+	rc = sim_ptx_parse(ptx ? ptx : image, &m->ptx, err, sizeof(err));
+	free(ptx);
 	if (rc != CUDA_SUCCESS) {
 		sim_log("%s: image is not valid PTX: %s", who, err);
 		if (errlog && errlen)
@@ -181,8 +184,8 @@ static void module_unload(struct sim_module *m)
 	sim_module_unref(m);
 }
 
-/* Read a whole file into a NUL-terminated buffer. */
-static CUresult read_file(const char *path, char **out)
+/* Read a whole file into a NUL-terminated buffer of *len bytes (without the NUL). */
+static CUresult read_file(const char *path, char **out, size_t *outlen)
 {
 	FILE *f;
 	char *buf = NULL;
@@ -214,6 +217,7 @@ static CUresult read_file(const char *path, char **out)
 	}
 	buf[len] = 0;
 	*out = buf;
+	*outlen = len;
 	buf = NULL;
 out_close:
 	free(buf);
@@ -264,7 +268,7 @@ static void jit_logs(unsigned int n, const CUjit_option *opts, void **vals, cons
 	}
 }
 
-static CUresult module_load(const char *who, CUmodule *module, const void *image,
+static CUresult module_load(const char *who, CUmodule *module, const void *image, size_t limit,
 			    char *errlog, size_t errlen)
 {
 	struct sim_ctx *ctx;
@@ -276,7 +280,7 @@ static CUresult module_load(const char *who, CUmodule *module, const void *image
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	rc = module_create(who, image, ctx, NULL, errlog, errlen, &m);
+	rc = module_create(who, image, limit, ctx, NULL, errlog, errlen, &m);
 	if (rc == CUDA_SUCCESS)
 		*module = (CUmodule)m;
 	return rc;
@@ -291,7 +295,7 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	rc = module_load(__func__, module, image, NULL, 0);
+	rc = module_load(__func__, module, image, SIZE_MAX, NULL, 0);
 	return sim_leave(rc);
 }
 
@@ -308,7 +312,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	rc = module_load(__func__, module, image, err, sizeof(err));
+	rc = module_load(__func__, module, image, SIZE_MAX, err, sizeof(err));
 	jit_logs(numOptions, options, optionValues, err);
 out:
 	return sim_leave(rc);
@@ -318,6 +322,7 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
 	static struct sim_entry entry;
 	char *text = NULL;
+	size_t len;
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
@@ -326,12 +331,24 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname)
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	rc = read_file(fname, &text);
+	rc = read_file(fname, &text, &len);
 	if (rc != CUDA_SUCCESS)
 		goto out;
-	rc = module_load(__func__, module, text, NULL, 0);
+	rc = module_load(__func__, module, text, len, NULL, 0);
 	free(text);
 out:
+	return sim_leave(rc);
+}
+
+/* A fatbin or a fatbin wrapper (module_create reads both, as it reads PTX text). */
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = module_load(__func__, module, fatCubin, SIZE_MAX, NULL, 0);
 	return sim_leave(rc);
 }
 
@@ -448,8 +465,8 @@ CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 
 /* ------------------------------------------------------------------ libraries */
 
-static CUresult library_load(const char *who, CUlibrary *library, const void *code, char *errlog,
-			     size_t errlen)
+static CUresult library_load(const char *who, CUlibrary *library, const void *code, size_t limit,
+			     char *errlog, size_t errlen)
 {
 	struct sim_library *lib;
 	CUresult rc;
@@ -461,7 +478,7 @@ static CUresult library_load(const char *who, CUlibrary *library, const void *co
 	lib = calloc(1, sizeof(*lib));
 	if (!lib)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = module_create(who, code, NULL, lib, errlog, errlen, &lib->mod);
+	rc = module_create(who, code, limit, NULL, lib, errlog, errlen, &lib->mod);
 	if (rc != CUDA_SUCCESS) {
 		free(lib);
 		return rc;
@@ -486,7 +503,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 	(void)numLibraryOptions;
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	rc = library_load(__func__, library, code, err, sizeof(err));
+	rc = library_load(__func__, library, code, SIZE_MAX, err, sizeof(err));
 	jit_logs(numJitOptions, jitOptions, jitOptionsValues, err);
 	return sim_leave(rc);
 }
@@ -498,6 +515,7 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
 {
 	static struct sim_entry entry;
 	char err[256] = "", *text = NULL;
+	size_t len;
 	CUresult rc = sim_enter(&entry, __func__);
 
 	(void)libraryOptions;
@@ -505,10 +523,10 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
 	(void)numLibraryOptions;
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	rc = read_file(fileName, &text);
+	rc = read_file(fileName, &text, &len);
 	if (rc != CUDA_SUCCESS)
 		goto out;
-	rc = library_load(__func__, library, text, err, sizeof(err));
+	rc = library_load(__func__, library, text, len, err, sizeof(err));
 	jit_logs(numJitOptions, jitOptions, jitOptionsValues, err);
 	free(text);
 out:

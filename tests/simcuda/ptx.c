@@ -46,27 +46,6 @@ static CUresult fail_at(struct ptx_reader *r, const char *at, const char *fmt, c
 	return CUDA_ERROR_INVALID_PTX;
 }
 
-CUresult sim_ptx_check_image(const void *image)
-{
-	const unsigned char *b = image;
-	const char *what = NULL;
-
-	if (!b)
-		return CUDA_ERROR_INVALID_VALUE;
-	/* Compare byte by byte so a short NUL-terminated text is never read past its end. */
-	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F')
-		what = "an ELF cubin";
-	else if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba)
-		what = "a fatbin";
-	else if (b[0] == 0xb1 && b[1] == 0x43 && b[2] == 0x62 && b[3] == 0x46)
-		what = "a fatbin wrapper";
-	if (!what)
-		return CUDA_SUCCESS;
-	sim_log("module image is %s: the software device loads PTX text only "
-		"(build the kernels with nvcc -ptx)", what);
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-
 /* Copy text, blanking comments and string literals (keeping newlines for line numbers), so
  * later passes see only directives, names and punctuation. */
 static CUresult blank_comments(struct ptx_reader *r, const char *text)

@@ -33,9 +33,14 @@ struct sim_ptx {
 	int version;                 /* .version major*10 + minor (e.g. 90) */
 };
 
-/* Classify an image handed to cuModuleLoadData & co: CUDA_SUCCESS for PTX text, or the error
- * for a cubin (ELF) / fatbin image, which the software device cannot run (one sim_log line). */
-CUresult sim_ptx_check_image(const void *image);
+/* The PTX text an image handed to cuModuleLoadData & co carries (fatbin.c). For PTX text,
+ * CUDA_SUCCESS with *text NULL (use the image itself); for a fatbin or a fatbin wrapper, the
+ * best PTX entry decompressed into a new NUL-terminated buffer (*text, freed by the caller);
+ * for an image without usable PTX (ELF cubin, machine code only, a newer PTX, a bad or
+ * truncated fatbin) the error, with one sim_log line naming `who` and, in err, the kernels and
+ * architectures it holds. limit: the bytes readable at image, SIZE_MAX when unknown. */
+CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **text,
+		       char *err, size_t errlen);
 /* Parse NUL-terminated PTX text. On failure returns CUDA_ERROR_INVALID_PTX, leaves *out
  * empty and writes a one-line reason into err (errlen bytes; err may be NULL). */
 CUresult sim_ptx_parse(const char *text, struct sim_ptx *out, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 /* sim_module.c - unit tests of the software device's modules: PTX reading (tricky and broken
- * inputs), parameter layouts of every test kernel, functions, libraries and kernels, function
- * attributes, loading from files and unloading. tests layer; runs against libcuda.so.1. */
+ * inputs; nvcc's binary images are in sim_fatbin.c), parameter layouts of every test kernel,
+ * functions, libraries and kernels, function attributes, loading from files and unloading.
+ * tests layer; runs against libcuda.so.1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,9 +185,11 @@ static void test_ptx_errors(void **state)
 		".version 9.0\n\x01\x02\x03",
 		".version x.y\n",
 	};
-	static const unsigned char elf[] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0 };
-	static const unsigned char fatbin[] = { 0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0, 0 };
-	static const unsigned char wrapper[] = { 0xb1, 0x43, 0x62, 0x46, 1, 0, 0, 0, 0 };
+	/* Binary images with nothing to run (tests/unit/sim_fatbin.c has nvcc's real ones): an ELF
+	 * header without sections, a fatbin without entries, a wrapper pointing nowhere. */
+	static const unsigned char elf[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0x41, 8 };
+	static const unsigned char fatbin[16] = { 0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0 };
+	static const unsigned char wrapper[24] = { 0xb1, 0x43, 0x62, 0x46, 1, 0, 0, 0 };
 	CUmodule m;
 
 	(void)state;
@@ -196,9 +199,9 @@ static void test_ptx_errors(void **state)
 		if (rc != CUDA_ERROR_INVALID_PTX)
 			fail_msg("bad PTX #%zu loaded with %d: %s", i, (int)rc, bad[i]);
 	}
-	assert_int_equal(cuModuleLoadData(&m, elf), CUDA_ERROR_NOT_SUPPORTED);
-	assert_int_equal(cuModuleLoadData(&m, fatbin), CUDA_ERROR_NOT_SUPPORTED);
-	assert_int_equal(cuModuleLoadData(&m, wrapper), CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(cuModuleLoadData(&m, elf), CUDA_ERROR_NO_BINARY_FOR_GPU);
+	assert_int_equal(cuModuleLoadData(&m, fatbin), CUDA_ERROR_NO_BINARY_FOR_GPU);
+	assert_int_equal(cuModuleLoadData(&m, wrapper), CUDA_ERROR_INVALID_IMAGE);
 	assert_int_equal(cuModuleLoadData(&m, NULL), CUDA_ERROR_INVALID_VALUE);
 	assert_int_equal(cuModuleLoadData(NULL, ".version 9.0\n"), CUDA_ERROR_INVALID_VALUE);
 	/* a module with no entries at all is valid */
