@@ -1,6 +1,6 @@
 /* array.c - the software device's CUDA arrays: creation, descriptors, destruction, the
- * array side of copies (copy.c) and the linear copies to and from arrays (cuMemcpyHtoA &
- * co). tests/simcuda layer.
+ * array side of copies (copy.c) and the linear copies to and from arrays (cuMemcpyHtoA,
+ * AtoH, DtoA, AtoD, AtoA and their async and per-thread forms). tests/simcuda layer.
  *
  * An array is opaque to the program; here its elements are one device allocation (memory.c)
  * laid out row after row, slice after slice, with no padding: the layout only the copies see.
@@ -246,33 +246,108 @@ static CUresult array_copy(CUDA_MEMCPY3D *p, size_t n, CUstream h, enum sim_pt p
 	return sim__copy_3d(p, h, pt, is_async);
 }
 
+static CUresult htoa(CUarray a, size_t off, const void *src, size_t n, CUstream h, enum sim_pt pt, bool is_async)
+{
+	CUDA_MEMCPY3D p = { 0 };
+
+	array_end(&p, true, a, off);
+	p.srcMemoryType = CU_MEMORYTYPE_HOST;
+	p.srcHost = src;
+	return array_copy(&p, n, h, pt, is_async);
+}
+
+static CUresult atoh(void *dst, CUarray a, size_t off, size_t n, CUstream h, enum sim_pt pt, bool is_async)
+{
+	CUDA_MEMCPY3D p = { 0 };
+
+	array_end(&p, false, a, off);
+	p.dstMemoryType = CU_MEMORYTYPE_HOST;
+	p.dstHost = dst;
+	return array_copy(&p, n, h, pt, is_async);
+}
+
+static CUresult dtoa(CUarray a, size_t off, CUdeviceptr src, size_t n, enum sim_pt pt)
+{
+	CUDA_MEMCPY3D p = { 0 };
+
+	array_end(&p, true, a, off);
+	p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	p.srcDevice = src;
+	return array_copy(&p, n, NULL, pt, false);
+}
+
+static CUresult atod(CUdeviceptr dst, CUarray a, size_t off, size_t n, enum sim_pt pt)
+{
+	CUDA_MEMCPY3D p = { 0 };
+
+	array_end(&p, false, a, off);
+	p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	p.dstDevice = dst;
+	return array_copy(&p, n, NULL, pt, false);
+}
+
+static CUresult atoa(CUarray dst, size_t dst_off, CUarray src, size_t src_off, size_t n, enum sim_pt pt)
+{
+	CUDA_MEMCPY3D p = { 0 };
+
+	array_end(&p, true, dst, dst_off);
+	array_end(&p, false, src, src_off);
+	return array_copy(&p, n, NULL, pt, false);
+}
+
+/* The _ptds/_ptsz forms (per-thread default stream builds) are not declared by cuda.h here. */
+CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount);
+CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
+				   CUstream hStream);
+CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+				   CUstream hStream);
+CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+			      size_t ByteCount);
+
 CUresult cuMemcpyHtoA(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
 {
 	static struct sim_entry entry;
-	CUDA_MEMCPY3D p = { 0 };
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	array_end(&p, true, dstArray, dstOffset);
-	p.srcMemoryType = CU_MEMORYTYPE_HOST;
-	p.srcHost = srcHost;
-	rc = array_copy(&p, ByteCount, NULL, SIM_PT_LEGACY, false);
+	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, NULL, SIM_PT_LEGACY, false);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, NULL, SIM_PT_PER_THREAD, false);
 	return sim_leave(rc);
 }
 
 CUresult cuMemcpyAtoH(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
 {
 	static struct sim_entry entry;
-	CUDA_MEMCPY3D p = { 0 };
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	array_end(&p, false, srcArray, srcOffset);
-	p.dstMemoryType = CU_MEMORYTYPE_HOST;
-	p.dstHost = dstHost;
-	rc = array_copy(&p, ByteCount, NULL, SIM_PT_LEGACY, false);
+	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, NULL, SIM_PT_LEGACY, false);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, NULL, SIM_PT_PER_THREAD, false);
 	return sim_leave(rc);
 }
 
@@ -280,15 +355,23 @@ CUresult cuMemcpyHtoAAsync(CUarray dstArray, size_t dstOffset, const void *srcHo
 			   CUstream hStream)
 {
 	static struct sim_entry entry;
-	CUDA_MEMCPY3D p = { 0 };
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	array_end(&p, true, dstArray, dstOffset);
-	p.srcMemoryType = CU_MEMORYTYPE_HOST;
-	p.srcHost = srcHost;
-	rc = array_copy(&p, ByteCount, hStream, SIM_PT_LEGACY, true);
+	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, hStream, SIM_PT_LEGACY, true);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
+				   CUstream hStream)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, hStream, SIM_PT_PER_THREAD, true);
 	return sim_leave(rc);
 }
 
@@ -296,44 +379,89 @@ CUresult cuMemcpyAtoHAsync(void *dstHost, CUarray srcArray, size_t srcOffset, si
 			   CUstream hStream)
 {
 	static struct sim_entry entry;
-	CUDA_MEMCPY3D p = { 0 };
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	array_end(&p, false, srcArray, srcOffset);
-	p.dstMemoryType = CU_MEMORYTYPE_HOST;
-	p.dstHost = dstHost;
-	rc = array_copy(&p, ByteCount, hStream, SIM_PT_LEGACY, true);
+	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, hStream, SIM_PT_LEGACY, true);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+				   CUstream hStream)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, hStream, SIM_PT_PER_THREAD, true);
 	return sim_leave(rc);
 }
 
 CUresult cuMemcpyDtoA(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
 {
 	static struct sim_entry entry;
-	CUDA_MEMCPY3D p = { 0 };
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	array_end(&p, true, dstArray, dstOffset);
-	p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-	p.srcDevice = srcDevice;
-	rc = array_copy(&p, ByteCount, NULL, SIM_PT_LEGACY, false);
+	rc = dtoa(dstArray, dstOffset, srcDevice, ByteCount, SIM_PT_LEGACY);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = dtoa(dstArray, dstOffset, srcDevice, ByteCount, SIM_PT_PER_THREAD);
 	return sim_leave(rc);
 }
 
 CUresult cuMemcpyAtoD(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
 {
 	static struct sim_entry entry;
-	CUDA_MEMCPY3D p = { 0 };
 	CUresult rc = sim_enter(&entry, __func__);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	array_end(&p, false, srcArray, srcOffset);
-	p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	p.dstDevice = dstDevice;
-	rc = array_copy(&p, ByteCount, NULL, SIM_PT_LEGACY, false);
+	rc = atod(dstDevice, srcArray, srcOffset, ByteCount, SIM_PT_LEGACY);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = atod(dstDevice, srcArray, srcOffset, ByteCount, SIM_PT_PER_THREAD);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyAtoA(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount, SIM_PT_LEGACY);
+	return sim_leave(rc);
+}
+
+CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+			      size_t ByteCount)
+{
+	static struct sim_entry entry;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount, SIM_PT_PER_THREAD);
 	return sim_leave(rc);
 }

@@ -1,7 +1,7 @@
 /* sim_array.c - unit tests of the software device's CUDA arrays: creation and descriptors,
  * invalid descriptors and handles, 2-D and 3-D copies with an array on either side or both
  * (sub-boxes checked element by element, boxes outside the array refused), the linear copies
- * to and from arrays, and destruction. tests layer; runs against libcuda.so.1. */
+ * to, from and between arrays in every form, and destruction. tests layer; runs against libcuda.so.1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,18 @@
 #include <string.h>
 
 #include "testlib.h"
+
+/* Per-thread-stream entry points: cuda.h declares them only for per-thread builds. */
+CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount);
+CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
+				   CUstream hStream);
+CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+				   CUstream hStream);
+CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount);
+CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+			      size_t ByteCount);
 
 static size_t free_now(void)
 {
@@ -207,7 +219,7 @@ static void test_linear_copies(void **state)
 	unsigned char in[100], out[100];
 	CUdeviceptr dev;
 	CUstream s;
-	CUarray a;
+	CUarray a, b;
 
 	(void)state;
 	for (int i = 0; i < 100; i++)
@@ -227,6 +239,23 @@ static void test_linear_copies(void **state)
 	CHECK(cuStreamSynchronize(s));
 	assert_memory_equal(out, in, 100);
 	assert_int_equal(cuMemcpyHtoA(a, 950, in, 100), CUDA_ERROR_INVALID_VALUE); /* past the end */
+	/* array to array, and the per-thread-stream forms */
+	CHECK(cuArrayCreate(&b, &d));
+	CHECK(cuMemcpyAtoA(b, 0, a, 500, 100));
+	memset(out, 0, sizeof(out));
+	CHECK(cuMemcpyAtoH_v2_ptds(out, b, 0, 100));
+	assert_memory_equal(out, in, 100);
+	CHECK(cuMemcpyHtoA_v2_ptds(b, 200, in, 50));
+	CHECK(cuMemcpyAtoA_v2_ptds(a, 0, b, 200, 50));
+	CHECK(cuMemcpyAtoD_v2_ptds(dev, a, 0, 50));
+	CHECK(cuMemcpyDtoA_v2_ptds(b, 300, dev, 50));
+	CHECK(cuMemcpyHtoAAsync_v2_ptsz(a, 600, in + 50, 50, NULL));
+	memset(out, 0, sizeof(out));
+	CHECK(cuMemcpyAtoHAsync_v2_ptsz(out, b, 300, 50, NULL));
+	CHECK(cuMemcpyAtoHAsync_v2_ptsz(out + 50, a, 600, 50, NULL));
+	CHECK(cuCtxSynchronize());
+	assert_memory_equal(out, in, 100);
+	CHECK(cuArrayDestroy(b));
 	CHECK(cuArrayDestroy(a));
 	assert_int_equal(cuMemcpyAtoH(out, a, 0, 10), CUDA_ERROR_INVALID_HANDLE);
 	CHECK(cuMemFree(dev));
