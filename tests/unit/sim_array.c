@@ -262,6 +262,61 @@ static void test_linear_copies(void **state)
 	CHECK(cuStreamDestroy(s));
 }
 
+/* A copy into an array and one out of it, captured into a graph and launched twice. */
+static void test_copies_in_graph(void **state)
+{
+	CUDA_ARRAY_DESCRIPTOR d = { .Width = 32, .Height = 4, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1 };
+	float in[128], out[128];
+	CUDA_MEMCPY2D c;
+	CUgraphExec x;
+	CUdeviceptr dev;
+	CUgraph g;
+	CUstream s;
+	CUarray a;
+
+	(void)state;
+	for (int i = 0; i < 128; i++)
+		in[i] = (float)i * 0.5f;
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuArrayCreate(&a, &d));
+	CHECK(cuMemAlloc(&dev, sizeof(out)));
+	CHECK(cuMemcpyHtoD(dev, in, sizeof(in)));
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.srcDevice = dev;
+	c.srcPitch = 32 * sizeof(float);
+	c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+	c.dstArray = a;
+	c.WidthInBytes = 32 * sizeof(float);
+	c.Height = 4;
+	CHECK(cuMemcpy2DAsync(&c, s));
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+	c.srcArray = a;
+	c.srcY = 1;
+	c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.dstDevice = dev;
+	c.dstPitch = 32 * sizeof(float);
+	c.WidthInBytes = 32 * sizeof(float);
+	c.Height = 3;
+	CHECK(cuMemcpy2DAsync(&c, s));
+	CHECK(cuStreamEndCapture(s, &g));
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	/* each launch moves the rows of dev up by one */
+	CHECK(cuGraphLaunch(x, s));
+	CHECK(cuGraphLaunch(x, s));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuMemcpyDtoH(out, dev, sizeof(out)));
+	assert_memory_equal(out, in + 64, 2 * 32 * sizeof(float));
+	assert_memory_equal(out + 96, in + 96, 32 * sizeof(float)); /* the last row stays */
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuArrayDestroy(a));
+	CHECK(cuMemFree(dev));
+	CHECK(cuStreamDestroy(s));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_copy_2d),
 		cmocka_unit_test(test_copy_3d),
 		cmocka_unit_test(test_linear_copies),
+		cmocka_unit_test(test_copies_in_graph),
 	};
 
 	tl_init();
