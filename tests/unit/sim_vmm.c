@@ -2,7 +2,8 @@
  * reservations, physical allocations, mappings (one allocation seen at two addresses), access,
  * what the rest of the device knows of mapped memory (copies across mappings, memsets,
  * pointer attributes, address ranges, cuMemFree refusing it), retained handles, the lifetime
- * of physical memory, and that an unmap runs pending work first. tests layer; runs against
+ * of physical memory, that an unmap runs pending work first, and a range striped over two
+ * devices (vectorAddMMAP's layout). tests layer; runs against
  * the software device's libcuda.so.1. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include <cuda.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testlib.h"
@@ -273,6 +275,44 @@ static void test_unmap_runs_pending_work(void **state)
 	CHECK(cuStreamDestroy(s));
 }
 
+/* vectorAddMMAP's layout: one range striped over two devices' memory, handles released at
+ * once, access granted to both devices over the whole range in one call. */
+static void test_striped_two_devices(void **state)
+{
+	CUmemAllocationProp p0 = device_prop(0), p1 = device_prop(1);
+	CUmemAccessDesc d[2] = { rw_on(0), rw_on(1) };
+	CUmemGenericAllocationHandle h0, h1;
+	CUmemLocation loc = d[1].location;
+	unsigned long long flags = 0;
+	size_t f0 = free_now();
+	uint32_t v[2];
+	CUdeviceptr va;
+	int n = 0;
+
+	(void)state;
+	CHECK(cuDeviceGetCount(&n));
+	assert_int_equal(n, 2);
+	CHECK(cuMemAddressReserve(&va, 4 * MIB, 0, 0, 0));
+	CHECK(cuMemCreate(&h0, 2 * MIB, &p0, 0));
+	CHECK(cuMemCreate(&h1, 2 * MIB, &p1, 0));
+	CHECK(cuMemMap(va, 2 * MIB, 0, h0, 0));
+	CHECK(cuMemMap(va + 2 * MIB, 2 * MIB, 0, h1, 0));
+	CHECK(cuMemRelease(h0));
+	CHECK(cuMemRelease(h1));
+	CHECK(cuMemSetAccess(va, 4 * MIB, d, 2));
+	CHECK(cuMemGetAccess(&flags, &loc, va + 3 * MIB));
+	assert_int_equal(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+	/* one memset over both stripes */
+	CHECK(cuMemsetD32(va, 0x5a5a5a5au, MIB));
+	CHECK(cuMemcpyDtoH(&v[0], va + 2 * MIB - 4, 4));
+	CHECK(cuMemcpyDtoH(&v[1], va + 4 * MIB - 4, 4));
+	assert_int_equal(v[0], 0x5a5a5a5au);
+	assert_int_equal(v[1], 0x5a5a5a5au);
+	CHECK(cuMemUnmap(va, 4 * MIB)); /* both mappings at once */
+	assert_int_equal(free_now(), f0);
+	CHECK(cuMemAddressFree(va, 4 * MIB));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,8 +322,10 @@ int main(void)
 		cmocka_unit_test(test_map_two_views),
 		cmocka_unit_test(test_remap_reads_same_bytes),
 		cmocka_unit_test(test_unmap_runs_pending_work),
+		cmocka_unit_test(test_striped_two_devices),
 	};
 
+	setenv("SIMCUDA_DEVICES", "2", 1); /* before cuInit reads it */
 	tl_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
