@@ -24,12 +24,13 @@
 #include "testlib.h"
 
 #define N (64 * 1024)                /* floats per tensor: 256 KiB */
-#define CHUNKS 32                    /* chunks the reservation holds */
+#define CHUNKS 32                    /* chunk slots used, at the start of the reservation */
 
 static CUfunction f_fill, f_axpy, f_scale, f_add;
 static CUmemAllocationProp prop;     /* pinned memory on device 0 */
 static size_t gran;                  /* the allocation granularity: one chunk */
 static CUdeviceptr va;               /* the reservation */
+static size_t va_size;               /* its size: 9/8 of the device's memory, as PyTorch reserves */
 static CUmemGenericAllocationHandle chunk[CHUNKS]; /* handles of mapped chunks, 0 when none */
 static uint64_t h64 = TL_HASH_INIT;
 
@@ -121,7 +122,9 @@ int main(int argc, char **argv)
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = 0;
 	CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
-	CHECK(cuMemAddressReserve(&va, CHUNKS * gran, 0, 0, 0));
+	CHECK(cuDeviceTotalMem(&va_size, 0));
+	va_size = (va_size + va_size / 8 + gran - 1) / gran * gran;
+	CHECK(cuMemAddressReserve(&va, va_size, 0, 0, 0));
 	/* two chunks to start; x straddles their boundary, y lies in the second */
 	grow(0);
 	grow(1);
@@ -186,7 +189,7 @@ int main(int argc, char **argv)
 		unmap_at(i);
 		CHECK(cuMemRelease(chunk[i]));
 	}
-	CHECK(cuMemAddressFree(va, CHUNKS * gran));
+	CHECK(cuMemAddressFree(va, va_size));
 	CHECK(cuStreamDestroy(s));
 	printf("unmaps: %d spare, %d referenced\n", spare_unmaps, ref_unmaps);
 	return 0;

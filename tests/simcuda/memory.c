@@ -31,7 +31,9 @@
 
 #define SIM_ALIGN 256u                          /* allocation granularity, as the driver's */
 #define SIM_PITCH_ALIGN 512u                    /* cuMemAllocPitch row alignment */
-#define SIM_RANGE_WANT (160ull << 30)           /* reserved range: above the modeled total */
+#define SIM_RANGE_WANT (1ull << 40)             /* reserved range: above the modeled total, and room
+						 * for VMM reservations as large as it (PyTorch's
+						 * expandable segments reserve 9/8 of it each) */
 #define SIM_RANGE_MIN (1ull << 30)              /* smallest range worth running with */
 #define SIM_TOTAL_MEM 150754820096ull           /* an H200's cuDeviceTotalMem */
 #define SIM_HOST_ALIGN 4096u                    /* pinned host allocations are page aligned */

@@ -51,6 +51,8 @@ static void test_link_and_run(void **state)
 	const char *path = ptx_file("copy");
 	CUlinkState l = link_new();
 	CUmodule mod;
+	CUlibrary lib;
+	CUkernel k;
 	CUfunction fill, cat;
 	CUdeviceptr x;
 	float v = 2.5f, h[64];
@@ -78,6 +80,10 @@ static void test_link_and_run(void **state)
 		assert_true(h[i] == 2.5f);
 	CHECK(cuMemFree(x));
 	CHECK(cuModuleUnload(mod));
+	/* and as a library */
+	CHECK(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+	CHECK(cuLibraryGetKernel(&k, lib, "split_copy"));
+	CHECK(cuLibraryUnload(lib));
 	CHECK(cuLinkDestroy(l));
 	assert_int_equal(cuLinkDestroy(l), CUDA_ERROR_INVALID_HANDLE);
 	free(ptx);

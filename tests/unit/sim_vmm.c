@@ -116,6 +116,12 @@ static void test_reserve_free(void **state)
 	CHECK(cuMemAddressFree(a, 64 * MIB));
 	assert_int_equal(cuMemAddressFree(a, 64 * MIB), CUDA_ERROR_INVALID_VALUE);
 	CHECK(cuMemAddressFree(b, 2 * MIB));
+	/* two reservations of 9/8 of the device's memory each, as PyTorch's expandable segments
+	 * make one per stream */
+	CHECK(cuMemAddressReserve(&a, (size_t)170 << 30, 0, 0, 0));
+	CHECK(cuMemAddressReserve(&b, (size_t)170 << 30, 0, 0, 0));
+	CHECK(cuMemAddressFree(a, (size_t)170 << 30));
+	CHECK(cuMemAddressFree(b, (size_t)170 << 30));
 	assert_int_equal(cuMemAddressReserve(&a, 100, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
 	assert_int_equal(cuMemAddressReserve(&a, 2 * MIB, 3 * MIB, 0, 0), CUDA_ERROR_INVALID_VALUE);
 	assert_int_equal(cuMemAddressReserve(&a, 2 * MIB, 0, 0, 1), CUDA_ERROR_INVALID_VALUE);
