@@ -2,7 +2,8 @@
  * launches and linear copies: its kernels come from a module JIT-linked from two PTX files
  * (cuLink*), every step asks the occupancy calculator for its block size (as frameworks do
  * before launching), and every step moves data through CUDA arrays with 2-D and 3-D copies in
- * the middle of its work. Prints a checksum of everything it computed; it knows nothing of
+ * the middle of its work (among them the same copy into two arrays: only the array handles tell
+ * those copies apart). Prints a checksum of everything it computed; it knows nothing of
  * cufold, so with and without it the output must be identical.
  * usage: entry_points [steps]   tests layer. */
 #include <stdbool.h>
@@ -146,8 +147,8 @@ int main(int argc, char **argv)
 	CUDA_ARRAY_DESCRIPTOR d2 = { .Width = W, .Height = H, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1 };
 	CUDA_ARRAY3D_DESCRIPTOR d3 = { .Width = W, .Height = H / 2, .Depth = 2, .Format = CU_AD_FORMAT_FLOAT,
 				       .NumChannels = 1 };
-	CUdeviceptr x, y, z;
-	CUarray a2, a3;
+	CUdeviceptr x, y, z, w;
+	CUarray a2, b2, a3;
 	CUmodule mod;
 	CUstream s;
 	float loss[16];
@@ -162,12 +163,15 @@ int main(int argc, char **argv)
 	CHECK(cuMemAlloc(&x, N * sizeof(float)));
 	CHECK(cuMemAlloc(&y, N * sizeof(float)));
 	CHECK(cuMemAlloc(&z, N * sizeof(float)));
+	CHECK(cuMemAlloc(&w, N * sizeof(float)));
 	CHECK(cuArrayCreate(&a2, &d2));
+	CHECK(cuArrayCreate(&b2, &d2));
 	CHECK(cuArray3DCreate(&a3, &d3));
 
 	k_fill(x, 0.5f, s);
 	k_fill(y, 1.0f, s);
 	k_fill(z, 0.0f, s);
+	k_fill(w, 0.0f, s);
 	for (int step = 0; step < steps; step++) {
 		/* the block size, asked for in the middle of the step's work */
 		for (int layer = 0; layer < 3; layer++) {
@@ -176,11 +180,14 @@ int main(int argc, char **argv)
 			CHECK(cuOccupancyMaxPotentialBlockSize(&grid, &block, f_axpy, NULL, 0, 256));
 		}
 		copy_2d(y, a2, true, s);         /* y -> array */
-		k_scale(y, y, 0.5f, s);          /* y changes after the copy read it */
+		copy_2d(y, b2, true, s);         /* the same copy into another array */
+		k_scale(y, y, 0.5f, s);          /* y changes after the copies read it */
 		copy_2d(z, a2, false, s);        /* array -> z: the old y */
 		k_add(z, z, y, s);               /* z = old y + new y: 1.5 old y */
 		copy_3d_in(z, a3, s);            /* z -> the 3-D array */
 		copy_3d_out(a3, x, s);           /* part of it back into x, shifted */
+		copy_2d(w, b2, false, s);        /* the second array -> w: the old y too */
+		k_add(x, x, w, s);
 		k_axpy(x, z, 0.125f, s);
 		k_axpy(y, x, -0.25f, s);
 		CHECK(cuMemcpyDtoHAsync(loss, y, sizeof(loss), s));
@@ -192,7 +199,9 @@ int main(int argc, char **argv)
 	h64 = tl_hash_device(z, N * sizeof(float), h64);
 	printf("entry_points %d steps, block %d grid %d: %016llx\n", steps, block, grid, (unsigned long long)h64);
 	CHECK(cuArrayDestroy(a3));
+	CHECK(cuArrayDestroy(b2));
 	CHECK(cuArrayDestroy(a2));
+	CHECK(cuMemFree(w));
 	CHECK(cuMemFree(z));
 	CHECK(cuMemFree(y));
 	CHECK(cuMemFree(x));
