@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vmm_grow.sh - a loop on memory managed as PyTorch's expandable segments do (a reservation,
 # chunks mapped as it grows, unmapped and mapped again; tests/progs/vmm_grow.c) computes the
-# same bits with cufold replaying over the software device's seeds; cufold replays its steps,
+# same bits with cufold replaying over the software device's seeds (and at CUFOLD_OPT 0 and 2
+# over 5); cufold replays its steps,
 # an unmap of memory the open window references ends the window (and only such an unmap), and
 # every virtual memory call passes through cufold (trace counts equal the device's). tests layer.
 source "$(dirname "$0")/lib.sh"
@@ -11,6 +12,9 @@ prog="$B/progs/vmm_grow"
 export CUFOLD_MODE=replay
 
 same_output_over_seeds "$prog" 40
+for opt in 0 2; do
+	CUFOLD_OPT=$opt SEEDS=5 same_output_over_seeds "$prog" 40
+done
 
 SIMCUDA_SEED=5 CUFOLD_REPORT="$TMP/report.json" run_cufold "$TMP/out" "$prog" 40 || fail "vmm_grow exited $?"
 python3 - "$TMP/report.json" "$TMP/out" <<'PY' || fail "cufold's report does not show the unmaps and the replay"
