@@ -19,12 +19,17 @@
  *  5. A physical allocation lives while a handle to it (cuMemCreate, each
  *     cuMemRetainAllocationHandle) is unreleased or a mapping of it exists. Its bytes count as
  *     used device memory (cuMemGetInfo) from cuMemCreate until it is freed.
- * Exporting to a shareable handle stays CUDA_ERROR_NOT_SUPPORTED (the generated stub). */
+ *  6. Shareable handles are POSIX file descriptors (the only type the device offers): exporting
+ *     hands out a dup of the memfd, importing one makes a new handle on the same file, so a
+ *     mapping of either is the same bytes (in this process or another). An imported handle is
+ *     not charged again: the bytes were counted when the exporter created them. */
 #include "sim_mem_int.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SIM_MAGIC_VMEM 0x564d4d31u  /* "VMM1" */
@@ -39,6 +44,7 @@ struct sim_vmem {
 	CUmemAllocationProp prop;    /* as created */
 	unsigned int handles;        /* unreleased handles: cuMemCreate + retains - releases */
 	unsigned int maps;           /* live mappings of it */
+	bool charged;                /* counted as used memory (created here, not imported) */
 };
 
 struct sim_vres {
@@ -82,7 +88,8 @@ static void vmem_maybe_free(struct sim_vmem *m)
 	sim_handle_remove(m);
 	m->magic = 0;
 	close(m->fd);
-	sim__mem_uncharge(m->size);
+	if (m->charged)
+		sim__mem_uncharge(m->size);
 	free(m);
 }
 
@@ -252,6 +259,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 	m->size = size;
 	m->prop = *prop;
 	m->handles = 1;
+	m->charged = true;
 	sim_handle_add(m);
 	*handle = (CUmemGenericAllocationHandle)(uintptr_t)m;
 	goto out;
@@ -320,6 +328,75 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmem
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		*prop = m->prop;
+	return sim_leave(rc);
+}
+
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+				      CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+	static struct sim_entry entry;
+	struct sim_vmem *m;
+	int fd;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	m = vmem_from(handle);
+	if (!sim_is_initialized())
+		rc = CUDA_ERROR_NOT_INITIALIZED;
+	else if (!shareableHandle || !m || flags != 0)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+	else if (!(m->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+		rc = CUDA_ERROR_INVALID_VALUE; /* not requested at cuMemCreate */
+	else if ((fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	else
+		memcpy(shareableHandle, &fd, sizeof(fd));
+	return sim_leave(rc);
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+					CUmemAllocationHandleType shHandleType)
+{
+	static struct sim_entry entry;
+	int fd = (int)(intptr_t)osHandle;
+	struct sim_vmem *m = NULL;
+	struct stat st;
+	CUresult rc = sim_enter(&entry, __func__);
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!sim_is_initialized()) {
+		rc = CUDA_ERROR_NOT_INITIALIZED;
+		goto out;
+	}
+	if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
+	/* the file must be a whole number of chunks: what an export of this device hands out */
+	if (!handle || fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0 ||
+	    !is_multiple((size_t)st.st_size, VMM_GRANULARITY)) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m || (m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		free(m);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	m->magic = SIM_MAGIC_VMEM;
+	m->size = (size_t)st.st_size;
+	m->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	m->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE; /* device 0: a file does not say */
+	m->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	m->handles = 1;
+	sim_handle_add(m);
+	*handle = (CUmemGenericAllocationHandle)(uintptr_t)m;
+out:
 	return sim_leave(rc);
 }
 

@@ -2,8 +2,8 @@
  * reservations, physical allocations, mappings (one allocation seen at two addresses), access,
  * what the rest of the device knows of mapped memory (copies across mappings, memsets,
  * pointer attributes, address ranges, cuMemFree refusing it), retained handles, the lifetime
- * of physical memory, that an unmap runs pending work first, and a range striped over two
- * devices (vectorAddMMAP's layout). tests layer; runs against
+ * of physical memory, that an unmap runs pending work first, a range striped over two
+ * devices (vectorAddMMAP's layout), and sharing through a POSIX file descriptor. tests layer; runs against
  * the software device's libcuda.so.1. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,8 +12,10 @@
 #include <cmocka.h>
 
 #include <cuda.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testlib.h"
 
@@ -319,6 +321,56 @@ static void test_striped_two_devices(void **state)
 	CHECK(cuMemAddressFree(va, 4 * MIB));
 }
 
+/* Sharing through a POSIX file descriptor: the exported and the imported handle map the same
+ * bytes, and only the exporter's allocation counts as used memory. */
+static void test_share_fd(void **state)
+{
+	CUmemAllocationProp p = device_prop(0);
+	CUmemGenericAllocationHandle h, h2, plain;
+	CUmemAccessDesc d = rw_on(0);
+	size_t f0 = free_now();
+	CUdeviceptr va;
+	uint32_t v = 0;
+	int fd = -1, devnull;
+
+	(void)state;
+	p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	CHECK(cuMemCreate(&h, 2 * MIB, &p, 0));
+	CHECK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	assert_true(fd >= 0);
+	CHECK(cuMemImportFromShareableHandle(&h2, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+	close(fd);
+	assert_true(h2 != h);
+	assert_int_equal(f0 - free_now(), 2 * MIB);
+	CHECK(cuMemAddressReserve(&va, 4 * MIB, 0, 0, 0));
+	CHECK(cuMemMap(va, 2 * MIB, 0, h, 0));
+	CHECK(cuMemMap(va + 2 * MIB, 2 * MIB, 0, h2, 0));
+	CHECK(cuMemRelease(h));
+	CHECK(cuMemRelease(h2));
+	CHECK(cuMemSetAccess(va, 4 * MIB, &d, 1));
+	CHECK(cuMemsetD32(va + 64, 0x600dcafeu, 1));
+	CHECK(cuMemcpyDtoH(&v, va + 2 * MIB + 64, 4));
+	assert_int_equal(v, 0x600dcafeu);
+	CHECK(cuMemUnmap(va, 4 * MIB));
+	CHECK(cuMemAddressFree(va, 4 * MIB));
+	assert_int_equal(free_now(), f0);
+
+	/* an allocation not created exportable, another handle type, a file of no chunk */
+	p.requestedHandleTypes = 0;
+	CHECK(cuMemCreate(&plain, 2 * MIB, &p, 0));
+	assert_int_equal(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+			 CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_FABRIC, 0),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(cuMemRelease(plain));
+	devnull = open("/dev/null", O_RDONLY);
+	assert_int_equal(cuMemImportFromShareableHandle(&h2, (void *)(intptr_t)devnull,
+							CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+			 CUDA_ERROR_INVALID_VALUE);
+	close(devnull);
+	assert_int_equal(free_now(), f0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_remap_reads_same_bytes),
 		cmocka_unit_test(test_unmap_runs_pending_work),
 		cmocka_unit_test(test_striped_two_devices),
+		cmocka_unit_test(test_share_fd),
 	};
 
 	setenv("SIMCUDA_DEVICES", "2", 1); /* before cuInit reads it */
