@@ -280,13 +280,15 @@ bool rw_op_same(const struct cap_op *a, const struct cap_op *b)
 	case CAP_OP_MEMCPY: {
 		const struct cap_memcpy *x = &a->u.memcpy, *y = &b->u.memcpy;
 
-		/* field by field: the descriptor has padding */
+		/* field by field: the descriptor has padding; the array handles too, since capture
+		 * resolves every array side from address 0 and only the handle tells arrays apart */
 		return x->dir == y->dir && x->src_first == y->src_first && x->dst_first == y->dst_first &&
 		       x->bytes == y->bytes && x->src_span == y->src_span && x->dst_span == y->dst_span &&
 		       x->d.WidthInBytes == y->d.WidthInBytes && x->d.Height == y->d.Height &&
 		       x->d.Depth == y->d.Depth && x->d.srcPitch == y->d.srcPitch && x->d.dstPitch == y->d.dstPitch &&
 		       x->d.srcHeight == y->d.srcHeight && x->d.dstHeight == y->d.dstHeight &&
 		       x->d.srcMemoryType == y->d.srcMemoryType && x->d.dstMemoryType == y->d.dstMemoryType &&
+		       x->d.srcArray == y->d.srcArray && x->d.dstArray == y->d.dstArray &&
 		       x->src_ctx == y->src_ctx && x->dst_ctx == y->dst_ctx && !x->src_pageable && !y->src_pageable;
 	}
 	case CAP_OP_MEMSET: {

@@ -3,9 +3,10 @@
  * the driver succeeded), and frees and unmaps (boundaries: the window closes and the range
  * leaves the map before the driver frees it). shim layer.
  *
- * The software device has no cuMemCreate/cuMemMap/cuMemUnmap (they answer NOT_SUPPORTED); the
- * hooks are written for real drivers and their map updates are covered by the unit tests of
- * capture/alloc.c. cuMemCreate and cuMemRelease handle physical memory only and stay unmodeled. */
+ * The map updates of cuMemMap/cuMemUnmap are covered by the unit tests of capture/alloc.c and,
+ * against the software device's virtual memory management, by tests/e2e/vmm_grow.sh (an unmap
+ * ends exactly the windows that reference it). cuMemCreate and cuMemRelease handle physical
+ * memory only and stay unmodeled. */
 #include "shim/engine.h"
 
 #define U64(p) ((uint64_t)(uintptr_t)(p))

@@ -73,6 +73,19 @@
 #define SHIM_NEUTRAL_cuMemPoolGetAttribute SHIM_YES
 #define SHIM_NEUTRAL_cuEventCreate SHIM_YES
 #define SHIM_NEUTRAL_cuThreadExchangeStreamCaptureMode SHIM_YES
+/* occupancy (frameworks ask it before launches, in the middle of a step), VMM and array queries */
+#define SHIM_NEUTRAL_cuOccupancyMaxActiveBlocksPerMultiprocessor SHIM_YES
+#define SHIM_NEUTRAL_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags SHIM_YES
+#define SHIM_NEUTRAL_cuOccupancyMaxPotentialBlockSize SHIM_YES
+#define SHIM_NEUTRAL_cuOccupancyMaxPotentialBlockSizeWithFlags SHIM_YES
+#define SHIM_NEUTRAL_cuOccupancyAvailableDynamicSMemPerBlock SHIM_YES
+#define SHIM_NEUTRAL_cuOccupancyMaxActiveClusters SHIM_YES
+#define SHIM_NEUTRAL_cuOccupancyMaxPotentialClusterSize SHIM_YES
+#define SHIM_NEUTRAL_cuMemGetAllocationGranularity SHIM_YES
+#define SHIM_NEUTRAL_cuMemGetAllocationPropertiesFromHandle SHIM_YES
+#define SHIM_NEUTRAL_cuMemGetAccess SHIM_YES
+#define SHIM_NEUTRAL_cuArrayGetDescriptor_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuArray3DGetDescriptor_v2 SHIM_YES
 
 #define NEUTRAL_HOOK(symbol, decls, args) \
 	SHIM_HOOK(symbol) decls \

@@ -10,7 +10,8 @@
  *  - an Async copy into pageable host memory is synchronous, as in CUDA;
  *  - while the stream is captured nothing is staged or run: the capture records the copy.
  * Addresses are checked at the call: a device-side range outside every live allocation is
- * CUDA_ERROR_INVALID_VALUE; arrays are CUDA_ERROR_NOT_SUPPORTED. */
+ * CUDA_ERROR_INVALID_VALUE. An array side (array.c) is its elements' device allocation, with
+ * the array's row pitch; a box outside the array is CUDA_ERROR_INVALID_VALUE. */
 #include "sim_mem_int.h"
 
 #include <stdlib.h>
@@ -122,8 +123,8 @@ const struct sim_work_ops sim_copy_ops = {
 
 /* One side of a 3-D copy, as the descriptor gives it. */
 struct copy_side {
-	CUmemorytype type;           /* host, device, unified (array: unsupported) */
-	uintptr_t addr;              /* host or device base address */
+	CUmemorytype type;           /* host, device, unified or array */
+	uintptr_t addr;              /* host or device base address, or the CUarray */
 	size_t x, y, z;              /* offset: bytes, rows, slices */
 	size_t pitch;                /* bytes between rows */
 	size_t slice_rows;           /* rows between slices */
@@ -149,9 +150,10 @@ static CUresult resolve_side(const struct copy_side *in, size_t w, size_t h, siz
 			     uintptr_t *addr, size_t *pitch, size_t *slice_rows, CUmemorytype *type)
 {
 	size_t p = in->pitch, rows = in->slice_rows, off, span;
-	uintptr_t first, last, base;
+	uintptr_t first, last, base, start = in->addr;
 	enum sim_mem_kind kind;
 	bool found;
+	CUresult rc;
 
 	switch (in->type) {
 	case CU_MEMORYTYPE_HOST:
@@ -159,7 +161,11 @@ static CUresult resolve_side(const struct copy_side *in, size_t w, size_t h, siz
 	case CU_MEMORYTYPE_UNIFIED:
 		break;
 	case CU_MEMORYTYPE_ARRAY:
-		return CUDA_ERROR_NOT_SUPPORTED;
+		/* the array's own layout replaces the descriptor's pitch and height */
+		rc = sim__array_side(in->addr, in->x, in->y, in->z, w, h, d, &start, &p, &rows);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+		break;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -174,7 +180,7 @@ static CUresult resolve_side(const struct copy_side *in, size_t w, size_t h, siz
 	/* first = addr + (z * rows + y) * pitch + x; last = first + span */
 	if (__builtin_mul_overflow(in->z, rows, &off) || __builtin_add_overflow(off, in->y, &off) ||
 	    __builtin_mul_overflow(off, p, &off) || __builtin_add_overflow(off, in->x, &off) ||
-	    __builtin_add_overflow(in->addr, off, &first) || !box_span(w, h, d, p, rows, &span) ||
+	    __builtin_add_overflow(start, off, &first) || !box_span(w, h, d, p, rows, &span) ||
 	    __builtin_add_overflow(first, span, &last))
 		return CUDA_ERROR_INVALID_VALUE;
 	*addr = first;
@@ -183,7 +189,7 @@ static CUresult resolve_side(const struct copy_side *in, size_t w, size_t h, siz
 	*type = CU_MEMORYTYPE_HOST;
 	if (span == 0)
 		return CUDA_SUCCESS;
-	if (in->addr == 0)
+	if (start == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	found = sim_mem_find(first, span, &base, NULL, &kind);
 	/* A named device address, or any address in the device range, must be allocated. */
@@ -206,15 +212,17 @@ CUresult sim_copy_from_3d(const CUDA_MEMCPY3D *p, struct sim_copy **out)
 		return CUDA_ERROR_INVALID_VALUE;
 	src = (struct copy_side){
 		.type = p->srcMemoryType,
-		.addr = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost
-							       : (uintptr_t)p->srcDevice,
+		.addr = p->srcMemoryType == CU_MEMORYTYPE_HOST    ? (uintptr_t)p->srcHost
+			: p->srcMemoryType == CU_MEMORYTYPE_ARRAY ? (uintptr_t)p->srcArray
+								  : (uintptr_t)p->srcDevice,
 		.x = p->srcXInBytes, .y = p->srcY, .z = p->srcZ,
 		.pitch = p->srcPitch, .slice_rows = p->srcHeight,
 	};
 	dst = (struct copy_side){
 		.type = p->dstMemoryType,
-		.addr = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost
-							       : (uintptr_t)p->dstDevice,
+		.addr = p->dstMemoryType == CU_MEMORYTYPE_HOST    ? (uintptr_t)p->dstHost
+			: p->dstMemoryType == CU_MEMORYTYPE_ARRAY ? (uintptr_t)p->dstArray
+								  : (uintptr_t)p->dstDevice,
 		.x = p->dstXInBytes, .y = p->dstY, .z = p->dstZ,
 		.pitch = p->dstPitch, .slice_rows = p->dstHeight,
 	};
@@ -329,6 +337,11 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream h, enum sim_pt pt, bool
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	return copy_submit(c, h, pt, is_async);
+}
+
+CUresult sim__copy_3d(const CUDA_MEMCPY3D *p, CUstream h, enum sim_pt pt, bool is_async)
+{
+	return copy_3d(p, h, pt, is_async);
 }
 
 /* One end of a linear copy. */

@@ -16,7 +16,12 @@
  *     cuMemFreeAsync queues the release as stream work; until it runs the allocation stays in
  *     the map marked free_pending, so freeing it again is an error.
  *  5. A pool is bookkeeping only: its allocations are ordinary device allocations charged to
- *     it. A destroyed pool with live allocations lingers (magic cleared) until the last goes. */
+ *     it. A destroyed pool with live allocations lingers (magic cleared) until the last goes.
+ *  6. Virtual memory management (vmm.c) takes its address reservations from the same range
+ *     (uncharged: only cuMemCreate's physical memory counts as used) and enters each accessible
+ *     mapping in the map as device memory marked vmm: copies, memsets, pointer attributes and
+ *     address ranges see it like any allocation, but cuMemFree refuses it and removing it
+ *     gives nothing back to the range (the reservation still holds the addresses). */
 #include "sim_mem_int.h"
 
 #include <stdlib.h>
@@ -26,7 +31,9 @@
 
 #define SIM_ALIGN 256u                          /* allocation granularity, as the driver's */
 #define SIM_PITCH_ALIGN 512u                    /* cuMemAllocPitch row alignment */
-#define SIM_RANGE_WANT (160ull << 30)           /* reserved range: above the modeled total */
+#define SIM_RANGE_WANT (1ull << 40)             /* reserved range: above the modeled total, and room
+						 * for VMM reservations as large as it (PyTorch's
+						 * expandable segments reserve 9/8 of it each) */
 #define SIM_RANGE_MIN (1ull << 30)              /* smallest range worth running with */
 #define SIM_TOTAL_MEM 150754820096ull           /* an H200's cuDeviceTotalMem */
 #define SIM_HOST_ALIGN 4096u                    /* pinned host allocations are page aligned */
@@ -59,6 +66,7 @@ struct sim_alloc {
 	uint64_t id;                 /* process-unique buffer id, never reused */
 	bool free_pending;           /* a cuMemFreeAsync is queued for it */
 	bool sync_memops;            /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */
+	bool vmm;                    /* a cuMemMap'ed range (vmm.c): no span, not for cuMemFree */
 };
 
 struct sim_extent {
@@ -264,6 +272,8 @@ static void map_remove(struct sim_alloc *a)
 
 	memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof(*allocs));
 	nallocs--;
+	if (copy.vmm)
+		return; /* the reservation keeps the addresses; vmm.c owns the pages */
 	switch (copy.kind) {
 	case SIM_MEM_DEVICE:
 	case SIM_MEM_MANAGED:
@@ -376,10 +386,77 @@ CUresult sim_mem_free(CUdeviceptr p)
 {
 	struct sim_alloc *a = map_find_base((uintptr_t)p);
 
-	if (!a || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_MANAGED))
+	if (!a || a->vmm || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_MANAGED))
 		return CUDA_ERROR_INVALID_VALUE;
 	map_remove(a);
 	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ virtual memory (sim_mem_int.h) */
+
+CUresult sim__mem_range_reserve(size_t size, size_t align, uintptr_t *out)
+{
+	uintptr_t first, aligned;
+	size_t span;
+
+	if (size == 0 || align == 0 || (align & (align - 1)) || __builtin_add_overflow(size, align, &span))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!range_reserve() || !range_take(span, &first))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Over-take by the alignment, then give back the head and tail around the aligned piece. */
+	aligned = (first + align - 1) & ~(uintptr_t)(align - 1);
+	if (aligned > first)
+		range_give(first, aligned - first);
+	if (first + span > aligned + size)
+		range_give(aligned + size, first + span - (aligned + size));
+	*out = aligned;
+	return CUDA_SUCCESS;
+}
+
+void sim__mem_range_release(uintptr_t base, size_t size)
+{
+	range_give(base, size);
+}
+
+bool sim__mem_charge(size_t bytes)
+{
+	if (bytes > SIM_TOTAL_MEM - used_bytes)
+		return false;
+	used_bytes += bytes;
+	return true;
+}
+
+void sim__mem_uncharge(size_t bytes)
+{
+	used_bytes -= bytes;
+}
+
+CUresult sim__mem_map_vmm(uintptr_t base, size_t size, struct sim_ctx *ctx, int device)
+{
+	struct sim_alloc a = { 0 };
+
+	if (map_overlaps(base, size))
+		return CUDA_ERROR_INVALID_VALUE;
+	a.base = base;
+	a.size = size;
+	a.kind = SIM_MEM_DEVICE;
+	a.ctx = ctx;
+	a.device = device;
+	a.vmm = true;
+	return map_insert(&a) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void sim__mem_unmap_vmm(uintptr_t base, size_t size)
+{
+	size_t i = map_floor(base);
+
+	i = i == nallocs ? 0 : i;
+	while (i < nallocs && allocs[i].base < base + size) {
+		if (allocs[i].vmm && allocs[i].base >= base)
+			map_remove(&allocs[i]);
+		else
+			i++;
+	}
 }
 
 /* ------------------------------------------------------------------ stream-ordered free */
@@ -553,7 +630,7 @@ CUresult cuMemFree(CUdeviceptr dptr)
 		goto out;
 	sim_sched_drain(NULL);
 	a = map_find_base((uintptr_t)dptr);
-	if (!a || a->free_pending || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_MANAGED)) {
+	if (!a || a->free_pending || a->vmm || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_MANAGED)) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
@@ -838,7 +915,7 @@ static CUresult pointer_attr(struct sim_alloc *a, CUpointer_attribute attr, uint
 		return CUDA_SUCCESS;
 	}
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-		put_uint(data, a && a->kind == SIM_MEM_DEVICE && !a->pool);
+		put_uint(data, a && a->kind == SIM_MEM_DEVICE && !a->pool && !a->vmm);
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
 	case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: {
@@ -972,7 +1049,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, enum sim_pt pt)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	a = map_find_base((uintptr_t)dptr);
-	if (!a || a->free_pending || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_MANAGED))
+	if (!a || a->free_pending || a->vmm || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_MANAGED))
 		return CUDA_ERROR_INVALID_VALUE;
 	f = malloc(sizeof(*f));
 	if (!f)

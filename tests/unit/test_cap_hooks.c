@@ -36,7 +36,9 @@ static void test_modeled_sets(void **state)
 		SHIM_ID_cuModuleUnload, SHIM_ID_cuLibraryGetKernel,
 		/* neutral */
 		SHIM_ID_cuCtxGetCurrent, SHIM_ID_cuPointerGetAttribute, SHIM_ID_cuStreamGetCaptureInfo_v3,
-		SHIM_ID_cuFuncGetParamInfo, SHIM_ID_cuEventCreate,
+		SHIM_ID_cuFuncGetParamInfo, SHIM_ID_cuEventCreate, SHIM_ID_cuOccupancyMaxPotentialBlockSize,
+		SHIM_ID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, SHIM_ID_cuMemGetAllocationGranularity,
+		SHIM_ID_cuArray3DGetDescriptor_v2,
 	};
 	static const enum shim_api_id unmodeled[] = {
 		SHIM_ID_cuInit, SHIM_ID_cuGraphLaunch, SHIM_ID_cuModuleLoadData, SHIM_ID_cuEventElapsedTime,

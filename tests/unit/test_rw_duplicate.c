@@ -201,6 +201,31 @@ static void test_same_copy(void **state)
 	rw_plan_destroy(p);
 }
 
+/* The same copy into two CUDA arrays: capture records both array sides at the same offsets
+ * from 0, so only the array handles tell the copies apart. */
+static void test_copy_into_other_array(void **state)
+{
+	struct cap_op ops[2];
+	const struct cap_op *ptr[2];
+	char buf[2048];
+	struct rw_plan *p;
+	uint32_t failed = 999;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		ops[i] = rwt_copy_op(BUF_S, 0, NB, STREAM_A);
+		ops[i].u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+		ops[i].u.memcpy.d.dstArray = (CUarray)(uintptr_t)0xa000;
+	}
+	p = run(ops, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) | pure(0,0) same_op(0,1)");
+	rwt_ptrs(ops, 2, ptr);
+	ops[1].u.memcpy.d.dstArray = (CUarray)(uintptr_t)0xb000;
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_SAME_OP);
+	rw_plan_destroy(p);
+}
+
 /* Registered at level 1. */
 static void test_registered(void **state)
 {
@@ -332,7 +357,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_memset),          cmocka_unit_test(test_memset_thrice),
 		cmocka_unit_test(test_same_fill),            cmocka_unit_test(test_same_scale),
-		cmocka_unit_test(test_same_copy),            cmocka_unit_test(test_registered),
+		cmocka_unit_test(test_same_copy),
+		cmocka_unit_test(test_copy_into_other_array),            cmocka_unit_test(test_registered),
 		cmocka_unit_test(test_axpy_twice),           cmocka_unit_test(test_input_written_between),
 		cmocka_unit_test(test_output_written_between), cmocka_unit_test(test_other_scalar),
 		cmocka_unit_test(test_scale_in_place),       cmocka_unit_test(test_other_stream),
