@@ -108,7 +108,8 @@ SIMLIB    := $(B)/simcuda/libcuda.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
-.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep install uninstall
+.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep install uninstall \
+        deps-clients test-clients
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
@@ -337,6 +338,20 @@ bench-overhead: all
 
 fault-sweep: all
 	@B=$(B) scripts/fault-sweep --full
+
+# Real clients of the driver, installed from PyPI into a virtual environment of the build folder
+# (not part of make deps or make test: they need the network once, and the interpreter's time).
+CLIENTS_VENV := $(B)/clients-venv
+CLIENTS_PIP  := cuda-bindings>=13,<14
+
+deps-clients: $(CLIENTS_VENV)/.installed
+
+$(CLIENTS_VENV)/.installed:
+	$(call msg,VENV,$(CLIENTS_VENV))
+	$(Q)$(PYTHON) -m venv $(CLIENTS_VENV) && $(CLIENTS_VENV)/bin/pip install -q '$(CLIENTS_PIP)' && touch $@
+
+test-clients: all deps-clients
+	@B=$(B) CLIENTS_VENV=$(CLIENTS_VENV) tests/clients/run.sh
 
 clean:
 	rm -rf build
