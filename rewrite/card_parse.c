@@ -250,6 +250,39 @@ static void stmt_kernel(struct parser *p, struct words *ws)
 	}
 }
 
+/* The access and span of pointer parameter prm, the card's next (words 3 and on of its line).
+ * false once rejected. */
+static bool param_pointer(struct parser *p, const struct words *ws, const char *line, struct rw_card_param *prm)
+{
+	bool ok = false;
+
+	if (ws->n < 4 || access_parse(ws->w[3], &prm->access) != 0) {
+		reject(p, p->line, "a pointer needs an access: r, w, rw or none");
+		goto out;
+	}
+	if (prm->access == 0) {
+		if (ws->n != 4) {
+			reject(p, p->line, "a pointer with access none has no span");
+			goto out;
+		}
+	} else if (ws->n < 5) {
+		reject(p, p->line, "pointer '%s' needs a span: an expression, unknown or table", prm->name);
+		goto out;
+	} else if (ws->n == 5 && !strcmp(ws->w[4], "unknown")) {
+		prm->span = RW_SPAN_UNKNOWN;
+	} else if (ws->n == 5 && !strcmp(ws->w[4], "table")) {
+		prm->span = RW_SPAN_TABLE;
+	} else {
+		/* compiled at `end`, when every parameter it may name is known */
+		prm->span = RW_SPAN_EXPR;
+		p->spans[p->card->nparams].line = p->line;
+		p->spans[p->card->nparams].text = dup_str(p, line + ws->start[4]);
+	}
+	ok = true;
+out:
+	return ok;
+}
+
 static void stmt_param(struct parser *p, struct words *ws, const char *line)
 {
 	struct rw_card *c = p->card;
@@ -307,27 +340,8 @@ static void stmt_param(struct parser *p, struct words *ws, const char *line)
 		}
 		prm->size = (uint32_t)size;
 	} else if (type == RW_T_PTR) {
-		if (ws->n < 4 || access_parse(ws->w[3], &prm->access) != 0) {
-			reject(p, p->line, "a pointer needs an access: r, w, rw or none");
+		if (!param_pointer(p, ws, line, prm))
 			return;
-		}
-		if (prm->access == 0) {
-			if (ws->n != 4) {
-				reject(p, p->line, "a pointer with access none has no span");
-				return;
-			}
-		} else if (ws->n < 5) {
-			reject(p, p->line, "pointer '%s' needs a span: an expression, unknown or table", name);
-			return;
-		} else if (ws->n == 5 && !strcmp(ws->w[4], "unknown")) {
-			prm->span = RW_SPAN_UNKNOWN;
-		} else if (ws->n == 5 && !strcmp(ws->w[4], "table")) {
-			prm->span = RW_SPAN_TABLE;
-		} else {
-			prm->span = RW_SPAN_EXPR;
-			p->spans[c->nparams].line = p->line;
-			p->spans[c->nparams].text = dup_str(p, line + ws->start[4]);
-		}
 	} else if (ws->n != 3) {
 		reject(p, p->line, "unexpected '%s' after the type of '%s'", ws->w[3], name);
 		return;

@@ -747,23 +747,13 @@ out_nomem:
 	return NULL;
 }
 
-struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
-			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules)
+/* The rules to run, in run order, into run[]: the given ones sorted, else those cfg enables
+ * (registered ones come sorted). Returns how many. */
+static uint32_t rules_to_run(const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules,
+			     const struct rw_rule **run)
 {
-	const struct rw_rule *run[RW_MAX_RULES];
-	struct rw_plan_stat stats[RW_MAX_RULES];
-	uint32_t nstats = 0, nrun = 0;
-	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * n + 16;
-	struct rw_rewriter rw;
-	struct rw_plan *p = NULL;
-	bool identity = false;
+	uint32_t nrun = 0;
 
-	memset(&rw, 0, sizeof(rw));
-	rw.ops = ops;
-	rw.norig = n;
-	rw.tg = tg;
-	cf_arena_init(&rw.arena, 4096);
-	/* which rules, in run order */
 	if (rules) {
 		for (size_t k = 0; k < nrules && nrun < RW_MAX_RULES; k++)
 			run[nrun++] = rules[k];
@@ -777,60 +767,104 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 			if (rw_rule_is_enabled(reg[k], cfg))
 				run[nrun++] = reg[k];
 	}
-	rw.nodes = calloc(n ? n : 1, sizeof(*rw.nodes));
-	rw.erased = calloc(n ? n : 1, sizeof(*rw.erased));
-	rw.erased_by = calloc(n ? n : 1, sizeof(*rw.erased_by));
-	rw.touched_by = calloc(n ? n : 1, sizeof(*rw.touched_by));
-	if (!rw.nodes || !rw.erased || !rw.erased_by || !rw.touched_by)
+	return nrun;
+}
+
+/* The list before any rule: one plain node per original op. 0 or -CF_ENOMEM. */
+static int list_init(struct rw_rewriter *rw)
+{
+	uint32_t n = rw->norig;
+	int rc = -CF_ENOMEM;
+
+	rw->nodes = calloc(n ? n : 1, sizeof(*rw->nodes));
+	rw->erased = calloc(n ? n : 1, sizeof(*rw->erased));
+	rw->erased_by = calloc(n ? n : 1, sizeof(*rw->erased_by));
+	rw->touched_by = calloc(n ? n : 1, sizeof(*rw->touched_by));
+	if (!rw->nodes || !rw->erased || !rw->erased_by || !rw->touched_by)
 		goto out;
-	rw.n = n;
+	rw->n = n;
 	for (uint32_t i = 0; i < n; i++) {
-		rw.nodes[i].kind = RW_NODE_OP;
-		rw.nodes[i].norig = 1;
-		rw.nodes[i].orig = cf_arena_alloc(&rw.arena, sizeof(uint32_t));
-		if (!rw.nodes[i].orig)
+		struct rw_node *nd = &rw->nodes[i];
+
+		nd->kind = RW_NODE_OP;
+		nd->norig = 1;
+		nd->orig = cf_arena_alloc(&rw->arena, sizeof(uint32_t));
+		if (!nd->orig)
 			goto out;
-		rw.nodes[i].orig[0] = i;
-		rw.nodes[i].op = *ops[i];
-		rw.nodes[i].from = RW_NONE;
-		rw.nodes[i].snap = -1;
+		nd->orig[0] = i;
+		nd->op = *rw->ops[i];
+		nd->from = RW_NONE;
+		nd->snap = -1;
 	}
-	for (bool changed = nrun > 0; changed;) {
+	rc = 0;
+out:
+	return rc;
+}
+
+/* Apply the rules until none matches: the first rule in run order that matches, at the first
+ * node it matches, then again from the start. Counts each application in stats. Returns false
+ * when the list must be dropped for the identity (a rule failed, the list broke an invariant,
+ * or it did not settle within the budget). */
+static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run, uint32_t nrun,
+			struct rw_plan_stat *stats, uint32_t *nstats)
+{
+	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * rw->norig + 16;
+	bool ok = true;
+
+	for (bool changed = nrun > 0; changed && ok;) {
 		changed = false;
-		for (uint32_t r = 0; r < nrun && !changed; r++) {
-			for (uint32_t i = 0; i < rw.n && !changed; i++) {
+		for (uint32_t r = 0; r < nrun && !changed && ok; r++) {
+			for (uint32_t i = 0; i < rw->n && !changed && ok; i++) {
 				int rc;
 
-				if (!run[r]->match(&rw, i))
+				if (!run[r]->match(rw, i))
 					continue;
-				rw.applying = run[r]->name;
-				rc = run[r]->apply(&rw, i);
+				rw->applying = run[r]->name;
+				rc = run[r]->apply(rw, i);
 				if (rc != 0) {
 					cf_log_debug("rule %s failed (%s): window left unchanged", run[r]->name,
 						     cf_strerror(rc));
-					identity = true;
-					goto out_plan;
+					ok = false;
+					break;
 				}
-				count_rule(stats, &nstats, run[r]->name);
+				count_rule(stats, nstats, run[r]->name);
 				changed = true;
 #ifdef CF_DEBUG
-				if (CF_NEVER(!list_is_valid(&rw))) {
-					identity = true;
-					goto out_plan;
-				}
+				if (CF_NEVER(!list_is_valid(rw)))
+					ok = false;
 #endif
 			}
 		}
-		if (changed && ++applied > budget) {
+		if (ok && changed && ++applied > budget) {
 			cf_log_warn("rewrite of a %u-op window did not settle after %llu applications; left unchanged",
-				    n, (unsigned long long)applied);
-			identity = true;
-			break;
+				    rw->norig, (unsigned long long)applied);
+			ok = false;
 		}
 	}
-out_plan:
+	return ok;
+}
+
+struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
+			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules)
+{
+	const struct rw_rule *run[RW_MAX_RULES];
+	struct rw_plan_stat stats[RW_MAX_RULES];
+	uint32_t nstats = 0, nrun;
+	struct rw_rewriter rw;
+	struct rw_plan *p = NULL;
+	bool ok;
+
+	memset(&rw, 0, sizeof(rw));
+	rw.ops = ops;
+	rw.norig = n;
+	rw.tg = tg;
+	cf_arena_init(&rw.arena, 4096);
+	nrun = rules_to_run(cfg, rules, nrules, run);
+	if (list_init(&rw) != 0)
+		goto out;
+	ok = apply_rules(&rw, run, nrun, stats, &nstats);
 	(void)list_is_valid;
-	p = plan_make(&rw, identity, stats, nstats);
+	p = plan_make(&rw, !ok, stats, nstats);
 out:
 	free(rw.nodes);
 	free(rw.erased);
