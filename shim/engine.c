@@ -57,7 +57,7 @@ static __thread bool tls_ctx_ok;    /* tls_ctx is known */
 static void lock_take(void)
 {
 	pthread_mutex_lock(&lock);
-	cf_serial_enter(); /* debug builds: capture and replay check they run under it */
+	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
 
