@@ -154,6 +154,32 @@ static int64_t resolve(struct expr_parser *p, const char *name, size_t len)
 
 static void parse_sum(struct expr_parser *p);
 
+/* min(a, b) or max(a, b), at its '(' (the name is read). */
+static void parse_call(struct expr_parser *p, bool is_min)
+{
+	if (++p->nest > RW_EXPR_MAX_DEPTH) {
+		expr_fail(p, "expression nested too deeply");
+		return;
+	}
+	p->at++;
+	parse_sum(p);
+	skip_blanks(p);
+	if (p->s[p->at] != ',') {
+		expr_fail(p, "%s() takes two arguments", is_min ? "min" : "max");
+		return;
+	}
+	p->at++;
+	parse_sum(p);
+	skip_blanks(p);
+	if (p->s[p->at] != ')') {
+		expr_fail(p, "missing ')' at column %zu", p->at + 1);
+		return;
+	}
+	p->at++;
+	p->nest--;
+	emit(p, is_min ? RW_OP_MIN : RW_OP_MAX, 0);
+}
+
 static void parse_primary(struct expr_parser *p)
 {
 	const char *s;
@@ -199,29 +225,7 @@ static void parse_primary(struct expr_parser *p)
 		skip_blanks(p);
 		if (p->s[p->at] == '(' && ((len == 3 && !memcmp(s, "min", 3)) ||
 					   (len == 3 && !memcmp(s, "max", 3)))) {
-			bool is_min = s[1] == 'i';
-
-			if (++p->nest > RW_EXPR_MAX_DEPTH) {
-				expr_fail(p, "expression nested too deeply");
-				return;
-			}
-			p->at++;
-			parse_sum(p);
-			skip_blanks(p);
-			if (p->s[p->at] != ',') {
-				expr_fail(p, "%s() takes two arguments", is_min ? "min" : "max");
-				return;
-			}
-			p->at++;
-			parse_sum(p);
-			skip_blanks(p);
-			if (p->s[p->at] != ')') {
-				expr_fail(p, "missing ')' at column %zu", p->at + 1);
-				return;
-			}
-			p->at++;
-			p->nest--;
-			emit(p, is_min ? RW_OP_MIN : RW_OP_MAX, 0);
+			parse_call(p, s[1] == 'i');
 		} else {
 			int64_t v = resolve(p, s, len);
 
