@@ -294,8 +294,8 @@ $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 # A unit test links only the archive members it names, but the rewriter's fuzzer tests every
 # registered rule: it gets every rule object, so a new rule file is registered there at once.
 RULE_OBJ := $(filter $(B)/obj/rewrite/rules/%.o,$(CF_OBJ))
-$(B)/unit/test_rw_fuzz: $(RULE_OBJ)
-$(B)/unit/test_rw_fuzz: UNIT_OBJ = $(RULE_OBJ)
+$(B)/unit/test_rewrite_fuzz: $(RULE_OBJ)
+$(B)/unit/test_rewrite_fuzz: UNIT_OBJ = $(RULE_OBJ)
 
 # Programs and device tests load the PTX and plugins at run time.
 $(SIM_UNIT) $(PROGS) $(WORKLOADS): | $(KERNELS) $(PLUGINS)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capture/capture_int.h"
+#include "common/compiler.h"
 #include "common/errors.h"
 
 static struct cap_alloc *ranges; /* sorted by base, non-overlapping */
@@ -82,13 +83,19 @@ static int insert(const struct cap_alloc *a)
 	memmove(&ranges[i + 1], &ranges[i], (nranges - i) * sizeof(*ranges));
 	ranges[i] = *a;
 	nranges++;
+	/* still sorted and non-overlapping around the new range */
+	cf_assert(i == 0 || ranges[i - 1].base + ranges[i - 1].size <= a->base);
+	cf_assert(i + 1 == nranges || end <= ranges[i + 1].base);
 	return 0;
 }
 
 int cap_alloc_add(uint64_t base, uint64_t size, enum cap_alloc_kind kind)
 {
 	struct cap_alloc a = { .base = base, .size = size, .id = next_id, .kind = (uint8_t)kind };
-	int rc = insert(&a);
+	int rc;
+
+	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
+	rc = insert(&a);
 
 	if (rc == 0)
 		next_id++;
@@ -97,13 +104,16 @@ int cap_alloc_add(uint64_t base, uint64_t size, enum cap_alloc_kind kind)
 
 int cap_alloc_restore(const struct cap_alloc *a)
 {
+	cf_assert(cf_serial_is_held());
 	return insert(a);
 }
 
 int cap_alloc_remove(uint64_t base, struct cap_alloc *out)
 {
-	size_t i = upper(base);
+	size_t i;
 
+	cf_assert(cf_serial_is_held());
+	i = upper(base);
 	if (i == 0 || ranges[i - 1].base != base)
 		return -CF_ENOENT;
 	i--;
@@ -119,6 +129,7 @@ int cap_alloc_remove_range(uint64_t base, uint64_t size)
 	uint64_t end = base + size;
 	size_t i = base ? upper(base - 1) : 0, j; /* first range starting at or after base */
 
+	cf_assert(cf_serial_is_held());
 	if (end < base)
 		end = UINT64_MAX;
 	for (j = i; j < nranges && ranges[j].base < end && ranges[j].size <= end - ranges[j].base; j++)

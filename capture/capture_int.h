@@ -9,6 +9,7 @@
 #include "capture/capture.h"
 #include "common/arena.h"
 #include "common/map.h"
+#include "common/serial.h"
 #include "common/table.h"
 #include "driver/real.h"
 

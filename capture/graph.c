@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "capture/capture_int.h"
+#include "common/errors.h"
 #include "common/map.h"
 
 struct cap_graph {
@@ -227,6 +228,44 @@ struct mem_state {
 	uint32_t nreaders, capreaders; /* used and allocated */
 };
 
+/* The state of allocation alloc, made (no writer, no readers) when it has none yet; NULL when
+ * out of memory. */
+static struct mem_state *mem_state_get(struct cf_map *state, uint64_t alloc)
+{
+	struct mem_state *m = cf_map_get(state, alloc);
+
+	if (!m) {
+		m = calloc(1, sizeof(*m));
+		if (m && cf_map_put(state, alloc, m) != 0) {
+			free(m);
+			m = NULL;
+		}
+		if (m)
+			m->writer = NONE;
+	}
+	return m;
+}
+
+/* Op i reads the allocation of m. 0 or -CF_ENOMEM. */
+static int reader_add(struct mem_state *m, uint32_t i)
+{
+	int rc = -CF_ENOMEM;
+
+	if (m->nreaders == m->capreaders) {
+		uint32_t ncap = m->capreaders ? 2 * m->capreaders : 4;
+		uint32_t *nr = realloc(m->readers, ncap * sizeof(*nr));
+
+		if (!nr)
+			goto out;
+		m->readers = nr;
+		m->capreaders = ncap;
+	}
+	m->readers[m->nreaders++] = i;
+	rc = 0;
+out:
+	return rc;
+}
+
 size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w)
 {
 	struct cf_map state = CF_MAP_INIT;
@@ -239,7 +278,7 @@ size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w)
 		g->nmem = cf_arena_alloc(&g->arena, (g->n + 1) * sizeof(*g->nmem));
 		g->mem = cf_arena_alloc(&g->arena, (g->n + 1) * sizeof(*g->mem));
 		if (!g->nmem || !g->mem)
-			return 0;
+			goto out;
 		memset(g->nmem, 0, (g->n + 1) * sizeof(*g->nmem));
 		memset(g->mem, 0, (g->n + 1) * sizeof(*g->mem));
 	}
@@ -253,15 +292,9 @@ size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w)
 
 			if (!acc[j].alloc)
 				continue; /* host memory outside the map is not tracked */
-			m = cf_map_get(&state, acc[j].alloc);
-			if (!m) {
-				m = calloc(1, sizeof(*m));
-				if (!m || cf_map_put(&state, acc[j].alloc, m) != 0) {
-					free(m);
-					goto out;
-				}
-				m->writer = NONE;
-			}
+			m = mem_state_get(&state, acc[j].alloc);
+			if (!m)
+				goto out;
 			if (nd + m->nreaders + 1 > capdeps) {
 				uint32_t ncap = (nd + m->nreaders + 1) * 2;
 				uint32_t *nb = realloc(deps, ncap * sizeof(*nb));
@@ -279,17 +312,8 @@ size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w)
 						set_add(deps, &nd, m->readers[r]);
 				m->writer = i;
 				m->nreaders = 0;
-			} else {
-				if (m->nreaders == m->capreaders) {
-					uint32_t ncap = m->capreaders ? 2 * m->capreaders : 4;
-					uint32_t *nr = realloc(m->readers, ncap * sizeof(*nr));
-
-					if (!nr)
-						goto out;
-					m->readers = nr;
-					m->capreaders = ncap;
-				}
-				m->readers[m->nreaders++] = i;
+			} else if (reader_add(m, i) != 0) {
+				goto out;
 			}
 		}
 		if (nd) {

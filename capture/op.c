@@ -319,7 +319,7 @@ static void issue_desc(const struct cap_op *op, CUDA_MEMCPY3D *d)
 	}
 }
 
-static void desc_2d(const CUDA_MEMCPY3D *d, CUDA_MEMCPY2D *p)
+static const CUDA_MEMCPY2D *desc_2d(const CUDA_MEMCPY3D *d, CUDA_MEMCPY2D *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->srcXInBytes = d->srcXInBytes;
@@ -338,9 +338,10 @@ static void desc_2d(const CUDA_MEMCPY3D *d, CUDA_MEMCPY2D *p)
 	p->dstPitch = d->dstPitch;
 	p->WidthInBytes = d->WidthInBytes;
 	p->Height = d->Height;
+	return p;
 }
 
-static void desc_peer(const struct cap_op *op, const CUDA_MEMCPY3D *d, CUDA_MEMCPY3D_PEER *p)
+static const CUDA_MEMCPY3D_PEER *desc_peer(const struct cap_op *op, const CUDA_MEMCPY3D *d, CUDA_MEMCPY3D_PEER *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->srcXInBytes = d->srcXInBytes;
@@ -368,7 +369,60 @@ static void desc_peer(const struct cap_op *op, const CUDA_MEMCPY3D *d, CUDA_MEMC
 	p->WidthInBytes = d->WidthInBytes;
 	p->Height = d->Height;
 	p->Depth = d->Depth;
+	return p;
 }
+
+/* Every copy and memset entry point an op may name, one exported name per entry, with the form
+ * of its arguments (ISSUE_CPY_* and ISSUE_SET_* below) and whether a stream follows them (S)
+ * or not (N): a new variant is one entry here, and the call is typed by SHIM_REAL, so an
+ * entry with the wrong form does not compile. */
+#define ISSUE_MEMCPY_LIST(X)                                                                                \
+	X(cuMemcpy, LINEAR, N) X(cuMemcpy_ptds, LINEAR, N)                                                   \
+	X(cuMemcpyAsync, LINEAR, S) X(cuMemcpyAsync_ptsz, LINEAR, S)                                         \
+	X(cuMemcpyPeer, PEER, N) X(cuMemcpyPeer_ptds, PEER, N)                                               \
+	X(cuMemcpyPeerAsync, PEER, S) X(cuMemcpyPeerAsync_ptsz, PEER, S)                                     \
+	X(cuMemcpyHtoD_v2, HTOD, N) X(cuMemcpyHtoD_v2_ptds, HTOD, N)                                         \
+	X(cuMemcpyHtoDAsync_v2, HTOD, S) X(cuMemcpyHtoDAsync_v2_ptsz, HTOD, S)                               \
+	X(cuMemcpyDtoH_v2, DTOH, N) X(cuMemcpyDtoH_v2_ptds, DTOH, N)                                         \
+	X(cuMemcpyDtoHAsync_v2, DTOH, S) X(cuMemcpyDtoHAsync_v2_ptsz, DTOH, S)                               \
+	X(cuMemcpyDtoD_v2, LINEAR, N) X(cuMemcpyDtoD_v2_ptds, LINEAR, N)                                     \
+	X(cuMemcpyDtoDAsync_v2, LINEAR, S) X(cuMemcpyDtoDAsync_v2_ptsz, LINEAR, S)                           \
+	X(cuMemcpy2D_v2, 2D, N) X(cuMemcpy2D_v2_ptds, 2D, N)                                                 \
+	X(cuMemcpy2DUnaligned_v2, 2D, N) X(cuMemcpy2DUnaligned_v2_ptds, 2D, N)                               \
+	X(cuMemcpy2DAsync_v2, 2D, S) X(cuMemcpy2DAsync_v2_ptsz, 2D, S)                                       \
+	X(cuMemcpy3D_v2, 3D, N) X(cuMemcpy3D_v2_ptds, 3D, N)                                                 \
+	X(cuMemcpy3DAsync_v2, 3D, S) X(cuMemcpy3DAsync_v2_ptsz, 3D, S)                                       \
+	X(cuMemcpy3DPeer, 3DPEER, N) X(cuMemcpy3DPeer_ptds, 3DPEER, N)                                       \
+	X(cuMemcpy3DPeerAsync, 3DPEER, S) X(cuMemcpy3DPeerAsync_ptsz, 3DPEER, S)
+
+/* The same for memsets, with the value's type (the element size) as well. */
+#define ISSUE_MEMSET_LIST(X)                                                                                \
+	X(cuMemsetD8_v2, 1D, uc, N) X(cuMemsetD8_v2_ptds, 1D, uc, N)                                         \
+	X(cuMemsetD16_v2, 1D, us, N) X(cuMemsetD16_v2_ptds, 1D, us, N)                                       \
+	X(cuMemsetD32_v2, 1D, ui, N) X(cuMemsetD32_v2_ptds, 1D, ui, N)                                       \
+	X(cuMemsetD8Async, 1D, uc, S) X(cuMemsetD8Async_ptsz, 1D, uc, S)                                     \
+	X(cuMemsetD16Async, 1D, us, S) X(cuMemsetD16Async_ptsz, 1D, us, S)                                   \
+	X(cuMemsetD32Async, 1D, ui, S) X(cuMemsetD32Async_ptsz, 1D, ui, S)                                   \
+	X(cuMemsetD2D8_v2, 2D, uc, N) X(cuMemsetD2D8_v2_ptds, 2D, uc, N)                                     \
+	X(cuMemsetD2D16_v2, 2D, us, N) X(cuMemsetD2D16_v2_ptds, 2D, us, N)                                   \
+	X(cuMemsetD2D32_v2, 2D, ui, N) X(cuMemsetD2D32_v2_ptds, 2D, ui, N)                                   \
+	X(cuMemsetD2D8Async, 2D, uc, S) X(cuMemsetD2D8Async_ptsz, 2D, uc, S)                                 \
+	X(cuMemsetD2D16Async, 2D, us, S) X(cuMemsetD2D16Async_ptsz, 2D, us, S)                               \
+	X(cuMemsetD2D32Async, 2D, ui, S) X(cuMemsetD2D32Async_ptsz, 2D, ui, S)
+
+/* The arguments of each form, from the descriptor d (and d2, dp) of issue_memcpy and the memset
+ * m of issue_memset; then the stream s, or nothing. */
+#define ISSUE_CPY_LINEAR d.dstDevice, d.srcDevice, d.WidthInBytes
+#define ISSUE_CPY_PEER d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice, op->u.memcpy.src_ctx, d.WidthInBytes
+#define ISSUE_CPY_HTOD d.dstDevice, d.srcHost, d.WidthInBytes
+#define ISSUE_CPY_DTOH d.dstHost, d.srcDevice, d.WidthInBytes
+#define ISSUE_CPY_2D desc_2d(&d, &d2)
+#define ISSUE_CPY_3D &d
+#define ISSUE_CPY_3DPEER desc_peer(op, &d, &dp)
+#define ISSUE_SET_1D(v) m->dst, v, m->width
+#define ISSUE_SET_2D(v) m->dst, m->pitch, v, m->width, m->height
+#define ISSUE_STREAM_N
+#define ISSUE_STREAM_S , s
 
 static CUresult issue_memcpy(const struct cap_op *op)
 {
@@ -376,95 +430,21 @@ static CUresult issue_memcpy(const struct cap_op *op)
 	CUDA_MEMCPY2D d2;
 	CUDA_MEMCPY3D_PEER dp;
 	CUstream s = op->stream;
-	size_t n;
+	CUresult rc;
 
 	issue_desc(op, &d);
-	n = d.WidthInBytes;
 	switch ((enum shim_api_id)op->api) {
-	case SHIM_ID_cuMemcpy:
-		return SHIM_REAL(cuMemcpy)(d.dstDevice, d.srcDevice, n);
-	case SHIM_ID_cuMemcpy_ptds:
-		return SHIM_REAL(cuMemcpy_ptds)(d.dstDevice, d.srcDevice, n);
-	case SHIM_ID_cuMemcpyAsync:
-		return SHIM_REAL(cuMemcpyAsync)(d.dstDevice, d.srcDevice, n, s);
-	case SHIM_ID_cuMemcpyAsync_ptsz:
-		return SHIM_REAL(cuMemcpyAsync_ptsz)(d.dstDevice, d.srcDevice, n, s);
-	case SHIM_ID_cuMemcpyPeer:
-		return SHIM_REAL(cuMemcpyPeer)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice, op->u.memcpy.src_ctx, n);
-	case SHIM_ID_cuMemcpyPeer_ptds:
-		return SHIM_REAL(cuMemcpyPeer_ptds)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice,
-						    op->u.memcpy.src_ctx, n);
-	case SHIM_ID_cuMemcpyPeerAsync:
-		return SHIM_REAL(cuMemcpyPeerAsync)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice,
-						    op->u.memcpy.src_ctx, n, s);
-	case SHIM_ID_cuMemcpyPeerAsync_ptsz:
-		return SHIM_REAL(cuMemcpyPeerAsync_ptsz)(d.dstDevice, op->u.memcpy.dst_ctx, d.srcDevice,
-							 op->u.memcpy.src_ctx, n, s);
-	case SHIM_ID_cuMemcpyHtoD_v2:
-		return SHIM_REAL(cuMemcpyHtoD_v2)(d.dstDevice, d.srcHost, n);
-	case SHIM_ID_cuMemcpyHtoD_v2_ptds:
-		return SHIM_REAL(cuMemcpyHtoD_v2_ptds)(d.dstDevice, d.srcHost, n);
-	case SHIM_ID_cuMemcpyHtoDAsync_v2:
-		return SHIM_REAL(cuMemcpyHtoDAsync_v2)(d.dstDevice, d.srcHost, n, s);
-	case SHIM_ID_cuMemcpyHtoDAsync_v2_ptsz:
-		return SHIM_REAL(cuMemcpyHtoDAsync_v2_ptsz)(d.dstDevice, d.srcHost, n, s);
-	case SHIM_ID_cuMemcpyDtoH_v2:
-		return SHIM_REAL(cuMemcpyDtoH_v2)(d.dstHost, d.srcDevice, n);
-	case SHIM_ID_cuMemcpyDtoH_v2_ptds:
-		return SHIM_REAL(cuMemcpyDtoH_v2_ptds)(d.dstHost, d.srcDevice, n);
-	case SHIM_ID_cuMemcpyDtoHAsync_v2:
-		return SHIM_REAL(cuMemcpyDtoHAsync_v2)(d.dstHost, d.srcDevice, n, s);
-	case SHIM_ID_cuMemcpyDtoHAsync_v2_ptsz:
-		return SHIM_REAL(cuMemcpyDtoHAsync_v2_ptsz)(d.dstHost, d.srcDevice, n, s);
-	case SHIM_ID_cuMemcpyDtoD_v2:
-		return SHIM_REAL(cuMemcpyDtoD_v2)(d.dstDevice, d.srcDevice, n);
-	case SHIM_ID_cuMemcpyDtoD_v2_ptds:
-		return SHIM_REAL(cuMemcpyDtoD_v2_ptds)(d.dstDevice, d.srcDevice, n);
-	case SHIM_ID_cuMemcpyDtoDAsync_v2:
-		return SHIM_REAL(cuMemcpyDtoDAsync_v2)(d.dstDevice, d.srcDevice, n, s);
-	case SHIM_ID_cuMemcpyDtoDAsync_v2_ptsz:
-		return SHIM_REAL(cuMemcpyDtoDAsync_v2_ptsz)(d.dstDevice, d.srcDevice, n, s);
-	case SHIM_ID_cuMemcpy2D_v2:
-		desc_2d(&d, &d2);
-		return SHIM_REAL(cuMemcpy2D_v2)(&d2);
-	case SHIM_ID_cuMemcpy2D_v2_ptds:
-		desc_2d(&d, &d2);
-		return SHIM_REAL(cuMemcpy2D_v2_ptds)(&d2);
-	case SHIM_ID_cuMemcpy2DUnaligned_v2:
-		desc_2d(&d, &d2);
-		return SHIM_REAL(cuMemcpy2DUnaligned_v2)(&d2);
-	case SHIM_ID_cuMemcpy2DUnaligned_v2_ptds:
-		desc_2d(&d, &d2);
-		return SHIM_REAL(cuMemcpy2DUnaligned_v2_ptds)(&d2);
-	case SHIM_ID_cuMemcpy2DAsync_v2:
-		desc_2d(&d, &d2);
-		return SHIM_REAL(cuMemcpy2DAsync_v2)(&d2, s);
-	case SHIM_ID_cuMemcpy2DAsync_v2_ptsz:
-		desc_2d(&d, &d2);
-		return SHIM_REAL(cuMemcpy2DAsync_v2_ptsz)(&d2, s);
-	case SHIM_ID_cuMemcpy3D_v2:
-		return SHIM_REAL(cuMemcpy3D_v2)(&d);
-	case SHIM_ID_cuMemcpy3D_v2_ptds:
-		return SHIM_REAL(cuMemcpy3D_v2_ptds)(&d);
-	case SHIM_ID_cuMemcpy3DAsync_v2:
-		return SHIM_REAL(cuMemcpy3DAsync_v2)(&d, s);
-	case SHIM_ID_cuMemcpy3DAsync_v2_ptsz:
-		return SHIM_REAL(cuMemcpy3DAsync_v2_ptsz)(&d, s);
-	case SHIM_ID_cuMemcpy3DPeer:
-		desc_peer(op, &d, &dp);
-		return SHIM_REAL(cuMemcpy3DPeer)(&dp);
-	case SHIM_ID_cuMemcpy3DPeer_ptds:
-		desc_peer(op, &d, &dp);
-		return SHIM_REAL(cuMemcpy3DPeer_ptds)(&dp);
-	case SHIM_ID_cuMemcpy3DPeerAsync:
-		desc_peer(op, &d, &dp);
-		return SHIM_REAL(cuMemcpy3DPeerAsync)(&dp, s);
-	case SHIM_ID_cuMemcpy3DPeerAsync_ptsz:
-		desc_peer(op, &d, &dp);
-		return SHIM_REAL(cuMemcpy3DPeerAsync_ptsz)(&dp, s);
+#define ISSUE_CPY_CASE_(sym, form, st)                                                                      \
+	case SHIM_ID_##sym:                                                                                  \
+		rc = SHIM_REAL(sym)(ISSUE_CPY_##form ISSUE_STREAM_##st);                                     \
+		break;
+		ISSUE_MEMCPY_LIST(ISSUE_CPY_CASE_)
+#undef ISSUE_CPY_CASE_
 	default:
-		return CUDA_ERROR_NOT_SUPPORTED;
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		break;
 	}
+	return rc;
 }
 
 static CUresult issue_memset(const struct cap_op *op)
@@ -474,59 +454,20 @@ static CUresult issue_memset(const struct cap_op *op)
 	unsigned short us = (unsigned short)m->value;
 	unsigned int ui = m->value;
 	CUstream s = op->stream;
+	CUresult rc;
 
 	switch ((enum shim_api_id)op->api) {
-	case SHIM_ID_cuMemsetD8_v2:
-		return SHIM_REAL(cuMemsetD8_v2)(m->dst, uc, m->width);
-	case SHIM_ID_cuMemsetD8_v2_ptds:
-		return SHIM_REAL(cuMemsetD8_v2_ptds)(m->dst, uc, m->width);
-	case SHIM_ID_cuMemsetD16_v2:
-		return SHIM_REAL(cuMemsetD16_v2)(m->dst, us, m->width);
-	case SHIM_ID_cuMemsetD16_v2_ptds:
-		return SHIM_REAL(cuMemsetD16_v2_ptds)(m->dst, us, m->width);
-	case SHIM_ID_cuMemsetD32_v2:
-		return SHIM_REAL(cuMemsetD32_v2)(m->dst, ui, m->width);
-	case SHIM_ID_cuMemsetD32_v2_ptds:
-		return SHIM_REAL(cuMemsetD32_v2_ptds)(m->dst, ui, m->width);
-	case SHIM_ID_cuMemsetD8Async:
-		return SHIM_REAL(cuMemsetD8Async)(m->dst, uc, m->width, s);
-	case SHIM_ID_cuMemsetD8Async_ptsz:
-		return SHIM_REAL(cuMemsetD8Async_ptsz)(m->dst, uc, m->width, s);
-	case SHIM_ID_cuMemsetD16Async:
-		return SHIM_REAL(cuMemsetD16Async)(m->dst, us, m->width, s);
-	case SHIM_ID_cuMemsetD16Async_ptsz:
-		return SHIM_REAL(cuMemsetD16Async_ptsz)(m->dst, us, m->width, s);
-	case SHIM_ID_cuMemsetD32Async:
-		return SHIM_REAL(cuMemsetD32Async)(m->dst, ui, m->width, s);
-	case SHIM_ID_cuMemsetD32Async_ptsz:
-		return SHIM_REAL(cuMemsetD32Async_ptsz)(m->dst, ui, m->width, s);
-	case SHIM_ID_cuMemsetD2D8_v2:
-		return SHIM_REAL(cuMemsetD2D8_v2)(m->dst, m->pitch, uc, m->width, m->height);
-	case SHIM_ID_cuMemsetD2D8_v2_ptds:
-		return SHIM_REAL(cuMemsetD2D8_v2_ptds)(m->dst, m->pitch, uc, m->width, m->height);
-	case SHIM_ID_cuMemsetD2D16_v2:
-		return SHIM_REAL(cuMemsetD2D16_v2)(m->dst, m->pitch, us, m->width, m->height);
-	case SHIM_ID_cuMemsetD2D16_v2_ptds:
-		return SHIM_REAL(cuMemsetD2D16_v2_ptds)(m->dst, m->pitch, us, m->width, m->height);
-	case SHIM_ID_cuMemsetD2D32_v2:
-		return SHIM_REAL(cuMemsetD2D32_v2)(m->dst, m->pitch, ui, m->width, m->height);
-	case SHIM_ID_cuMemsetD2D32_v2_ptds:
-		return SHIM_REAL(cuMemsetD2D32_v2_ptds)(m->dst, m->pitch, ui, m->width, m->height);
-	case SHIM_ID_cuMemsetD2D8Async:
-		return SHIM_REAL(cuMemsetD2D8Async)(m->dst, m->pitch, uc, m->width, m->height, s);
-	case SHIM_ID_cuMemsetD2D8Async_ptsz:
-		return SHIM_REAL(cuMemsetD2D8Async_ptsz)(m->dst, m->pitch, uc, m->width, m->height, s);
-	case SHIM_ID_cuMemsetD2D16Async:
-		return SHIM_REAL(cuMemsetD2D16Async)(m->dst, m->pitch, us, m->width, m->height, s);
-	case SHIM_ID_cuMemsetD2D16Async_ptsz:
-		return SHIM_REAL(cuMemsetD2D16Async_ptsz)(m->dst, m->pitch, us, m->width, m->height, s);
-	case SHIM_ID_cuMemsetD2D32Async:
-		return SHIM_REAL(cuMemsetD2D32Async)(m->dst, m->pitch, ui, m->width, m->height, s);
-	case SHIM_ID_cuMemsetD2D32Async_ptsz:
-		return SHIM_REAL(cuMemsetD2D32Async_ptsz)(m->dst, m->pitch, ui, m->width, m->height, s);
+#define ISSUE_SET_CASE_(sym, form, val, st)                                                                 \
+	case SHIM_ID_##sym:                                                                                  \
+		rc = SHIM_REAL(sym)(ISSUE_SET_##form(val) ISSUE_STREAM_##st);                                \
+		break;
+		ISSUE_MEMSET_LIST(ISSUE_SET_CASE_)
+#undef ISSUE_SET_CASE_
 	default:
-		return CUDA_ERROR_NOT_SUPPORTED;
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		break;
 	}
+	return rc;
 }
 
 #define ISSUE_INLINE_PARAMS 64 /* parameter pointers on the stack; more are malloc'd */

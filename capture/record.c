@@ -258,6 +258,7 @@ static void compact(struct cap_window *w)
 {
 	uint32_t j = 0;
 
+	cf_assert(w->nfailed <= w->nops);
 	if (!w->nfailed)
 		return;
 	for (uint32_t i = 0; i < w->nops; i++)
@@ -301,6 +302,8 @@ static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id a
 	struct cap_window *w = cap__s.cur, *spare = NULL;
 	struct cap_shape *s = NULL;
 
+	/* state diagram: only the OPEN window closes, once (t_end is set by closing, reset by recycling) */
+	cf_assert(w->nops > 0 && w->t_end == 0);
 	compact(w);
 	w->closed_by = (uint8_t)kind;
 	w->closed_api = (uint16_t)api;
@@ -338,6 +341,7 @@ static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id a
 
 struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api)
 {
+	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	if ((unsigned)kind >= CAP_BOUNDARY_COUNT || !cap__s.cur)
 		return NULL;
 	cap__s.totals.boundaries[kind]++;
@@ -351,6 +355,7 @@ struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api)
 void cap_note_passthrough(enum shim_api_id api)
 {
 	(void)api;
+	cf_assert(cf_serial_is_held());
 	cap__s.totals.passthrough++;
 }
 
@@ -396,6 +401,8 @@ static int stream_slot(struct cap_window *w, struct cap_op *op, CUcontext ctx, u
 		s->win = w->seq;
 		s->slot = (uint16_t)w->nstreams++;
 	}
+	/* invariant 5: the record's slot is one of this window's */
+	cf_assert(s->win == w->seq && s->slot < w->nstreams && w->nstreams <= CAP_MAX_SLOTS);
 	s->last = w->nops; /* the op being recorded is the window's next */
 	return s->slot;
 }
@@ -427,6 +434,7 @@ static int event_slot(struct cap_window *w, CUevent e, bool record)
 		r->win = w->seq;
 		r->slot = (uint16_t)w->nevents++;
 	}
+	cf_assert(r->win == w->seq && r->slot < w->nevents && w->nevents <= CAP_MAX_SLOTS); /* invariant 5 */
 	return r->slot;
 }
 
@@ -601,62 +609,22 @@ static void rec_closed(struct cap_rec *rec, struct cap_shape *s)
 		rec->closed = s;
 }
 
-int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+/* A call that does not go into the window: why (rec->result) and the boundary that makes. */
+static void refuse(struct cap_rec *rec, enum cap_rec_result why, enum cap_boundary kind, uint16_t api)
 {
-	struct cap_window *w = cap__s.cur;
-	struct cap_func *f = NULL;
-	CUfunction func = NULL;
-	struct cap_op *op;
+	rec->result = (uint8_t)why;
+	rec_closed(rec, cap_boundary(kind, (enum shim_api_id)api));
+}
+
+/* The part of op that depends on its kind (the common part is filled). Returns 0, -CF_ENOMEM,
+ * or -CF_EINVAL when a kernel's parameters cannot be recorded. */
+static int build_op(struct cap_op *op, const struct cap_call *c, struct cap_window *w, struct cap_rec *rec)
+{
 	int slot, rc = 0;
 
-	memset(rec, 0, sizeof(*rec));
-	rec->kind = c->kind;
-	if (!cap__s.ready || !w) {
-		rec->result = CAP_REC_NOMEM;
-		return -CF_ESTATE;
-	}
-	if (c->kind == CAP_OP_KERNEL) {
-		f = cap__func_get(c->u.kernel.f, who->ctx, &func);
-		rec->func = f;
-		if (!f) {
-			rec->result = CAP_REC_OPAQUE;
-			rec_closed(rec, cap_boundary(CAP_BOUNDARY_OPAQUE, (enum shim_api_id)c->api));
-			return -CF_EINVAL;
-		}
-		if (f->barrier) {
-			rec->result = CAP_REC_BARRIER;
-			rec_closed(rec, cap_boundary(CAP_BOUNDARY_BARRIER, (enum shim_api_id)c->api));
-			return 0;
-		}
-	}
-	if (reserve_op(w) != 0)
-		goto out_nomem;
-	op = &w->ops[w->nops];
-	memset(op, 0, sizeof(*op));
-	op->kind = c->kind;
-	op->api = c->api;
-	op->tid = who->tid;
-	op->stream = c->stream;
-	op->ctx = who->ctx;
-	op->callsite = who->callsite;
-	op->t_ns = who->t_ns;
-	slot = stream_slot(w, op, who->ctx, who->tid);
-	if (slot < 0)
-		goto out_nomem;
-	op->stream_slot = (uint16_t)slot;
 	switch (c->kind) {
 	case CAP_OP_KERNEL:
-		op->u.kernel.handle = c->u.kernel.f;
-		op->u.kernel.func = func;
-		op->u.kernel.info = f;
 		rc = build_kernel(op, c, &w->arena);
-		if (rc == -CF_ENOMEM)
-			goto out_nomem;
-		if (rc) {
-			rec->result = CAP_REC_OPAQUE;
-			rec_closed(rec, cap_boundary(CAP_BOUNDARY_OPAQUE, (enum shim_api_id)c->api));
-			return rc;
-		}
 		break;
 	case CAP_OP_MEMCPY:
 		build_memcpy(op, c);
@@ -671,16 +639,21 @@ int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_r
 		op->u.event = c->u.event;
 		slot = event_slot(w, c->u.event.event, c->kind == CAP_OP_EVENT_RECORD);
 		if (slot < 0)
-			goto out_nomem;
-		op->u.event.slot = (uint16_t)slot;
+			rc = -CF_ENOMEM;
+		else
+			op->u.event.slot = (uint16_t)slot;
 		break;
-	case CAP_OP_HOST_FN:
+	default: /* CAP_OP_HOST_FN (cap_record turned away anything else) */
 		op->u.host_fn = c->u.host_fn;
 		break;
-	default:
-		rec->result = CAP_REC_OPAQUE;
-		return -CF_EINVAL;
 	}
+	return rc;
+}
+
+/* The built op becomes the window's next: numbered, counted, and the window closed behind it
+ * when it ends the window itself or fills it. */
+static void append(struct cap_window *w, struct cap_op *op, const struct cap_who *who, struct cap_rec *rec)
+{
 	cap_op_hash(op);
 	op->seq = ++cap__s.op_seq;
 	if (w->nops == 0)
@@ -693,16 +666,80 @@ int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_r
 	rec->result = CAP_REC_RECORDED;
 	if (op->flags & CAP_OPF_ENDS_WINDOW) {
 		rec->ends_window = true;
-		rec_closed(rec, cap_boundary(CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)c->api));
+		rec_closed(rec, cap_boundary(CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)op->api));
+		/* invariant 4: the op was its window's last; the open window is a new one */
+		cf_assert(!cap__s.cur || cap__s.cur->nops == 0);
 	} else if (w->nops >= cap__s.cfg.window_max_ops) {
-		rec_closed(rec, cap_boundary(CAP_BOUNDARY_FULL, (enum shim_api_id)c->api));
+		rec_closed(rec, cap_boundary(CAP_BOUNDARY_FULL, (enum shim_api_id)op->api));
 	}
-	return 0;
+}
+
+int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+{
+	struct cap_window *w = cap__s.cur;
+	struct cap_func *f = NULL;
+	CUfunction func = NULL;
+	struct cap_op *op;
+	int slot, rc = 0;
+
+	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
+	memset(rec, 0, sizeof(*rec));
+	rec->kind = c->kind;
+	if (!cap__s.ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
+		rec->result = !cap__s.ready || !w ? CAP_REC_NOMEM : CAP_REC_OPAQUE;
+		rc = !cap__s.ready || !w ? -CF_ESTATE : -CF_EINVAL;
+		goto out;
+	}
+	cf_assert(w->nops < cap__s.cfg.window_max_ops); /* a full window closed when it filled */
+	if (c->kind == CAP_OP_KERNEL) {
+		f = rec->func = cap__func_get(c->u.kernel.f, who->ctx, &func);
+		if (!f) {
+			rc = -CF_EINVAL;
+			refuse(rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
+			goto out;
+		}
+		if (f->barrier) {
+			refuse(rec, CAP_REC_BARRIER, CAP_BOUNDARY_BARRIER, c->api);
+			goto out;
+		}
+	}
+	rc = reserve_op(w);
+	if (rc != 0)
+		goto out_nomem;
+	op = &w->ops[w->nops];
+	memset(op, 0, sizeof(*op));
+	op->kind = c->kind;
+	op->api = c->api;
+	op->tid = who->tid;
+	op->stream = c->stream;
+	op->ctx = who->ctx;
+	op->callsite = who->callsite;
+	op->t_ns = who->t_ns;
+	if (f) {
+		op->u.kernel.handle = c->u.kernel.f;
+		op->u.kernel.func = func;
+		op->u.kernel.info = f;
+	}
+	slot = stream_slot(w, op, who->ctx, who->tid);
+	if (slot < 0) {
+		rc = -CF_ENOMEM;
+		goto out_nomem;
+	}
+	op->stream_slot = (uint16_t)slot;
+	rc = build_op(op, c, w, rec);
+	if (rc == -CF_ENOMEM)
+		goto out_nomem;
+	if (rc != 0) {
+		refuse(rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
+		goto out;
+	}
+	append(w, op, who, rec);
+	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");
-	rec->result = CAP_REC_NOMEM;
-	rec_closed(rec, cap_boundary(CAP_BOUNDARY_FULL, (enum shim_api_id)c->api));
-	return -CF_ENOMEM;
+	refuse(rec, CAP_REC_NOMEM, CAP_BOUNDARY_FULL, c->api);
+out:
+	return rc;
 }
 
 /* A refused op whose window closed before the answer: if that window is still its shape's
@@ -747,6 +784,7 @@ void cap_op_done(const struct cap_rec *rec, bool failed)
 		struct cap_window *w = cap__s.cur;
 		uint32_t i;
 
+		cf_assert(cf_serial_is_held()); /* the failing half only (capture.h) */
 		if (rec->result != CAP_REC_RECORDED)
 			return;
 		if (!w || rec->window != w->seq) {
@@ -754,6 +792,7 @@ void cap_op_done(const struct cap_rec *rec, bool failed)
 			return;
 		}
 		/* the index, unless something moved the ops since (it never does in the open window) */
+		cf_assert(rec->index < w->nops && w->ops[rec->index].seq == rec->seq);
 		i = rec->index < w->nops && w->ops[rec->index].seq == rec->seq ? rec->index : w->nops;
 		if (i < w->nops && !(w->ops[i].flags & CAP_OPF_FAILED)) {
 			w->ops[i].flags |= CAP_OPF_FAILED;

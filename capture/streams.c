@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "capture/capture_int.h"
+#include "common/compiler.h"
 #include "common/errors.h"
 #include "common/hash.h"
 
@@ -118,6 +119,7 @@ void cap_stream_created(CUstream h, unsigned int flags)
 {
 	uint64_t key = (uint64_t)(uintptr_t)h;
 
+	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
 		return;
 	free(cf_map_del(&streams, key));
@@ -128,6 +130,7 @@ void cap_stream_forget(CUstream h)
 {
 	struct cap_stream *s;
 
+	cf_assert(cf_serial_is_held());
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
 		return;
 	s = cf_map_del(&streams, (uint64_t)(uintptr_t)h);
@@ -161,8 +164,10 @@ struct cap_event_rec *cap__event_get(CUevent e)
 
 void cap_event_forget(CUevent e)
 {
-	struct cap_event_rec *r = cf_map_del(&events, (uint64_t)(uintptr_t)e);
+	struct cap_event_rec *r;
 
+	cf_assert(cf_serial_is_held());
+	r = cf_map_del(&events, (uint64_t)(uintptr_t)e);
 	if (r)
 		nbytes -= sizeof(*r);
 	free(r);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "capture/capture_int.h"
+#include "common/compiler.h"
 #include "common/errors.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -74,6 +75,7 @@ static void prune(struct cap_trie_node *n)
 	while (n && n != &root && n->nchildren == 0 && !n->shape) {
 		struct cap_trie_node *p = n->parent;
 
+		cf_assert(p && p->nchildren > 0 && n->depth == p->depth + 1);
 		cf_map_del(&edges, edge_key(p, n->key));
 		p->nchildren--;
 		nnodes--;
@@ -84,6 +86,8 @@ static void prune(struct cap_trie_node *n)
 
 static void lru_unlink(struct cap_shape *s)
 {
+	cf_assert(s->prev ? s->prev->next == s : mru == s);
+	cf_assert(s->next ? s->next->prev == s : lru == s);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -150,6 +154,7 @@ struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spa
 	struct cap_shape *s;
 	uint64_t bind = CF_HASH_SEED;
 
+	cf_assert(w->nops > 0 && w->nfailed == 0); /* closed and compacted (record.c) */
 	*spare = NULL;
 	for (uint32_t i = 0; i < w->nops; i++) {
 		struct cap_trie_node *c = child_make(n, w->ops[i].key);
@@ -168,6 +173,7 @@ struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spa
 	if (s) {
 		bool same = true;
 
+		cf_assert(s->nops == w->nops && s->last && s->end == n);
 		/* same path, so same length and keys: compare bindings op by op */
 		for (uint32_t i = 0; i < w->nops; i++) {
 			if (s->last->ops[i].bind != w->ops[i].bind) {
@@ -209,6 +215,7 @@ struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spa
 	nshapes++;
 	while (nshapes > cap__s.cfg.max_templates && lru && lru != s)
 		evict(lru);
+	cf_assert(mru == s && nshapes <= cap__s.cfg.max_templates); /* the bound, newest kept */
 	return s;
 }
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/compiler.h"
+
 #define ARENA_ALIGN 16
 #define ARENA_DEFAULT_BLOCK (64 * 1024)
 
@@ -94,6 +96,7 @@ void *cf_arena_alloc(struct cf_arena *a, size_t n)
 	p = b->data + b->off;
 	b->off += need;
 	a->used += need;
+	cf_assert(((uintptr_t)p & (ARENA_ALIGN - 1)) == 0 && b->off <= b->size && a->used <= a->reserved);
 	return p;
 }
 

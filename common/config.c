@@ -205,10 +205,92 @@ static void scan_unknown(void)
 	}
 }
 
+/* The numeric variables: one shape. */
+static void parse_numbers(struct cf_config *cfg)
+{
+	struct {
+		enum cf_config_var var;
+		unsigned lo, hi;
+		unsigned *field;
+		unsigned dflt;
+	} nums[] = {
+		{ CF_VAR_WARMUP, 1, 1000000, &cfg->warmup, CF_DEFAULT_WARMUP },
+		{ CF_VAR_SEGMENT, 1, 1000000, &cfg->segment, CF_DEFAULT_SEGMENT },
+		{ CF_VAR_MIN_OPS, 0, 1000000, &cfg->min_ops, CF_DEFAULT_MIN_OPS },
+		{ CF_VAR_MAX_TEMPLATES, 1, 1000000, &cfg->max_templates, CF_DEFAULT_MAX_TEMPLATES },
+	};
+	char accepted[64], num[16];
+	const char *v;
+	unsigned u;
+
+	for (size_t k = 0; k < CF_ARRAY_SIZE(nums); k++) {
+		if (!(v = get(nums[k].var)))
+			continue;
+		if (parse_uint(v, nums[k].lo, nums[k].hi, &u) == 0) {
+			*nums[k].field = u;
+			continue;
+		}
+		snprintf(accepted, sizeof(accepted), "an integer from %u to %u", nums[k].lo, nums[k].hi);
+		snprintf(num, sizeof(num), "%u", nums[k].dflt);
+		report_bad(cfg, nums[k].var, v, accepted, num);
+	}
+}
+
+/* The switches: 0 or 1. */
+static void parse_switches(struct cf_config *cfg)
+{
+	struct {
+		enum cf_config_var var;
+		bool *field;
+		const char *dflt;
+	} sw[] = {
+		{ CF_VAR_CALLSITES, &cfg->callsites, "0" },
+		{ CF_VAR_GATE, &cfg->gate, "1" },
+		{ CF_VAR_STRICT, &cfg->strict, "0" },
+	};
+	const char *v;
+
+	for (size_t k = 0; k < CF_ARRAY_SIZE(sw); k++) {
+		if (!(v = get(sw[k].var)))
+			continue;
+		if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+			*sw[k].field = v[0] == '1';
+		else
+			report_bad(cfg, sw[k].var, v, "0, 1", sw[k].dflt);
+	}
+}
+
+/* Paths: anything printable that fits. */
+static void parse_paths(struct cf_config *cfg)
+{
+	struct {
+		enum cf_config_var var;
+		char *field;
+		const char *what, *dflt;
+	} paths[] = {
+		{ CF_VAR_LOG_FILE, cfg->log_file, "a file path", "stderr" },
+		{ CF_VAR_REPORT, cfg->report, "a file path", "no report" },
+		{ CF_VAR_TRACE, cfg->trace, "a file path", "no trace" },
+		{ CF_VAR_DOT, cfg->dot, "a directory path", "no pictures" },
+		{ CF_VAR_LIBCUDA, cfg->libcuda, "a library name or path", CF_DEFAULT_LIBCUDA },
+	};
+	char accepted[80];
+	const char *v;
+
+	for (size_t k = 0; k < CF_ARRAY_SIZE(paths); k++) {
+		if (!(v = get(paths[k].var)))
+			continue;
+		if (path_is_valid(v) && copy_value(paths[k].field, CF_PATH_MAX, v))
+			continue;
+		snprintf(accepted, sizeof(accepted), "%s of printable characters, shorter than %d", paths[k].what,
+			 CF_PATH_MAX);
+		report_bad(cfg, paths[k].var, v, accepted, paths[k].dflt);
+	}
+}
+
 int cf_config_parse(struct cf_config *cfg)
 {
 	static const char *const modes[] = { "off", "trace", "replay" };
-	char num[16];
 	const char *v;
 	unsigned u;
 	int i;
@@ -236,33 +318,7 @@ int cf_config_parse(struct cf_config *cfg)
 			report_bad(cfg, CF_VAR_RULES, v, "a comma-separated list of +rule or -rule, e.g. -dead-write,+parallel",
 				   "no changes to the rule set");
 	}
-
-	/* The numeric variables share one shape. */
-	struct {
-		enum cf_config_var var;
-		unsigned lo, hi;
-		unsigned *field;
-		unsigned dflt;
-	} nums[] = {
-		{ CF_VAR_WARMUP, 1, 1000000, &cfg->warmup, CF_DEFAULT_WARMUP },
-		{ CF_VAR_SEGMENT, 1, 1000000, &cfg->segment, CF_DEFAULT_SEGMENT },
-		{ CF_VAR_MIN_OPS, 0, 1000000, &cfg->min_ops, CF_DEFAULT_MIN_OPS },
-		{ CF_VAR_MAX_TEMPLATES, 1, 1000000, &cfg->max_templates, CF_DEFAULT_MAX_TEMPLATES },
-	};
-	for (size_t k = 0; k < CF_ARRAY_SIZE(nums); k++) {
-		char accepted[64];
-
-		if (!(v = get(nums[k].var)))
-			continue;
-		if (parse_uint(v, nums[k].lo, nums[k].hi, &u) == 0) {
-			*nums[k].field = u;
-			continue;
-		}
-		snprintf(accepted, sizeof(accepted), "an integer from %u to %u", nums[k].lo, nums[k].hi);
-		snprintf(num, sizeof(num), "%u", nums[k].dflt);
-		report_bad(cfg, nums[k].var, v, accepted, num);
-	}
-
+	parse_numbers(cfg);
 	if ((v = get(CF_VAR_CARDS))) {
 		if (!list_is_valid(v, ':') || !copy_value(cfg->cards, sizeof(cfg->cards), v))
 			report_bad(cfg, CF_VAR_CARDS, v, "path[:path] of card files", "no user cards");
@@ -272,52 +328,12 @@ int cf_config_parse(struct cf_config *cfg)
 			report_bad(cfg, CF_VAR_BARRIER_KERNELS, v, "pattern[,pattern] of kernel names, * and ? as wildcards",
 				   CF_DEFAULT_BARRIER_KERNELS);
 	}
-	if ((v = get(CF_VAR_CALLSITES))) {
-		if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-			cfg->callsites = v[0] == '1';
-		else
-			report_bad(cfg, CF_VAR_CALLSITES, v, "0, 1", "0");
-	}
-	if ((v = get(CF_VAR_GATE))) {
-		if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-			cfg->gate = v[0] == '1';
-		else
-			report_bad(cfg, CF_VAR_GATE, v, "0, 1", "1");
-	}
-	if ((v = get(CF_VAR_STRICT))) {
-		if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-			cfg->strict = v[0] == '1';
-		else
-			report_bad(cfg, CF_VAR_STRICT, v, "0, 1", "0");
-	}
+	parse_switches(cfg);
 	if ((v = get(CF_VAR_LOG))) {
 		if (cf_log_level_parse(v, &cfg->log_level) != 0)
 			report_bad(cfg, CF_VAR_LOG, v, "err, warn, info, debug", "warn");
 	}
-
-	/* Paths: anything printable that fits. */
-	struct {
-		enum cf_config_var var;
-		char *field;
-		const char *what, *dflt;
-	} paths[] = {
-		{ CF_VAR_LOG_FILE, cfg->log_file, "a file path", "stderr" },
-		{ CF_VAR_REPORT, cfg->report, "a file path", "no report" },
-		{ CF_VAR_TRACE, cfg->trace, "a file path", "no trace" },
-		{ CF_VAR_DOT, cfg->dot, "a directory path", "no pictures" },
-		{ CF_VAR_LIBCUDA, cfg->libcuda, "a library name or path", CF_DEFAULT_LIBCUDA },
-	};
-	for (size_t k = 0; k < CF_ARRAY_SIZE(paths); k++) {
-		char accepted[80];
-
-		if (!(v = get(paths[k].var)))
-			continue;
-		if (path_is_valid(v) && copy_value(paths[k].field, CF_PATH_MAX, v))
-			continue;
-		snprintf(accepted, sizeof(accepted), "%s of printable characters, shorter than %d", paths[k].what,
-			 CF_PATH_MAX);
-		report_bad(cfg, paths[k].var, v, accepted, paths[k].dflt);
-	}
+	parse_paths(cfg);
 	return __builtin_popcount(cfg->bad);
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/compiler.h"
 #include "common/errors.h"
 #include "common/hash.h"
 
@@ -31,6 +32,8 @@ void *cf_map_get(const struct cf_map *m, uint64_t key)
 
 	if (!m->cap)
 		return NULL;
+	/* a power of two (home() masks) with a free slot, where every probe stops */
+	cf_assert((m->cap & (m->cap - 1)) == 0 && m->n < m->cap);
 	for (i = home(m, key);; i = (i + 1) & (m->cap - 1)) {
 		const struct cf_map_slot *s = &m->slots[i];
 
@@ -86,6 +89,7 @@ int cf_map_put(struct cf_map *m, uint64_t key, void *val)
 			s->key = key;
 			s->val = val;
 			m->n++;
+			cf_assert(m->n * 4 <= m->cap * 3); /* the load bound grow() keeps */
 			return 0;
 		}
 		if (s->key == key) {

@@ -157,21 +157,15 @@ static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsig
 	return total;
 }
 
-int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args,
-		   struct rw_access_set *set)
+/* The card's variables for one launch: its parameters read from the parameter bytes (a u64
+ * beyond int64 sets its bit in *invalid), then the grid. -CF_EINVAL when the launch's
+ * parameters are not laid out as the card says. */
+static int launch_vars(const struct rw_card *card, const struct rw_launch_args *args, int64_t *vars,
+		       uint64_t *invalid)
 {
-	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS];
-	uint64_t invalid = 0;
 	const unsigned char *buf = args->buf;
-	int64_t table_total = -1;
-	bool table_bad = false;
 
-	set->flags = 0;
-	set->n = 0;
-	set->ntables = 0;
-	set->count = 0;
-	set->count_param = card->count_param;
-	set->cat_out = -1;
+	*invalid = 0;
 	if (args->nparams != card->nparams || (card->nparams && (!buf || !args->params)))
 		return -CF_EINVAL;
 	for (unsigned i = 0; i < card->nparams; i++) {
@@ -179,19 +173,23 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 		const struct rw_card_param *cp = &card->params[i];
 		bool big = false;
 
-		if (pi->size != cp->size || pi->offset > args->buf_size ||
-		    args->buf_size - pi->offset < pi->size)
+		if (pi->size != cp->size || pi->offset > args->buf_size || args->buf_size - pi->offset < pi->size)
 			return -CF_EINVAL;
 		vars[i] = read_int(buf + pi->offset, (enum rw_type)cp->type, &big);
 		if (big)
-			invalid |= 1ull << i;
+			*invalid |= 1ull << i;
 	}
 	for (unsigned g = 0; g < 3; g++) {
 		vars[card->nparams + RW_GX + g] = args->grid[g];
 		vars[card->nparams + RW_BX + g] = args->block[g];
 	}
+	return 0;
+}
 
-	/* pointer parameters, in order */
+/* One access per pointer parameter the card gives an access, in parameter order. */
+static void pointer_accesses(const struct rw_card *card, const int64_t *vars, uint64_t invalid,
+			     struct rw_access_set *set)
+{
 	for (unsigned i = 0; i < card->nparams; i++) {
 		const struct rw_card_param *cp = &card->params[i];
 		struct rw_access *a;
@@ -207,41 +205,54 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 		a->table = 0;
 		a->flags = cp->access;
 		if (cp->span == RW_SPAN_UNKNOWN ||
-		    (cp->span == RW_SPAN_EXPR &&
-		     rw__expr_eval(card->ops, cp->expr, vars, invalid, &bytes) != 0))
+		    (cp->span == RW_SPAN_EXPR && rw__expr_eval(card->ops, cp->expr, vars, invalid, &bytes) != 0))
 			a->flags |= RW_ACC_UNKNOWN;
 		else if (cp->span == RW_SPAN_EXPR)
 			a->bytes = bytes > 0 ? (uint64_t)bytes : 0;
 		if (cp->span == RW_SPAN_TABLE)
 			set->cat_out = (int)(set->n - 1);
 	}
+}
 
-	/* tables, in card order */
+/* The tables' accesses, in card order, and the size of a cat kernel's output from them.
+ * Returns whether every table was decoded (and the output's size computed); *last_total is the
+ * last table's total length. */
+static bool table_accesses(const struct rw_card *card, const struct rw_launch_args *args,
+			   struct rw_access_set *set, int64_t *last_total)
+{
+	bool ok = true;
+
+	*last_total = -1;
 	for (unsigned t = 0; t < card->ntables; t++) {
-		const unsigned char *base = buf + args->params[card->tables[t].param].offset;
-		int64_t total = decode_table(card, t, base, set);
+		const unsigned char *base = (const unsigned char *)args->buf + args->params[card->tables[t].param].offset;
 
-		if (total < 0)
-			table_bad = true;
-		table_total = total;
+		*last_total = decode_table(card, t, base, set);
+		if (*last_total < 0)
+			ok = false;
 	}
 	set->ntables = card->ntables;
 	if (set->cat_out >= 0) {
 		struct rw_access *out = &set->acc[set->cat_out];
 		int64_t bytes;
 
-		if (table_bad || __builtin_mul_overflow(table_total, (int64_t)card->tables[0].unit, &bytes)) {
+		if (!ok || __builtin_mul_overflow(*last_total, (int64_t)card->tables[0].unit, &bytes)) {
 			out->flags |= RW_ACC_UNKNOWN;
-			table_bad = true;
+			ok = false;
 		} else {
 			out->bytes = (uint64_t)bytes;
 		}
 	}
+	return ok;
+}
 
+/* The set's count and flags: what the card claims, where the launch lets it be computed. */
+static void set_flags(const struct rw_card *card, const struct rw_launch_args *args, const int64_t *vars,
+		      uint64_t invalid, bool tables_ok, int64_t table_total, struct rw_access_set *set)
+{
 	if (card->flags & RW_CARD_COUNT) {
 		if (rw__expr_eval(card->ops, card->count, vars, invalid, &set->count) == 0)
 			set->flags |= RW_SET_COUNT;
-	} else if ((card->flags & (RW_CARD_CAT | RW_CARD_SPLIT)) && !table_bad) {
+	} else if ((card->flags & (RW_CARD_CAT | RW_CARD_SPLIT)) && tables_ok) {
 		set->count = table_total;
 		set->flags |= RW_SET_COUNT;
 	}
@@ -249,9 +260,9 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 		set->flags |= RW_SET_PURE;
 	if (card->flags & RW_CARD_INDIRECT)
 		set->flags |= RW_SET_INDIRECT;
-	if ((card->flags & RW_CARD_CAT) && !table_bad)
+	if ((card->flags & RW_CARD_CAT) && tables_ok)
 		set->flags |= RW_SET_CAT;
-	if ((card->flags & RW_CARD_SPLIT) && !table_bad)
+	if ((card->flags & RW_CARD_SPLIT) && tables_ok)
 		set->flags |= RW_SET_SPLIT;
 	if (launch_is_1d(args) && (set->flags & RW_SET_COUNT)) {
 		if (card->flags & RW_CARD_ELEMENTWISE)
@@ -262,7 +273,31 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 	for (unsigned i = 0; i < set->n; i++)
 		if (set->acc[i].flags & RW_ACC_UNKNOWN)
 			set->flags |= RW_SET_UNKNOWN_SPAN;
-	return 0;
+}
+
+int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args,
+		   struct rw_access_set *set)
+{
+	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS];
+	uint64_t invalid;
+	int64_t table_total;
+	bool tables_ok;
+	int rc;
+
+	set->flags = 0;
+	set->n = 0;
+	set->ntables = 0;
+	set->count = 0;
+	set->count_param = card->count_param;
+	set->cat_out = -1;
+	rc = launch_vars(card, args, vars, &invalid);
+	if (rc != 0)
+		goto out;
+	pointer_accesses(card, vars, invalid, set);
+	tables_ok = table_accesses(card, args, set, &table_total);
+	set_flags(card, args, vars, invalid, tables_ok, table_total, set);
+out:
+	return rc;
 }
 
 static bool ranges_overlap(const struct rw_access *a, const struct rw_access *b)

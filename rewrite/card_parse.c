@@ -1,5 +1,6 @@
-/* card_parse.c - the kernel card parser: text lines into struct rw_card, expressions into
- * reverse-Polish ops. rewrite layer. The format is documented at the top of rewrite/cards.h.
+/* card_parse.c - the kernel card parser: text lines into struct rw_card (expressions are
+ * compiled by card_expr.c). rewrite layer. The format is documented at the top of
+ * rewrite/cards.h.
  *
  * A card is collected statement by statement and checked as a whole at `end`, so a span may
  * name a parameter declared below it. The first error in a card rejects it with one warning
@@ -19,339 +20,6 @@
 #define WORDS_MAX 40    /* words on one line */
 #define ERR_MAX 192     /* reason text */
 #define STRUCT_MAX 32764 /* the largest kernel parameter block the driver accepts */
-
-static const char *const grid_names[RW_GRID_VARS] = { "gx", "gy", "gz", "bx", "by", "bz" };
-
-/* ------------------------------------------------------------------ expressions */
-
-/* Resolves a name to a variable index for the compiler. */
-struct names {
-	const struct rw_card *card;         /* its integer parameters, then grid names; or NULL */
-	const char *const *list;            /* or a plain list of names (tests) */
-	unsigned nlist;                     /* entries of list */
-};
-
-struct expr_parser {
-	const char *s;                      /* the text */
-	size_t at;                          /* next character */
-	const struct names *names;          /* how to resolve identifiers */
-	struct rw_op *ops;                  /* output */
-	unsigned nops;                      /* ops written */
-	unsigned cap;                       /* room in ops */
-	int depth;                          /* values on the stack after the ops so far */
-	int max_depth;                      /* the most seen */
-	int nest;                           /* parentheses and calls open */
-	char *err;                          /* reason, on error */
-	size_t errsize;
-	bool failed;                        /* an error was recorded */
-};
-
-static void expr_fail(struct expr_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void expr_fail(struct expr_parser *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (p->failed)
-		return;
-	p->failed = true;
-	if (p->err && p->errsize) {
-		va_start(ap, fmt);
-		vsnprintf(p->err, p->errsize, fmt, ap);
-		va_end(ap);
-	}
-}
-
-static void skip_blanks(struct expr_parser *p)
-{
-	while (p->s[p->at] == ' ' || p->s[p->at] == '\t')
-		p->at++;
-}
-
-static void emit(struct expr_parser *p, enum rw_op_kind kind, int64_t v)
-{
-	if (p->failed)
-		return;
-	if (p->nops == p->cap) {
-		expr_fail(p, "expression too long (more than %d operations)", RW_EXPR_MAX_OPS);
-		return;
-	}
-	p->ops[p->nops].kind = (uint8_t)kind;
-	p->ops[p->nops].v = v;
-	p->nops++;
-	if (kind == RW_OP_CONST || kind == RW_OP_VAR)
-		p->depth++;
-	else if (kind != RW_OP_NEG)
-		p->depth--;
-	if (p->depth > p->max_depth)
-		p->max_depth = p->depth;
-	if (p->max_depth > RW_EXPR_MAX_DEPTH)
-		expr_fail(p, "expression nested too deeply");
-}
-
-static bool is_ident_start(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-static bool is_ident_char(char c)
-{
-	return is_ident_start(c) || (c >= '0' && c <= '9');
-}
-
-/* Parse an unsigned decimal or 0x hex number at s; returns characters used (0: none). */
-static size_t parse_number(const char *s, uint64_t *out)
-{
-	size_t i = 0;
-	uint64_t v = 0;
-	int base = 10;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		i = 2;
-	}
-	size_t start = i;
-
-	for (;; i++) {
-		char c = s[i];
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (base == 16 && c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (base == 16 && c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			break;
-		if (v > (UINT64_MAX - d) / (unsigned)base)
-			return 0; /* too large */
-		v = v * (unsigned)base + d;
-	}
-	if (i == start)
-		return 0;
-	*out = v;
-	return i;
-}
-
-/* The variable index of a name, or -1 with a reason recorded. */
-static int64_t resolve(struct expr_parser *p, const char *name, size_t len)
-{
-	const struct names *n = p->names;
-
-	if (n->card) {
-		const struct rw_card *c = n->card;
-
-		for (unsigned i = 0; i < c->nparams; i++) {
-			if (strlen(c->params[i].name) == len && !memcmp(c->params[i].name, name, len)) {
-				if (!rw__type_is_int((enum rw_type)c->params[i].type)) {
-					expr_fail(p, "parameter '%.*s' is not an integer", (int)len, name);
-					return -1;
-				}
-				return (int64_t)i;
-			}
-		}
-		for (unsigned g = 0; g < RW_GRID_VARS; g++)
-			if (strlen(grid_names[g]) == len && !memcmp(grid_names[g], name, len))
-				return (int64_t)(c->nparams + g);
-	} else {
-		for (unsigned i = 0; i < n->nlist; i++)
-			if (strlen(n->list[i]) == len && !memcmp(n->list[i], name, len))
-				return (int64_t)i;
-	}
-	expr_fail(p, "unknown name '%.*s'", (int)len, name);
-	return -1;
-}
-
-static void parse_sum(struct expr_parser *p);
-
-static void parse_primary(struct expr_parser *p)
-{
-	const char *s;
-
-	skip_blanks(p);
-	s = p->s + p->at;
-	if (p->failed)
-		return;
-	if (*s == '(') {
-		if (++p->nest > RW_EXPR_MAX_DEPTH) {
-			expr_fail(p, "expression nested too deeply");
-			return;
-		}
-		p->at++;
-		parse_sum(p);
-		skip_blanks(p);
-		if (p->s[p->at] != ')') {
-			expr_fail(p, "missing ')' at column %zu", p->at + 1);
-			return;
-		}
-		p->at++;
-		p->nest--;
-	} else if (*s >= '0' && *s <= '9') {
-		uint64_t v;
-		size_t used = parse_number(s, &v);
-
-		if (!used || v > INT64_MAX) {
-			expr_fail(p, "bad number at column %zu", p->at + 1);
-			return;
-		}
-		if (is_ident_char(s[used])) {
-			expr_fail(p, "bad number at column %zu", p->at + 1);
-			return;
-		}
-		p->at += used;
-		emit(p, RW_OP_CONST, (int64_t)v);
-	} else if (is_ident_start(*s)) {
-		size_t len = 0;
-
-		while (is_ident_char(s[len]))
-			len++;
-		p->at += len;
-		skip_blanks(p);
-		if (p->s[p->at] == '(' && ((len == 3 && !memcmp(s, "min", 3)) ||
-					   (len == 3 && !memcmp(s, "max", 3)))) {
-			bool is_min = s[1] == 'i';
-
-			if (++p->nest > RW_EXPR_MAX_DEPTH) {
-				expr_fail(p, "expression nested too deeply");
-				return;
-			}
-			p->at++;
-			parse_sum(p);
-			skip_blanks(p);
-			if (p->s[p->at] != ',') {
-				expr_fail(p, "%s() takes two arguments", is_min ? "min" : "max");
-				return;
-			}
-			p->at++;
-			parse_sum(p);
-			skip_blanks(p);
-			if (p->s[p->at] != ')') {
-				expr_fail(p, "missing ')' at column %zu", p->at + 1);
-				return;
-			}
-			p->at++;
-			p->nest--;
-			emit(p, is_min ? RW_OP_MIN : RW_OP_MAX, 0);
-		} else {
-			int64_t v = resolve(p, s, len);
-
-			if (v >= 0)
-				emit(p, RW_OP_VAR, v);
-		}
-	} else if (*s == 0) {
-		expr_fail(p, "expression ends early");
-	} else {
-		expr_fail(p, "unexpected '%c' at column %zu", *s, p->at + 1);
-	}
-}
-
-static void parse_unary(struct expr_parser *p)
-{
-	skip_blanks(p);
-	if (p->s[p->at] == '-') {
-		p->at++;
-		if (++p->nest > RW_EXPR_MAX_DEPTH) {
-			expr_fail(p, "expression nested too deeply");
-			return;
-		}
-		parse_unary(p);
-		p->nest--;
-		emit(p, RW_OP_NEG, 0);
-	} else if (p->s[p->at] == '+') {
-		p->at++;
-		parse_unary(p);
-	} else {
-		parse_primary(p);
-	}
-}
-
-static void parse_product(struct expr_parser *p)
-{
-	parse_unary(p);
-	for (;;) {
-		char c;
-
-		skip_blanks(p);
-		c = p->s[p->at];
-		if (p->failed || (c != '*' && c != '/' && c != '%'))
-			return;
-		p->at++;
-		parse_unary(p);
-		emit(p, c == '*' ? RW_OP_MUL : c == '/' ? RW_OP_DIV : RW_OP_MOD, 0);
-	}
-}
-
-static void parse_sum(struct expr_parser *p)
-{
-	parse_product(p);
-	for (;;) {
-		char c;
-
-		skip_blanks(p);
-		c = p->s[p->at];
-		if (p->failed || (c != '+' && c != '-'))
-			return;
-		p->at++;
-		parse_product(p);
-		emit(p, c == '+' ? RW_OP_ADD : RW_OP_SUB, 0);
-	}
-}
-
-/* Compile s into ops[0..cap); returns the ops written, or -1 with a reason in err. */
-static int expr_compile(const char *s, const struct names *names, struct rw_op *ops, unsigned cap,
-			char *err, size_t errsize)
-{
-	struct expr_parser p = {
-		.s = s, .names = names, .ops = ops, .cap = cap, .err = err, .errsize = errsize,
-	};
-
-	parse_sum(&p);
-	skip_blanks(&p);
-	if (!p.failed && p.s[p.at])
-		expr_fail(&p, "unexpected '%c' at column %zu", p.s[p.at], p.at + 1);
-	if (!p.failed && p.nops == 0)
-		expr_fail(&p, "empty expression");
-	return p.failed ? -1 : (int)p.nops;
-}
-
-int rw__expr_compile(struct rw_card *card, const char *text, struct rw_expr *out, char *err,
-		     size_t errsize)
-{
-	struct names names = { .card = card };
-	struct rw_op tmp[RW_EXPR_MAX_OPS];
-	struct rw_op *ops;
-	int n = expr_compile(text, &names, tmp, RW_EXPR_MAX_OPS, err, errsize);
-
-	if (n < 0)
-		return -CF_EINVAL;
-	if (card->nops + (unsigned)n > UINT16_MAX) {
-		snprintf(err, errsize, "card too large");
-		return -CF_EINVAL;
-	}
-	ops = realloc(card->ops, (card->nops + (unsigned)n) * sizeof(*ops));
-	if (!ops) {
-		snprintf(err, errsize, "out of memory");
-		return -CF_ENOMEM;
-	}
-	memcpy(ops + card->nops, tmp, (size_t)n * sizeof(*ops));
-	card->ops = ops;
-	out->first = (uint16_t)card->nops;
-	out->n = (uint16_t)n;
-	card->nops += (unsigned)n;
-	return 0;
-}
-
-int rw_expr_eval_text(const char *text, const char *const *names, const int64_t *values,
-		      unsigned n, int64_t *out, char *err, size_t errsize)
-{
-	struct names nm = { .list = names, .nlist = n };
-	struct rw_op ops[RW_EXPR_MAX_OPS];
-	int nops = expr_compile(text, &nm, ops, RW_EXPR_MAX_OPS, err, errsize);
-
-	if (nops < 0)
-		return -CF_EINVAL;
-	return rw__expr_eval(ops, (struct rw_expr){ .first = 0, .n = (uint16_t)nops }, values, 0, out);
-}
 
 /* ------------------------------------------------------------------ types */
 
@@ -510,10 +178,10 @@ static void split_words(char *buf, struct words *ws)
 
 static bool is_ident(const char *s)
 {
-	if (!is_ident_start(*s))
+	if (!rw__is_ident_start(*s))
 		return false;
 	for (s++; *s; s++)
-		if (!is_ident_char(*s))
+		if (!rw__is_ident_char(*s))
 			return false;
 	return true;
 }
@@ -525,7 +193,7 @@ static bool is_reserved(const char *s)
 	static const char *const words[] = { "min", "max" };
 
 	for (unsigned g = 0; g < RW_GRID_VARS; g++)
-		if (!strcmp(s, grid_names[g]))
+		if (!strcmp(s, rw__grid_names[g]))
 			return true;
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (!strcmp(s, words[i]))
@@ -582,6 +250,39 @@ static void stmt_kernel(struct parser *p, struct words *ws)
 	}
 }
 
+/* The access and span of pointer parameter prm, the card's next (words 3 and on of its line).
+ * false once rejected. */
+static bool param_pointer(struct parser *p, const struct words *ws, const char *line, struct rw_card_param *prm)
+{
+	bool ok = false;
+
+	if (ws->n < 4 || access_parse(ws->w[3], &prm->access) != 0) {
+		reject(p, p->line, "a pointer needs an access: r, w, rw or none");
+		goto out;
+	}
+	if (prm->access == 0) {
+		if (ws->n != 4) {
+			reject(p, p->line, "a pointer with access none has no span");
+			goto out;
+		}
+	} else if (ws->n < 5) {
+		reject(p, p->line, "pointer '%s' needs a span: an expression, unknown or table", prm->name);
+		goto out;
+	} else if (ws->n == 5 && !strcmp(ws->w[4], "unknown")) {
+		prm->span = RW_SPAN_UNKNOWN;
+	} else if (ws->n == 5 && !strcmp(ws->w[4], "table")) {
+		prm->span = RW_SPAN_TABLE;
+	} else {
+		/* compiled at `end`, when every parameter it may name is known */
+		prm->span = RW_SPAN_EXPR;
+		p->spans[p->card->nparams].line = p->line;
+		p->spans[p->card->nparams].text = dup_str(p, line + ws->start[4]);
+	}
+	ok = true;
+out:
+	return ok;
+}
+
 static void stmt_param(struct parser *p, struct words *ws, const char *line)
 {
 	struct rw_card *c = p->card;
@@ -632,34 +333,15 @@ static void stmt_param(struct parser *p, struct words *ws, const char *line)
 	if (type == RW_T_STRUCT) {
 		uint64_t size;
 
-		if (ws->n != 4 || parse_number(ws->w[3], &size) != strlen(ws->w[3]) || size == 0 ||
+		if (ws->n != 4 || rw__parse_number(ws->w[3], &size) != strlen(ws->w[3]) || size == 0 ||
 		    size > STRUCT_MAX) {
 			reject(p, p->line, "'struct' needs one size in bytes, 1 to %d", STRUCT_MAX);
 			return;
 		}
 		prm->size = (uint32_t)size;
 	} else if (type == RW_T_PTR) {
-		if (ws->n < 4 || access_parse(ws->w[3], &prm->access) != 0) {
-			reject(p, p->line, "a pointer needs an access: r, w, rw or none");
+		if (!param_pointer(p, ws, line, prm))
 			return;
-		}
-		if (prm->access == 0) {
-			if (ws->n != 4) {
-				reject(p, p->line, "a pointer with access none has no span");
-				return;
-			}
-		} else if (ws->n < 5) {
-			reject(p, p->line, "pointer '%s' needs a span: an expression, unknown or table", name);
-			return;
-		} else if (ws->n == 5 && !strcmp(ws->w[4], "unknown")) {
-			prm->span = RW_SPAN_UNKNOWN;
-		} else if (ws->n == 5 && !strcmp(ws->w[4], "table")) {
-			prm->span = RW_SPAN_TABLE;
-		} else {
-			prm->span = RW_SPAN_EXPR;
-			p->spans[c->nparams].line = p->line;
-			p->spans[c->nparams].text = dup_str(p, line + ws->start[4]);
-		}
 	} else if (ws->n != 3) {
 		reject(p, p->line, "unexpected '%s' after the type of '%s'", ws->w[3], name);
 		return;
@@ -671,7 +353,7 @@ static void stmt_param(struct parser *p, struct words *ws, const char *line)
 static int field_parse(const char *s, uint32_t *off, uint32_t *stride, uint8_t *type)
 {
 	uint64_t v;
-	size_t n = parse_number(s, &v);
+	size_t n = rw__parse_number(s, &v);
 
 	if (!n || v > STRUCT_MAX)
 		return -CF_EINVAL;
@@ -680,7 +362,7 @@ static int field_parse(const char *s, uint32_t *off, uint32_t *stride, uint8_t *
 	if (stride) {
 		if (*s != '+')
 			return -CF_EINVAL;
-		n = parse_number(++s, &v);
+		n = rw__parse_number(++s, &v);
 		if (!n || v == 0 || v > STRUCT_MAX || s[n] != 'i')
 			return -CF_EINVAL;
 		*stride = (uint32_t)v;
@@ -748,7 +430,7 @@ static void stmt_table(struct parser *p, struct words *ws, int role)
 			rc = field_parse(val, &pt->t.count_off, NULL, &pt->t.count_type);
 			have_count = true;
 		} else if (!strcmp(key, "max") || !strcmp(key, "unit")) {
-			if (parse_number(val, &v) == strlen(val) && v >= 1 &&
+			if (rw__parse_number(val, &v) == strlen(val) && v >= 1 &&
 			    v <= (key[0] == 'm' ? RW_CARD_MAX_ENTRIES : 1u << 20)) {
 				if (key[0] == 'm')
 					pt->t.max = (uint32_t)v;

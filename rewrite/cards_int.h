@@ -101,6 +101,17 @@ struct rw_card {
 	unsigned nops;              /* used entries of ops */
 };
 
+/* The words of cards and expressions alike (card_expr.c): identifiers are [A-Za-z_][A-Za-z0-9_]*;
+ * a number is unsigned decimal or 0x hex: rw__parse_number returns the characters it used (0:
+ * none, or too large for 64 bits). */
+bool rw__is_ident_start(char c);
+bool rw__is_ident_char(char c);
+size_t rw__parse_number(const char *s, uint64_t *out);
+
+/* The grid variables' names in expressions, in variable order after the card's parameters
+ * (card_expr.c); the card parser reserves them. */
+extern const char *const rw__grid_names[RW_GRID_VARS];
+
 /* Compile text into card->ops (appending) with the card's parameters as variables; on error
  * returns -CF_EINVAL with a reason in err. */
 int rw__expr_compile(struct rw_card *card, const char *text, struct rw_expr *out, char *err,

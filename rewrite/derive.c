@@ -3,6 +3,7 @@
  * kernels with their by-value tables, a cat kernel as one copy, an elementwise kernel over the
  * summed count. rewrite layer. The rules decide WHAT a node is; this file alone decides how its
  * op is built, so the rewriter (at rewrite time) and replay (at every launch) build the same. */
+#include <stddef.h>
 #include <string.h>
 
 #include "common/errors.h"
@@ -100,80 +101,89 @@ static int member_op(const struct rw_plan_node *n, uint32_t m, const struct cap_
 	return rw_node_derive(&v, ops, out);
 }
 
-static int derive_batch_copy(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
-{
-	struct rw_batch_copy_table *t = n->scratch;
-	uint32_t count = n->nmembers ? n->nmembers : n->norig;
-	uint64_t max_bytes = 0;
-	struct cap_op c;
+/* The three batch tables differ only in their rows: the same size, the count at the same place. */
+_Static_assert(sizeof(struct rw_batch_copy_table) == RW_BATCH_TABLE_SIZE &&
+		       sizeof(struct rw_batch_memset_table) == RW_BATCH_TABLE_SIZE &&
+		       sizeof(struct rw_batch_copy2d_table) == RW_BATCH_TABLE_SIZE,
+	       "batch tables are RW_BATCH_TABLE_SIZE bytes");
+_Static_assert(offsetof(struct rw_batch_copy_table, count) == RW_BATCH_COUNT_OFFSET &&
+		       offsetof(struct rw_batch_memset_table, count) == RW_BATCH_COUNT_OFFSET &&
+		       offsetof(struct rw_batch_copy2d_table, count) == RW_BATCH_COUNT_OFFSET,
+	       "batch tables keep their count at RW_BATCH_COUNT_OFFSET");
 
-	if (!t || n->scratch_size < sizeof(*t) || count > RW_BATCH_MAX)
-		return -CF_EINVAL;
-	memset(t, 0, sizeof(*t));
-	for (uint32_t i = 0; i < count; i++) {
-		if (member_op(n, i, ops, &c) != 0 || !rw_op_is_linear_dtod(&c))
-			return -CF_EINVAL;
-		t->r[i].dst = c.u.memcpy.dst_first;
-		t->r[i].src = c.u.memcpy.src_first;
-		t->r[i].bytes = c.u.memcpy.bytes;
-		if (c.u.memcpy.bytes > max_bytes)
-			max_bytes = c.u.memcpy.bytes;
-	}
-	t->count = count;
-	return batch_launch(ops[n->orig[0]], RW_K_BATCH_COPY, count, max_bytes, t, out);
+/* Row i of a batch table from the member op m; returns the bytes the row moves. */
+static uint64_t row_copy(void *table, uint32_t i, const struct cap_op *m)
+{
+	struct rw_batch_copy_range *r = &((struct rw_batch_copy_table *)table)->r[i];
+
+	r->dst = m->u.memcpy.dst_first;
+	r->src = m->u.memcpy.src_first;
+	r->bytes = m->u.memcpy.bytes;
+	return r->bytes;
 }
 
-static int derive_batch_set(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+static uint64_t row_memset(void *table, uint32_t i, const struct cap_op *m)
 {
-	struct rw_batch_memset_table *t = n->scratch;
+	struct rw_batch_memset_range *r = &((struct rw_batch_memset_table *)table)->r[i];
+
+	r->dst = m->u.memset.dst;
+	r->bytes = rw_set_bytes(m);
+	r->value = m->u.memset.value;
+	r->elem_size = m->u.memset.elem_size;
+	return r->bytes;
+}
+
+static uint64_t row_copy2d(void *table, uint32_t i, const struct cap_op *m)
+{
+	struct rw_batch_copy2d_range *r = &((struct rw_batch_copy2d_table *)table)->r[i];
+	const struct cap_memcpy *c = &m->u.memcpy;
+
+	r->dst = c->dst_first;
+	r->src = c->src_first;
+	r->width = c->d.WidthInBytes;
+	r->height = c->d.Height;
+	r->dpitch = c->d.Height > 1 ? c->d.dstPitch : c->d.WidthInBytes;
+	r->spitch = c->d.Height > 1 ? c->d.srcPitch : c->d.WidthInBytes;
+	return c->bytes;
+}
+
+/* What differs between the batch kernels. */
+struct batch_kind {
+	enum rw_kernel kernel;       /* which of cufold's kernels */
+	uint32_t max;                /* rows its table holds */
+	bool (*takes)(const struct cap_op *op); /* whether a member op fits a row */
+	uint64_t (*row)(void *table, uint32_t i, const struct cap_op *m); /* fills row i */
+};
+
+static const struct batch_kind batch_copy = { RW_K_BATCH_COPY, RW_BATCH_MAX, rw_op_is_linear_dtod, row_copy };
+static const struct batch_kind batch_memset = { RW_K_BATCH_MEMSET, RW_BATCH_MAX, rw_op_is_set_1d, row_memset };
+static const struct batch_kind batch_copy2d = { RW_K_BATCH_COPY2D, RW_BATCH2D_MAX, rw_op_is_pitched_dtod,
+						row_copy2d };
+
+/* A batch node: its table, in the node's scratch, filled from its members, and the launch of
+ * its kernel over the table. */
+static int derive_batch(const struct rw_plan_node *n, const struct batch_kind *bk, const struct cap_op *const *ops,
+			struct cap_op *out)
+{
 	uint32_t count = n->nmembers ? n->nmembers : n->norig;
-	uint64_t max_bytes = 0;
+	uint64_t max_bytes = 0, bytes;
 	struct cap_op m;
+	int rc = -CF_EINVAL;
 
-	if (!t || n->scratch_size < sizeof(*t) || count > RW_BATCH_MAX)
-		return -CF_EINVAL;
-	memset(t, 0, sizeof(*t));
+	if (!n->scratch || n->scratch_size < RW_BATCH_TABLE_SIZE || count > bk->max)
+		goto out;
+	memset(n->scratch, 0, RW_BATCH_TABLE_SIZE);
 	for (uint32_t i = 0; i < count; i++) {
-		if (member_op(n, i, ops, &m) != 0 || !rw_op_is_set_1d(&m))
-			return -CF_EINVAL;
-		t->r[i].dst = m.u.memset.dst;
-		t->r[i].bytes = rw_set_bytes(&m);
-		t->r[i].value = m.u.memset.value;
-		t->r[i].elem_size = m.u.memset.elem_size;
-		if (t->r[i].bytes > max_bytes)
-			max_bytes = t->r[i].bytes;
+		if (member_op(n, i, ops, &m) != 0 || !bk->takes(&m))
+			goto out;
+		bytes = bk->row(n->scratch, i, &m);
+		if (bytes > max_bytes)
+			max_bytes = bytes;
 	}
-	t->count = count;
-	return batch_launch(ops[n->orig[0]], RW_K_BATCH_MEMSET, count, max_bytes, t, out);
-}
-
-static int derive_batch_copy2d(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
-{
-	struct rw_batch_copy2d_table *t = n->scratch;
-	uint32_t count = n->nmembers ? n->nmembers : n->norig;
-	uint64_t max_bytes = 0;
-	struct cap_op c;
-
-	if (!t || n->scratch_size < sizeof(*t) || count > RW_BATCH2D_MAX)
-		return -CF_EINVAL;
-	memset(t, 0, sizeof(*t));
-	for (uint32_t i = 0; i < count; i++) {
-		const struct cap_memcpy *m;
-
-		if (member_op(n, i, ops, &c) != 0 || !rw_op_is_pitched_dtod(&c))
-			return -CF_EINVAL;
-		m = &c.u.memcpy;
-		t->r[i].dst = m->dst_first;
-		t->r[i].src = m->src_first;
-		t->r[i].width = m->d.WidthInBytes;
-		t->r[i].height = m->d.Height;
-		t->r[i].dpitch = m->d.Height > 1 ? m->d.dstPitch : m->d.WidthInBytes;
-		t->r[i].spitch = m->d.Height > 1 ? m->d.srcPitch : m->d.WidthInBytes;
-		if (m->bytes > max_bytes)
-			max_bytes = m->bytes;
-	}
-	t->count = count;
-	return batch_launch(ops[n->orig[0]], RW_K_BATCH_COPY2D, count, max_bytes, t, out);
+	memcpy((unsigned char *)n->scratch + RW_BATCH_COUNT_OFFSET, &count, sizeof(count));
+	rc = batch_launch(ops[n->orig[0]], bk->kernel, count, max_bytes, n->scratch, out);
+out:
+	return rc;
 }
 
 /* ------------------------------------------------------------------ copies and memsets */
@@ -373,11 +383,11 @@ int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops
 	case RW_NODE_SET:
 		return derive_set(n, ops, out);
 	case RW_NODE_BATCH_COPY:
-		return derive_batch_copy(n, ops, out);
+		return derive_batch(n, &batch_copy, ops, out);
 	case RW_NODE_BATCH_SET:
-		return derive_batch_set(n, ops, out);
+		return derive_batch(n, &batch_memset, ops, out);
 	case RW_NODE_BATCH_COPY2D:
-		return derive_batch_copy2d(n, ops, out);
+		return derive_batch(n, &batch_copy2d, ops, out);
 	case RW_NODE_CAT_COPY:
 		return derive_cat_copy(n, ops, out);
 	case RW_NODE_ELEMENTWISE:

@@ -263,45 +263,62 @@ bool rw_op_is_pure(const struct cap_op *op)
 	}
 }
 
+/* rw_op_same, kind by kind. A launch with attributes is never the same: they are not compared. */
+static bool kernel_same(const struct cap_kernel *x, const struct cap_kernel *y)
+{
+	return x->func == y->func && x->handle == y->handle && !x->nattrs && !y->nattrs &&
+	       memcmp(x->grid, y->grid, sizeof(x->grid)) == 0 && memcmp(x->block, y->block, sizeof(x->block)) == 0 &&
+	       x->shared_bytes == y->shared_bytes && x->param_size == y->param_size && x->via_extra == y->via_extra &&
+	       memcmp(x->params, y->params, x->param_size) == 0;
+}
+
+/* Field by field: the descriptor has padding. A pageable source is read at each call: never the same. */
+static bool memcpy_same(const struct cap_memcpy *x, const struct cap_memcpy *y)
+{
+	const CUDA_MEMCPY3D *p = &x->d, *q = &y->d;
+
+	if (x->src_pageable || y->src_pageable)
+		return false;
+	/* field by field: the descriptor has padding; the array handles too, since capture resolves
+	 * every array side from address 0 and only the handle tells arrays apart */
+	return x->dir == y->dir && x->src_first == y->src_first && x->dst_first == y->dst_first &&
+	       x->bytes == y->bytes && x->src_span == y->src_span && x->dst_span == y->dst_span &&
+	       x->src_ctx == y->src_ctx && x->dst_ctx == y->dst_ctx && p->WidthInBytes == q->WidthInBytes &&
+	       p->Height == q->Height && p->Depth == q->Depth && p->srcPitch == q->srcPitch &&
+	       p->dstPitch == q->dstPitch && p->srcHeight == q->srcHeight && p->dstHeight == q->dstHeight &&
+	       p->srcMemoryType == q->srcMemoryType && p->dstMemoryType == q->dstMemoryType &&
+	       p->srcArray == q->srcArray && p->dstArray == q->dstArray;
+}
+
+static bool memset_same(const struct cap_memset *x, const struct cap_memset *y)
+{
+	return x->dst == y->dst && x->pitch == y->pitch && x->elem_size == y->elem_size && x->value == y->value &&
+	       x->width == y->width && x->height == y->height;
+}
+
 bool rw_op_same(const struct cap_op *a, const struct cap_op *b)
 {
+	bool same = false;
+
 	if (a->kind != b->kind || a->api != b->api || a->stream != b->stream || a->ctx != b->ctx)
 		return false;
 	switch (a->kind) {
-	case CAP_OP_KERNEL: {
-		const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
-
-		return x->func == y->func && x->handle == y->handle && !x->nattrs && !y->nattrs &&
-		       memcmp(x->grid, y->grid, sizeof(x->grid)) == 0 &&
-		       memcmp(x->block, y->block, sizeof(x->block)) == 0 && x->shared_bytes == y->shared_bytes &&
-		       x->param_size == y->param_size && x->via_extra == y->via_extra &&
-		       memcmp(x->params, y->params, x->param_size) == 0;
-	}
-	case CAP_OP_MEMCPY: {
-		const struct cap_memcpy *x = &a->u.memcpy, *y = &b->u.memcpy;
-
-		/* field by field: the descriptor has padding; the array handles too, since capture
-		 * resolves every array side from address 0 and only the handle tells arrays apart */
-		return x->dir == y->dir && x->src_first == y->src_first && x->dst_first == y->dst_first &&
-		       x->bytes == y->bytes && x->src_span == y->src_span && x->dst_span == y->dst_span &&
-		       x->d.WidthInBytes == y->d.WidthInBytes && x->d.Height == y->d.Height &&
-		       x->d.Depth == y->d.Depth && x->d.srcPitch == y->d.srcPitch && x->d.dstPitch == y->d.dstPitch &&
-		       x->d.srcHeight == y->d.srcHeight && x->d.dstHeight == y->d.dstHeight &&
-		       x->d.srcMemoryType == y->d.srcMemoryType && x->d.dstMemoryType == y->d.dstMemoryType &&
-		       x->d.srcArray == y->d.srcArray && x->d.dstArray == y->d.dstArray &&
-		       x->src_ctx == y->src_ctx && x->dst_ctx == y->dst_ctx && !x->src_pageable && !y->src_pageable;
-	}
-	case CAP_OP_MEMSET: {
-		const struct cap_memset *x = &a->u.memset, *y = &b->u.memset;
-
-		return x->dst == y->dst && x->pitch == y->pitch && x->elem_size == y->elem_size &&
-		       x->value == y->value && x->width == y->width && x->height == y->height;
-	}
+	case CAP_OP_KERNEL:
+		same = kernel_same(&a->u.kernel, &b->u.kernel);
+		break;
+	case CAP_OP_MEMCPY:
+		same = memcpy_same(&a->u.memcpy, &b->u.memcpy);
+		break;
+	case CAP_OP_MEMSET:
+		same = memset_same(&a->u.memset, &b->u.memset);
+		break;
 	case CAP_OP_EVENT_RECORD:
 	case CAP_OP_EVENT_WAIT:
-		return a->u.event.event == b->u.event.event && a->u.event.flags == b->u.event.flags &&
+		same = a->u.event.event == b->u.event.event && a->u.event.flags == b->u.event.flags &&
 		       a->u.event.slot == b->u.event.slot;
+		break;
 	default:
-		return false;
+		break;
 	}
+	return same;
 }

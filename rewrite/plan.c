@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/compiler.h"
 #include "common/errors.h"
 #include "rewrite/effects.h"
 #include "rewrite/plan.h"
@@ -401,10 +402,13 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 	}
 	for (uint32_t i = 0; i < p->nguards; i++) {
 		const struct rw_guard *g = &p->guards[i];
-		const struct cap_op *a = guard_side(p, g->a, g->na, ops);
-		const struct cap_op *b = guard_side(p, g->b, g->nb, ops);
+		const struct cap_op *a, *b;
+		int held;
 
-		int held = a && b ? guard_on_effects(p, g, a, b) : 0;
+		cf_assert(g->a < p->norig && g->b < p->norig); /* guards name original ops (guard_add) */
+		a = guard_side(p, g->a, g->na, ops);
+		b = guard_side(p, g->b, g->nb, ops);
+		held = a && b ? guard_on_effects(p, g, a, b) : 0;
 
 		if (held < 0)
 			held = rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb);

@@ -351,6 +351,7 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i)
 		return -CF_EINVAL;
 	order_forget(rw);
 	for (uint32_t k = 0; k < rw->nodes[i].norig; k++) {
+		cf_assert(!rw->erased[rw->nodes[i].orig[k]]); /* invariant 1: erased ops are in no node */
 		rw->erased[rw->nodes[i].orig[k]] = true;
 		rw->erased_by[rw->nodes[i].orig[k]] = rw->applying;
 	}
@@ -620,6 +621,105 @@ static int node_members(struct rw_plan_node *d, const struct rw_member *m, uint3
 	return 0;
 }
 
+/* A malloc'd copy of the n elements of size bytes at src, with room for one at least (an empty
+ * array is not NULL); NULL when out of memory. */
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+	void *q = malloc((n ? n : 1) * size);
+
+	if (q && n)
+		memcpy(q, src, n * size);
+	return q;
+}
+
+/* Plan node d as a copy of list node s (its own orig, members and scratch), or, with s NULL,
+ * the identity's node for original op k. 0 or -CF_ENOMEM (what d got is freed with the plan). */
+static int plan_node(const struct rw_rewriter *rw, struct rw_plan_node *d, const struct rw_node *s, uint32_t k)
+{
+	int rc = -CF_ENOMEM;
+
+	d->norig = s ? s->norig : 1;
+	d->orig = malloc(d->norig * sizeof(uint32_t));
+	if (!d->orig)
+		goto out;
+	if (s)
+		memcpy(d->orig, s->orig, d->norig * sizeof(uint32_t));
+	else
+		d->orig[0] = k;
+	d->kind = s ? s->kind : RW_NODE_OP;
+	d->rule = s ? s->rule : NULL;
+	d->from = s ? s->from : RW_NONE;
+	if (s && node_members(d, s->members, s->nmembers) != 0)
+		goto out;
+	rc = node_scratch(rw, d);
+out:
+	return rc;
+}
+
+/* Plan snapshot d as a copy of the list's snapshot s, with its own orig, members and scratch. */
+static int plan_snap(const struct rw_rewriter *rw, struct rw_plan_node *d, const struct rw_plan_node *s)
+{
+	int rc = -CF_ENOMEM;
+
+	*d = *s;
+	d->scratch = NULL;
+	d->members = NULL;
+	d->nmembers = 0;
+	d->orig = malloc(d->norig * sizeof(uint32_t));
+	if (!d->orig)
+		goto out;
+	memcpy(d->orig, s->orig, d->norig * sizeof(uint32_t));
+	if (node_members(d, s->members, s->nmembers) != 0)
+		goto out;
+	rc = node_scratch(rw, d);
+out:
+	return rc;
+}
+
+/* What a rewritten plan has besides its nodes: snapshots, guards, the dependencies of an
+ * unordered list, which rule erased or touched each op, and the rules' counts. 0 or
+ * -CF_ENOMEM. */
+static int plan_rest(const struct rw_rewriter *rw, struct rw_plan *p, const struct rw_plan_stat *stats,
+		     uint32_t nstats)
+{
+	int rc = -CF_ENOMEM;
+
+	if (rw->nsnaps) {
+		p->snaps = calloc(rw->nsnaps, sizeof(*p->snaps));
+		if (!p->snaps)
+			goto out;
+		for (uint32_t k = 0; k < rw->nsnaps; k++) {
+			p->nsnaps = k + 1;
+			if (plan_snap(rw, &p->snaps[k], &rw->snaps[k]) != 0)
+				goto out;
+		}
+		p->snap_ops = calloc(rw->nsnaps, sizeof(*p->snap_ops));
+		if (!p->snap_ops)
+			goto out;
+	}
+	if (rw->nguards) {
+		p->guards = dup_array(rw->guards, rw->nguards, sizeof(*p->guards));
+		if (!p->guards)
+			goto out;
+		p->nguards = rw->nguards;
+	}
+	if (rw->unordered && rw->unordered_n == rw->n && plan_deps(rw, p) != 0)
+		goto out;
+	p->erased_by = dup_array(rw->erased_by, rw->norig, sizeof(*p->erased_by));
+	p->touched_by = dup_array(rw->touched_by, rw->norig, sizeof(*p->touched_by));
+	if (!p->erased_by || !p->touched_by)
+		goto out;
+	if (nstats) {
+		p->stats = dup_array(stats, nstats, sizeof(*p->stats));
+		if (!p->stats)
+			goto out;
+		p->nstats = nstats;
+	}
+	rc = 0;
+out:
+	return rc;
+}
+
 /* The plan of rw's list (identity: ignore the list and guards, one node per original op). */
 static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, const struct rw_plan_stat *stats,
 				 uint32_t nstats)
@@ -634,76 +734,12 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 	if (!p->nodes)
 		goto out_nomem;
 	for (uint32_t k = 0; k < nn; k++) {
-		struct rw_plan_node *d = &p->nodes[k];
-		const struct rw_node *s = identity ? NULL : &rw->nodes[k];
-
-		d->norig = s ? s->norig : 1;
-		d->orig = malloc(d->norig * sizeof(uint32_t));
-		if (!d->orig)
-			goto out_nomem;
-		p->nnodes = k + 1;
-		if (s)
-			memcpy(d->orig, s->orig, d->norig * sizeof(uint32_t));
-		else
-			d->orig[0] = k;
-		d->kind = s ? s->kind : RW_NODE_OP;
-		d->rule = s ? s->rule : NULL;
-		d->from = s ? s->from : RW_NONE;
-		if (s && node_members(d, s->members, s->nmembers) != 0)
-			goto out_nomem;
-		if (node_scratch(rw, d) != 0)
+		p->nnodes = k + 1; /* calloc'd: a half-made node is freed with the plan */
+		if (plan_node(rw, &p->nodes[k], identity ? NULL : &rw->nodes[k], k) != 0)
 			goto out_nomem;
 	}
-	if (!identity && rw->nsnaps) {
-		p->snaps = calloc(rw->nsnaps, sizeof(*p->snaps));
-		if (!p->snaps)
-			goto out_nomem;
-		for (uint32_t k = 0; k < rw->nsnaps; k++) {
-			struct rw_plan_node *d = &p->snaps[k];
-
-			*d = rw->snaps[k];
-			d->scratch = NULL;
-			d->members = NULL;
-			d->nmembers = 0;
-			d->orig = malloc(d->norig * sizeof(uint32_t));
-			if (!d->orig)
-				goto out_nomem;
-			p->nsnaps = k + 1;
-			memcpy(d->orig, rw->snaps[k].orig, d->norig * sizeof(uint32_t));
-			if (node_members(d, rw->snaps[k].members, rw->snaps[k].nmembers) != 0 ||
-			    node_scratch(rw, d) != 0)
-				goto out_nomem;
-		}
-		p->snap_ops = calloc(rw->nsnaps, sizeof(*p->snap_ops));
-		if (!p->snap_ops)
-			goto out_nomem;
-	}
-	if (!identity && rw->nguards) {
-		p->guards = malloc(rw->nguards * sizeof(*p->guards));
-		if (!p->guards)
-			goto out_nomem;
-		memcpy(p->guards, rw->guards, rw->nguards * sizeof(*p->guards));
-		p->nguards = rw->nguards;
-	}
-	if (!identity && rw->unordered && rw->unordered_n == rw->n && plan_deps(rw, p) != 0)
+	if (!identity && plan_rest(rw, p, stats, nstats) != 0)
 		goto out_nomem;
-	if (!identity) {
-		p->erased_by = malloc((rw->norig ? rw->norig : 1) * sizeof(*p->erased_by));
-		if (!p->erased_by)
-			goto out_nomem;
-		memcpy(p->erased_by, rw->erased_by, rw->norig * sizeof(*p->erased_by));
-		p->touched_by = malloc((rw->norig ? rw->norig : 1) * sizeof(*p->touched_by));
-		if (!p->touched_by)
-			goto out_nomem;
-		memcpy(p->touched_by, rw->touched_by, rw->norig * sizeof(*p->touched_by));
-	}
-	if (!identity && nstats) {
-		p->stats = malloc(nstats * sizeof(*p->stats));
-		if (!p->stats)
-			goto out_nomem;
-		memcpy(p->stats, stats, nstats * sizeof(*p->stats));
-		p->nstats = nstats;
-	}
 	return p;
 
 out_nomem:
@@ -711,23 +747,13 @@ out_nomem:
 	return NULL;
 }
 
-struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
-			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules)
+/* The rules to run, in run order, into run[]: the given ones sorted, else those cfg enables
+ * (registered ones come sorted). Returns how many. */
+static uint32_t rules_to_run(const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules,
+			     const struct rw_rule **run)
 {
-	const struct rw_rule *run[RW_MAX_RULES];
-	struct rw_plan_stat stats[RW_MAX_RULES];
-	uint32_t nstats = 0, nrun = 0;
-	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * n + 16;
-	struct rw_rewriter rw;
-	struct rw_plan *p = NULL;
-	bool identity = false;
+	uint32_t nrun = 0;
 
-	memset(&rw, 0, sizeof(rw));
-	rw.ops = ops;
-	rw.norig = n;
-	rw.tg = tg;
-	cf_arena_init(&rw.arena, 4096);
-	/* which rules, in run order */
 	if (rules) {
 		for (size_t k = 0; k < nrules && nrun < RW_MAX_RULES; k++)
 			run[nrun++] = rules[k];
@@ -741,60 +767,104 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 			if (rw_rule_is_enabled(reg[k], cfg))
 				run[nrun++] = reg[k];
 	}
-	rw.nodes = calloc(n ? n : 1, sizeof(*rw.nodes));
-	rw.erased = calloc(n ? n : 1, sizeof(*rw.erased));
-	rw.erased_by = calloc(n ? n : 1, sizeof(*rw.erased_by));
-	rw.touched_by = calloc(n ? n : 1, sizeof(*rw.touched_by));
-	if (!rw.nodes || !rw.erased || !rw.erased_by || !rw.touched_by)
+	return nrun;
+}
+
+/* The list before any rule: one plain node per original op. 0 or -CF_ENOMEM. */
+static int list_init(struct rw_rewriter *rw)
+{
+	uint32_t n = rw->norig;
+	int rc = -CF_ENOMEM;
+
+	rw->nodes = calloc(n ? n : 1, sizeof(*rw->nodes));
+	rw->erased = calloc(n ? n : 1, sizeof(*rw->erased));
+	rw->erased_by = calloc(n ? n : 1, sizeof(*rw->erased_by));
+	rw->touched_by = calloc(n ? n : 1, sizeof(*rw->touched_by));
+	if (!rw->nodes || !rw->erased || !rw->erased_by || !rw->touched_by)
 		goto out;
-	rw.n = n;
+	rw->n = n;
 	for (uint32_t i = 0; i < n; i++) {
-		rw.nodes[i].kind = RW_NODE_OP;
-		rw.nodes[i].norig = 1;
-		rw.nodes[i].orig = cf_arena_alloc(&rw.arena, sizeof(uint32_t));
-		if (!rw.nodes[i].orig)
+		struct rw_node *nd = &rw->nodes[i];
+
+		nd->kind = RW_NODE_OP;
+		nd->norig = 1;
+		nd->orig = cf_arena_alloc(&rw->arena, sizeof(uint32_t));
+		if (!nd->orig)
 			goto out;
-		rw.nodes[i].orig[0] = i;
-		rw.nodes[i].op = *ops[i];
-		rw.nodes[i].from = RW_NONE;
-		rw.nodes[i].snap = -1;
+		nd->orig[0] = i;
+		nd->op = *rw->ops[i];
+		nd->from = RW_NONE;
+		nd->snap = -1;
 	}
-	for (bool changed = nrun > 0; changed;) {
+	rc = 0;
+out:
+	return rc;
+}
+
+/* Apply the rules until none matches: the first rule in run order that matches, at the first
+ * node it matches, then again from the start. Counts each application in stats. Returns false
+ * when the list must be dropped for the identity (a rule failed, the list broke an invariant,
+ * or it did not settle within the budget). */
+static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run, uint32_t nrun,
+			struct rw_plan_stat *stats, uint32_t *nstats)
+{
+	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * rw->norig + 16;
+	bool ok = true;
+
+	for (bool changed = nrun > 0; changed && ok;) {
 		changed = false;
-		for (uint32_t r = 0; r < nrun && !changed; r++) {
-			for (uint32_t i = 0; i < rw.n && !changed; i++) {
+		for (uint32_t r = 0; r < nrun && !changed && ok; r++) {
+			for (uint32_t i = 0; i < rw->n && !changed && ok; i++) {
 				int rc;
 
-				if (!run[r]->match(&rw, i))
+				if (!run[r]->match(rw, i))
 					continue;
-				rw.applying = run[r]->name;
-				rc = run[r]->apply(&rw, i);
+				rw->applying = run[r]->name;
+				rc = run[r]->apply(rw, i);
 				if (rc != 0) {
 					cf_log_debug("rule %s failed (%s): window left unchanged", run[r]->name,
 						     cf_strerror(rc));
-					identity = true;
-					goto out_plan;
+					ok = false;
+					break;
 				}
-				count_rule(stats, &nstats, run[r]->name);
+				count_rule(stats, nstats, run[r]->name);
 				changed = true;
 #ifdef CF_DEBUG
-				if (CF_NEVER(!list_is_valid(&rw))) {
-					identity = true;
-					goto out_plan;
-				}
+				if (CF_NEVER(!list_is_valid(rw)))
+					ok = false;
 #endif
 			}
 		}
-		if (changed && ++applied > budget) {
+		if (ok && changed && ++applied > budget) {
 			cf_log_warn("rewrite of a %u-op window did not settle after %llu applications; left unchanged",
-				    n, (unsigned long long)applied);
-			identity = true;
-			break;
+				    rw->norig, (unsigned long long)applied);
+			ok = false;
 		}
 	}
-out_plan:
+	return ok;
+}
+
+struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
+			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules)
+{
+	const struct rw_rule *run[RW_MAX_RULES];
+	struct rw_plan_stat stats[RW_MAX_RULES];
+	uint32_t nstats = 0, nrun;
+	struct rw_rewriter rw;
+	struct rw_plan *p = NULL;
+	bool ok;
+
+	memset(&rw, 0, sizeof(rw));
+	rw.ops = ops;
+	rw.norig = n;
+	rw.tg = tg;
+	cf_arena_init(&rw.arena, 4096);
+	nrun = rules_to_run(cfg, rules, nrules, run);
+	if (list_init(&rw) != 0)
+		goto out;
+	ok = apply_rules(&rw, run, nrun, stats, &nstats);
 	(void)list_is_valid;
-	p = plan_make(&rw, identity, stats, nstats);
+	p = plan_make(&rw, !ok, stats, nstats);
 out:
 	free(rw.nodes);
 	free(rw.erased);

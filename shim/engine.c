@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/serial.h"
 #include "replay/replay.h"
 #include "rewrite/rewriter.h"
 
@@ -56,6 +57,7 @@ static __thread bool tls_ctx_ok;    /* tls_ctx is known */
 static void lock_take(void)
 {
 	pthread_mutex_lock(&lock);
+	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
 
@@ -72,6 +74,7 @@ static void lock_drop(void)
 	bool wait = replaying && rpl_take_wait(&w);
 
 	shim_inside_leave();
+	cf_serial_leave();
 	pthread_mutex_unlock(&lock);
 	/* a synchronization replay needed: never under the lock (a host function queued before
 	 * the awaited work may wait for a thread blocked on it) */
@@ -142,6 +145,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
+	cf_serial_forget();
 	prepared = false;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;

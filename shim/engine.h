@@ -150,22 +150,7 @@ bool shim_engine_totals(struct cap_totals *t);
 	{ \
 		__asm__(".set shim_hoff_" #symbol ", %c0" ::"i"(offsetof(struct shim_real_table, p_##symbol))); \
 	} \
-	__asm__(".pushsection .text\n" \
-		".p2align 4\n" \
-		".globl shim_hand_" #symbol "\n" \
-		".hidden shim_hand_" #symbol "\n" \
-		".type shim_hand_" #symbol ", @function\n" \
-		".globl " #symbol "\n" \
-		".type " #symbol ", @function\n" \
-		"shim_hand_" #symbol ":\n" #symbol ":\n" \
-		"\t.cfi_startproc\n" \
-		"\tcmpb $0, shim__passthrough(%rip)\n" \
-		"\tje shim_rec_" #symbol "\n" \
-		"\tjmp *shim_real+shim_hoff_" #symbol "(%rip)\n" \
-		"\t.cfi_endproc\n" \
-		".size shim_hand_" #symbol ", .-shim_hand_" #symbol "\n" \
-		".size " #symbol ", .-" #symbol "\n" \
-		".popsection\n"); \
+	__asm__(SHIM_STUB_ASM(#symbol, "shim_hand_" #symbol, "shim_hoff_" #symbol, "shim_rec_" #symbol)); \
 	CF_HIDDEN __typeof__(shim_hand_##symbol) shim_rec_##symbol; \
 	CUresult CUDAAPI shim_rec_##symbol
 

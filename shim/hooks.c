@@ -44,23 +44,7 @@ __attribute__((used)) static void real_table_offsets(void)
 			return shim_real.p_##symbol args; \
 		} \
 		void shim_gen_##symbol(void); \
-		__asm__(".pushsection .text\n" \
-			".p2align 4\n" \
-			".globl shim_gen_" #symbol "\n" \
-			".hidden shim_gen_" #symbol "\n" \
-			".type shim_gen_" #symbol ", @function\n" \
-			".globl " #symbol "\n" \
-			".type " #symbol ", @function\n" \
-			"shim_gen_" #symbol ":\n" \
-			#symbol ":\n" \
-			"\t.cfi_startproc\n" \
-			"\tcmpb $0, shim__passthrough(%rip)\n" \
-			"\tje shim_slow_" #symbol "\n" \
-			"\tjmp *shim_real+shim_off_" #symbol "(%rip)\n" \
-			"\t.cfi_endproc\n" \
-			".size shim_gen_" #symbol ", .-shim_gen_" #symbol "\n" \
-			".size " #symbol ", .-" #symbol "\n" \
-			".popsection\n");)
+		__asm__(SHIM_STUB_ASM(#symbol, "shim_gen_" #symbol, "shim_off_" #symbol, "shim_slow_" #symbol));)
 #define CF_API_UNTYPED(symbol)
 #include "driver/cuda_api.def"
 #undef CF_API

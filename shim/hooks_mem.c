@@ -4,7 +4,7 @@
  * leaves the map before the driver frees it). shim layer.
  *
  * The map updates of cuMemMap/cuMemUnmap are covered by the unit tests of capture/alloc.c and,
- * against the software device's virtual memory management, by tests/e2e/vmm_grow.sh (an unmap
+ * against the software device's virtual memory management, by tests/e2e/capture_vmm_grow.sh (an unmap
  * ends exactly the windows that reference it). cuMemCreate and cuMemRelease handle physical
  * memory only and stay unmodeled. */
 #include "shim/engine.h"

@@ -16,6 +16,7 @@
 #include "common/compiler.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/serial.h"
 #include "shim/engine.h"
 #include "shim/shim_int.h"
 
@@ -49,6 +50,7 @@ static int init_slow(void)
 
 	if (shim__inside)
 		return -CF_EBUSY;
+	cf_assert(!cf_serial_is_mine()); /* invariant 1: no cufold lock while the driver is dlopen'ed */
 	shim_inside_enter();
 	cfg = cf_config_get();
 	rc = shim_real__open(cfg->libcuda, &handle, addr);

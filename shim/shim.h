@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/compiler.h"
 #include "common/config.h"
 #include "driver/api.h"
 
@@ -48,6 +49,7 @@ static inline void shim_inside_enter(void)
 
 static inline void shim_inside_leave(void)
 {
+	cf_assert(shim__inside > 0); /* enter and leave pair up */
 	shim__inside--;
 }
 

@@ -39,6 +39,31 @@
 	extern __typeof__(shim_hand_##symbol) shim_export_##symbol __asm__(#symbol) \
 		__attribute__((alias("shim_hand_" #symbol), visibility("default")))
 
+/* The exported half of every typed hook, generated (hooks.c) or hand-written (SHIM_HOOK,
+ * engine.h), as the text of a top-level __asm__: the exported name and a hidden name label the
+ * same three instructions: if shim__passthrough is set (mode off) tail-jump to the driver's
+ * function through shim_real at the offset `off` (an assembler symbol set to offsetof), else
+ * tail-jump to the C function `slow`, which has the exact prototype. Both are jumps, so the
+ * arguments on registers and stack reach the target untouched. Every parameter is a string
+ * (name: "cuMemcpyHtoD" must not become the cuda.h macro's cuMemcpyHtoD_v2). x86-64 only. */
+#define SHIM_STUB_ASM(name, hidden, off, slow)                                                             \
+	".pushsection .text\n"                                                                            \
+	".p2align 4\n"                                                                                    \
+	".globl " hidden "\n"                                                                             \
+	".hidden " hidden "\n"                                                                            \
+	".type " hidden ", @function\n"                                                                   \
+	".globl " name "\n"                                                                               \
+	".type " name ", @function\n"                                                                     \
+	hidden ":\n" name ":\n"                                                                          \
+	"\t.cfi_startproc\n"                                                                             \
+	"\tcmpb $0, shim__passthrough(%rip)\n"                                                           \
+	"\tje " slow "\n"                                                                                \
+	"\tjmp *shim_real+" off "(%rip)\n"                                                               \
+	"\t.cfi_endproc\n"                                                                               \
+	".size " hidden ", .-" hidden "\n"                                                                \
+	".size " name ", .-" name "\n"                                                                    \
+	".popsection\n"
+
 /* cufold's hook for a symbol (what dlsym and cuGetProcAddress hand out). */
 void *shim_hook_addr(enum shim_api_id id);
 /* The id whose hook is at p, or -1. */

@@ -2,7 +2,7 @@
  * cudaStreamBeginCapture and launches the instantiated graph every step, reading the loss back
  * from pinned memory each time; a cudaStreamAddCallback after each launch records the step.
  * tests layer; built by nvcc like train.cu (the same kernels, run by the twins in
- * tests/simcuda/twins_cudart.c), run by tests/e2e/cudart_train.sh.
+ * tests/simcuda/twins_cudart.c), run by tests/e2e/sim_cudart_train.sh.
  *
  * usage: graph [steps]   (default 8) */
 #include <cstdio>

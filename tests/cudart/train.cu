@@ -1,6 +1,6 @@
 /* train.cu - a training loop written as CUDA C++ programs are, with the runtime API only: a
  * linear model fitted by gradient steps, one loss read back every step. tests layer; built by
- * nvcc with shared and static cudart and with --default-stream per-thread (tests/e2e/cudart_train.sh),
+ * nvcc with shared and static cudart and with --default-stream per-thread (tests/e2e/sim_cudart_train.sh),
  * its kernels run on the software device by the twins in tests/simcuda/twins_cudart.c.
  *
  * Each step: a non-blocking "data" stream copies the step's inputs from pinned memory (double

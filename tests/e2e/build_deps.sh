@@ -37,11 +37,11 @@ stale tests/progs/icpt_check.h "$B/progs/icpt_procaddr"
 stale tests/simcuda/sim_twin.h "$B/plugins/extra_twins.so"
 stale tests/simcuda/sim_twin.h "$B/unit/sim_twins"
 stale tests/workloads/wl.h "$B/workloads/recsys"
-stale tests/unit/rw_test.h "$B/unit/test_rw_copy_chain"
+stale tests/unit/rw_test.h "$B/unit/test_rewrite_copy_chain"
 stale driver/cuda_api.def "$B/libcufold.so"
 
 fresh tests/progs/icpt_work.h "$B/progs/rpl_loop"
-fresh tests/simcuda/sim_twin.h "$B/unit/test_rw_copy_chain"
+fresh tests/simcuda/sim_twin.h "$B/unit/test_rewrite_copy_chain"
 fresh replay/replay_int.h "$B/obj/capture/record.o"
 
 # Every binary the build compiles from C in one step wrote its dependency file (-MMD), so no

@@ -29,3 +29,53 @@ same_output_over_seeds() {
 	done
 	note "$*: identical over $SEEDS seeds"
 }
+
+# Counters of a steady-state step, as the rewrite tests and the benchmark measure them: the
+# program runs twice, STEPS_SHORT and STEPS_LONG steps, and the difference of the software
+# device's counters over the difference of steps is one step after warm-up (set-up, warm-up
+# and the final hashing cancel out).
+STEPS_SHORT=6
+STEPS_LONG=16
+
+# count_steps NAME plain|cufold prog args...: both runs, every argument @STEPS@ replaced by the
+# step count; counters in $TMP/NAME.N.stats (N = 6, 16), stdout in $TMP/NAME.N.out and, under
+# cufold, its report in $TMP/NAME.N.report. Variables set before the call
+# (CUFOLD_OPT=2 count_steps ...) reach both runs.
+count_steps() {
+	local name=$1 how=$2 n a
+	shift 2
+	for n in $STEPS_SHORT $STEPS_LONG; do
+		local args=()
+		for a in "$@"; do args+=("${a//@STEPS@/$n}"); done
+		if [[ $how == plain ]]; then
+			SIMCUDA_STATS=$TMP/$name.$n.stats run_plain "$TMP/$name.$n.out" "${args[@]}" ||
+				fail "${args[*]} exited $? without cufold"
+		else
+			SIMCUDA_STATS=$TMP/$name.$n.stats CUFOLD_REPORT=$TMP/$name.$n.report \
+				run_cufold "$TMP/$name.$n.out" "${args[@]}" ||
+				fail "${args[*]} exited $? with cufold (CUFOLD_OPT=${CUFOLD_OPT-} CUFOLD_RULES=${CUFOLD_RULES-})"
+		fi
+	done
+}
+
+# per_step NAME COUNTER: prints COUNTER per step of count_steps NAME ("%g": 8, 0.5): a key of the
+# counters' totals (copies_executed, memsets_executed, ...) or kernel:NAME, the launches of that
+# kernel executed.
+per_step() {
+	python3 - "$TMP/$1" "$2" "$STEPS_SHORT" "$STEPS_LONG" <<'PY'
+import json, sys
+base, what, short, long_ = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def count(n):
+    s = json.load(open("%s.%d.stats" % (base, n)))
+    return s["kernels"].get(what[7:], 0) if what.startswith("kernel:") else s["totals"][what]
+print("%g" % ((count(long_) - count(short)) / (long_ - short)))
+PY
+}
+
+# want_per_step NAME COUNTER EXPECTED: fails unless per_step NAME COUNTER prints EXPECTED.
+want_per_step() {
+	local got
+	got=$(per_step "$1" "$2") || fail "$1: cannot read the counters"
+	[[ $got == "$3" ]] || fail "$1: $2 per step is $got, expected $3"
+	note "$1: $2 per step $got"
+}

@@ -17,36 +17,17 @@ grep -q 'a rewrite guard failed' "$TMP/moving.json" || fail "no template retired
 grep -Eq '"GUARD": [1-9]' "$TMP/moving.json" || fail "the failed guard was not counted as a GUARD fallback"
 CUFOLD_OPT=0 same_output_over_seeds "$prog" moving 24
 
-# copies executed in runs of 6 and 16 steps: the difference is 10 steady-state steps
-copies() { # out opt steps [rules]
-	SIMCUDA_STATS=$1 CUFOLD_OPT=$2 CUFOLD_RULES=${4:-} CUFOLD_REPORT=$1.report run_cufold /dev/null "$prog" steady "$3" ||
-		fail "rw_coalesce steady $3 exited $?"
-}
-copies "$TMP/o1a" 1 6; copies "$TMP/o1b" 1 16
-copies "$TMP/o0a" 0 6; copies "$TMP/o0b" 0 16
-copies "$TMP/ofa" 1 6 -coalesce,-batch-copy; copies "$TMP/ofb" 1 16 -coalesce,-batch-copy
-copies "$TMP/oba" 1 6 -coalesce; copies "$TMP/obb" 1 16 -coalesce
-SIMCUDA_STATS=$TMP/pa run_plain /dev/null "$prog" steady 6 || fail "plain run exited $?"
-SIMCUDA_STATS=$TMP/pb run_plain /dev/null "$prog" steady 16 || fail "plain run exited $?"
-python3 - "$TMP" <<'PY' || fail "the device's counters do not show the slice copies coalesced"
-import json, sys, os
-d = sys.argv[1]
-def load(n): return json.load(open(os.path.join(d, n)))["totals"]
-def per_step(a, b, what="copies"):
-    if what == "copies":
-        return (load(b)["copies_executed"] - load(a)["copies_executed"]) / 10.0
-    k = lambda n: json.load(open(os.path.join(d, n)))["kernels"].get(what, 0)
-    return (k(b) - k(a)) / 10.0
-plain, opt0, opt1, off = per_step("pa", "pb"), per_step("o0a", "o0b"), per_step("o1a", "o1b"), per_step("ofa", "ofb")
-print("copies executed per step: plain %.1f, OPT=0 %.1f, OPT=1 %.1f, OPT=1 -coalesce %.1f" % (plain, opt0, opt1, off))
-def want(what, got, exp):
-    if abs(got - exp) > 1e-9:
-        sys.exit("%s: got %s, expected %s" % (what, got, exp))
-want("plain", plain, 8)
-want("CUFOLD_OPT=0", opt0, 8)
-want("CUFOLD_OPT=1", opt1, 1)
-want("CUFOLD_RULES=-coalesce,-batch-copy", off, 8)
-want("CUFOLD_RULES=-coalesce: copies", per_step("oba", "obb"), 0)
-want("CUFOLD_RULES=-coalesce: batch kernels", per_step("oba", "obb", "cufold_batch_copy"), 1)
-PY
+# copies executed per steady-state step (lib.sh's count_steps)
+CUFOLD_OPT=1 CUFOLD_RULES= count_steps o1 cufold "$prog" steady @STEPS@
+CUFOLD_OPT=0 CUFOLD_RULES= count_steps o0 cufold "$prog" steady @STEPS@
+CUFOLD_OPT=1 CUFOLD_RULES=-coalesce,-batch-copy count_steps off cufold "$prog" steady @STEPS@
+CUFOLD_OPT=1 CUFOLD_RULES=-coalesce count_steps nocoalesce cufold "$prog" steady @STEPS@
+count_steps plain plain "$prog" steady @STEPS@
+want_per_step plain copies_executed 8
+want_per_step o0 copies_executed 8
+want_per_step o1 copies_executed 1
+want_per_step off copies_executed 8
+# without coalesce alone, batch-copy takes the 8 copies into one launch of its kernel
+want_per_step nocoalesce copies_executed 0
+want_per_step nocoalesce kernel:cufold_batch_copy 1
 note "8 slice copies per step executed as 1 at CUFOLD_OPT=1"

@@ -26,28 +26,15 @@ grep -q 'a rewrite guard failed' "$TMP/moving.json" || fail "no template retired
 grep -Eq '"GUARD": [1-9]' "$TMP/moving.json" || fail "the failed guard was not counted as a GUARD fallback"
 note "moving: a GUARD fallback, template retired and re-planned"
 
-# Counters of runs of 6 and 16 steps: the difference is 10 steady-state steps.
-run_counts() { # name mode opt(plain|0|1|2) steps [rules]
-	local name=$1 mode=$2 opt=$3 steps=$4 rules=${5:-}
-	if [[ $opt == plain ]]; then
-		SIMCUDA_STATS=$TMP/$name.stats run_plain "$TMP/$name.out" "$prog" "$mode" "$steps" --census ||
-			fail "rw_patterns $mode $steps exited $? without cufold"
-	else
-		SIMCUDA_STATS=$TMP/$name.stats CUFOLD_OPT=$opt CUFOLD_RULES=$rules CUFOLD_REPORT=$TMP/$name.report \
-			run_cufold "$TMP/$name.out" "$prog" "$mode" "$steps" --census ||
-			fail "rw_patterns $mode $steps exited $? at CUFOLD_OPT=$opt ${rules:+CUFOLD_RULES=$rules}"
-	fi
-}
-for steps in 6 16; do
-	run_counts "sp$steps" steady plain $steps
-	run_counts "s0_$steps" steady 0 $steps
-	run_counts "s1_$steps" steady 1 $steps
-	run_counts "s2_$steps" steady 2 $steps
-	run_counts "np$steps" nearmiss plain $steps
-	run_counts "n0_$steps" nearmiss 0 $steps
-	run_counts "n2_$steps" nearmiss 2 $steps
-	run_counts "n2nb_$steps" nearmiss 2 $steps -batch-copy
+# Counters per steady-state step (lib.sh's count_steps: $TMP/NAME.6.stats and NAME.16.stats)
+count_steps sp plain "$prog" steady @STEPS@ --census
+count_steps np plain "$prog" nearmiss @STEPS@ --census
+for opt in 0 1 2; do
+	CUFOLD_OPT=$opt CUFOLD_RULES= count_steps s$opt cufold "$prog" steady @STEPS@ --census
 done
+CUFOLD_OPT=0 CUFOLD_RULES= count_steps n0 cufold "$prog" nearmiss @STEPS@ --census
+CUFOLD_OPT=2 CUFOLD_RULES= count_steps n2 cufold "$prog" nearmiss @STEPS@ --census
+CUFOLD_OPT=2 CUFOLD_RULES=-batch-copy count_steps n2nb cufold "$prog" nearmiss @STEPS@ --census
 
 python3 - "$TMP" <<'PY' || fail "the device's counters do not show the patterns rewritten as expected"
 import json, os, re, sys
@@ -73,7 +60,7 @@ def counts(name):
             **{"k:" + n: v for n, v in k.items()}}
 
 def per_step(prefix):
-    a, b = counts(prefix + "6"), counts(prefix + "16")
+    a, b = counts(prefix + ".6"), counts(prefix + ".16")
     return {key: (b.get(key, 0) - a.get(key, 0)) / 10.0 for key in set(a) | set(b)}
 
 def rules(name):
@@ -89,8 +76,8 @@ def want(what, ok):
         fails.append(what)
 
 # The plain run executes exactly what the census says, plus the step's checksum copy (DtoH).
-cen = census("sp16")
-want("the census is the same in every mode", census("np16") == cen)
+cen = census("sp.16")
+want("the census is the same in every mode", census("np.16") == cen)
 plain = per_step("sp")
 other_copies = plain["copies"] - cen["copies"]
 other_memsets = plain["memsets"] - cen["memsets"]
@@ -103,7 +90,7 @@ def pattern_ops(c):
     # what executes of the census: cufold's own kernels replace copies, memsets and launches
     return c["copies"] - other_copies + c["memsets"] - other_memsets + c["elementwise"] + c["cufold"]
 
-rows = [("plain", "sp"), ("CUFOLD_OPT=0", "s0_"), ("CUFOLD_OPT=1", "s1_"), ("CUFOLD_OPT=2", "s2_")]
+rows = [("plain", "sp"), ("CUFOLD_OPT=0", "s0"), ("CUFOLD_OPT=1", "s1"), ("CUFOLD_OPT=2", "s2")]
 base = pattern_ops(plain)
 print("steady, per step: census %d pattern ops (copies %d, memsets %d, elementwise launches %d)" %
       (sum(cen.values()), cen["copies"], cen["memsets"], cen["elementwise"]))
@@ -112,13 +99,13 @@ for label, prefix in rows:
     print("  %-13s copies %5.1f  memsets %5.1f  scale+relu %5.1f  cufold_* %4.1f  => pattern ops %5.1f (cut %5.1f %%)" %
           (label, c["copies"] - other_copies, c["memsets"] - other_memsets, c["elementwise"], c["cufold"],
            pattern_ops(c), 100.0 * (1 - pattern_ops(c) / base)))
-for label, name in (("CUFOLD_OPT=1", "s1_16"), ("CUFOLD_OPT=2", "s2_16")):
+for label, name in (("CUFOLD_OPT=1", "s1.16"), ("CUFOLD_OPT=2", "s2.16")):
     print("  rules fired at %s: %s" % (label, rules(name)))
 want("plain pattern ops %s == census %s" % (base, sum(cen.values())), base == sum(cen.values()))
-want("CUFOLD_OPT=0 executes what the plain run does", pattern_ops(per_step("s0_")) == base)
-opt2 = pattern_ops(per_step("s2_"))
+want("CUFOLD_OPT=0 executes what the plain run does", pattern_ops(per_step("s0")) == base)
+opt2 = pattern_ops(per_step("s2"))
 # where the rest comes from, when the cut falls short: what each rule leaves of its family
-s2 = per_step("s2_")
+s2 = per_step("s2")
 for what, got, best, rule in (("scale launches", s2["k:scale"], 1, "batch-elementwise"),
                               ("relu launches", s2["k:relu"], 1, "duplicate"),
                               ("copies", s2["copies"] - other_copies, 0, "slice-glue/copy-chain/dead-write/batch-copy"),
@@ -131,7 +118,7 @@ want("CUFOLD_OPT=2 cuts the steady step's pattern ops by >= 90 %%: %.1f of %.1f 
 # nearmiss: nothing of the census may go. batch-copy may legitimately fold independent copies into
 # its kernel (its ranges are not counted by the device), so the counts are compared without it;
 # with it, the report must show that no rule which removes operations fired.
-n0, n2 = per_step("n0_"), per_step("n2nb_")
+n0, n2 = per_step("n0"), per_step("n2nb")
 print("nearmiss, per step: CUFOLD_OPT=0 copies %.1f memsets %.1f scale+relu %.1f; CUFOLD_OPT=2 -batch-copy copies "
       "%.1f memsets %.1f scale+relu %.1f cufold_* %.1f" %
       (n0["copies"] - other_copies, n0["memsets"] - other_memsets, n0["elementwise"],
@@ -143,7 +130,7 @@ for key in sorted(set(n0) | set(n2)):
          n2.get(key, 0) == n0.get(key, 0))
 want("nearmiss: cufold's own kernels ran without batch-copy", n2["cufold"] == 0)
 want("nearmiss: CUFOLD_OPT=0 runs the census", pattern_ops(n0) == sum(cen.values()))
-fired = rules("n2_16")
+fired = rules("n2.16")
 print("  rules fired on nearmiss at CUFOLD_OPT=2: %s" % fired)
 for r in ("slice-glue", "dead-write", "duplicate", "coalesce", "batch-elementwise", "identity-cat"):
     want("nearmiss: %s fired %d times on a near miss" % (r, fired.get(r, 0)), fired.get(r, 0) == 0)

@@ -28,39 +28,19 @@ if not any(not t["rewrite"]["rules"] and t["launches"] for t in r["templates"]):
     sys.exit("no template replayed without rewriting after the third failure")
 PY
 
-# copies executed in runs of 6 and 16 steps: the difference is 10 steady-state steps
-copies() { # out opt steps [rules]
-	SIMCUDA_STATS=$1 CUFOLD_OPT=$2 CUFOLD_RULES=${4:-} CUFOLD_REPORT=$1.report run_cufold /dev/null "$prog" steady "$3" ||
-		fail "rw_slice_glue steady $3 exited $?"
-}
-copies "$TMP/o1a" 1 6 -batch-copy; copies "$TMP/o1b" 1 16 -batch-copy
-copies "$TMP/oaa" 1 6; copies "$TMP/oab" 1 16
-copies "$TMP/o0a" 0 6; copies "$TMP/o0b" 0 16
-copies "$TMP/ofa" 1 6 -slice-glue,-batch-copy,-copy-chain; copies "$TMP/ofb" 1 16 -slice-glue,-batch-copy,-copy-chain
-SIMCUDA_STATS=$TMP/pa run_plain /dev/null "$prog" steady 6 || fail "plain run exited $?"
-SIMCUDA_STATS=$TMP/pb run_plain /dev/null "$prog" steady 16 || fail "plain run exited $?"
-python3 - "$TMP" <<'PY' || fail "the device's counters do not show the glue copies replaced"
-import json, sys, os
-d = sys.argv[1]
-def load(n): return json.load(open(os.path.join(d, n)))["totals"]
-def per_step(a, b, what="copies"):
-    if what == "copies":
-        return (load(b)["copies_executed"] - load(a)["copies_executed"]) / 10.0
-    k = lambda n: json.load(open(os.path.join(d, n)))["kernels"].get(what, 0)
-    return (k(b) - k(a)) / 10.0
-plain, opt0, opt1, off = per_step("pa", "pb"), per_step("o0a", "o0b"), per_step("o1a", "o1b"), per_step("ofa", "ofb")
-print("copies executed per step: plain %.1f, OPT=0 %.1f, OPT=1 -batch-copy %.1f, OPT=1 -slice-glue %.1f" % (plain, opt0, opt1, off))
-def want(what, got, exp):
-    if abs(got - exp) > 1e-9:
-        sys.exit("%s: got %s, expected %s" % (what, got, exp))
-want("plain", plain, 16)
-want("CUFOLD_OPT=0", opt0, 16)
-want("CUFOLD_OPT=1 -batch-copy", opt1, 9)
-want("CUFOLD_RULES=-slice-glue,-batch-copy,-copy-chain", off, 16)
+# copies executed per steady-state step (lib.sh's count_steps)
+CUFOLD_OPT=1 CUFOLD_RULES=-batch-copy count_steps o1 cufold "$prog" steady @STEPS@
+CUFOLD_OPT=1 CUFOLD_RULES= count_steps all cufold "$prog" steady @STEPS@
+CUFOLD_OPT=0 CUFOLD_RULES= count_steps o0 cufold "$prog" steady @STEPS@
+CUFOLD_OPT=1 CUFOLD_RULES=-slice-glue,-batch-copy,-copy-chain count_steps off cufold "$prog" steady @STEPS@
+count_steps plain plain "$prog" steady @STEPS@
+want_per_step plain copies_executed 16
+want_per_step o0 copies_executed 16
+want_per_step o1 copies_executed 9
+want_per_step off copies_executed 16
 # all rules: the 8 slices and the forwarded copy (independent) go in one launch of the batch kernel
-want("CUFOLD_OPT=1: copies", per_step("oaa", "oab"), 0)
-want("CUFOLD_OPT=1: batch kernels", per_step("oaa", "oab", "cufold_batch_copy"), 1)
-PY
+want_per_step all copies_executed 0
+want_per_step all kernel:cufold_batch_copy 1
 note "16 copies per step (8 slices, 8 glue) executed as 9 (-batch-copy), as 1 batch launch at CUFOLD_OPT=1"
 
 # the report says what the rewrite did; the pictures mark the nodes it rewrote and merged

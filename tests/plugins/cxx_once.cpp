@@ -1,6 +1,6 @@
 /* cxx_once.cpp - a C++ shared library that throws an exception inside std::call_once and
  * catches it, as C++ libraries a Python or C program dlopens do (tests/progs/cxx_once.c loads
- * it; tests/e2e/preload_exports.sh). tests layer.
+ * it; tests/e2e/shim_exports.sh). tests layer.
  *
  * The exception unwinds through glibc's pthread_once, so it needs libgcc_s's unwinder: a
  * preloaded library exporting another _Unwind_RaiseException (libunwind's) makes it abort. */

@@ -1,6 +1,6 @@
 /* icpt_ctor.c - a shared library whose constructor makes the process's first driver calls, so
  * cufold must initialize from inside the dynamic loader (tests/progs/icpt_ctor.c loads it;
- * tests/e2e/intercept_ctor.sh also preloads it). tests layer. */
+ * tests/e2e/shim_ctor.sh also preloads it). tests layer. */
 #include <cuda.h>
 #include <stdint.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* icpt_next_a.c - an interposer-style library: it defines icpt_next_who and asks glibc for the
  * NEXT definition with dlsym(RTLD_NEXT, ...), which must be resolved relative to this library,
- * not to cufold's dlsym (tests/progs/icpt_next.c, tests/e2e/intercept_next.sh). tests layer. */
+ * not to cufold's dlsym (tests/progs/icpt_next.c, tests/e2e/shim_next.sh). tests layer. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <string.h>

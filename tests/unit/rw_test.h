@@ -1,4 +1,4 @@
-/* rw_test.h - what the rewrite rules' unit tests (tests/unit/test_rw_*.c) share: ops built as
+/* rw_test.h - what the rewrite rules' unit tests (tests/unit/test_rewrite_*.c) share: ops built as
  * capture records them, kernel layouts, rewriting a window into a plan and its one-line form,
  * the identity check of near misses, the fake kernel resolver. tests layer (cmocka, libcufold.a).
  *

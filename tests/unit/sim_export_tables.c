@@ -1,7 +1,7 @@
 /* sim_export_tables.c - unit tests of the software device's cuGetExportTable: which UUIDs are
  * answered and how, the cudart table's primary context, context-local storage semantics, the
  * integrity check's constant and computed answers, and an unimplemented slot failing cleanly.
- * (That the real runtime accepts all of it is tests/e2e/cudart_train.sh.) tests layer; runs
+ * (That the real runtime accepts all of it is tests/e2e/sim_cudart_train.sh.) tests layer; runs
  * against libcuda.so.1. */
 #include <setjmp.h>
 #include <stdarg.h>
