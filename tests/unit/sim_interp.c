@@ -1,0 +1,461 @@
+/* sim_interp.c - the software device's PTX interpreter checked against the hand-written twins:
+ * every test kernel of tests/kernels/ (*.cu) with a built-in twin runs on random inputs over
+ * several grid and block shapes, once as its twin and once interpreted, and every buffer it
+ * was given must come out bit-identical. Kernels whose twin calls the C library's expf/tanhf
+ * (the GPU code is nvcc's own expansion with ex2.approx) are compared within a relative error
+ * instead; they are listed as `approx` below. Also: a kernel with an instruction the
+ * interpreter does not model fails its launch with CUDA_ERROR_NOT_SUPPORTED and one log line
+ * naming the kernel and the instruction. tests layer; runs against libcuda.so.1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cuda.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+void simcuda_interp_force(int on); /* exported by the software device for tests */
+
+#define MAX_PARAMS 14
+#define MAX_BUFS 16
+#define APPROX_REL 1e-5 /* expf/tanhf: the C library vs nvcc's expansion, a few ulp */
+
+enum pkind {
+	P_END,                       /* end of the list */
+	P_OUT,                       /* float buffer of n (random too: unwritten parts must stay) */
+	P_IN,                        /* float buffer of n, random */
+	P_IDX,                       /* int buffer of n, random in [0, v) */
+	P_OFFS,                      /* int offsets of n entries, 0 .. v, non-decreasing */
+	P_INT,                       /* int v */
+	P_FLT,                       /* float f */
+	P_CAT,                       /* struct cat_args/split_args of copy.cu: 3 buffers */
+};
+
+struct pspec {
+	enum pkind k;                /* kind */
+	int n;                       /* elements of a buffer */
+	int v;                       /* int value, index bound or offset total */
+	float f;                     /* float value */
+};
+
+enum shape {
+	SH_1D,                       /* nx threads over a 1-D grid */
+	SH_2D,                       /* nx columns (x) by ny rows (y) */
+	SH_ROW,                      /* one block per row: ny blocks */
+	SH_ONE,                      /* one block (a second one must do nothing) */
+};
+
+struct kspec {
+	const char *file;            /* tests/kernels/<file>.cu */
+	const char *name;            /* entry */
+	enum shape sh;               /* how it is launched */
+	int nx, ny, nz;              /* extent (nz: grid z, batches) */
+	bool approx;                 /* compared within APPROX_REL (see the file comment) */
+	struct pspec p[MAX_PARAMS];  /* parameters */
+};
+
+#define O(n) { P_OUT, n, 0, 0 }
+#define I(n) { P_IN, n, 0, 0 }
+#define N(v) { P_INT, 0, v, 0 }
+#define F(f) { P_FLT, 0, 0, f }
+#define IDX(n, v) { P_IDX, n, v, 0 }
+#define OFFS(n, v) { P_OFFS, n, v, 0 }
+#define CAT { P_CAT, 0, 0, 0 }
+
+static const struct kspec kernels[] = {
+	{ "elementwise", "fill", SH_1D, 1000, 1, 1, false, { O(1000), F(1.5f), N(1000) } },
+	{ "elementwise", "copy", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), N(1000) } },
+	{ "elementwise", "axpy", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), F(0.75f), N(1000) } },
+	{ "elementwise", "add", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), I(1000), N(1000) } },
+	{ "elementwise", "mul", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), I(1000), N(1000) } },
+	{ "elementwise", "scale", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), F(-3.25f), N(1000) } },
+	{ "elementwise", "relu", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), N(1000) } },
+	{ "elementwise", "tanh_kernel", SH_1D, 1000, 1, 1, true, { O(1000), I(1000), N(1000) } },
+	{ "linalg", "gemm", SH_2D, 45, 37, 1, false,
+	  { O(37 * 45), I(37 * 19), I(19 * 45), N(37), N(45), N(19), F(0.5f) } },
+	{ "linalg", "gemm", SH_2D, 45, 37, 1, false,
+	  { O(37 * 45), I(37 * 19), I(19 * 45), N(37), N(45), N(19), F(0.0f) } },
+	{ "linalg", "reduce_sum", SH_ONE, 700, 1, 1, false, { O(1), I(700), N(700) } },
+	{ "nccl", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", SH_1D, 1000, 1, 1, false, { O(1000), N(1000) } },
+	{ "copy", "cat", SH_1D, 387, 1, 1, false, { CAT, O(400) } },
+	{ "copy", "split_copy", SH_1D, 387, 1, 1, false, { I(400), CAT } },
+	{ "nn", "embedding_bag_sum", SH_1D, 160, 1, 1, false,
+	  { I(50 * 16), IDX(120, 50), OFFS(11, 120), N(10), N(16), O(160) } },
+	{ "nn", "layernorm_row", SH_ROW, 0, 7, 1, false,
+	  { O(7 * 300), I(7 * 300), I(300), I(300), N(300), F(1e-5f) } },
+	{ "nn", "softmax_row", SH_ROW, 0, 7, 1, true, { O(7 * 300), I(7 * 300), N(300) } },
+	{ "train", "bias_add", SH_1D, 33 * 17, 1, 1, false, { O(33 * 17), I(17), N(33), N(17) } },
+	{ "train", "bias_grad", SH_1D, 17, 1, 1, false, { O(17), I(33 * 17), N(33), N(17) } },
+	{ "train", "relu_backward", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), I(1000), N(1000) } },
+	{ "train", "tanh_backward", SH_1D, 1000, 1, 1, false, { O(1000), I(1000), I(1000), N(1000) } },
+	{ "train", "gemm_ex", SH_2D, 21, 13, 2, false,
+	  { O(2 * 13 * 21), I(2 * 13 * 9), I(2 * 9 * 21), N(13), N(21), N(9), N(0), N(0), F(1.0f),
+	    F(0.0f), N(13 * 9), N(9 * 21), N(13 * 21) } },
+	{ "train", "gemm_ex", SH_2D, 21, 13, 2, false,
+	  { O(2 * 13 * 21), I(2 * 13 * 9), I(2 * 9 * 21), N(13), N(21), N(9), N(1), N(1), F(0.5f),
+	    F(1.5f), N(13 * 9), N(9 * 21), N(13 * 21) } },
+	{ "train", "embedding_bag_backward", SH_1D, 16, 1, 1, false,
+	  { O(50 * 16), IDX(120, 50), OFFS(11, 120), N(10), N(16), I(160) } },
+	{ "train", "dot_interaction", SH_1D, 60, 1, 1, false, { O(60), I(5 * 6 * 8), N(5), N(6), N(8) } },
+	{ "train", "dot_interaction_backward", SH_1D, 240, 1, 1, false,
+	  { O(240), I(60), I(240), N(5), N(6), N(8) } },
+	{ "train", "concat2_rows", SH_1D, 9 * 30, 1, 1, false,
+	  { O(9 * 30), I(9 * 12), N(12), I(9 * 18), N(18), N(9) } },
+	{ "train", "split2_rows", SH_1D, 9 * 30, 1, 1, false,
+	  { O(9 * 12), N(12), O(9 * 18), N(18), I(9 * 30), N(9) } },
+	{ "train", "layernorm_backward_row", SH_ROW, 0, 7, 1, false,
+	  { O(7 * 300), O(7 * 300), I(7 * 300), I(7 * 300), I(300), N(300), F(1e-5f) } },
+	{ "train", "layernorm_param_grad", SH_1D, 40, 1, 1, false,
+	  { O(40), O(40), I(11 * 40), I(11 * 40), N(11), N(40) } },
+	{ "train", "softmax_backward_row", SH_ROW, 0, 7, 1, false,
+	  { O(7 * 300), I(7 * 300), I(7 * 300), N(300) } },
+	{ "train", "bce_logits", SH_1D, 1000, 1, 1, true,
+	  { O(1000), O(1000), I(1000), I(1000), N(1000), F(1e-3f) } },
+	{ "train", "mse_loss", SH_1D, 1000, 1, 1, false,
+	  { O(1000), O(1000), I(1000), I(1000), N(1000), F(1e-3f) } },
+};
+
+/* One launch configuration. */
+struct dims {
+	unsigned int gx, gy, gz, bx, by, bz;
+};
+
+struct bufs {
+	CUdeviceptr d[MAX_BUFS];     /* device buffers */
+	size_t bytes[MAX_BUFS];      /* their sizes */
+	void *init[MAX_BUFS];        /* initial contents */
+	unsigned int n;              /* buffers used */
+};
+
+static uint32_t rng = 12345;
+
+static uint32_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng;
+}
+
+static CUdeviceptr new_buf(struct bufs *b, size_t bytes, const void *init)
+{
+	unsigned int i = b->n++;
+
+	assert_true(i < MAX_BUFS);
+	CHECK(cuMemAlloc(&b->d[i], bytes));
+	b->bytes[i] = bytes;
+	b->init[i] = malloc(bytes);
+	assert_non_null(b->init[i]);
+	memcpy(b->init[i], init, bytes);
+	return b->d[i];
+}
+
+static CUdeviceptr rand_floats(struct bufs *b, int n)
+{
+	float *h = malloc((size_t)n * sizeof(float));
+	CUdeviceptr d;
+
+	assert_non_null(h);
+	for (int i = 0; i < n; i++)
+		h[i] = (float)((int)(next_rand() % 4001) - 2000) / 997.0f;
+	d = new_buf(b, (size_t)n * sizeof(float), h);
+	free(h);
+	return d;
+}
+
+/* The parameter bytes of a spec, buffers made in b. */
+static void build_params(const struct kspec *k, struct bufs *b, unsigned char store[][128], void **args)
+{
+	for (int i = 0; i < MAX_PARAMS && k->p[i].k != P_END; i++) {
+		const struct pspec *p = &k->p[i];
+		CUdeviceptr d = 0;
+
+		args[i] = store[i];
+		switch (p->k) {
+		case P_OUT:
+		case P_IN:
+			d = rand_floats(b, p->n);
+			memcpy(store[i], &d, sizeof(d));
+			break;
+		case P_IDX:
+		case P_OFFS: {
+			int *h = malloc((size_t)p->n * sizeof(int));
+
+			assert_non_null(h);
+			for (int j = 0; j < p->n; j++)
+				h[j] = p->k == P_IDX ? (int)(next_rand() % (uint32_t)p->v) : 0;
+			if (p->k == P_OFFS) {
+				for (int j = 1; j < p->n - 1; j++)
+					h[j] = (int)(next_rand() % (uint32_t)(p->v + 1));
+				h[p->n - 1] = p->v;
+				for (int j = 1; j < p->n; j++) /* sort: offsets never decrease */
+					for (int q = j; q > 0 && h[q - 1] > h[q]; q--) {
+						int t = h[q];
+
+						h[q] = h[q - 1];
+						h[q - 1] = t;
+					}
+			}
+			d = new_buf(b, (size_t)p->n * sizeof(int), h);
+			memcpy(store[i], &d, sizeof(d));
+			free(h);
+			break;
+		}
+		case P_INT:
+			memcpy(store[i], &p->v, sizeof(int));
+			break;
+		case P_FLT:
+			memcpy(store[i], &p->f, sizeof(float));
+			break;
+		case P_CAT: { /* { float *ptr[8]; int len[8]; int count; } with 3 parts */
+			static const int len[3] = { 100, 250, 37 };
+			unsigned char s[104] = { 0 };
+			int count = 3;
+
+			for (int j = 0; j < 3; j++) {
+				d = rand_floats(b, len[j]);
+				memcpy(s + 8 * j, &d, sizeof(d));
+				memcpy(s + 64 + 4 * j, &len[j], sizeof(int));
+			}
+			memcpy(s + 96, &count, sizeof(int));
+			memcpy(store[i], s, sizeof(s));
+			break;
+		}
+		case P_END:
+			break;
+		}
+	}
+}
+
+static void reset_bufs(const struct bufs *b)
+{
+	for (unsigned int i = 0; i < b->n; i++)
+		CHECK(cuMemcpyHtoD(b->d[i], b->init[i], b->bytes[i]));
+}
+
+static void **snapshot(const struct bufs *b)
+{
+	void **out = calloc(b->n, sizeof(*out));
+
+	assert_non_null(out);
+	for (unsigned int i = 0; i < b->n; i++) {
+		out[i] = malloc(b->bytes[i]);
+		assert_non_null(out[i]);
+		CHECK(cuMemcpyDtoH(out[i], b->d[i], b->bytes[i]));
+	}
+	return out;
+}
+
+static unsigned int shapes(const struct kspec *k, struct dims *out)
+{
+	unsigned int n = 0;
+
+	switch (k->sh) {
+	case SH_1D: {
+		static const unsigned int blocks[] = { 32, 96, 128, 1 };
+
+		for (unsigned int i = 0; i < 4; i++) {
+			unsigned int bx = blocks[i], gx = ((unsigned int)k->nx + bx - 1) / bx;
+
+			out[n++] = (struct dims){ gx, 1, 1, bx, 1, 1 };
+		}
+		out[n++] = (struct dims){ 2, 1, 1, 64, 1, 1 }; /* covers only part */
+		break;
+	}
+	case SH_2D: {
+		static const unsigned int bxy[][2] = { { 8, 8 }, { 16, 4 }, { 32, 1 }, { 5, 7 } };
+
+		for (unsigned int i = 0; i < 4; i++) {
+			unsigned int bx = bxy[i][0], by = bxy[i][1];
+
+			out[n++] = (struct dims){ ((unsigned int)k->nx + bx - 1) / bx,
+						  ((unsigned int)k->ny + by - 1) / by, (unsigned int)k->nz,
+						  bx, by, 1 };
+		}
+		break;
+	}
+	case SH_ROW: {
+		static const unsigned int blocks[] = { 1, 32, 64, 100 };
+
+		for (unsigned int i = 0; i < 4; i++)
+			out[n++] = (struct dims){ (unsigned int)k->ny, 1, 1, blocks[i], 1, 1 };
+		break;
+	}
+	case SH_ONE: {
+		static const unsigned int blocks[] = { 1, 32, 256, 1000 };
+
+		for (unsigned int i = 0; i < 4; i++)
+			out[n++] = (struct dims){ 1, 1, 1, blocks[i], 1, 1 };
+		out[n++] = (struct dims){ 2, 1, 1, 64, 2, 1 };
+		break;
+	}
+	}
+	return n;
+}
+
+static void run(CUfunction f, const struct dims *s, void **args, bool interp)
+{
+	simcuda_interp_force(interp);
+	CHECK(cuLaunchKernel(f, s->gx, s->gy, s->gz, s->bx, s->by, s->bz, 0, NULL, args, NULL));
+	CHECK(cuCtxSynchronize());
+	simcuda_interp_force(0);
+}
+
+static void compare(const struct kspec *k, const struct dims *s, const struct bufs *b, void **twin,
+		    void **interp, unsigned int *approx_seen)
+{
+	for (unsigned int i = 0; i < b->n; i++) {
+		if (!memcmp(twin[i], interp[i], b->bytes[i]))
+			continue;
+		for (size_t j = 0; j < b->bytes[i] / sizeof(float); j++) {
+			float x = ((float *)twin[i])[j], y = ((float *)interp[i])[j];
+
+			if (!memcmp(&x, &y, sizeof(x)))
+				continue;
+			if (k->approx && fabsf(x - y) <= APPROX_REL * fmaxf(1.0f, fabsf(x))) {
+				(*approx_seen)++;
+				continue;
+			}
+			fail_msg("%s grid %ux%ux%u block %ux%ux%u: buffer %u element %zu: twin %a, "
+				 "interpreted %a",
+				 k->name, s->gx, s->gy, s->gz, s->bx, s->by, s->bz, i, j, (double)x, (double)y);
+		}
+	}
+}
+
+static void test_against_twins(void **state)
+{
+	unsigned int approx_seen = 0, runs = 0;
+
+	(void)state;
+	for (size_t ki = 0; ki < sizeof(kernels) / sizeof(kernels[0]); ki++) {
+		const struct kspec *k = &kernels[ki];
+		CUmodule m = tl_load_module(k->file);
+		CUfunction f = tl_func(m, k->name);
+		unsigned char store[MAX_PARAMS][128];
+		void *args[MAX_PARAMS];
+		struct bufs b = { .n = 0 };
+		struct dims sh[8];
+		unsigned int nsh = shapes(k, sh);
+
+		build_params(k, &b, store, args);
+		for (unsigned int si = 0; si < nsh; si++) {
+			void **twin, **interp;
+
+			reset_bufs(&b);
+			run(f, &sh[si], args, false);
+			twin = snapshot(&b);
+			reset_bufs(&b);
+			run(f, &sh[si], args, true);
+			interp = snapshot(&b);
+			compare(k, &sh[si], &b, twin, interp, &approx_seen);
+			for (unsigned int i = 0; i < b.n; i++) {
+				free(twin[i]);
+				free(interp[i]);
+			}
+			free(twin);
+			free(interp);
+			runs++;
+		}
+		for (unsigned int i = 0; i < b.n; i++) {
+			CHECK(cuMemFree(b.d[i]));
+			free(b.init[i]);
+		}
+		CHECK(cuModuleUnload(m));
+	}
+	printf("%u launches compared; %u float(s) of the approx kernels differed within %g\n", runs,
+	       approx_seen, APPROX_REL);
+}
+
+/* Capture stderr (the device's log) around a call. */
+static char *with_stderr(CUresult *rc, CUfunction f, void **args)
+{
+	char path[] = "/tmp/sim_interp_XXXXXX", *text;
+	int fd = mkstemp(path), saved = dup(2);
+	FILE *fp;
+	long len;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	*rc = cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	fp = fdopen(fd, "r");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	len = ftell(fp);
+	rewind(fp);
+	text = calloc(1, (size_t)len + 1);
+	assert_non_null(text);
+	assert_true(fread(text, 1, (size_t)len, fp) == (size_t)len);
+	fclose(fp);
+	unlink(path);
+	return text;
+}
+
+/* A module with one kernel the interpreter runs and one it cannot: the module loads, the first
+ * kernel runs, the second's launch fails (every time) with one log line. */
+static void test_unsupported_fails_launch(void **state)
+{
+	static const char ptx[] =
+		".version 9.0\n.target sm_90\n.address_size 64\n"
+		".visible .entry runs(.param .u64 runs_param_0)\n{\n"
+		"\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<5>;\n"
+		"\tld.param.u64 %rd1, [runs_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+		"\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+		"\tmul.lo.s32 %r2, %r1, %r1;\n\tst.global.u32 [%rd4], %r2;\n\tret;\n}\n"
+		".visible .entry exotic(.param .u64 exotic_param_0)\n{\n"
+		"\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<3>;\n"
+		"\tld.param.u64 %rd1, [exotic_param_0];\n\tmov.u32 %r1, %clock;\n"
+		"\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n";
+	CUmodule m;
+	CUfunction ok, bad;
+	CUdeviceptr d;
+	void *args[] = { &d };
+	unsigned int out[32];
+	CUresult rc;
+	char *log;
+
+	(void)state;
+	CHECK(cuModuleLoadData(&m, ptx));
+	CHECK(cuModuleGetFunction(&ok, m, "runs"));
+	CHECK(cuModuleGetFunction(&bad, m, "exotic"));
+	CHECK(cuMemAlloc(&d, sizeof(out)));
+	CHECK(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, d, sizeof(out)));
+	for (unsigned int i = 0; i < 32; i++)
+		assert_int_equal(out[i], i * i);
+	log = with_stderr(&rc, bad, args);
+	assert_int_equal(rc, CUDA_ERROR_NOT_SUPPORTED);
+	assert_non_null(strstr(log, "exotic"));
+	assert_non_null(strstr(log, "%clock"));
+	assert_null(strchr(strchr(log, '\n') + 1, '\n')); /* one line */
+	free(log);
+	log = with_stderr(&rc, bad, args);
+	assert_int_equal(rc, CUDA_ERROR_NOT_SUPPORTED);
+	assert_string_equal(log, ""); /* said once */
+	free(log);
+	CHECK(cuMemFree(d));
+	CHECK(cuModuleUnload(m));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_against_twins),
+		cmocka_unit_test(test_unsupported_fails_launch),
+	};
+
+	tl_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
