@@ -375,6 +375,224 @@ static void test_against_twins(void **state)
 	       approx_seen, APPROX_REL);
 }
 
+/* ------------------------------------------------------------------ kernels without twins */
+
+/* nt_power_plus of notwin.cu, one rounded operation per statement as the kernel's. */
+static float power_plus(float x, int k)
+{
+	float r = 1.0f;
+
+	for (int i = 0; i < k; i++)
+		r = r * x;
+	return r + (float)k;
+}
+
+static void test_notwin_powers(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_powers");
+	enum { NP = 1234 };
+	float *in = malloc(NP * sizeof(float)), *out = malloc(NP * sizeof(float));
+	CUdeviceptr din, dout;
+	long long n = NP;
+	void *args[] = { &dout, &din, &n };
+	static const unsigned int grids[][2] = { { 1, 32 }, { 3, 64 }, { 40, 32 }, { 2, 1000 } };
+
+	(void)state;
+	assert_true(in && out);
+	tl_fill_random(in, NP, 7);
+	CHECK(cuMemAlloc(&din, NP * sizeof(float)));
+	CHECK(cuMemAlloc(&dout, NP * sizeof(float)));
+	CHECK(cuMemcpyHtoD(din, in, NP * sizeof(float)));
+	for (unsigned int g = 0; g < 4; g++) {
+		CHECK(cuMemsetD8(dout, 0, NP * sizeof(float)));
+		CHECK(cuLaunchKernel(f, grids[g][0], 1, 1, grids[g][1], 1, 1, 0, NULL, args, NULL));
+		CHECK(cuMemcpyDtoH(out, dout, NP * sizeof(float)));
+		for (int i = 0; i < NP; i++) {
+			float want = power_plus(in[i], i % 4);
+
+			if (memcmp(&want, &out[i], sizeof(float)))
+				fail_msg("nt_powers grid %u: out[%d] = %a, want %a", g, i, (double)out[i], (double)want);
+		}
+	}
+	CHECK(cuMemFree(din));
+	CHECK(cuMemFree(dout));
+	CHECK(cuModuleUnload(m));
+	free(in);
+	free(out);
+}
+
+static void test_notwin_histogram(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_histogram");
+	enum { NH = 5000, BINS = 37 };
+	unsigned int *in = malloc(NH * sizeof(unsigned int)), hist[BINS], want[BINS] = { 0 };
+	CUdeviceptr din, dhist;
+	long long n = NH;
+	int nbins = BINS;
+	void *args[] = { &dhist, &din, &n, &nbins };
+	static const unsigned int grids[][2] = { { 1, 32 }, { 7, 96 }, { 64, 128 } };
+
+	(void)state;
+	assert_non_null(in);
+	for (int i = 0; i < NH; i++) {
+		in[i] = next_rand();
+		want[in[i] % BINS]++;
+	}
+	CHECK(cuMemAlloc(&din, NH * sizeof(unsigned int)));
+	CHECK(cuMemAlloc(&dhist, sizeof(hist)));
+	CHECK(cuMemcpyHtoD(din, in, NH * sizeof(unsigned int)));
+	for (unsigned int g = 0; g < 3; g++) {
+		CHECK(cuMemsetD8(dhist, 0, sizeof(hist)));
+		CHECK(cuLaunchKernel(f, grids[g][0], 1, 1, grids[g][1], 1, 1, BINS * sizeof(unsigned int),
+				     NULL, args, NULL));
+		CHECK(cuMemcpyDtoH(hist, dhist, sizeof(hist)));
+		for (int b = 0; b < BINS; b++)
+			if (hist[b] != want[b])
+				fail_msg("nt_histogram grid %u: bin %d = %u, want %u", g, b, hist[b], want[b]);
+	}
+	CHECK(cuMemFree(din));
+	CHECK(cuMemFree(dhist));
+	CHECK(cuModuleUnload(m));
+	free(in);
+}
+
+static void test_notwin_sum4(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_sum4");
+	enum { N4 = 3001 };
+	float *in = malloc(N4 * 4 * sizeof(float)), total, want = 0.0f;
+	unsigned int done;
+	CUdeviceptr din, dtotal, ddone;
+	int n4 = N4;
+	void *args[] = { &dtotal, &ddone, &din, &n4 };
+	static const unsigned int grids[][2] = { { 1, 32 }, { 5, 96 }, { 13, 256 }, { 2, 1024 }, { 3, 40 } };
+
+	(void)state;
+	assert_non_null(in);
+	for (int i = 0; i < N4 * 4; i++) {
+		in[i] = (float)((int)(next_rand() % 201) - 100); /* small integers: any order is exact */
+		want += in[i];
+	}
+	CHECK(cuMemAlloc(&din, N4 * 4 * sizeof(float)));
+	CHECK(cuMemAlloc(&dtotal, sizeof(float)));
+	CHECK(cuMemAlloc(&ddone, sizeof(unsigned int)));
+	CHECK(cuMemcpyHtoD(din, in, N4 * 4 * sizeof(float)));
+	for (unsigned int g = 0; g < 5; g++) {
+		CHECK(cuMemsetD8(dtotal, 0, sizeof(float)));
+		CHECK(cuMemsetD8(ddone, 0, sizeof(unsigned int)));
+		CHECK(cuLaunchKernel(f, grids[g][0], 1, 1, grids[g][1], 1, 1, 0, NULL, args, NULL));
+		CHECK(cuMemcpyDtoH(&total, dtotal, sizeof(float)));
+		CHECK(cuMemcpyDtoH(&done, ddone, sizeof(unsigned int)));
+		if (total != want || done != grids[g][0])
+			fail_msg("nt_sum4 grid %u: total %g (want %g), %u blocks done (want %u)", g,
+				 (double)total, (double)want, done, grids[g][0]);
+	}
+	CHECK(cuMemFree(din));
+	CHECK(cuMemFree(dtotal));
+	CHECK(cuMemFree(ddone));
+	CHECK(cuModuleUnload(m));
+	free(in);
+}
+
+static void test_notwin_votes(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_votes");
+	enum { NV = 200 };
+	float x[NV];
+	int out[NV];
+	CUdeviceptr dx, dout;
+	int n = NV;
+	void *args[] = { &dout, &dx, &n };
+
+	(void)state;
+	for (int i = 0; i < NV; i++) /* warps 0..: mixed, all positive, none positive, mixed */
+		x[i] = (i / 32 == 1) ? 1.0f : (i / 32 == 2) ? -1.0f : (next_rand() % 3 == 0 ? 1.0f : -1.0f);
+	CHECK(cuMemAlloc(&dx, sizeof(x)));
+	CHECK(cuMemAlloc(&dout, sizeof(out)));
+	CHECK(cuMemcpyHtoD(dx, x, sizeof(x)));
+	CHECK(cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int w = 0; w * 32 < NV; w++) {
+		int pos = 0, lanes = 0;
+
+		for (int i = w * 32; i < w * 32 + 32; i++)
+			if (i < NV) {
+				pos += x[i] > 0.0f;
+				lanes++;
+			}
+		for (int i = w * 32; i < w * 32 + 32 && i < NV; i++) {
+			/* lanes past n are threads too, voting false */
+			int want = pos * 1000 + (pos == 32 ? 100 : 0) + (pos ? 10 : 0) + (x[i] > 0.0f ? pos : 0);
+
+			if (out[i] != want)
+				fail_msg("nt_votes: out[%d] = %d, want %d", i, out[i], want);
+		}
+		(void)lanes;
+	}
+	CHECK(cuMemFree(dx));
+	CHECK(cuMemFree(dout));
+	CHECK(cuModuleUnload(m));
+}
+
+static void test_notwin_bits(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_bits");
+	enum { NB = 300 };
+	int a[NB], b[NB];
+	unsigned long long out[NB];
+	CUdeviceptr da, db, dout;
+	int n = NB;
+	void *args[] = { &dout, &da, &db, &n };
+
+	(void)state;
+	for (int i = 0; i < NB; i++) {
+		a[i] = (int)next_rand();
+		b[i] = i % 5 == 0 ? 0 : i % 7 == 0 ? -1 : (int)next_rand() >> (i % 24);
+	}
+	a[1] = INT32_MIN;
+	b[1] = -1;
+	a[2] = 0;
+	CHECK(cuMemAlloc(&da, sizeof(a)));
+	CHECK(cuMemAlloc(&db, sizeof(b)));
+	CHECK(cuMemAlloc(&dout, sizeof(out)));
+	CHECK(cuMemcpyHtoD(da, a, sizeof(a)));
+	CHECK(cuMemcpyHtoD(db, b, sizeof(b)));
+	CHECK(cuLaunchKernel(f, 3, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int i = 0; i < NB; i++) {
+		int x = a[i], y = b[i];
+		unsigned long long r = 0, p = (unsigned long long)(long long)x * 2654435761ull;
+		unsigned int ux = (unsigned int)x, rev = 0;
+		long long q, rm;
+
+		for (int k = 0; k < 32; k++)
+			rev |= ((ux >> k) & 1u) << (31 - k);
+		/* the GPU's INT_MIN / -1 is INT_MIN, its remainder 0 (C leaves both undefined) */
+		q = y == 0 ? 0 : (x == INT32_MIN && y == -1) ? INT32_MIN : x / y;
+		rm = y == 0 ? 0 : y == -1 ? 0 : x % y;
+		r ^= (unsigned long long)(ux ? __builtin_clz(ux) : 32);
+		r ^= (unsigned long long)rev << 3;
+		r ^= (unsigned long long)((ux >> (y & 31)) & 0xffu) << 11;
+		r ^= (unsigned long long)((__extension__(unsigned __int128)p * ((unsigned long long)(long long)y | 1ull)) >> 64);
+		r ^= (unsigned long long)q << 7;
+		r ^= (unsigned long long)rm << 17;
+		r ^= (unsigned long long)(unsigned int)(x < y ? x : y) << 29;
+		r ^= (unsigned long long)(unsigned int)(x > y ? x : y) << 31;
+		r ^= (unsigned long long)__builtin_popcount(ux ^ (unsigned int)y) << 50;
+		if (out[i] != r)
+			fail_msg("nt_bits: out[%d] = %llx, want %llx (a %d, b %d)", i, out[i], r, x, y);
+	}
+	CHECK(cuMemFree(da));
+	CHECK(cuMemFree(db));
+	CHECK(cuMemFree(dout));
+	CHECK(cuModuleUnload(m));
+}
+
 /* Capture stderr (the device's log) around a call. */
 static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 {
@@ -454,6 +672,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_against_twins),
 		cmocka_unit_test(test_unsupported_fails_launch),
+		cmocka_unit_test(test_notwin_powers),
+		cmocka_unit_test(test_notwin_histogram),
+		cmocka_unit_test(test_notwin_sum4),
+		cmocka_unit_test(test_notwin_votes),
+		cmocka_unit_test(test_notwin_bits),
 	};
 
 	tl_init();

@@ -1,0 +1,113 @@
+/* notwin.cu - test kernels with NO host twin: the software device runs them only through its
+ * PTX interpreter. Each exercises what ordinary kernels use (grid-stride loops with 64-bit
+ * indices, shared memory with barriers, static and dynamic, atomics on shared and global
+ * memory, warp shuffles and votes, float4 vector loads, a non-inlined device function) and
+ * tests/unit/sim_interp.c checks every output against a host reference. tests layer. */
+
+/* A non-inlined function (a .func with the call ABI): x*x*... k times, then + k, rounded per step. */
+extern "C" __device__ __noinline__ float nt_power_plus(float x, int k)
+{
+	float r = 1.0f;
+
+	for (int i = 0; i < k; i++)
+		r = __fmul_rn(r, x);
+	return __fadd_rn(r, (float)k);
+}
+
+/* out[i] = nt_power_plus(in[i], i % 4) over a grid-stride loop with a 64-bit index. */
+extern "C" __global__ void nt_powers(float *out, const float *in, long long n)
+{
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (long long)gridDim.x * blockDim.x)
+		out[i] = nt_power_plus(in[i], (int)(i % 4));
+}
+
+/* hist[v % nbins] += 1 for every v of in: per-block histogram in dynamic shared memory
+ * (atomics on shared), merged into the global one with global atomics. */
+extern "C" __global__ void nt_histogram(unsigned int *hist, const unsigned int *in, long long n,
+					int nbins)
+{
+	extern __shared__ unsigned int local_hist[];
+
+	for (int b = threadIdx.x; b < nbins; b += blockDim.x)
+		local_hist[b] = 0;
+	__syncthreads();
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (long long)gridDim.x * blockDim.x)
+		atomicAdd(&local_hist[in[i] % nbins], 1u);
+	__syncthreads();
+	for (int b = threadIdx.x; b < nbins; b += blockDim.x)
+		if (local_hist[b])
+			atomicAdd(&hist[b], local_hist[b]);
+}
+
+/* Sum of n4 float4s (values are small integers, so every order gives the same sum): float4
+ * loads, a warp shuffle tree, warp sums in static shared memory, then one atomicAdd per block
+ * into *total; *blocks_done counts blocks with atomicInc. */
+extern "C" __global__ void nt_sum4(float *total, unsigned int *blocks_done, const float4 *in, int n4)
+{
+	__shared__ float warp_sums[32];
+	float s = 0.0f;
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
+		float4 v = in[i];
+
+		s += (v.x + v.y) + (v.z + v.w);
+	}
+	for (int off = 16; off > 0; off /= 2)
+		s += __shfl_down_sync(0xffffffffu, s, off);
+	if (lane == 0)
+		warp_sums[warp] = s;
+	__syncthreads();
+	if (warp == 0) {
+		int nwarps = (blockDim.x + 31) / 32;
+
+		s = lane < nwarps ? warp_sums[lane] : 0.0f;
+		for (int off = 16; off > 0; off /= 2)
+			s += __shfl_xor_sync(0xffffffffu, s, off);
+		if (lane == 0) {
+			atomicAdd(total, s);
+			atomicInc(blocks_done, 0xffffffffu);
+		}
+	}
+}
+
+/* Per warp: votes and ballots on x[i] > 0, with divergence inside the warp. out[i] =
+ * popc(ballot) * 1000 + (all ? 100 : 0) + (any ? 10 : 0) + lanes active in the taken branch. */
+extern "C" __global__ void nt_votes(int *out, const float *x, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	bool p = i < n && x[i] > 0.0f;
+	unsigned int ballot = __ballot_sync(0xffffffffu, p);
+	int all = __all_sync(0xffffffffu, p), any = __any_sync(0xffffffffu, p);
+	int active = 0;
+
+	if (p)
+		active = __popc(__activemask());
+	if (i < n)
+		out[i] = __popc(ballot) * 1000 + (all ? 100 : 0) + (any ? 10 : 0) + active;
+}
+
+/* Integer bit operations on every element: clz, brev, bfe-like shifts and masks, 64-bit
+ * multiply-high, signed division and remainder, min/max; out[i] is their xor. */
+extern "C" __global__ void nt_bits(unsigned long long *out, const int *a, const int *b, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n) {
+		int x = a[i], y = b[i];
+		unsigned long long r = 0;
+
+		r ^= (unsigned long long)__clz(x);
+		r ^= (unsigned long long)__brev((unsigned int)x) << 3;
+		r ^= (unsigned long long)(((unsigned int)x >> (y & 31)) & 0xffu) << 11;
+		r ^= __umul64hi((unsigned long long)x * 2654435761ull, (unsigned long long)y | 1ull);
+		r ^= (unsigned long long)(long long)(y != 0 ? x / y : 0) << 7;
+		r ^= (unsigned long long)(long long)(y != 0 ? x % y : 0) << 17;
+		r ^= (unsigned long long)(unsigned int)min(x, y) << 29;
+		r ^= (unsigned long long)(unsigned int)max(x, y) << 31;
+		r ^= (unsigned long long)__popc(x ^ y) << 50;
+		out[i] = r;
+	}
+}
