@@ -111,3 +111,16 @@ extern "C" __global__ void nt_bits(unsigned long long *out, const int *a, const 
 		out[i] = r;
 	}
 }
+
+/* The interpreter benchmark's loop (make bench-interp): simple integer operations only. */
+extern "C" __global__ void nt_spin(unsigned int *out, int iters)
+{
+	unsigned int x = blockIdx.x * blockDim.x + threadIdx.x, y = 0;
+
+	for (int i = 0; i < iters; i++) {
+		x = x * 1664525u + 1013904223u;
+		y ^= x >> 7;
+		y += x & 0xffu;
+	}
+	out[blockIdx.x * blockDim.x + threadIdx.x] = y;
+}
