@@ -124,3 +124,40 @@ extern "C" __global__ void nt_spin(unsigned int *out, int iters)
 	}
 	out[blockIdx.x * blockDim.x + threadIdx.x] = y;
 }
+
+/* Rounding modes, conversions, f64 and local memory: out[i*20 + j] for j = 0..19, each a
+ * float (integers stored as their bits) that sim_interp.c recomputes on the host with the
+ * same rounding mode set (fesetround). */
+extern "C" __global__ void nt_fmodes(float *out, const float *a_in, const float *b_in, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	float tmp[8];
+
+	if (i >= n)
+		return;
+	float a = a_in[i], b = b_in[i];
+	float *o = out + (size_t)i * 20;
+
+	for (int j = 0; j < 8; j++)
+		tmp[j] = __fmul_rn(a, (float)j);
+	o[0] = __fadd_rz(a, b);
+	o[1] = __fadd_rd(a, b);
+	o[2] = __fadd_ru(a, b);
+	o[3] = __fmul_rz(a, b);
+	o[4] = __fdiv_rn(a, b);
+	o[5] = __fdiv_rz(a, b);
+	o[6] = __fsqrt_rn(fabsf(a));
+	o[7] = __fsqrt_ru(fabsf(a));
+	o[8] = __frcp_rn(b);
+	o[9] = __fmaf_rz(a, b, 0.3f);
+	o[10] = __int_as_float(__float2int_rn(__fmul_rn(a, 1000.0f)));
+	o[11] = __int_as_float(__float2int_rz(__fmul_rn(a, 3e9f)));
+	o[12] = __uint_as_float(__float2uint_rd(__fmul_rn(a, 100.0f)));
+	o[13] = __int2float_rz(__float_as_int(a));
+	o[14] = __saturatef(a);
+	o[15] = (float)__dadd_rn(__dmul_rn((double)a, (double)b), 1.0);
+	o[16] = __double2float_rz(__ddiv_rn((double)a, 3.0));
+	o[17] = tmp[(i * 3 + (int)(b > 0.0f)) % 8];
+	o[18] = fminf(a, b);
+	o[19] = fmaxf(a, b);
+}

@@ -75,17 +75,22 @@ static int forced = -1;             /* SIMCUDA_INTERPRET, or simcuda_interp_forc
 void simcuda_interp_force(int on);
 void simcuda_interp_force(int on)
 {
-	forced = on != 0;
+	__atomic_store_n(&forced, on != 0, __ATOMIC_RELAXED);
 }
 
+/* Launches ask under the device lock, runs on the scheduler's threads: atomics keep it clean. */
 bool sim_interp_is_forced(void)
 {
-	if (forced < 0) {
-		const char *e = getenv("SIMCUDA_INTERPRET");
+	int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
 
-		forced = e && *e && strcmp(e, "0") != 0;
+	if (f < 0) {
+		const char *e = getenv("SIMCUDA_INTERPRET");
+		int want = e && *e && strcmp(e, "0") != 0, none = -1;
+
+		__atomic_compare_exchange_n(&forced, &none, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
 	}
-	return forced;
+	return f;
 }
 
 static void resched(struct ii_sched *s)
@@ -207,7 +212,7 @@ static void run(struct ii_run *R, struct ii_warp *w, struct ii_sched *s, const s
 			m = g;
 		}
 		w->count += (uint64_t)__builtin_popcount(s->mask);
-		if (trace_on)
+		if (__atomic_load_n(&trace_on, __ATOMIC_RELAXED) > 0)
 			trace(w, in, s, m);
 		switch (in->kind) {
 		case II_K_OP:
@@ -361,8 +366,8 @@ void sim_interp_run(const struct sim_kernel_call *k)
 		sim_log("kernel %s queued without a decoded body; not run", k->fn->entry->name);
 		return;
 	}
-	if (trace_on < 0)
-		trace_on = getenv("SIMCUDA_INTERP_TRACE") != NULL;
+	if (__atomic_load_n(&trace_on, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&trace_on, getenv("SIMCUDA_INTERP_TRACE") != NULL, __ATOMIC_RELAXED);
 	cb = R.f->cparam_bytes ? R.f->cparam_bytes : 8;
 	R.nthreads = k->block.x * k->block.y * k->block.z;
 	R.nwarps = (R.nthreads + II_LANES - 1) / II_LANES;

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <cuda.h>
+#include <fenv.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -593,6 +594,117 @@ static void test_notwin_bits(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
+/* f(a, b) in rounding mode `mode`: volatile operands keep the compiler from folding or moving
+ * the operation across fesetround. */
+enum fop { FADD, FMUL, FDIV, FSQRT, FRCP, FFMA, FI2F, FD2F };
+
+static float in_mode(int mode, enum fop op, float a, float b, double d, int ia)
+{
+	volatile float va = a, vb = b, r = 0.0f;
+	volatile double vd = d;
+	volatile int vi = ia;
+
+	fesetround(mode);
+	switch (op) {
+	case FADD: r = va + vb; break;
+	case FMUL: r = va * vb; break;
+	case FDIV: r = va / vb; break;
+	case FSQRT: r = sqrtf(va); break;
+	case FRCP: r = 1.0f / vb; break;
+	case FFMA: r = fmaf(va, vb, 0.3f); break;
+	case FI2F: r = (float)vi; break;
+	case FD2F: r = (float)vd; break;
+	}
+	fesetround(FE_TONEAREST);
+	return r;
+}
+
+/* The GPU's float-to-int conversions saturate and send NaN to 0. */
+static int32_t f2i(double x)
+{
+	return isnan(x) ? 0 : x >= 2147483647.0 ? INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x;
+}
+
+static uint32_t f2u(double x)
+{
+	return isnan(x) || x <= 0 ? 0 : x >= 4294967295.0 ? UINT32_MAX : (uint32_t)x;
+}
+
+static float bits_f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static void test_notwin_fmodes(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_fmodes");
+	enum { NF = 300, K = 20 };
+	float a[NF], b[NF], *out = malloc(NF * K * sizeof(float));
+	CUdeviceptr da, db, dout;
+	int n = NF;
+	void *args[] = { &dout, &da, &db, &n };
+
+	(void)state;
+	assert_non_null(out);
+	tl_fill_random(a, NF, 11);
+	tl_fill_random(b, NF, 12);
+	for (int i = 0; i < NF; i += 7) /* wider magnitudes: saturation, subnormal quotients */
+		a[i] *= (i % 2) ? 3e7f : 1e-30f;
+	b[3] = 0.0f;
+	CHECK(cuMemAlloc(&da, sizeof(a)));
+	CHECK(cuMemAlloc(&db, sizeof(b)));
+	CHECK(cuMemAlloc(&dout, NF * K * sizeof(float)));
+	CHECK(cuMemcpyHtoD(da, a, sizeof(a)));
+	CHECK(cuMemcpyHtoD(db, b, sizeof(b)));
+	CHECK(cuLaunchKernel(f, 3, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, NF * K * sizeof(float)));
+	for (int i = 0; i < NF; i++) {
+		float x = a[i], y = b[i], want[K], tmp[8], sat;
+
+		for (int j = 0; j < 8; j++)
+			tmp[j] = x * (float)j;
+		want[0] = in_mode(FE_TOWARDZERO, FADD, x, y, 0, 0);
+		want[1] = in_mode(FE_DOWNWARD, FADD, x, y, 0, 0);
+		want[2] = in_mode(FE_UPWARD, FADD, x, y, 0, 0);
+		want[3] = in_mode(FE_TOWARDZERO, FMUL, x, y, 0, 0);
+		want[4] = in_mode(FE_TONEAREST, FDIV, x, y, 0, 0);
+		want[5] = in_mode(FE_TOWARDZERO, FDIV, x, y, 0, 0);
+		want[6] = in_mode(FE_TONEAREST, FSQRT, fabsf(x), 0, 0, 0);
+		want[7] = in_mode(FE_UPWARD, FSQRT, fabsf(x), 0, 0, 0);
+		want[8] = in_mode(FE_TONEAREST, FRCP, 0, y, 0, 0);
+		want[9] = in_mode(FE_TOWARDZERO, FFMA, x, y, 0, 0);
+		want[10] = bits_f((uint32_t)f2i(nearbyint((double)(x * 1000.0f))));
+		want[11] = bits_f((uint32_t)f2i(trunc((double)(x * 3e9f))));
+		want[12] = bits_f(f2u(floor((double)(x * 100.0f))));
+		{
+			int32_t ix;
+
+			memcpy(&ix, &x, sizeof(ix));
+			want[13] = in_mode(FE_TOWARDZERO, FI2F, 0, 0, 0, ix);
+		}
+		sat = isnan(x) ? 0.0f : x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x;
+		want[14] = sat;
+		want[15] = (float)((double)x * (double)y + 1.0);
+		want[16] = in_mode(FE_TOWARDZERO, FD2F, 0, 0, (double)x / 3.0, 0);
+		want[17] = tmp[(i * 3 + (y > 0.0f)) % 8];
+		want[18] = fminf(x, y);
+		want[19] = fmaxf(x, y);
+		for (int j = 0; j < K; j++)
+			if (memcmp(&want[j], &out[i * K + j], sizeof(float)))
+				fail_msg("nt_fmodes: element %d result %d = %a, want %a (a %a, b %a)", i, j,
+					 (double)out[i * K + j], (double)want[j], (double)x, (double)y);
+	}
+	CHECK(cuMemFree(da));
+	CHECK(cuMemFree(db));
+	CHECK(cuMemFree(dout));
+	CHECK(cuModuleUnload(m));
+	free(out);
+}
+
 /* Capture stderr (the device's log) around a call. */
 static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 {
@@ -677,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_notwin_sum4),
 		cmocka_unit_test(test_notwin_votes),
 		cmocka_unit_test(test_notwin_bits),
+		cmocka_unit_test(test_notwin_fmodes),
 	};
 
 	tl_init();
