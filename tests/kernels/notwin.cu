@@ -3,6 +3,7 @@
  * indices, shared memory with barriers, static and dynamic, atomics on shared and global
  * memory, warp shuffles and votes, float4 vector loads, a non-inlined device function) and
  * tests/unit/sim_interp.c checks every output against a host reference. tests layer. */
+#include <cuda_fp16.h>
 
 /* A non-inlined function (a .func with the call ABI): x*x*... k times, then + k, rounded per step. */
 extern "C" __device__ __noinline__ float nt_power_plus(float x, int k)
@@ -110,6 +111,27 @@ extern "C" __global__ void nt_bits(unsigned long long *out, const int *a, const 
 		r ^= (unsigned long long)__popc(x ^ y) << 50;
 		out[i] = r;
 	}
+}
+
+/* Half-precision conversions and bit instructions nvcc emits for intrinsics: out[i*8 + j]. */
+extern "C" __global__ void nt_misc(unsigned int *out, const float *f_in, const unsigned int *u_in, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+	float f = f_in[i];
+	unsigned int x = u_in[i], y = u_in[(i + 1) % n], s = u_in[(i + 2) % n];
+	unsigned int *o = out + (size_t)i * 8;
+
+	o[0] = __float_as_uint(__half2float(__float2half_rn(f)));
+	o[1] = (unsigned int)__half_as_ushort(__float2half_rz(f));
+	o[2] = __funnelshift_l(x, y, s);
+	o[3] = __funnelshift_rc(x, y, s);
+	o[4] = __byte_perm(x, y, s);
+	o[5] = (unsigned int)__ffs((int)x) + ((x >> (s & 15)) & 0x3ffu) * 64u;
+	o[6] = (x & y) ^ (~s | (x ^ y));
+	o[7] = (unsigned int)__clzll(((unsigned long long)x << 32) | y) + (__brev(s) & 0xf0f0u);
 }
 
 /* The interpreter benchmark's loop (make bench-interp): simple integer operations only. */

@@ -154,6 +154,7 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 #define II_T_SIGNED 0x100
 #define II_T_FLOAT 0x200
 #define II_T_PRED 0x400
+#define II_T_HALF 0x800                /* f16: only cvt (and untyped b16 moves) run */
 #define II_T_BITS(t) ((t) & 0xff)
 int sim__interp_type(const char *mod);
 

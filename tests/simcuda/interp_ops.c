@@ -305,6 +305,44 @@ IOP3(h_prmt, prmt(a, b, c))
 IOP3(h_lop3, lop3(a, b, c, (unsigned int)in->off))
 IOP3(h_selp, c ? a : b)
 
+/* shf.{l,r}.{wrap,clamp}.b32 d, a, b, c: funnel shift of b:a by c (aux: 1 = right, off: 1 =
+ * clamp). */
+static inline uint64_t shf(uint64_t a, uint64_t b, uint64_t c, bool right, bool clamp)
+{
+	uint64_t both = (b << 32) | (a & 0xffffffffu);
+	unsigned int n = clamp ? (c > 32 ? 32 : (unsigned int)c) : (unsigned int)c & 31;
+
+	return right ? both >> n : (both << n) >> 32;
+}
+
+IOP3(h_shf, shf(a, b, c, in->aux, in->off))
+
+/* bfind: position of the most significant non-sign bit, 0xffffffff when none; .shiftamt gives
+ * 31 - position instead (aux). */
+static inline uint64_t bfind(uint64_t a, unsigned int bits, bool sgn, bool shiftamt)
+{
+	uint64_t v = a & mask_bits(bits);
+	int pos = -1;
+
+	if (sgn && ((v >> (bits - 1)) & 1))
+		v = ~v & mask_bits(bits);
+	for (int i = (int)bits - 1; i >= 0; i--)
+		if ((v >> i) & 1) {
+			pos = i;
+			break;
+		}
+	if (pos < 0)
+		return 0xffffffffu;
+	return shiftamt ? (uint64_t)(bits - 1 - (unsigned int)pos) : (uint64_t)pos;
+}
+
+static void h_bfind(W)
+{
+	DST;
+	SRC1;
+	LANES(D[l] = bfind(A[l], in->size, in->sgn, in->aux));
+}
+
 static void h_bfi(W)
 {
 	DST;
@@ -614,11 +652,94 @@ static inline uint64_t f_to_i(double x, int t)
 	return (uint64_t)x;
 }
 
+__extension__ typedef _Float16 ii_half;
+
+static inline float half_to_f32(uint64_t v)
+{
+	uint16_t u = (uint16_t)v;
+	ii_half h;
+
+	memcpy(&h, &u, sizeof(h));
+	return (float)h;
+}
+
+/* To f16 in the instruction's rounding mode, from a double holding the exact source value.
+ * Done by hand: the C library's conversions (libgcc soft-fp on x86) ignore fesetround. */
+static inline uint64_t to_half(const struct ii_insn *in, double x)
+{
+	uint16_t sign = signbit(x) ? 0x8000 : 0;
+	double a = fabs(x), q, n, r;
+	int e;
+
+	if (in->sat)
+		x = isnan(x) ? 0.0 : x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+	if (isnan(x))
+		return 0x7fff;
+	sign = signbit(x) ? 0x8000 : 0;
+	a = fabs(x);
+	if (isinf(a))
+		return sign | 0x7c00;
+	if (a == 0.0)
+		return sign;
+	frexp(a, &e); /* a = m * 2^e, m in [0.5, 1): 11 significant bits have ulp 2^(e-11) */
+	q = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+	n = a / q;
+	switch (in->rnd) {
+	case 1: r = trunc(n); break;                       /* rz */
+	case 2: r = sign ? ceil(n) : floor(n); break;     /* rm: toward -inf */
+	case 3: r = sign ? floor(n) : ceil(n); break;     /* rp: toward +inf */
+	default:
+		r = floor(n);
+		if (n - r > 0.5 || (n - r == 0.5 && fmod(r, 2.0) != 0.0))
+			r += 1.0;
+		break;
+	}
+	r *= q;
+	if (r > 65504.0) { /* overflow: infinity unless the mode rounds toward the finite side */
+		bool to_max = in->rnd == 1 || (in->rnd == 2 && !sign) || (in->rnd == 3 && sign);
+
+		return sign | (to_max ? 0x7bff : 0x7c00);
+	}
+	if (r < ldexp(1.0, -14))
+		return sign | (uint16_t)(r / ldexp(1.0, -24));
+	frexp(r, &e);
+	return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((r / ldexp(1.0, e - 1) - 1.0) * 1024.0);
+}
+
+static uint64_t cvt_one(const struct ii_insn *in, uint64_t v);
+
+/* cvt with an f16 side: the value goes through double (exact for f16, f32, f64 and integers
+ * up to 2^53), then one rounding to the destination. */
+static uint64_t cvt_half(const struct ii_insn *in, uint64_t v, int dt, int st)
+{
+	double x;
+
+	if (st & II_T_HALF)
+		x = (double)half_to_f32(v);
+	else if (st & II_T_FLOAT)
+		x = II_T_BITS(st) == 32 ? (double)fin(in, f32(v)) : f64(v);
+	else
+		x = (st & II_T_SIGNED) ? (double)sx(v, II_T_BITS(st)) : (double)(v & mask_bits(II_T_BITS(st)));
+	if (dt & II_T_HALF)
+		return to_half(in, in->aux2 ? round_int(in->aux2, x) : x);
+	{
+		/* f16 to another type: as if from the f32 of the same value (exact) */
+		struct ii_insn c = *in;
+
+		c.off = 32 | II_T_FLOAT;
+		c.ftz = 0;
+		return cvt_one(&c, b32((float)x));
+	}
+}
+
 /* cvt: aux = destination type, off = source type, aux2 = integer rounding. */
 static uint64_t cvt_one(const struct ii_insn *in, uint64_t v)
 {
 	int dt = (int)in->aux, st = (int)in->off;
 	unsigned int db = II_T_BITS(dt), sb = II_T_BITS(st);
+
+	if ((dt | st) & II_T_HALF)
+		return cvt_half(in, v, dt, st);
 
 	if (!(st & II_T_FLOAT) && !(dt & II_T_FLOAT)) {
 		uint64_t x = (st & II_T_SIGNED) ? (uint64_t)sx(v, sb) : v & mask_bits(sb);
@@ -936,7 +1057,7 @@ int sim__interp_type(const char *mod)
 		{ "s64", 64 | II_T_SIGNED }, { "u8", 8 }, { "u16", 16 }, { "u32", 32 }, { "u64", 64 },
 		{ "b8", 8 }, { "b16", 16 }, { "b32", 32 }, { "b64", 64 }, { "f32", 32 | II_T_FLOAT },
 		{ "f64", 64 | II_T_FLOAT }, { "pred", 1 | II_T_PRED },
-		{ "f16", -1 }, { "f16x2", -1 }, { "bf16", -1 }, { "bf16x2", -1 }, { "b128", -1 },
+		{ "f16", 16 | II_T_FLOAT | II_T_HALF }, { "f16x2", -1 }, { "bf16", -1 }, { "bf16x2", -1 }, { "b128", -1 },
 		{ "tf32", -1 }, { "e4m3", -1 }, { "e5m2", -1 },
 	};
 
@@ -1157,6 +1278,10 @@ static int pick_atom(const struct ii_opinfo *oi, struct ii_insn *in, int t, cons
 	for (unsigned int i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (has(oi, ops[i]))
 			op = (int)i;
+	if (has(oi, "v2") || has(oi, "v4")) {
+		*why = "vector atomic";
+		return -1;
+	}
 	if (op < 0 || (II_T_BITS(t) != 32 && II_T_BITS(t) != 64) || ((op == AT_INC || op == AT_DEC) && II_T_BITS(t) != 32)) {
 		*why = "operation or type";
 		return -1;
@@ -1168,6 +1293,31 @@ static int pick_atom(const struct ii_opinfo *oi, struct ii_insn *in, int t, cons
 	return 0;
 }
 
+/* Modifiers the handlers honour or that change nothing on one host thread (memory order,
+ * scope, cache hints). Anything else (.cc, .NaN, .relu, prmt's modes, vector atomics ...)
+ * refuses the instruction rather than run it wrong. */
+static bool mod_known(const char *m)
+{
+	static const char *const known[] = {
+		"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "ftz", "sat", "approx", "full",
+		"lo", "hi", "wide", "uni", "sync", "aligned", "to", "global", "shared", "local",
+		"param", "const", "v2", "v4", "volatile", "relaxed", "acquire", "release", "acq_rel",
+		"weak", "gpu", "sys", "cta", "nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt",
+		"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num",
+		"nan", "ls", "hs", "and", "or", "xor", "add", "min", "max", "exch", "cas", "inc", "dec",
+		"up", "down", "bfly", "idx", "all", "any", "ballot", "warp", "sc", "wrap", "clamp",
+		"l", "r", "shiftamt",
+	};
+
+	if (sim__interp_type(m) > 0 || !strncmp(m, "L1::", 4) || !strncmp(m, "L2::", 4) ||
+	    !strcmp(m, "shared::cta"))
+		return true;
+	for (unsigned int i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(m, known[i]))
+			return true;
+	return false;
+}
+
 int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char **why)
 {
 	const char *op = oi->op;
@@ -1177,6 +1327,19 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 	*why = "opcode";
 	if (t < 0) {
 		*why = "type";
+		goto out;
+	}
+	for (unsigned int i = 0; i < oi->nmods; i++)
+		if (!mod_known(oi->mods[i])) {
+			*why = "modifier";
+			goto out;
+		}
+	if ((t & II_T_HALF) && strcmp(op, "cvt")) {
+		*why = "f16 arithmetic";
+		goto out;
+	}
+	if (has(oi, "sat") && !(t & II_T_FLOAT) && strcmp(op, "cvt")) {
+		*why = "integer .sat";
 		goto out;
 	}
 	in->rnd = (uint8_t)float_rnd(oi);
@@ -1223,6 +1386,19 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 			*why = "non-sync form";
 		else
 			in->fn = h_vote, rc = 0;
+	} else if (!strcmp(op, "shf")) {
+		in->aux = has(oi, "r");
+		in->off = has(oi, "clamp");
+		in->wm = 0xffffffffu;
+		if (II_T_BITS(t) != 32 || (!has(oi, "wrap") && !has(oi, "clamp")))
+			*why = "form";
+		else
+			in->fn = h_shf, rc = 0;
+	} else if (!strcmp(op, "bfind")) {
+		in->size = (uint8_t)II_T_BITS(t);
+		in->sgn = (t & II_T_SIGNED) != 0;
+		in->aux = has(oi, "shiftamt");
+		in->fn = h_bfind, rc = 0;
 	} else if (!strcmp(op, "activemask")) {
 		in->fn = h_activemask, rc = 0;
 	} else if (!strcmp(op, "membar") || !strcmp(op, "fence") || !strcmp(op, "prefetch") ||

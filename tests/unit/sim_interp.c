@@ -705,6 +705,94 @@ static void test_notwin_fmodes(void **state)
 	free(out);
 }
 
+__extension__ typedef _Float16 half_t;
+
+static uint32_t rev32(uint32_t v)
+{
+	uint32_t r = 0;
+
+	for (int k = 0; k < 32; k++)
+		r |= ((v >> k) & 1u) << (31 - k);
+	return r;
+}
+
+static void test_notwin_misc(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_misc");
+	enum { NM = 257 };
+	float fl[NM];
+	unsigned int u[NM], out[NM * 8];
+	CUdeviceptr df, du, dout;
+	int n = NM;
+	void *args[] = { &dout, &df, &du, &n };
+
+	(void)state;
+	tl_fill_random(fl, NM, 21);
+	for (int i = 0; i < NM; i++) {
+		u[i] = next_rand() >> (i % 9);
+		if (i % 11 == 0)
+			fl[i] *= 70000.0f; /* beyond f16's range */
+		if (i % 13 == 0)
+			fl[i] *= 1e-6f; /* f16 subnormals */
+	}
+	u[5] = 0;
+	CHECK(cuMemAlloc(&df, sizeof(fl)));
+	CHECK(cuMemAlloc(&du, sizeof(u)));
+	CHECK(cuMemAlloc(&dout, sizeof(out)));
+	CHECK(cuMemcpyHtoD(df, fl, sizeof(fl)));
+	CHECK(cuMemcpyHtoD(du, u, sizeof(u)));
+	CHECK(cuLaunchKernel(f, 3, 1, 1, 96, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int i = 0; i < NM; i++) {
+		uint32_t x = u[i], y = u[(i + 1) % NM], s = u[(i + 2) % NM], want[8];
+		uint64_t both = ((uint64_t)y << 32) | x, xy = ((uint64_t)x << 32) | y;
+		volatile float vf = fl[i];
+		half_t h;
+		float back;
+		uint16_t hb;
+		int ffs = x ? __builtin_ctz(x) + 1 : 0;
+
+		h = (half_t)vf;
+		back = (float)h;
+		memcpy(&want[0], &back, sizeof(back));
+		/* round toward zero: the largest f16 not above |f| (the host's conversion ignores
+		 * fesetround), found among every finite f16 */
+		hb = 0;
+		for (uint16_t k = 1; k <= 0x7bff; k++) {
+			half_t c;
+
+			memcpy(&c, &k, sizeof(c));
+			if ((double)c <= fabs((double)fl[i]))
+				hb = k;
+		}
+		want[1] = hb | (signbit(fl[i]) ? 0x8000u : 0);
+		want[2] = (uint32_t)((both << (s & 31)) >> 32);
+		want[3] = (uint32_t)(both >> (s > 32 ? 32 : s));
+		{
+			uint64_t t = both;
+
+			want[4] = 0;
+			for (int k = 0; k < 4; k++) {
+				unsigned int sel = (s >> (4 * k)) & 7;
+
+				want[4] |= (uint32_t)((t >> (8 * sel)) & 0xff) << (8 * k);
+			}
+		}
+		want[5] = (uint32_t)ffs + ((x >> (s & 15)) & 0x3ffu) * 64u;
+		want[6] = (x & y) ^ (~s | (x ^ y));
+		want[7] = (uint32_t)(xy ? __builtin_clzll(xy) : 64) + (rev32(s) & 0xf0f0u);
+		for (int j = 0; j < 8; j++)
+			if (out[i * 8 + j] != want[j])
+				fail_msg("nt_misc: element %d result %d = %08x, want %08x (f %a x %08x y %08x s %08x)",
+					 i, j, out[i * 8 + j], want[j], (double)fl[i], x, y, s);
+	}
+	CHECK(cuMemFree(df));
+	CHECK(cuMemFree(du));
+	CHECK(cuMemFree(dout));
+	CHECK(cuModuleUnload(m));
+}
+
 /* Capture stderr (the device's log) around a call. */
 static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 {
@@ -790,6 +878,7 @@ int main(void)
 		cmocka_unit_test(test_notwin_votes),
 		cmocka_unit_test(test_notwin_bits),
 		cmocka_unit_test(test_notwin_fmodes),
+		cmocka_unit_test(test_notwin_misc),
 	};
 
 	tl_init();
