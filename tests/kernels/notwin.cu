@@ -109,6 +109,9 @@ extern "C" __global__ void nt_bits(unsigned long long *out, const int *a, const 
 		r ^= (unsigned long long)(unsigned int)min(x, y) << 29;
 		r ^= (unsigned long long)(unsigned int)max(x, y) << 31;
 		r ^= (unsigned long long)__popc(x ^ y) << 50;
+		r ^= (unsigned long long)(x < y) << 60;
+		r ^= (unsigned long long)(x >= -5) << 61;
+		r ^= (unsigned long long)((long long)x * y > -1000ll) << 62;
 		out[i] = r;
 	}
 }

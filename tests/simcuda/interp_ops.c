@@ -1367,6 +1367,7 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 		in->wm = mask_bits(II_T_BITS(t));
 		rc = 0;
 	} else if (!strcmp(op, "setp")) {
+		in->size = (uint8_t)II_T_BITS(t); /* signed compares sign-extend from it */
 		rc = pick_setp(oi, in, t, why);
 	} else if (!strcmp(op, "mul") || !strcmp(op, "mad")) {
 		if (t <= 0)

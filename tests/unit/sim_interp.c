@@ -585,6 +585,9 @@ static void test_notwin_bits(void **state)
 		r ^= (unsigned long long)(unsigned int)(x < y ? x : y) << 29;
 		r ^= (unsigned long long)(unsigned int)(x > y ? x : y) << 31;
 		r ^= (unsigned long long)__builtin_popcount(ux ^ (unsigned int)y) << 50;
+		r ^= (unsigned long long)(x < y) << 60;
+		r ^= (unsigned long long)(x >= -5) << 61;
+		r ^= (unsigned long long)((long long)x * y > -1000ll) << 62;
 		if (out[i] != r)
 			fail_msg("nt_bits: out[%d] = %llx, want %llx (a %d, b %d)", i, out[i], r, x, y);
 	}
