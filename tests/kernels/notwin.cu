@@ -137,6 +137,27 @@ extern "C" __global__ void nt_misc(unsigned int *out, const float *f_in, const u
 	o[7] = (unsigned int)__clzll(((unsigned long long)x << 32) | y) + (__brev(s) & 0xf0f0u);
 }
 
+/* Module variables: a __constant__ table, an initialized __device__ array and a zeroed
+ * __device__ counter that persists between launches (nt_read_calls reads it). */
+__constant__ float nt_coeffs[4] = { 0.5f, -1.25f, 2.0f, 0.125f };
+__device__ int nt_table[5] = { 3, 1, 4, 1, 5 };
+__device__ unsigned int nt_calls;
+
+extern "C" __global__ void nt_globals(float *out, const float *in, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n) {
+		out[i] = __fadd_rn(__fmul_rn(nt_coeffs[i % 4], in[i]), (float)nt_table[i % 5]);
+		atomicAdd(&nt_calls, 1u);
+	}
+}
+
+extern "C" __global__ void nt_read_calls(unsigned int *out)
+{
+	*out = nt_calls;
+}
+
 /* The interpreter benchmark's loop (make bench-interp): simple integer operations only. */
 extern "C" __global__ void nt_spin(unsigned int *out, int iters)
 {

@@ -82,8 +82,11 @@ struct dec_index {
 	struct dec_sym *shared;      /* module-scope .shared variables (offsets from 0) */
 	uint32_t nshared;
 	uint32_t shared_bytes;       /* their total */
-	char (*unsupported)[DEC_NAME]; /* module-scope .global/.const names: not modeled */
+	char (*unsupported)[DEC_NAME]; /* module-scope variables not modeled (.extern, addresses) */
 	uint32_t nunsupported;
+	struct dec_sym *globals;     /* module-scope .global/.const variables: off = host address */
+	uint32_t nglobals;
+	void **blocks;               /* their storage, one block each (freed with the module) */
 };
 
 struct imod_full {
@@ -185,12 +188,124 @@ static uint32_t type_bytes(const char *t)
 
 /* ------------------------------------------------------------------ module index */
 
+static int parse_imm(const char *s, int type, uint64_t *v);
+
+/* A module-scope `.global`/`.const` variable, [decl, end) up to its ';': host storage with its
+ * initializer (numbers only), owned by the module for its life, as device globals are. Returns
+ * 1 when it cannot be modeled (an .extern, an address initializer), -1 out of memory. */
+static int global_var(struct dec_index *ix, const char *decl, const char *end, uint32_t *capg)
+{
+	size_t len = (size_t)(end - decl);
+	char *buf = malloc(len + 1), *eq, *br, *nm, *q, tname[16] = "";
+	uint32_t align = 1, elem, count = 1, k = 0;
+	int tc, rc = 1;
+	void *block = NULL, **nb;
+	struct dec_sym *sym;
+
+	if (!buf)
+		return -1;
+	memcpy(buf, decl, len);
+	buf[len] = 0;
+	eq = strchr(buf, '=');
+	if (eq)
+		*eq++ = 0;
+	if (strstr(buf, ".extern"))
+		goto out;
+	if ((q = strstr(buf, ".align")))
+		align = (uint32_t)strtoul(q + 6, NULL, 10);
+	for (const char *x = strstr(buf, " ."); x; x = strstr(x + 1, " .")) {
+		char tok[16];
+
+		copy_trim(tok, sizeof(tok), x + 1, x + 1 + strcspn(x + 1, " \t\r\n"));
+		if (type_bytes(tok))
+			snprintf(tname, sizeof(tname), "%s", tok);
+	}
+	elem = type_bytes(tname);
+	tc = sim__interp_type(tname + 1);
+	if (!elem || tc <= 0)
+		goto out;
+	br = strchr(buf, '[');
+	nm = br ? br : buf + strlen(buf);
+	if (br) {
+		count = (uint32_t)strtoul(br + 1, NULL, 10);
+		if (!count && eq) { /* name[] = {...}: as many as the initializer has */
+			count = 1;
+			for (const char *c = eq; *c; c++)
+				count += *c == ',';
+		}
+	}
+	while (nm > buf && isspace((unsigned char)nm[-1]))
+		nm--;
+	q = nm;
+	while (q > buf && !isspace((unsigned char)q[-1]))
+		q--;
+	if (align < 16)
+		align = 16;
+	block = aligned_alloc(align, ((size_t)elem * (count ? count : 1) + align - 1) / align * align);
+	if (!block) {
+		rc = -1;
+		goto out;
+	}
+	memset(block, 0, (size_t)elem * (count ? count : 1));
+	if (eq) {
+		for (char *save = NULL, *t = strtok_r(eq, "{},", &save); t; t = strtok_r(NULL, "{},", &save)) {
+			char v[64];
+			uint64_t x;
+
+			copy_trim(v, sizeof(v), t, t + strlen(t));
+			if (!v[0])
+				continue;
+			if (parse_imm(v, tc, &x) || k >= count)
+				goto out; /* generic(sym), sym+off, or too many values */
+			memcpy((char *)block + (size_t)k * elem, &x, elem); /* little-endian host */
+			k++;
+		}
+	}
+	if (grow((void **)&ix->globals, ix->nglobals, capg, sizeof(*ix->globals)))
+		goto out_oom;
+	nb = realloc(ix->blocks, (ix->nglobals + 1) * sizeof(*nb));
+	if (!nb)
+		goto out_oom;
+	ix->blocks = nb;
+	ix->blocks[ix->nglobals] = block;
+	sym = &ix->globals[ix->nglobals++];
+	copy_trim(sym->name, sizeof(sym->name), q, nm);
+	sym->space = strstr(buf, ".const") ? II_SP_CONST : II_SP_GLOBAL;
+	sym->off = (uint64_t)(uintptr_t)block;
+	block = NULL;
+	rc = 0;
+	goto out;
+out_oom:
+	rc = -1;
+out:
+	free(block);
+	free(buf);
+	return rc;
+}
+
+/* A variable the interpreter does not model: its name (before [ or =), so that a kernel using
+ * it is refused naming it. */
+static int remember_unsupported(struct dec_index *ix, const char *head, uint32_t *cap)
+{
+	const char *nm = head + strcspn(head, "[="), *q;
+
+	while (nm > head && isspace((unsigned char)nm[-1]))
+		nm--;
+	q = nm;
+	while (q > head && !isspace((unsigned char)q[-1]))
+		q--;
+	if (grow((void **)&ix->unsupported, ix->nunsupported, cap, sizeof(*ix->unsupported)))
+		return -1;
+	copy_trim(ix->unsupported[ix->nunsupported++], DEC_NAME, q, nm);
+	return 0;
+}
+
 static struct dec_index *mod_index(struct sim_module *m, struct sim_imod *im, char *err, size_t errlen)
 {
 	struct imod_full *full = (struct imod_full *)im;
 	struct dec_index *ix = &full->ix;
 	const char *p = m->ptx.text;
-	uint32_t captops = 0, capsh = 0, capun = 0;
+	uint32_t captops = 0, capsh = 0, capun = 0, capg = 0;
 
 	if (full->indexed)
 		return ix;
@@ -203,12 +318,21 @@ static struct dec_index *mod_index(struct sim_module *m, struct sim_imod *im, ch
 			break;
 		end = p + strcspn(p, ";{");
 		copy_trim(head, sizeof(head), p, end);
-		if (*end == '{' && strchr(head, '=')) { /* an initializer: skip to its ';' */
-			q = match_close(end);
-			p = q ? q + 1 : end + strlen(end);
-			p += strcspn(p, ";");
-			if (*p)
-				p++;
+		if (strchr(head, '=')) { /* a variable with an initializer: to its ';' */
+			const char *stop = end;
+
+			if (*end == '{') {
+				q = match_close(end);
+				stop = q ? q + 1 : end + strlen(end);
+			}
+			stop += strcspn(stop, ";");
+			if (strstr(head, ".global") || strstr(head, ".const")) {
+				int r = global_var(ix, p, stop, &capg);
+
+				if (r < 0 || (r > 0 && remember_unsupported(ix, head, &capun)))
+					goto out_oom;
+			}
+			p = *stop ? stop + 1 : stop;
 			continue;
 		}
 		if ((q = strstr(head, ".entry")) || (q = strstr(head, ".func"))) {
@@ -277,16 +401,10 @@ static struct dec_index *mod_index(struct sim_module *m, struct sim_imod *im, ch
 				ix->shared_bytes += size * count;
 			}
 		} else if (strstr(head, ".global") || strstr(head, ".const")) {
-			const char *nm = head + strcspn(head, "[=");
+			int r = global_var(ix, p, end, &capg);
 
-			while (nm > head && isspace((unsigned char)nm[-1]))
-				nm--;
-			q = nm;
-			while (q > head && !isspace((unsigned char)q[-1]))
-				q--;
-			if (grow((void **)&ix->unsupported, ix->nunsupported, &capun, sizeof(*ix->unsupported)))
+			if (r < 0 || (r > 0 && remember_unsupported(ix, head, &capun)))
 				goto out_oom;
-			copy_trim(ix->unsupported[ix->nunsupported++], DEC_NAME, q, nm);
 		}
 		p = *end ? end + 1 : end;
 	}
@@ -378,6 +496,9 @@ static const struct dec_sym *find_sym(struct dec *d, const struct dec_index *ix,
 	for (uint32_t i = 0; i < ix->nshared; i++)
 		if (!strcmp(ix->shared[i].name, n))
 			return &ix->shared[i];
+	for (uint32_t i = 0; i < ix->nglobals; i++)
+		if (!strcmp(ix->globals[i].name, n))
+			return &ix->globals[i];
 	return NULL;
 }
 
@@ -460,11 +581,8 @@ static int src_slot(struct dec *d, const struct dec_index *ix, const char *s, in
 	if (parse_imm(s, type, &v) == 0)
 		return new_const(d, v & width_mask(type), slot);
 	sym = find_sym(d, ix, s);
-	if (sym) {
-		if (sym->space == II_SP_CONST || sym->space == II_SP_GLOBAL)
-			return fail(d, "address of module variable %s (not modeled)", s);
+	if (sym) /* an offset in its space; for .global/.const the host address */
 		return new_const(d, sym->off, slot);
-	}
 	for (uint32_t i = 0; i < ix->nunsupported; i++)
 		if (!strcmp(ix->unsupported[i], s))
 			return fail(d, "module-scope .global/.const variable %s (not modeled)", s);
@@ -792,6 +910,12 @@ static int split_vec(char *s, char **el, int max)
 	return split_ops(s + 1, el, max);
 }
 
+/* Spaces whose addresses are host addresses (base 0): one symbol serves all three. */
+static bool is_flat(unsigned int space)
+{
+	return space == II_SP_GENERIC || space == II_SP_GLOBAL || space == II_SP_CONST;
+}
+
 static uint8_t space_of(const struct ii_opinfo *oi)
 {
 	for (unsigned int i = 0; i < oi->nmods; i++) {
@@ -962,14 +1086,12 @@ static int decode_insn(struct dec *d, struct dec_index *ix, char *stmt)
 		if (addr_operand(d, ix, ops[st ? 0 : 1], &slot, &off, &space))
 			return -1;
 		ispace = space_of(&oi);
-		if (ispace == II_SP_CONST)
-			return fail(d, "const space (not modeled)");
 		if (space != II_NSPACE) {
 			if (space == II_SP_CPARAM && ispace == II_SP_PARAM)
 				ispace = II_SP_CPARAM;
 			else if (space == II_SP_PARAM && ispace == II_SP_GENERIC)
 				return fail(d, "generic access to a parameter symbol");
-			else if (space != ispace)
+			else if (space != ispace && !(is_flat(space) && is_flat(ispace)))
 				return fail(d, "symbol of another state space");
 		}
 		in->space = ispace;
@@ -1010,7 +1132,7 @@ static int decode_insn(struct dec *d, struct dec_index *ix, char *stmt)
 		ispace = space_of(&oi);
 		if (ispace != II_SP_GLOBAL && ispace != II_SP_SHARED && ispace != II_SP_GENERIC)
 			return fail(d, "atomic state space");
-		if (space != II_NSPACE && space != ispace)
+		if (space != II_NSPACE && space != ispace && !(is_flat(space) && is_flat(ispace)))
 			return fail(d, "symbol of another state space");
 		in->space = ispace;
 		in->s[0] = slot;
@@ -1061,11 +1183,11 @@ static int decode_insn(struct dec *d, struct dec_index *ix, char *stmt)
 	}
 	if (!strcmp(oi.op, "cvta")) {
 		ispace = space_of(&oi);
-		if (ispace == II_SP_CONST || ispace == II_SP_GENERIC)
+		if (ispace == II_SP_GENERIC)
 			return fail(d, "cvta state space");
 		if (nops != 2 || dst_slot(d, ops[0], &in->d[0], &bits) || src_slot(d, ix, ops[1], type, &in->s[0]))
 			return fail(d, "operands");
-		in->space = ispace == II_SP_GLOBAL ? II_SP_GENERIC : ispace;
+		in->space = is_flat(ispace) ? II_SP_GENERIC : ispace;
 		if (sim__interp_pick(&oi, in, &why))
 			goto out_unsupported;
 		return 0;
@@ -1350,6 +1472,10 @@ void sim_interp_mod_free(struct sim_imod *im)
 	free(full->ix.tops);
 	free(full->ix.shared);
 	free(full->ix.unsupported);
+	for (uint32_t i = 0; i < full->ix.nglobals; i++)
+		free(full->ix.blocks[i]);
+	free(full->ix.blocks);
+	free(full->ix.globals);
 	free(full);
 }
 

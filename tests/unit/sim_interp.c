@@ -796,6 +796,43 @@ static void test_notwin_misc(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
+static void test_notwin_globals(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_globals"), rd = tl_func(m, "nt_read_calls");
+	enum { NG = 100 };
+	static const float coeffs[4] = { 0.5f, -1.25f, 2.0f, 0.125f };
+	static const int table[5] = { 3, 1, 4, 1, 5 };
+	float in[NG], out[NG];
+	unsigned int calls = 0;
+	CUdeviceptr din, dout, dcalls;
+	int n = NG;
+	void *args[] = { &dout, &din, &n }, *rargs[] = { &dcalls };
+
+	(void)state;
+	tl_fill_random(in, NG, 31);
+	CHECK(cuMemAlloc(&din, sizeof(in)));
+	CHECK(cuMemAlloc(&dout, sizeof(out)));
+	CHECK(cuMemAlloc(&dcalls, sizeof(calls)));
+	CHECK(cuMemcpyHtoD(din, in, sizeof(in)));
+	CHECK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuLaunchKernel(f, 4, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuLaunchKernel(rd, 1, 1, 1, 1, 1, 1, 0, NULL, rargs, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	CHECK(cuMemcpyDtoH(&calls, dcalls, sizeof(calls)));
+	for (int i = 0; i < NG; i++) {
+		float want = coeffs[i % 4] * in[i] + (float)table[i % 5];
+
+		if (memcmp(&want, &out[i], sizeof(want)))
+			fail_msg("nt_globals: out[%d] = %a, want %a", i, (double)out[i], (double)want);
+	}
+	assert_int_equal(calls, 2 * NG); /* the counter lives as long as the module */
+	CHECK(cuMemFree(din));
+	CHECK(cuMemFree(dout));
+	CHECK(cuMemFree(dcalls));
+	CHECK(cuModuleUnload(m));
+}
+
 /* Capture stderr (the device's log) around a call. */
 static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 {
@@ -882,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_notwin_bits),
 		cmocka_unit_test(test_notwin_fmodes),
 		cmocka_unit_test(test_notwin_misc),
+		cmocka_unit_test(test_notwin_globals),
 	};
 
 	tl_init();
