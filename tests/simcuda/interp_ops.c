@@ -1057,7 +1057,8 @@ int sim__interp_type(const char *mod)
 		{ "s64", 64 | II_T_SIGNED }, { "u8", 8 }, { "u16", 16 }, { "u32", 32 }, { "u64", 64 },
 		{ "b8", 8 }, { "b16", 16 }, { "b32", 32 }, { "b64", 64 }, { "f32", 32 | II_T_FLOAT },
 		{ "f64", 64 | II_T_FLOAT }, { "pred", 1 | II_T_PRED },
-		{ "f16", 16 | II_T_FLOAT | II_T_HALF }, { "f16x2", -1 }, { "bf16", -1 }, { "bf16x2", -1 }, { "b128", -1 },
+		{ "f16", 16 | II_T_FLOAT | II_T_HALF }, { "f16x2", -1 }, { "bf16", -1 },
+		{ "bf16x2", -1 }, { "b128", -1 },
 		{ "tf32", -1 }, { "e4m3", -1 }, { "e5m2", -1 },
 	};
 
@@ -1100,7 +1101,11 @@ static int cmp_code(const struct ii_opinfo *oi, bool *unsigned_cmp)
 		if (!strcmp(oi->mods[i], "lo") || !strcmp(oi->mods[i], "ls") ||
 		    !strcmp(oi->mods[i], "hi") || !strcmp(oi->mods[i], "hs")) {
 			*unsigned_cmp = true;
-			return oi->mods[i][1] == 'o' ? CMP_LT : oi->mods[i][1] == 's' ? (oi->mods[i][0] == 'l' ? CMP_LE : CMP_GE) : CMP_GT;
+			if (oi->mods[i][1] == 'o') /* lo */
+				return CMP_LT;
+			if (oi->mods[i][1] == 's') /* ls, hs */
+				return oi->mods[i][0] == 'l' ? CMP_LE : CMP_GE;
+			return CMP_GT; /* hi */
 		}
 	}
 	return -1;
@@ -1282,7 +1287,8 @@ static int pick_atom(const struct ii_opinfo *oi, struct ii_insn *in, int t, cons
 		*why = "vector atomic";
 		return -1;
 	}
-	if (op < 0 || (II_T_BITS(t) != 32 && II_T_BITS(t) != 64) || ((op == AT_INC || op == AT_DEC) && II_T_BITS(t) != 32)) {
+	if (op < 0 || (II_T_BITS(t) != 32 && II_T_BITS(t) != 64) ||
+	    ((op == AT_INC || op == AT_DEC) && II_T_BITS(t) != 32)) {
 		*why = "operation or type";
 		return -1;
 	}
@@ -1376,13 +1382,19 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 		in->size = (uint8_t)II_T_BITS(t);
 		rc = pick_mul_mad(oi, in, t, why);
 	} else if (!strcmp(op, "shfl")) {
-		in->aux = has(oi, "up") ? SHFL_UP : has(oi, "down") ? SHFL_DOWN : has(oi, "bfly") ? SHFL_BFLY : SHFL_IDX;
+		in->aux = has(oi, "up")	    ? SHFL_UP
+			  : has(oi, "down") ? SHFL_DOWN
+			  : has(oi, "bfly") ? SHFL_BFLY
+					    : SHFL_IDX;
 		if (!has(oi, "sync") || (!has(oi, "idx") && in->aux == SHFL_IDX))
 			*why = "non-sync form";
 		else
 			in->fn = h_shfl, rc = 0;
 	} else if (!strcmp(op, "vote")) {
-		in->aux = has(oi, "all") ? VOTE_ALL : has(oi, "any") ? VOTE_ANY : has(oi, "uni") ? VOTE_UNI : VOTE_BALLOT;
+		in->aux = has(oi, "all")   ? VOTE_ALL
+			  : has(oi, "any") ? VOTE_ANY
+			  : has(oi, "uni") ? VOTE_UNI
+					   : VOTE_BALLOT;
 		if (!has(oi, "sync") || (in->aux == VOTE_BALLOT && !has(oi, "ballot")))
 			*why = "non-sync form";
 		else

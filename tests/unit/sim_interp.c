@@ -413,7 +413,8 @@ static void test_notwin_powers(void **state)
 			float want = power_plus(in[i], i % 4);
 
 			if (memcmp(&want, &out[i], sizeof(float)))
-				fail_msg("nt_powers grid %u: out[%d] = %a, want %a", g, i, (double)out[i], (double)want);
+				fail_msg("nt_powers grid %u: out[%d] = %a, want %a", g, i, (double)out[i],
+					 (double)want);
 		}
 	}
 	CHECK(cuMemFree(din));
@@ -579,7 +580,8 @@ static void test_notwin_bits(void **state)
 		r ^= (unsigned long long)(ux ? __builtin_clz(ux) : 32);
 		r ^= (unsigned long long)rev << 3;
 		r ^= (unsigned long long)((ux >> (y & 31)) & 0xffu) << 11;
-		r ^= (unsigned long long)((__extension__(unsigned __int128)p * ((unsigned long long)(long long)y | 1ull)) >> 64);
+		r ^= (unsigned long long)((__extension__(unsigned __int128)p *
+					   ((unsigned long long)(long long)y | 1ull)) >> 64);
 		r ^= (unsigned long long)q << 7;
 		r ^= (unsigned long long)rm << 17;
 		r ^= (unsigned long long)(unsigned int)(x < y ? x : y) << 29;
