@@ -4,6 +4,7 @@
  * memory, warp shuffles and votes, float4 vector loads, a non-inlined device function) and
  * tests/unit/sim_interp.c checks every output against a host reference. tests layer. */
 #include <cuda_fp16.h>
+#include <cstdio>
 
 /* A non-inlined function (a .func with the call ABI): x*x*... k times, then + k, rounded per step. */
 extern "C" __device__ __noinline__ float nt_power_plus(float x, int k)
@@ -156,6 +157,15 @@ extern "C" __global__ void nt_globals(float *out, const float *in, int n)
 extern "C" __global__ void nt_read_calls(unsigned int *out)
 {
 	*out = nt_calls;
+}
+
+/* printf from a kernel (vprintf): the first two threads of each block, and the count it returns. */
+extern "C" __global__ void nt_printf(int *ret, int n, float x, long long big)
+{
+	if (threadIdx.x < 2)
+		ret[blockIdx.x * 2 + threadIdx.x] =
+			printf("block %d thread %u: n=%5d x=%.3f big=%lld hex=%#x %s %c%%\n", blockIdx.x,
+			       threadIdx.x, n, x, big, 255u + threadIdx.x, "ok", 'A' + (int)threadIdx.x);
 }
 
 /* The interpreter benchmark's loop (make bench-interp): simple integer operations only. */

@@ -938,6 +938,14 @@ static uint8_t space_of(const struct ii_opinfo *oi)
 static int decode_func(struct dec_index *ix, struct sim_module *m, const char *name, uint32_t *index,
 		       char *err, size_t errlen);
 
+static bool has_body(const struct dec_index *ix, const char *name)
+{
+	for (uint32_t i = 0; i < ix->ntops; i++)
+		if (!strcmp(ix->tops[i].name, name))
+			return true;
+	return false;
+}
+
 /* call(.uni) (ret), name, (args): the callee is decoded now (recursion is refused). */
 static int decode_call(struct dec *d, struct dec_index *ix, struct ii_insn *in, char **ops, int nops)
 {
@@ -957,9 +965,18 @@ static int decode_call(struct dec *d, struct dec_index *ix, struct ii_insn *in, 
 		args = ops[i++];
 	if (i != nops || name[0] == '%')
 		return fail(d, "indirect call or call with a prototype");
-	if (decode_func(ix, d->mod, name, &idx, d->err, d->errlen))
-		return -1;
-	callee = d->im->funcs[idx];
+	if (!strcmp(name, "vprintf") && !has_body(ix, name)) {
+		/* printf: (format, argument buffer) -> int, formatted by the executor */
+		static struct ii_pslot vp_formals[2] = { { 0, 8 }, { 8, 8 } };
+		static const struct sim_ifunc vp = { .formals = vp_formals, .nformals = 2, .ret = { 0, 4 } };
+
+		callee = &vp;
+		idx = II_CALL_VPRINTF;
+	} else {
+		if (decode_func(ix, d->mod, name, &idx, d->err, d->errlen))
+			return -1;
+		callee = d->im->funcs[idx];
+	}
 	if (callee->has_bar)
 		return fail(d, "call of %s, which uses bar.sync", name);
 	if (grow((void **)&d->im->calls, d->im->ncalls, &d->im->capcalls, sizeof(*d->im->calls)))

@@ -145,6 +145,109 @@ static void frame_consts(uint64_t *regs, const struct sim_ifunc *f)
 	}
 }
 
+/* Append to out (size cap, used *len) what printf would for one conversion `spec` (flags,
+ * width, precision and the conversion letter, no length), reading its argument from args at
+ * *off: ints are 4 bytes (8 with a l/ll/z/j/t length), floats are doubles, %s and %p pointers,
+ * each aligned to its size, as nvcc packs them. */
+static void one_conversion(char *out, size_t cap, size_t *len, const char *spec, char conv, bool wide,
+			   const char *args, size_t *off)
+{
+	char f[40];
+	size_t sz = strchr("diouxXc", conv) ? (wide ? 8 : 4) : 8;
+	uint64_t raw = 0;
+	int n;
+
+	*off = (*off + sz - 1) & ~(sz - 1);
+	memcpy(&raw, args + *off, sz);
+	*off += sz;
+	/* The format is built from the kernel's own format string, one conversion at a time. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	if (strchr("diouxX", conv)) {
+		long long v = conv == 'd' || conv == 'i' ? (sz == 4 ? (long long)(int32_t)raw : (long long)raw)
+							  : (long long)(sz == 4 ? (uint32_t)raw : raw);
+
+		snprintf(f, sizeof(f), "%%%sll%c", spec, conv);
+		n = snprintf(out + *len, cap - *len, f, v);
+	} else if (conv == 'c') {
+		snprintf(f, sizeof(f), "%%%sc", spec);
+		n = snprintf(out + *len, cap - *len, f, (int)(int32_t)raw);
+	} else if (conv == 's') {
+		const char *str = (const char *)(uintptr_t)raw;
+
+		snprintf(f, sizeof(f), "%%%ss", spec);
+		n = snprintf(out + *len, cap - *len, f, str ? str : "(null)");
+	} else if (conv == 'p') {
+		snprintf(f, sizeof(f), "%%%sp", spec);
+		n = snprintf(out + *len, cap - *len, f, (void *)(uintptr_t)raw);
+	} else {
+		double x;
+
+		memcpy(&x, &raw, sizeof(x));
+		snprintf(f, sizeof(f), "%%%s%c", spec, conv);
+		n = snprintf(out + *len, cap - *len, f, x);
+	}
+#pragma GCC diagnostic pop
+	if (n > 0)
+		*len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+/* CUDA's printf for one thread: format at fmt, arguments packed at args. Returns the length. */
+static int device_printf(const char *fmt, const char *args)
+{
+	char out[4096];
+	size_t len = 0, off = 0;
+
+	for (const char *p = fmt; *p && len < sizeof(out) - 1;) {
+		const char *q = p + 1;
+		char spec[24];
+		bool wide = false;
+
+		if (*p != '%' || p[1] == '%') {
+			out[len++] = *p;
+			p += *p == '%' ? 2 : 1;
+			continue;
+		}
+		q += strspn(q, "-+ #0");
+		q += strspn(q, "0123456789");
+		if (*q == '.') {
+			q++;
+			q += strspn(q, "0123456789");
+		}
+		if ((size_t)(q - p - 1) >= sizeof(spec) || !*q)
+			break;
+		memcpy(spec, p + 1, (size_t)(q - p - 1));
+		spec[q - p - 1] = 0;
+		while (*q && strchr("hlzjtL", *q))
+			wide |= *q++ != 'h';
+		if (!*q || !strchr("diouxXcspfFeEgGaA", *q)) { /* not a conversion: as written */
+			out[len++] = *p++;
+			continue;
+		}
+		one_conversion(out, sizeof(out), &len, spec, *q, wide, args, &off);
+		p = q + 1;
+	}
+	out[len] = 0;
+	fputs(out, stdout);
+	return (int)len;
+}
+
+static void do_vprintf(struct ii_warp *w, const struct ii_call *c, uint32_t m)
+{
+	for (uint32_t mm = m; mm; mm &= mm - 1) {
+		unsigned int l = (unsigned int)__builtin_ctz(mm);
+		char *area = (char *)w->base[II_SP_CPARAM][l];
+		uint64_t fmt, args;
+		int32_t n;
+
+		memcpy(&fmt, area + c->args[0].off, sizeof(fmt));
+		memcpy(&args, area + c->args[1].off, sizeof(args));
+		n = fmt ? device_printf((const char *)(uintptr_t)fmt, (const char *)(uintptr_t)args) : -1;
+		if (c->ret.size)
+			memcpy(area + c->ret.off, &n, sizeof(n));
+	}
+}
+
 static void do_call(struct ii_run *R, struct ii_warp *w, const struct ii_insn *in, uint32_t m)
 {
 	const struct ii_call *c = &R->im->calls[in->aux];
@@ -265,7 +368,9 @@ static void run(struct ii_run *R, struct ii_warp *w, struct ii_sched *s, const s
 				resched(s);
 			break;
 		case II_K_CALL:
-			if (m)
+			if (m && R->im->calls[in->aux].callee == II_CALL_VPRINTF)
+				do_vprintf(w, &R->im->calls[in->aux], m);
+			else if (m)
 				do_call(R, w, in, m);
 			s->pc++;
 			break;

@@ -115,6 +115,9 @@ struct sim_ifunc {
 	bool has_bar;                /* uses bar.sync (a .func with one is refused) */
 };
 
+/* ii_call.callee of a call of vprintf (CUDA's printf), which the executor formats itself. */
+#define II_CALL_VPRINTF 0xfffffffeu
+
 /* A call site's arguments: caller call-area slots, matched with the callee's formals. */
 struct ii_call {
 	uint32_t callee;             /* index in the module's functions */

@@ -835,6 +835,51 @@ static void test_notwin_globals(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
+/* printf from a kernel: the device formats CUDA's vprintf(format, packed arguments). */
+static void test_notwin_printf(void **state)
+{
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, "nt_printf");
+	char path[] = "/tmp/sim_interp_out_XXXXXX", text[1024] = "", want[1024] = "";
+	int fd = mkstemp(path), saved = dup(1), ret[4], n = 42;
+	float x = 2.5f;
+	long long big = -123456789012ll;
+	CUdeviceptr dret;
+	void *args[] = { &dret, &n, &x, &big };
+	size_t wl = 0;
+	FILE *fp;
+
+	(void)state;
+	assert_true(fd >= 0 && saved >= 0);
+	CHECK(cuMemAlloc(&dret, sizeof(ret)));
+	fflush(stdout);
+	dup2(fd, 1);
+	CHECK(cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuCtxSynchronize());
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	fp = fdopen(fd, "r");
+	assert_non_null(fp);
+	rewind(fp);
+	text[fread(text, 1, sizeof(text) - 1, fp)] = 0;
+	fclose(fp);
+	unlink(path);
+	CHECK(cuMemcpyDtoH(ret, dret, sizeof(ret)));
+	for (int b = 0; b < 2; b++)
+		for (unsigned int t = 0; t < 2; t++) {
+			int len = snprintf(want + wl, sizeof(want) - wl,
+					   "block %d thread %u: n=%5d x=%.3f big=%lld hex=%#x %s %c%%\n", b, t, n,
+					   (double)x, big, 255u + t, "ok", 'A' + (int)t);
+
+			assert_int_equal(ret[b * 2 + (int)t], len);
+			wl += (size_t)len;
+		}
+	assert_string_equal(text, want);
+	CHECK(cuMemFree(dret));
+	CHECK(cuModuleUnload(m));
+}
+
 /* Capture stderr (the device's log) around a call. */
 static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 {
@@ -922,6 +967,7 @@ int main(void)
 		cmocka_unit_test(test_notwin_fmodes),
 		cmocka_unit_test(test_notwin_misc),
 		cmocka_unit_test(test_notwin_globals),
+		cmocka_unit_test(test_notwin_printf),
 	};
 
 	tl_init();
