@@ -1292,6 +1292,7 @@ static int decode_body(struct dec *d, struct dec_index *ix, const struct dec_top
 {
 	const char *p = t->body + 1, *end = match_close(t->body);
 	char stmt[1024];
+	const char *line_pos = t->body;
 
 	if (!end)
 		return fail(d, "unbalanced body");
@@ -1302,7 +1303,8 @@ static int decode_body(struct dec *d, struct dec_index *ix, const struct dec_top
 		p = skip_ws(p);
 		if (p >= end)
 			break;
-		d->line = line_at(d->mod->ptx.text, p);
+		for (; line_pos < p; line_pos++) /* counted as the body is read, not from the top */
+			d->line += *line_pos == '\n';
 		if (*p == '{') {
 			d->depth++;
 			d->cparam_cur = 0;

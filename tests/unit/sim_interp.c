@@ -944,6 +944,7 @@ static void test_unsupported_fails_launch(void **state)
 	assert_int_equal(rc, CUDA_ERROR_NOT_SUPPORTED);
 	assert_non_null(strstr(log, "exotic"));
 	assert_non_null(strstr(log, "%clock"));
+	assert_non_null(strstr(log, "line 22")); /* where it is in the PTX text */
 	assert_null(strchr(strchr(log, '\n') + 1, '\n')); /* one line */
 	free(log);
 	log = with_stderr(&rc, bad, args);
