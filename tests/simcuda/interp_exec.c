@@ -277,9 +277,17 @@ static void do_call(struct ii_run *R, struct ii_warp *w, const struct ii_insn *i
 			memcpy(params + l * pb + g->formals[i].off,
 			       (const char *)w->base[II_SP_CPARAM][l] + c->args[i].off, c->args[i].size);
 	}
-	cw = (struct ii_warp){ .r = regs, .base = base };
+	cw = (struct ii_warp){ .r = regs, .base = base, .dyn_shared = w->dyn_shared };
+	memcpy(cw.lim, w->lim, sizeof(cw.lim));
+	cw.lim[II_SP_PARAM] = g->param_bytes;
+	cw.lim[II_SP_CPARAM] = g->cparam_bytes;
 	run(R, &cw, &cs, g);
 	w->count += cw.count;
+	if (cw.fault && !w->fault) {
+		w->fault = cw.fault;
+		w->fault_off = cw.fault_off;
+		w->fault_space = cw.fault_space;
+	}
 	if (c->ret.size)
 		for (uint32_t mm = m; mm; mm &= mm - 1) {
 			unsigned int l = (unsigned int)__builtin_ctz(mm);
@@ -329,6 +337,8 @@ static void run(struct ii_run *R, struct ii_warp *w, struct ii_sched *s, const s
 				}
 			}
 			s->pc++;
+			if (w->fault) /* an access out of its space: this warp stops, the launch too */
+				goto out_fault;
 			break;
 		case II_K_BRA: {
 			uint32_t nt = s->mask & ~m;
@@ -373,11 +383,16 @@ static void run(struct ii_run *R, struct ii_warp *w, struct ii_sched *s, const s
 			else if (m)
 				do_call(R, w, in, m);
 			s->pc++;
+			if (w->fault)
+				goto out_fault;
 			break;
 		}
 		if (s->pc >= s->next)
 			resched(s);
 	}
+	return;
+out_fault:
+	*s = (struct ii_sched){ .next = II_NONE };
 }
 
 /* Lane l of warp wi: its thread's fixed slots that do not change between blocks. */
@@ -392,6 +407,13 @@ static void warp_init(struct ii_run *R, uint32_t wi)
 	memset(ws, 0, sizeof(*ws));
 	ws->w.r = r;
 	ws->w.base = ws->base;
+	for (unsigned int sp = 0; sp < II_NSPACE; sp++)
+		ws->w.lim[sp] = ~0ull;
+	ws->w.lim[II_SP_SHARED] = f->shared_static;
+	ws->w.lim[II_SP_LOCAL] = f->local_bytes;
+	ws->w.lim[II_SP_PARAM] = k->fn->entry->param_bytes;
+	ws->w.lim[II_SP_CPARAM] = f->cparam_bytes;
+	ws->w.dyn_shared = k->shared_bytes;
 	for (unsigned int l = 0; l < II_LANES; l++) {
 		uint32_t t = wi * II_LANES + l;
 
@@ -461,6 +483,28 @@ static void run_block(struct ii_run *R, uint32_t bx, uint32_t by, uint32_t bz)
 	}
 }
 
+/* A warp of the block touched memory outside a state space: say so once and stop the grid
+ * (a GPU stops the kernel with an illegal-address error; the device has no sticky error for
+ * that, so the loud line and the kernel's partial effects are what the program gets). */
+static bool report_fault(struct ii_run *R, uint32_t bx, uint32_t by, uint32_t bz)
+{
+	static const char *const names[II_NSPACE] = { "generic", "global", "shared", "local",
+						      "param", "call param", "const" };
+
+	for (uint32_t wi = 0; wi < R->nwarps; wi++) {
+		const struct ii_warp *w = &R->warps[wi].w;
+
+		if (!w->fault)
+			continue;
+		sim_log("kernel %s: %s memory access out of bounds (offset %llu) at PTX line %u, block "
+			"(%u,%u,%u) warp %u; the kernel is stopped there",
+			R->f->name, names[w->fault_space], (unsigned long long)w->fault_off, w->fault, bx, by,
+			bz, wi);
+		return true;
+	}
+	return false;
+}
+
 void sim_interp_run(const struct sim_kernel_call *k)
 {
 	struct ii_run R = { .k = k, .f = k->fn->interp, .im = k->fn->mod->interp };
@@ -489,8 +533,12 @@ void sim_interp_run(const struct sim_kernel_call *k)
 		warp_init(&R, wi);
 	for (uint32_t bz = 0; bz < k->grid.z; bz++)
 		for (uint32_t by = 0; by < k->grid.y; by++)
-			for (uint32_t bx = 0; bx < k->grid.x; bx++)
+			for (uint32_t bx = 0; bx < k->grid.x; bx++) {
 				run_block(&R, bx, by, bz);
+				if (report_fault(&R, bx, by, bz))
+					goto out_count;
+			}
+out_count:
 	for (uint32_t wi = 0; wi < R.nwarps; wi++)
 		count += R.warps[wi].w.count;
 	__atomic_fetch_add(&total_count, count, __ATOMIC_RELAXED);

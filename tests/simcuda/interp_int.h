@@ -140,7 +140,31 @@ struct ii_warp {
 	uintptr_t (*base)[II_LANES]; /* current frame's bases, [II_NSPACE][32] */
 	uint64_t count;              /* thread-instructions executed (benchmark, stats) */
 	uint32_t active;             /* lanes of the active group (for activemask/vote) */
+	uint64_t lim[II_NSPACE];     /* bytes addressable in each space (~0: flat, unchecked) */
+	uint64_t dyn_shared;         /* bytes of dynamic shared memory, from II_DYN_SHARED_BASE */
+	uint32_t fault;              /* PTX line of an access out of its space (0: none): stop */
+	uint64_t fault_off;          /* its offset */
+	uint8_t fault_space;         /* and space */
 };
+
+/* An access of n bytes at offset off of a checked space (shared, local, param): in bounds?
+ * Records the fault in w otherwise (the executor stops the kernel and says so). */
+static inline bool ii_in_bounds(struct ii_warp *w, const struct ii_insn *in, uint64_t off, uint64_t n)
+{
+	uint64_t lim = w->lim[in->space];
+
+	if (off <= lim && n <= lim - off)
+		return true;
+	if (in->space == II_SP_SHARED && off >= II_DYN_SHARED_BASE && off - II_DYN_SHARED_BASE <= w->dyn_shared &&
+	    n <= w->dyn_shared - (off - II_DYN_SHARED_BASE))
+		return true;
+	if (!w->fault) {
+		w->fault = in->line ? in->line : 1;
+		w->fault_off = off;
+		w->fault_space = in->space;
+	}
+	return false;
+}
 
 #define II_R(w, slot) ((w)->r + (size_t)(slot) * II_LANES)
 

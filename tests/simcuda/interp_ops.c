@@ -886,9 +886,13 @@ static void h_ld(W)
 	SRC1;
 	const uintptr_t *Bs = w->base[in->space];
 	const unsigned int size = in->size;
+	const bool checked = w->lim[in->space] != ~0ull;
 
 	LANES({
 		const char *p = (const char *)(Bs[l] + A[l] + (uint64_t)in->off);
+
+		if (checked && !ii_in_bounds(w, in, A[l] + (uint64_t)in->off, (uint64_t)size * in->nvec))
+			continue;
 
 		for (unsigned int i = 0; i < in->nvec; i++) {
 			uint64_t v = load(p + i * size, size);
@@ -907,9 +911,14 @@ static void h_st(W)
 	const uintptr_t *Bs = w->base[in->space];
 	const unsigned int size = in->size;
 
+	const bool checked = w->lim[in->space] != ~0ull;
+
 	/* s[0] is the address; the values are s[1..nvec] */
 	LANES({
 		char *p = (char *)(Bs[l] + A[l] + (uint64_t)in->off);
+
+		if (checked && !ii_in_bounds(w, in, A[l] + (uint64_t)in->off, (uint64_t)size * in->nvec))
+			continue;
 
 		for (unsigned int i = 0; i < in->nvec; i++)
 			store(p + i * size, size, II_R(w, in->s[1 + i])[l]);
@@ -976,9 +985,14 @@ static void h_atom(W)
 	SRC3;
 	const uintptr_t *Bs = w->base[in->space];
 	uint64_t *D = in->d[0] != II_NONE ? II_R(w, in->d[0]) : NULL;
+	const bool checked = w->lim[in->space] != ~0ull;
 
 	LANES({
-		uint64_t old = atom_one(in, (char *)(Bs[l] + A[l] + (uint64_t)in->off), B[l], C[l]);
+		uint64_t old;
+
+		if (checked && !ii_in_bounds(w, in, A[l] + (uint64_t)in->off, in->size))
+			continue;
+		old = atom_one(in, (char *)(Bs[l] + A[l] + (uint64_t)in->off), B[l], C[l]);
 
 		if (D)
 			D[l] = old;
@@ -1359,8 +1373,9 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 		in->nvec = has(oi, "v4") ? 4 : has(oi, "v2") ? 2 : 1;
 		if (op[0] == 's')
 			in->fn = h_st;
-		else if (in->size == 4 && in->nvec == 1 && !in->sgn && in->d[0] != II_NONE)
-			in->fn = h_ld32;
+		else if (in->size == 4 && in->nvec == 1 && !in->sgn && in->d[0] != II_NONE &&
+			 (in->space == II_SP_GENERIC || in->space == II_SP_GLOBAL))
+			in->fn = h_ld32; /* unchecked: flat spaces only */
 		else
 			in->fn = h_ld;
 		rc = 0;

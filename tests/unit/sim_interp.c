@@ -892,6 +892,7 @@ static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 	fflush(stderr);
 	dup2(fd, 2);
 	*rc = cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+	CHECK(cuCtxSynchronize()); /* the kernel runs here */
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -955,11 +956,50 @@ static void test_unsupported_fails_launch(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
+/* A kernel storing past its shared array: the run stops there with one line naming the space,
+ * offset and PTX line, instead of writing into whatever follows. */
+static void test_out_of_bounds_stops(void **state)
+{
+	static const char ptx[] =
+		".version 9.0\n.target sm_90\n.address_size 64\n"
+		".visible .entry oob(.param .u64 oob_param_0)\n{\n"
+		"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<5>;\n"
+		"\t.shared .align 4 .b8 buf[16];\n"
+		"\tmov.u32 %r1, %tid.x;\n\tshl.b32 %r2, %r1, 2;\n\tmov.u32 %r3, buf;\n"
+		"\tadd.s32 %r3, %r3, %r2;\n\tst.shared.u32 [%r3], %r1;\n"
+		"\tld.param.u64 %rd1, [oob_param_0];\n\tmul.wide.u32 %rd2, %r1, 4;\n"
+		"\tadd.s64 %rd3, %rd1, %rd2;\n\tst.global.u32 [%rd3], %r1;\n\tret;\n}\n";
+	CUmodule m;
+	CUfunction f;
+	CUdeviceptr d;
+	void *args[] = { &d };
+	unsigned int out[32];
+	CUresult rc;
+	char *log;
+
+	(void)state;
+	CHECK(cuModuleLoadData(&m, ptx));
+	CHECK(cuModuleGetFunction(&f, m, "oob"));
+	CHECK(cuMemAlloc(&d, sizeof(out)));
+	CHECK(cuMemsetD32(d, 0xdead, 32));
+	log = with_stderr(&rc, f, args);
+	assert_int_equal(rc, CUDA_SUCCESS);
+	assert_non_null(strstr(log, "kernel oob: shared memory access out of bounds (offset 16) at PTX line 13"));
+	assert_null(strchr(strchr(log, '\n') + 1, '\n')); /* one line */
+	free(log);
+	CHECK(cuMemcpyDtoH(out, d, sizeof(out)));
+	for (unsigned int i = 0; i < 32; i++) /* stopped before the global store */
+		assert_int_equal(out[i], 0xdead);
+	CHECK(cuMemFree(d));
+	CHECK(cuModuleUnload(m));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_against_twins),
 		cmocka_unit_test(test_unsupported_fails_launch),
+		cmocka_unit_test(test_out_of_bounds_stops),
 		cmocka_unit_test(test_notwin_powers),
 		cmocka_unit_test(test_notwin_histogram),
 		cmocka_unit_test(test_notwin_sum4),
