@@ -15,7 +15,9 @@
  * A block runs each warp until it has no running lane, then releases the barrier if any lane
  * waits at one; all lanes exited ends the block. A .func call runs the callee to its return
  * for the calling lanes (a nested run on the C stack); the decoder refuses a .func with a
- * barrier, which such a nested run could not let other warps reach. */
+ * barrier, which such a nested run could not let other warps reach. A call of vprintf is
+ * formatted here (device_printf). An access outside shared, local or parameter space stops the
+ * warp and the grid with one log line (report_fault). */
 #include "interp_int.h"
 
 #include <fenv.h>
