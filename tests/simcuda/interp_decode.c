@@ -463,7 +463,8 @@ static int special_slot(const char *n, uint32_t *slot)
 /* A declared register: slot and width. */
 static int reg_slot(struct dec *d, const char *n, uint32_t *slot, unsigned int *bits)
 {
-	for (uint32_t i = 0; i < d->nfams; i++) {
+	/* the latest declaration first: an inline asm block's `.reg .s32 r0` is its own */
+	for (uint32_t i = d->nfams; i-- > 0;) {
 		const struct dec_fam *fm = &d->fams[i];
 		size_t len = strlen(fm->name);
 		char *end;
@@ -578,6 +579,8 @@ static int src_slot(struct dec *d, const struct dec_index *ix, const char *s, in
 			return 0;
 		return fail(d, "unknown or unsupported register %s", s);
 	}
+	if (reg_slot(d, s, slot, &bits) == 0) /* inline asm declares registers without a % */
+		return 0;
 	if (parse_imm(s, type, &v) == 0)
 		return new_const(d, v & width_mask(type), slot);
 	sym = find_sym(d, ix, s);
@@ -635,6 +638,8 @@ static int addr_operand(struct dec *d, const struct dec_index *ix, const char *s
 			return fail(d, "unknown address register %s", in);
 		return 0;
 	}
+	if (reg_slot(d, in, slot, &bits) == 0) /* an inline asm register */
+		return 0;
 	*slot = II_S_ZERO;
 	if (parse_imm(in, 0, &v) == 0) {
 		*off += (int64_t)v;

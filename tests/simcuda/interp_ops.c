@@ -1046,6 +1046,47 @@ static void h_vote(W)
 	});
 }
 
+/* redux.sync.op d, a, membermask: the operation over the executing lanes (aux: AT_ADD, AT_MIN,
+ * AT_MAX, AT_AND, AT_OR, AT_XOR; sgn for signed min/max). */
+static void h_redux(W)
+{
+	SRC1;
+	DST;
+	uint64_t acc = in->aux == AT_AND ? 0xffffffffu : 0;
+	bool first = true;
+
+	LANES({
+		uint64_t v = A[l] & 0xffffffffu;
+
+		switch (in->aux) {
+		case AT_ADD: acc = (acc + v) & 0xffffffffu; break;
+		case AT_AND: acc &= v; break;
+		case AT_OR: acc |= v; break;
+		case AT_XOR: acc ^= v; break;
+		case AT_MIN:
+			if (first || (in->sgn ? (int32_t)v < (int32_t)acc : v < acc))
+				acc = v;
+			break;
+		default:
+			if (first || (in->sgn ? (int32_t)v > (int32_t)acc : v > acc))
+				acc = v;
+			break;
+		}
+		first = false;
+	});
+	LANES(D[l] = acc);
+}
+
+/* bmsk.{clamp,wrap}.b32 d, a, b: b bits set from bit a (off: 1 = clamp). */
+static inline uint64_t bmsk(uint64_t a, uint64_t b, bool clamp)
+{
+	uint64_t pos = clamp ? (a > 32 ? 32 : a) : a & 31, w = clamp ? (b > 32 ? 32 : b) : b & 31;
+
+	return pos >= 32 ? 0 : ((((1ull << w) - 1) << pos) & 0xffffffffu);
+}
+
+IOP2(h_bmsk, bmsk(a, b, in->off))
+
 static void h_activemask(W)
 {
 	DST;
@@ -1422,6 +1463,27 @@ int sim__interp_pick(const struct ii_opinfo *oi, struct ii_insn *in, const char 
 			*why = "form";
 		else
 			in->fn = h_shf, rc = 0;
+	} else if (!strcmp(op, "bmsk")) {
+		in->off = has(oi, "clamp");
+		in->wm = 0xffffffffu;
+		in->size = 32;
+		if (!has(oi, "wrap") && !has(oi, "clamp"))
+			*why = "form";
+		else
+			in->fn = h_bmsk, rc = 0;
+	} else if (!strcmp(op, "redux")) {
+		static const char *const rops[] = { "add", "min", "max", "and", "or", "xor" };
+		static const int codes[] = { AT_ADD, AT_MIN, AT_MAX, AT_AND, AT_OR, AT_XOR };
+
+		in->aux = II_NONE;
+		for (unsigned int i = 0; i < 6; i++)
+			if (has(oi, rops[i]))
+				in->aux = (uint32_t)codes[i];
+		in->sgn = (t & II_T_SIGNED) != 0;
+		if (!has(oi, "sync") || in->aux == II_NONE || II_T_BITS(t) != 32 || (t & II_T_FLOAT))
+			*why = "form";
+		else
+			in->fn = h_redux, rc = 0;
 	} else if (!strcmp(op, "bfind")) {
 		in->size = (uint8_t)II_T_BITS(t);
 		in->sgn = (t & II_T_SIGNED) != 0;

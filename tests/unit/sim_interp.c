@@ -880,6 +880,78 @@ static void test_notwin_printf(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* CUB's BlockReduce, BlockScan, WarpReduce and BlockRadixSort (tests/kernels/cub.cu). */
+static void test_cub(void **state)
+{
+	CUmodule m = tl_load_module("cub");
+	enum { BLOCKS = 3, N = BLOCKS * 512 };
+	int in[N], out[N];
+	float fin[N], fout[N];
+	unsigned int uin[N], uout[N];
+	CUdeviceptr din, dout;
+	void *args[] = { &din, &dout };
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		in[i] = (int)(next_rand() % 2001) - 1000;
+		fin[i] = (float)in[i] / 7.0f;
+		uin[i] = next_rand();
+	}
+	CHECK(cuMemAlloc(&din, sizeof(in)));
+	CHECK(cuMemAlloc(&dout, sizeof(out)));
+
+	CHECK(cuMemcpyHtoD(din, in, sizeof(in)));
+	CHECK(cuLaunchKernel(tl_func(m, "k_block_reduce"), BLOCKS, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int b = 0; b < BLOCKS; b++) {
+		int sum = 0;
+
+		for (int t = 0; t < 128; t++)
+			sum += in[b * 128 + t];
+		assert_int_equal(out[b], sum);
+	}
+
+	CHECK(cuLaunchKernel(tl_func(m, "k_block_scan"), BLOCKS, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int b = 0; b < BLOCKS; b++)
+		for (int t = 0, sum = 0; t < 128; sum += in[b * 128 + t], t++)
+			if (out[b * 128 + t] != sum)
+				fail_msg("k_block_scan: block %d thread %d = %d, want %d", b, t, out[b * 128 + t], sum);
+
+	CHECK(cuMemcpyHtoD(din, fin, sizeof(fin)));
+	CHECK(cuLaunchKernel(tl_func(m, "k_warp_max"), BLOCKS, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(fout, dout, sizeof(fout)));
+	for (int w = 0; w < BLOCKS * 4; w++) {
+		float mx = fin[w * 32];
+
+		for (int l = 1; l < 32; l++)
+			mx = fin[w * 32 + l] > mx ? fin[w * 32 + l] : mx;
+		if (fout[w] != mx)
+			fail_msg("k_warp_max: warp %d = %g, want %g", w, (double)fout[w], (double)mx);
+	}
+
+	CHECK(cuMemcpyHtoD(din, uin, sizeof(uin)));
+	CHECK(cuLaunchKernel(tl_func(m, "k_radix"), BLOCKS, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(uout, dout, sizeof(uout)));
+	for (int b = 0; b < BLOCKS; b++) {
+		qsort(uin + b * 512, 512, sizeof(unsigned int), cmp_uint);
+		for (int i = 0; i < 512; i++)
+			if (uout[b * 512 + i] != uin[b * 512 + i])
+				fail_msg("k_radix: block %d key %d = %u, want %u", b, i, uout[b * 512 + i],
+					 uin[b * 512 + i]);
+	}
+	CHECK(cuMemFree(din));
+	CHECK(cuMemFree(dout));
+	CHECK(cuModuleUnload(m));
+}
+
 /* Capture stderr (the device's log) around a call. */
 static char *with_stderr(CUresult *rc, CUfunction f, void **args)
 {
@@ -1009,6 +1081,7 @@ int main(void)
 		cmocka_unit_test(test_notwin_misc),
 		cmocka_unit_test(test_notwin_globals),
 		cmocka_unit_test(test_notwin_printf),
+		cmocka_unit_test(test_cub),
 	};
 
 	tl_init();
