@@ -1311,8 +1311,9 @@ static int decode_body(struct dec *d, struct dec_index *ix, const struct dec_top
 		for (; line_pos < p; line_pos++) /* counted as the body is read, not from the top */
 			d->line += *line_pos == '\n';
 		if (*p == '{') {
-			d->depth++;
-			d->cparam_cur = 0;
+			/* a call block starts its .param area afresh; inline asm inside one does not */
+			if (d->depth++ == 0)
+				d->cparam_cur = 0;
 			p++;
 			continue;
 		}
