@@ -1,5 +1,6 @@
 /* launch.c - kernel launches on the software device: validation, the kernel payload (a deep
- * copy of the parameter bytes laid out as in the PTX) and running it as its twin.
+ * copy of the parameter bytes laid out as in the PTX) and running it as its twin, or through
+ * the PTX interpreter (interp.h) when it has none.
  * tests/simcuda layer.
  *
  * A launch only queues work: the twin runs later, at a synchronization point, so the payload
