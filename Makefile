@@ -108,8 +108,8 @@ SIMLIB    := $(B)/simcuda/libcuda.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
-.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead fault-sweep install uninstall \
-        deps-clients test-clients
+.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep \
+        install uninstall deps-clients test-clients
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
@@ -335,6 +335,11 @@ bench-grid: all
 
 bench-overhead: all
 	@B=$(B) scripts/bench-overhead
+
+# The PTX interpreter's speed on one core (tests/progs/interp_bench.c; goal: 50 M simple
+# instructions per second).
+bench-interp: $(B)/progs/interp_bench $(SIMLIB)
+	@LD_LIBRARY_PATH=$(abspath $(B)/simcuda) $(B)/progs/interp_bench
 
 fault-sweep: all
 	@B=$(B) scripts/fault-sweep --full

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # twin_plugin.sh - a program brings its own kernel twin through SIMCUDA_TWINS: with the example
-# plugin the kernel runs and computes the right values; without it the launch fails with
-# CUDA_ERROR_NOT_FOUND and the device says so in exactly one line. tests layer.
+# plugin the kernel runs and computes the right values; without it the device's PTX interpreter
+# runs the kernel instead, with the same values and without a message. tests layer.
 source "$(dirname "$0")/lib.sh"
 
 prog="$B/progs/twin_plugin"
@@ -9,22 +9,16 @@ plugin="$ROOT/$B/plugins/extra_twins.so"
 [[ -x "$prog" ]] || fail "$prog not built"
 [[ -f "$plugin" ]] || fail "$plugin not built"
 
-note "without the plugin"
-rc=0
-env -u SIMCUDA_TWINS -u LD_PRELOAD "$prog" >"$TMP/none.out" 2>"$TMP/none.err" || rc=$?
-cat "$TMP/none.err"
-[[ $rc == 2 ]] || fail "expected exit 2 without the plugin, got $rc"
-grep -q 'CUDA_ERROR_NOT_FOUND' "$TMP/none.err" || fail "launch did not fail with CUDA_ERROR_NOT_FOUND"
-lines=$(grep -c 'plugin_square has no twin' "$TMP/none.err")
-[[ $lines == 1 ]] || fail "expected one log line about the missing twin, got $lines"
-grep 'plugin_square has no twin' "$TMP/none.err" | grep -q 'SIMCUDA_TWINS' ||
-	fail "the log line does not say how to add a twin"
-[[ ! -s "$TMP/none.out" ]] || fail "output printed although the launch failed"
+note "without the plugin: interpreted"
+awk 'BEGIN { for (i = 0; i < 16; i++) { x = i / 2 - 3; printf "%.6g\n", x * x } }' >"$TMP/want"
+env -u SIMCUDA_TWINS -u LD_PRELOAD "$prog" >"$TMP/none.out" 2>"$TMP/none.err" ||
+	{ cat "$TMP/none.err"; fail "failed without the plugin (the interpreter runs the kernel)"; }
+diff "$TMP/want" "$TMP/none.out" || fail "wrong values from the interpreter"
+[[ ! -s "$TMP/none.err" ]] || { cat "$TMP/none.err"; fail "unexpected messages without the plugin"; }
 
 note "with the plugin"
 SIMCUDA_TWINS="$plugin" env -u LD_PRELOAD "$prog" >"$TMP/plugin.out" 2>"$TMP/plugin.err" ||
 	{ cat "$TMP/plugin.err"; fail "failed with SIMCUDA_TWINS=$plugin"; }
-awk 'BEGIN { for (i = 0; i < 16; i++) { x = i / 2 - 3; printf "%.6g\n", x * x } }' >"$TMP/want"
 diff "$TMP/want" "$TMP/plugin.out" || fail "wrong values from the plugin's twin"
 [[ ! -s "$TMP/plugin.err" ]] || { cat "$TMP/plugin.err"; fail "unexpected messages with the plugin"; }
 

@@ -1,10 +1,12 @@
 /* launch.c - kernel launches on the software device: validation, the kernel payload (a deep
- * copy of the parameter bytes laid out as in the PTX) and running it as its twin.
+ * copy of the parameter bytes laid out as in the PTX) and running it as its twin, or through
+ * the PTX interpreter (interp.h) when it has none.
  * tests/simcuda layer.
  *
  * A launch only queues work: the twin runs later, at a synchronization point, so the payload
  * never points into the caller's memory (kernelParams usually point at its stack). Graph
  * kernel nodes build the same payload with sim_kernel_call_new. */
+#include "interp.h"
 #include "sim_module_int.h"
 
 #include <stdlib.h>
@@ -95,8 +97,13 @@ CUresult sim_kernel_call_new(CUfunction f, struct sim_dim3 grid, struct sim_dim3
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!params && !extra && e->nparams)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!sim_func_twin(fn))
-		return CUDA_ERROR_NOT_FOUND;
+	/* The twin when there is one (unless SIMCUDA_INTERPRET=1), else the PTX interpreter,
+	 * whose decoding (once) refuses a kernel it cannot run: the launch fails, not the run. */
+	if (sim_interp_is_forced() || !sim_func_twin(fn)) {
+		rc = sim_interp_prepare(fn);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -137,9 +144,10 @@ static void kernel_run(struct sim_work *w, void *payload)
 	struct sim_launch l;
 
 	(void)w;
-	if (!fn->twin) {
-		/* sim_kernel_call_new refuses functions without one: a payload built elsewhere. */
-		sim_log("kernel %s queued without a twin; not run", e->name);
+	if (!fn->twin || (sim_interp_is_forced() && fn->interp)) {
+		/* sim_kernel_call_new decoded it (or refused the launch) */
+		sim_interp_run(k);
+		sim_stats_count("kernels", e->name, 1);
 		return;
 	}
 	if (e->nparams > LAUNCH_INLINE_PARAMS) {

@@ -5,6 +5,7 @@
  * one, so either resolves to the same function (sim_func_resolve). A library's code is one
  * context-independent module; its functions are its kernels. See sim_module_int.h for who
  * owns what and why unloading only frees what no queued work still refers to. */
+#include "interp.h"
 #include "sim_module_int.h"
 
 #include <stdio.h>
@@ -85,6 +86,7 @@ static void module_free(struct sim_module *m)
 		free(m->funcs[i].param_sizes);
 	}
 	free(m->funcs);
+	sim_interp_mod_free(m->interp);
 	sim_ptx_fini(&m->ptx);
 	m->magic = 0;
 	free(m);

@@ -419,7 +419,8 @@ CUresult sim_ptx_parse(const char *text, struct sim_ptx *out, char *err, size_t 
 		rc = fail_at(&r, r.buf, "no .version directive: not PTX text%s", NULL);
 		goto out_fail;
 	}
-	free(r.buf);
+	/* Kept (comments blanked) for the interpreter, which decodes bodies at first launch. */
+	out->text = r.buf;
 	return CUDA_SUCCESS;
 out_fail:
 	if (!r.failed && rc == CUDA_ERROR_OUT_OF_MEMORY && err && errlen)
@@ -436,5 +437,6 @@ void sim_ptx_fini(struct sim_ptx *p)
 		free(p->entries[i].params);
 	}
 	free(p->entries);
+	free(p->text);
 	memset(p, 0, sizeof(*p));
 }

@@ -31,6 +31,7 @@ struct sim_ptx {
 	unsigned int nentries;       /* entries used */
 	int target_sm;               /* from .target sm_NN (e.g. 90), 0 when absent */
 	int version;                 /* .version major*10 + minor (e.g. 90) */
+	char *text;                  /* the whole text, comments and strings blanked (interp_*.c) */
 };
 
 /* The PTX text an image handed to cuModuleLoadData & co carries (fatbin.c). For PTX text,
@@ -69,6 +70,9 @@ struct sim_func {
 	int cluster_attr[5];         /* CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH.. (11..15) as set */
 	CUfunc_cache cache_config;   /* cuFuncSetCacheConfig */
 	struct sim_kernel_handle kernel; /* CUkernel handle (library kernels) */
+	struct sim_ifunc *interp;    /* decoded body (interp_decode.c), NULL until first needed */
+	int interp_rc;               /* CUresult of that decoding, once tried (0 before) */
+	bool interp_tried;           /* decoding was tried */
 };
 
 struct sim_module {
@@ -79,6 +83,7 @@ struct sim_module {
 	unsigned int nfuncs;         /* = ptx.nentries */
 	struct sim_func *funcs;      /* one per entry */
 	unsigned int refs;           /* 1 until unloaded + one per live kernel payload */
+	struct sim_imod *interp;     /* the interpreter's decoded functions, NULL until needed */
 };
 
 struct sim_library {
@@ -101,7 +106,8 @@ void sim_module_unref(struct sim_module *m);
 
 /* ------------------------------------------------------------------ twins (twins.c) */
 
-/* The function's twin, looked up once and cached; logs one line when there is none. */
+/* The function's twin, looked up once and cached; NULL (silently) when there is none: the PTX
+ * interpreter runs such a kernel (interp.h). */
 sim_twin_fn sim_func_twin(struct sim_func *fn);
 
 #endif
