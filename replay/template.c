@@ -594,18 +594,121 @@ static uint32_t seg_streams(const struct rpl_seg *g, const struct cap_window *w)
 	return n;
 }
 
+/* Classify the window's ops into t->ops (t->ngraph counted). False: ops of another context. */
+static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
+{
+	for (uint32_t i = 0; i < t->nops; i++) {
+		const struct cap_op *op = cap_window_op(w, i);
+		struct rpl_top *o = &t->ops[i];
+
+		if (op->ctx != t->ctx)
+			return false;
+		o->key = op->key;
+		o->kind = op->kind;
+		o->stream_slot = op->stream_slot;
+		o->cls = (uint8_t)rpl__classify(op);
+		o->seg = -1;
+		t->ngraph += o->cls == RPL_CLS_GRAPH;
+	}
+	return true;
+}
+
+/* Cut t's runs of graphable ops into segments (t->segs[].first/n, t->ops[].seg): sizes from
+ * segment_size, never inside what a rewrite relies on, and before an op that would order two
+ * streams both ways (cut_add). 0 or -CF_ENOMEM. */
+static int cuts_make(struct rpl_template *t, const struct cap_window *w, const struct rpl_config *cfg)
+{
+	uint8_t *glued = calloc(t->nops, 1); /* per op: GLUE_* between it and the next */
+	struct cut_order order = { 0 };      /* the open segment's stream order */
+	bool stream_cuts = true;             /* cut to keep streams apart (cut_add) */
+	uint32_t run_len = 0, seg_limit = 0;
+
+	if (!glued)
+		return -CF_ENOMEM;
+	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
+	 * started small): the cuts below keep those spans whole */
+	for (uint32_t i = 0; i < t->nops;) {
+		uint32_t n = 0;
+
+		while (i + n < t->nops && t->ops[i + n].cls == RPL_CLS_GRAPH && n < cfg->segment)
+			n++;
+		if (n > 1)
+			glue_rewrites(glued, w, i, n, cfg);
+		i += n ? n : 1;
+	}
+	for (uint32_t i = 0; i < t->nops && cfg->segment > RPL_SEG_SMALL; i++)
+		stream_cuts &= !(glued[i] & GLUE_PARALLEL);
+	for (uint32_t i = 0, p = 0; i < t->nops; i++) {
+		struct rpl_top *o = &t->ops[i];
+
+		if (o->cls != RPL_CLS_GRAPH) {
+			run_len = 0;
+			continue;
+		}
+		if (run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
+		    run_len >= cfg->segment ||
+		    (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
+			memset(&order, 0, sizeof(order));
+			(void)cut_add(&order, cap_window_op(w, i));
+			run_len = 0;
+			seg_limit = segment_size(p, t->ngraph, cfg->segment);
+			t->segs[t->nsegs].first = i;
+			t->nsegs++;
+		}
+		run_len++;
+		p++;
+		t->segs[t->nsegs - 1].n = run_len;
+		o->seg = (int32_t)(t->nsegs - 1);
+	}
+	free(glued);
+	return 0;
+}
+
+/* Build every segment's graphs (and the join/fork events an unsplit multi-stream segment
+ * needs) in t's context. */
+static CUresult segs_build(struct rpl_template *t, const struct cap_window *w, const struct rpl_config *cfg)
+{
+	struct cap_graph *tg = cap_graph_build(w);
+	CUresult rc = CUDA_SUCCESS;
+	bool pushed = false;
+
+	if (!tg)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rpl__ctx_enter(t->ctx, &pushed);
+	cap_shape_unmark(t->shape);
+	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
+		rc = rpl__seg_build(&t->segs[k], w, tg, cfg);
+		if (rc != CUDA_SUCCESS)
+			break;
+		figures_add(&t->rw, &t->segs[k], w);
+		seg_mark(t->shape, &t->segs[k]);
+		if (t->segs[k].nparts > 1)
+			t->split_segs++;
+		else if (seg_streams(&t->segs[k], w) > 1)
+			t->multi_stream = true;
+	}
+	if (rc == CUDA_SUCCESS && t->multi_stream) {
+		/* one event each for joining streams before launches and forking after: a wait
+		 * takes the event's state at the call, so the events are reused at once */
+		rpl__own_call();
+		rc = SHIM_REAL(cuEventCreate)(&t->join_ev, CU_EVENT_DISABLE_TIMING);
+		if (rc == CUDA_SUCCESS) {
+			rpl__own_call();
+			rc = SHIM_REAL(cuEventCreate)(&t->fork_ev, CU_EVENT_DISABLE_TIMING);
+		}
+	}
+	rpl__ctx_leave(pushed);
+	cap_graph_destroy(tg);
+	return rc;
+}
+
 struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
 					 bool *own_failure)
 {
 	const struct cap_window *w = cap_shape_last(s);
 	struct rpl_template *t = NULL;
-	uint32_t nops, run_start = 0, run_len = 0, seg_limit = 0;
-	uint8_t *glued = NULL;       /* per op: GLUE_* between it and the next (glue_rewrites) */
-	struct cut_order order;      /* the open segment's stream order */
-	bool stream_cuts = true;     /* cut to keep streams apart (cut_add) */
-	struct cap_graph *tg = NULL;
-	CUresult rc = CUDA_SUCCESS;
-	bool pushed = false;
+	uint32_t nops;
+	CUresult rc;
 
 	*why = NULL;
 	*own_failure = false;
@@ -623,98 +726,20 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 	t->seg_cap = cfg->segment;
 	t->ctx = cap_window_op(w, 0)->ctx;
 	t->ops = calloc(nops, sizeof(*t->ops));
-	t->segs = calloc(nops, sizeof(*t->segs)); /* at most one per op; trimmed below */
+	t->segs = calloc(nops, sizeof(*t->segs)); /* at most one per op */
 	if (!t->ops || !t->segs)
 		goto out_nomem;
-	for (uint32_t i = 0; i < nops; i++) {
-		const struct cap_op *op = cap_window_op(w, i);
-		struct rpl_top *o = &t->ops[i];
-
-		if (op->ctx != t->ctx) {
-			*why = "ops in more than one context";
-			goto out_reject;
-		}
-		o->key = op->key;
-		o->kind = op->kind;
-		o->stream_slot = op->stream_slot;
-		o->cls = (uint8_t)rpl__classify(op);
-		o->seg = -1;
-		t->ngraph += o->cls == RPL_CLS_GRAPH;
+	if (!tops_classify(t, w)) {
+		*why = "ops in more than one context";
+		goto out_reject;
 	}
-	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
-	 * started small): the cuts below keep those spans whole */
-	glued = calloc(nops, 1);
-	if (!glued)
+	if (cuts_make(t, w, cfg) != 0)
 		goto out_nomem;
-	for (uint32_t i = 0; i < nops;) {
-		uint32_t n = 0;
-
-		while (i + n < nops && t->ops[i + n].cls == RPL_CLS_GRAPH && n < cfg->segment)
-			n++;
-		if (n > 1)
-			glue_rewrites(glued, w, i, n, cfg);
-		i += n ? n : 1;
-	}
-	for (uint32_t i = 0; i < nops && cfg->segment > RPL_SEG_SMALL; i++)
-		stream_cuts &= !(glued[i] & GLUE_PARALLEL);
-	for (uint32_t i = 0, p = 0; i < nops; i++) {
-		struct rpl_top *o = &t->ops[i];
-
-		if (o->cls != RPL_CLS_GRAPH) {
-			run_len = 0;
-			continue;
-		}
-		if (run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
-		    run_len >= cfg->segment ||
-		    (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
-			memset(&order, 0, sizeof(order));
-			(void)cut_add(&order, cap_window_op(w, i));
-			run_start = i;
-			run_len = 0;
-			seg_limit = segment_size(p, t->ngraph, cfg->segment);
-			t->segs[t->nsegs].first = run_start;
-			t->nsegs++;
-		}
-		run_len++;
-		p++;
-		t->segs[t->nsegs - 1].n = run_len;
-		o->seg = (int32_t)(t->nsegs - 1);
-	}
-	free(glued);
-	glued = NULL;
 	if (t->ngraph < cfg->min_ops || t->ngraph == 0) {
 		*why = "fewer graphable ops than CUFOLD_MIN_OPS";
 		goto out_reject;
 	}
-	tg = cap_graph_build(w);
-	if (!tg)
-		goto out_nomem;
-	rpl__ctx_enter(t->ctx, &pushed);
-	cap_shape_unmark(s);
-	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
-		rc = rpl__seg_build(&t->segs[k], w, tg, cfg);
-		if (rc == CUDA_SUCCESS) {
-			figures_add(&t->rw, &t->segs[k], w);
-			seg_mark(s, &t->segs[k]);
-		}
-		if (rc == CUDA_SUCCESS && t->segs[k].nparts > 1)
-			t->split_segs++;
-		else if (rc == CUDA_SUCCESS && seg_streams(&t->segs[k], w) > 1)
-			t->multi_stream = true;
-	}
-	if (rc == CUDA_SUCCESS && t->multi_stream) {
-		/* one event each for joining streams before launches and forking after: a wait
-		 * takes the event's state at the call, so the events are reused at once */
-		rpl__own_call();
-		rc = SHIM_REAL(cuEventCreate)(&t->join_ev, CU_EVENT_DISABLE_TIMING);
-		if (rc == CUDA_SUCCESS) {
-			rpl__own_call();
-			rc = SHIM_REAL(cuEventCreate)(&t->fork_ev, CU_EVENT_DISABLE_TIMING);
-		}
-	}
-	rpl__ctx_leave(pushed);
-	cap_graph_destroy(tg);
-	tg = NULL;
+	rc = segs_build(t, w, cfg);
 	if (rc != CUDA_SUCCESS) {
 		cf_log_debug("building a graph for window shape %llu failed: error %d", (unsigned long long)t->shape_id,
 			     (int)rc);
@@ -728,9 +753,6 @@ out_nomem:
 	*why = "out of memory";
 	*own_failure = true;
 out_reject:
-	free(glued);
-	if (tg)
-		cap_graph_destroy(tg);
 	rpl__template_destroy(t);
 	return NULL;
 }

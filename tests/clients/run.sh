@@ -8,7 +8,6 @@ source "$(dirname "$0")/../e2e/lib.sh"
 py=${CLIENTS_VENV:-$B/clients-venv}/bin/python
 [[ -x $py ]] || fail "$py not found: run make deps-clients"
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:${CUDA_HOME:-/usr/local/cuda}/lib64"
-SEEDS=${SEEDS:-5}
 
 same_output_over_seeds "$py" tests/clients/train.py 12
 CUFOLD_REPORT="$TMP/report.json" run_cufold "$TMP/out" "$py" tests/clients/train.py 20 || fail "train.py exited $?"
