@@ -546,67 +546,17 @@ bool rpl_poll(uint32_t tid)
 	return false;
 }
 
-void rpl_window_closed(struct cap_shape *s)
+/* Build shape s's template (note n) from its last window, link it in, or mark the shape
+ * rejected; the build's time is kept out of the window's sample. */
+static void template_make(struct cap_shape *s, struct rpl_shape_note *n)
 {
-	struct rpl_shape_note *n;
-	struct rpl_template *ended = rpl__st.ended, *t;
+	struct rpl_config cfg = rpl__st.cfg; /* the configuration its template is built with */
+	uint64_t build_t0 = rpl__gate_clock();
 	const char *why = NULL;
 	bool own_failure = false;
-	uint64_t build_t0;
-	struct rpl_config cfg;       /* the configuration this shape's template is built with */
+	struct rpl_template *t;
 
-	if (!rpl__st.ready)
-		return;
-	if (rpl__st.ndef)
-		rpl_flush();
-	rpl__st.mstate = RPL_M_FRESH;
-	rpl__st.depth = 0;
-	rpl__st.ncand = 0;
-	rpl__st.ended = NULL;
-	state_check(); /* invariant 2: a deferred run never outlives its window */
-	if (!s)
-		return; /* nothing closed (an empty window): the last window's sample still waits */
-	rpl__st.pend.valid = false;
-	n = rpl__note_of(s);
-	if (!n) {
-		struct note_link *l = calloc(1, sizeof(*l));
-
-		if (!l)
-			return;
-		l->shape = s;
-		l->next = rpl__notes;
-		rpl__notes = l;
-		n = &l->note;
-		cap_shape_set_user(s, n);
-	}
-	/* its time is taken when the next window starts: replayed to the end, or wholly eager */
-	rpl__st.pend.note = n;
-	rpl__st.pend.replayed = n->tpl && ended == n->tpl;
-	rpl__st.pend.valid = rpl__st.win_t0 && (rpl__st.pend.replayed || !rpl__st.win_deferred);
-	rpl__st.pend.t0 = rpl__st.win_t0;
-	rpl__st.pend.exclude = 0;
-	rpl__st.pend.charge = 0;
-	if (rpl__st.pend.replayed && rpl__gate_is_modeled())
-		rpl__st.pend.charge = (uint64_t)(rpl_host_ns_per_op() * (double)n->tpl->nops);
-	if (n->tpl) {
-		if (ended == n->tpl)
-			n->tpl->windows++;
-		return;
-	}
-	if (n->rejected)
-		return;
-	if (cap_shape_sightings(s) < rpl__st.cfg.warmup ||
-	    (n->retired_at && cap_shape_sightings(s) - n->retired_at < rpl__st.cfg.warmup))
-		return;
-	{
-		const struct cap_window *w = cap_shape_last(s);
-
-		if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(cap_window_op(w, 0)->ctx))
-			return;
-	}
-	build_t0 = rpl__gate_clock();
 	rpl__mark_build_begin(cap_shape_id(s));
-	cfg = rpl__st.cfg;
 	if (n->guard_retires >= RPL_GUARD_RETIRES)
 		cfg.opt = RPL_OPT_NONE; /* its bindings keep breaking the plans' guards: as it is */
 	if (n->gate.cuts && cfg.segment > RPL_SEG_SMALL)
@@ -631,6 +581,68 @@ void rpl_window_closed(struct cap_shape *s)
 	rpl__totals.templates++;
 	rpl__totals.templates_live++;
 	rpl__totals.segments += t->nsegs;
+}
+
+/* The note of shape s, made on first use (NULL: out of memory). */
+static struct rpl_shape_note *note_get(struct cap_shape *s)
+{
+	struct rpl_shape_note *n = rpl__note_of(s);
+	struct note_link *l;
+
+	if (n)
+		return n;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->shape = s;
+	l->next = rpl__notes;
+	rpl__notes = l;
+	cap_shape_set_user(s, &l->note);
+	return &l->note;
+}
+
+void rpl_window_closed(struct cap_shape *s)
+{
+	struct rpl_template *ended = rpl__st.ended;
+	const struct cap_window *w;
+	struct rpl_shape_note *n;
+
+	if (!rpl__st.ready)
+		return;
+	if (rpl__st.ndef)
+		rpl_flush();
+	rpl__st.mstate = RPL_M_FRESH;
+	rpl__st.depth = 0;
+	rpl__st.ncand = 0;
+	rpl__st.ended = NULL;
+	state_check(); /* invariant 2: a deferred run never outlives its window */
+	if (!s)
+		return; /* nothing closed (an empty window): the last window's sample still waits */
+	rpl__st.pend.valid = false;
+	n = note_get(s);
+	if (!n)
+		return;
+	/* its time is taken when the next window starts: replayed to the end, or wholly eager */
+	rpl__st.pend.note = n;
+	rpl__st.pend.replayed = n->tpl && ended == n->tpl;
+	rpl__st.pend.valid = rpl__st.win_t0 && (rpl__st.pend.replayed || !rpl__st.win_deferred);
+	rpl__st.pend.t0 = rpl__st.win_t0;
+	rpl__st.pend.exclude = 0;
+	rpl__st.pend.charge = 0;
+	if (rpl__st.pend.replayed && rpl__gate_is_modeled())
+		rpl__st.pend.charge = (uint64_t)(rpl_host_ns_per_op() * (double)n->tpl->nops);
+	if (n->tpl) {
+		if (ended == n->tpl)
+			n->tpl->windows++;
+		return;
+	}
+	if (n->rejected || cap_shape_sightings(s) < rpl__st.cfg.warmup ||
+	    (n->retired_at && cap_shape_sightings(s) - n->retired_at < rpl__st.cfg.warmup))
+		return;
+	w = cap_shape_last(s);
+	if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(cap_window_op(w, 0)->ctx))
+		return;
+	template_make(s, n);
 }
 
 /* ------------------------------------------------------------------ statistics */
