@@ -182,27 +182,28 @@ $(B)/obj/rewrite/kernels.o: $(B)/gen/rw_kernels_ptx.h
 $(B)/obj/rewrite/cards.o: $(B)/gen/rw_builtin_cards.h
 $(filter $(B)/unit/sim_cufold_%,$(SIM_UNIT)): $(B)/gen/rw_kernels_ptx.h
 
-# The software device exports every name the toolkit's stub exports: the ones implemented in
-# tests/simcuda/*.c, and for the rest a generated stub answering CUDA_ERROR_NOT_SUPPORTED.
-$(B)/gen/sim_unsupported.c: driver/cuda_api.def $(SIM_OBJ) scripts/gen-sim-unsupported
+# The software device exports every name the toolkit's stub exports, all defined in one generated
+# file: an enter/call/leave wrapper for each sim_api_<symbol> that tests/simcuda/*.c implements,
+# and for the rest a stub answering CUDA_ERROR_NOT_SUPPORTED (tests/simcuda/sim_api.h).
+$(B)/gen/sim_entry.c: driver/cuda_api.def $(SIM_OBJ) scripts/gen-sim-entry
 	@mkdir -p $(dir $@)
 	$(call msg,GEN,$@)
-	$(Q)$(PYTHON) scripts/gen-sim-unsupported driver/cuda_api.def $@ $(SIM_OBJ)
+	$(Q)$(PYTHON) scripts/gen-sim-entry driver/cuda_api.def $@ $(SIM_OBJ)
 
-$(B)/obj/gen/sim_unsupported.o: $(B)/gen/sim_unsupported.c
+$(B)/obj/gen/sim_entry.o: $(B)/gen/sim_entry.c
 	@mkdir -p $(dir $@)
 	$(call msg,CC,$<)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(B)/gen/simcuda.map: driver/cuda_api.def Makefile
 	@mkdir -p $(dir $@)
 	$(call msg,GEN,$@)
 	$(Q){ echo '{ global:'; echo '  cu*;'; echo '  sim_twin_*;'; echo '  simcuda_*;'; echo 'local: *; };'; } > $@
 
-$(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_unsupported.o $(B)/gen/simcuda.map
+$(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
 	@mkdir -p $(dir $@)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(B)/obj/gen/sim_unsupported.o $(LDSAN) \
+	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
 	  -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
 	  -Wl,--version-script=$(B)/gen/simcuda.map -ldl -lpthread -lm
 

@@ -122,14 +122,11 @@ CUresult sim__array_side(uintptr_t handle, size_t x, size_t y, size_t z, size_t 
 
 /* ------------------------------------------------------------------ entry points: arrays */
 
-CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+CUresult sim_api_cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 {
-	static struct sim_entry entry;
 	CUDA_ARRAY3D_DESCRIPTOR d = { 0 };
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (pAllocateArray) {
 		d.Width = pAllocateArray->Width;
 		d.Height = pAllocateArray->Height;
@@ -137,28 +134,19 @@ CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateA
 		d.NumChannels = pAllocateArray->NumChannels;
 	}
 	rc = array_create(pHandle, pAllocateArray ? &d : NULL);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+CUresult sim_api_cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = array_create(pHandle, pAllocateArray);
-	return sim_leave(rc);
+	return array_create(pHandle, pAllocateArray);
 }
 
-CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+CUresult sim_api_cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 {
-	static struct sim_entry entry;
 	struct sim_array *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	a = array_from(hArray);
 	if (!pArrayDescriptor)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -170,17 +158,14 @@ CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray h
 		pArrayDescriptor->Format = a->desc.Format;
 		pArrayDescriptor->NumChannels = a->desc.NumChannels;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+CUresult sim_api_cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 {
-	static struct sim_entry entry;
 	struct sim_array *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	a = array_from(hArray);
 	if (!pArrayDescriptor)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -188,18 +173,15 @@ CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarr
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else
 		*pArrayDescriptor = a->desc;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuArrayDestroy(CUarray hArray)
+CUresult sim_api_cuArrayDestroy(CUarray hArray)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_array *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -217,7 +199,7 @@ CUresult cuArrayDestroy(CUarray hArray)
 	sim_mem_free(a->data);
 	free(a);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: linear copies */
@@ -295,173 +277,78 @@ static CUresult atoa(CUarray dst, size_t dst_off, CUarray src, size_t src_off, s
 	return array_copy(&p, n, NULL, pt, false);
 }
 
-/* The _ptds/_ptsz forms (per-thread default stream builds) are not declared by cuda.h here. */
-CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount);
-CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount);
-CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
-				   CUstream hStream);
-CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
-				   CUstream hStream);
-CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount);
-CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount);
-CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
-			      size_t ByteCount);
-
-CUresult cuMemcpyHtoA(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+CUresult sim_api_cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return htoa(dstArray, dstOffset, srcHost, ByteCount, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+CUresult sim_api_cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return htoa(dstArray, dstOffset, srcHost, ByteCount, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpyAtoH(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult sim_api_cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return atoh(dstHost, srcArray, srcOffset, ByteCount, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult sim_api_cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return atoh(dstHost, srcArray, srcOffset, ByteCount, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpyHtoAAsync(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
-			   CUstream hStream)
+CUresult sim_api_cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
+				      CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return htoa(dstArray, dstOffset, srcHost, ByteCount, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
-				   CUstream hStream)
+CUresult sim_api_cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount,
+					   CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = htoa(dstArray, dstOffset, srcHost, ByteCount, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return htoa(dstArray, dstOffset, srcHost, ByteCount, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemcpyAtoHAsync(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
-			   CUstream hStream)
+CUresult sim_api_cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+				      CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return atoh(dstHost, srcArray, srcOffset, ByteCount, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
-				   CUstream hStream)
+CUresult sim_api_cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+					   CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atoh(dstHost, srcArray, srcOffset, ByteCount, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return atoh(dstHost, srcArray, srcOffset, ByteCount, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemcpyDtoA(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult sim_api_cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = dtoa(dstArray, dstOffset, srcDevice, ByteCount, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return dtoa(dstArray, dstOffset, srcDevice, ByteCount, SIM_PT_LEGACY);
 }
 
-CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult sim_api_cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = dtoa(dstArray, dstOffset, srcDevice, ByteCount, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return dtoa(dstArray, dstOffset, srcDevice, ByteCount, SIM_PT_PER_THREAD);
 }
 
-CUresult cuMemcpyAtoD(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult sim_api_cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atod(dstDevice, srcArray, srcOffset, ByteCount, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return atod(dstDevice, srcArray, srcOffset, ByteCount, SIM_PT_LEGACY);
 }
 
-CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult sim_api_cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atod(dstDevice, srcArray, srcOffset, ByteCount, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return atod(dstDevice, srcArray, srcOffset, ByteCount, SIM_PT_PER_THREAD);
 }
 
-CUresult cuMemcpyAtoA(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult sim_api_cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+				 size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount, SIM_PT_LEGACY);
 }
 
-CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
-			      size_t ByteCount)
+CUresult sim_api_cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+				      size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return atoa(dstArray, dstOffset, srcArray, srcOffset, ByteCount, SIM_PT_PER_THREAD);
 }

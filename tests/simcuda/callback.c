@@ -74,25 +74,13 @@ out:
 	return rc;
 }
 
-CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+CUresult sim_api_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = add_callback(hStream, callback, userData, flags, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return add_callback(hStream, callback, userData, flags, SIM_PT_LEGACY);
 }
 
-CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags);
-CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+CUresult sim_api_cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData,
+					  unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = add_callback(hStream, callback, userData, flags, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return add_callback(hStream, callback, userData, flags, SIM_PT_PER_THREAD);
 }

@@ -396,52 +396,25 @@ static CUresult begin_capture(CUstream h, enum sim_pt pt, CUstreamCaptureMode mo
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
+CUresult sim_api_cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = begin_capture(hStream, SIM_PT_LEGACY, mode, NULL, NULL, 0);
-	return sim_leave(rc);
+	return begin_capture(hStream, SIM_PT_LEGACY, mode, NULL, NULL, 0);
 }
 
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+CUresult sim_api_cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = begin_capture(hStream, SIM_PT_PER_THREAD, mode, NULL, NULL, 0);
-	return sim_leave(rc);
+	return begin_capture(hStream, SIM_PT_PER_THREAD, mode, NULL, NULL, 0);
 }
 
 /* CUDA 10.0's names, without a mode: they capture in global mode. */
-CUresult sim_stream_begin_capture_v1(CUstream hStream) __asm__("cuStreamBeginCapture");
-CUresult sim_stream_begin_capture_v1(CUstream hStream)
+CUresult sim_api_cuStreamBeginCapture(CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuStreamBeginCapture");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = begin_capture(hStream, SIM_PT_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL, NULL, 0);
-	return sim_leave(rc);
+	return begin_capture(hStream, SIM_PT_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL, NULL, 0);
 }
 
-CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
-CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+CUresult sim_api_cuStreamBeginCapture_ptsz(CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = begin_capture(hStream, SIM_PT_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL, NULL, 0);
-	return sim_leave(rc);
+	return begin_capture(hStream, SIM_PT_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL, NULL, 0);
 }
 
 static CUresult begin_capture_to_graph(CUstream h, enum sim_pt pt, CUgraph hGraph, const CUgraphNode *deps,
@@ -457,35 +430,20 @@ static CUresult begin_capture_to_graph(CUstream h, enum sim_pt pt, CUgraph hGrap
 	return begin_capture(h, pt, mode, g, deps, ndeps);
 }
 
-CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-				     const CUgraphEdgeData *dependencyData, size_t numDependencies,
-				     CUstreamCaptureMode mode)
+CUresult sim_api_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+					     const CUgraphEdgeData *dependencyData, size_t numDependencies,
+					     CUstreamCaptureMode mode)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = begin_capture_to_graph(hStream, SIM_PT_LEGACY, hGraph, dependencies, dependencyData,
-				    numDependencies, mode);
-	return sim_leave(rc);
+	return begin_capture_to_graph(hStream, SIM_PT_LEGACY, hGraph, dependencies, dependencyData,
+				      numDependencies, mode);
 }
 
-CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-					  const CUgraphEdgeData *dependencyData, size_t numDependencies,
-					  CUstreamCaptureMode mode);
-CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-					  const CUgraphEdgeData *dependencyData, size_t numDependencies,
-					  CUstreamCaptureMode mode)
+CUresult sim_api_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+						  const CUgraphEdgeData *dependencyData, size_t numDependencies,
+						  CUstreamCaptureMode mode)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = begin_capture_to_graph(hStream, SIM_PT_PER_THREAD, hGraph, dependencies, dependencyData,
-				    numDependencies, mode);
-	return sim_leave(rc);
+	return begin_capture_to_graph(hStream, SIM_PT_PER_THREAD, hGraph, dependencies, dependencyData,
+				      numDependencies, mode);
 }
 
 static CUresult end_capture(CUstream h, enum sim_pt pt, CUgraph *phGraph)
@@ -518,27 +476,14 @@ static CUresult end_capture(CUstream h, enum sim_pt pt, CUgraph *phGraph)
 	return rc;
 }
 
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+CUresult sim_api_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = end_capture(hStream, SIM_PT_LEGACY, phGraph);
-	return sim_leave(rc);
+	return end_capture(hStream, SIM_PT_LEGACY, phGraph);
 }
 
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+CUresult sim_api_cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = end_capture(hStream, SIM_PT_PER_THREAD, phGraph);
-	return sim_leave(rc);
+	return end_capture(hStream, SIM_PT_PER_THREAD, phGraph);
 }
 
 static CUstreamCaptureStatus status_of(const struct sim_stream *s)
@@ -561,27 +506,14 @@ static CUresult is_capturing(CUstream h, enum sim_pt pt, CUstreamCaptureStatus *
 	return rc;
 }
 
-CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+CUresult sim_api_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = is_capturing(hStream, SIM_PT_LEGACY, captureStatus);
-	return sim_leave(rc);
+	return is_capturing(hStream, SIM_PT_LEGACY, captureStatus);
 }
 
-CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+CUresult sim_api_cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = is_capturing(hStream, SIM_PT_PER_THREAD, captureStatus);
-	return sim_leave(rc);
+	return is_capturing(hStream, SIM_PT_PER_THREAD, captureStatus);
 }
 
 /* Every cuStreamGetCaptureInfo version; the arrays returned stay valid until the next call for
@@ -641,99 +573,49 @@ static CUresult capture_info(CUstream h, enum sim_pt pt, CUstreamCaptureStatus *
 	return CUDA_SUCCESS;
 }
 
-CUresult sim_stream_get_capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					cuuint64_t *id_out) __asm__("cuStreamGetCaptureInfo");
-CUresult sim_stream_get_capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+CUresult sim_api_cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
 					cuuint64_t *id_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuStreamGetCaptureInfo");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = capture_info(hStream, SIM_PT_LEGACY, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
-	return sim_leave(rc);
+	return capture_info(hStream, SIM_PT_LEGACY, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
 }
 
-CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				     cuuint64_t *id_out);
-CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				     cuuint64_t *id_out)
+CUresult sim_api_cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					     cuuint64_t *id_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = capture_info(hStream, SIM_PT_PER_THREAD, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
-	return sim_leave(rc);
+	return capture_info(hStream, SIM_PT_PER_THREAD, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
 }
 
-CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				   cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
-				   size_t *numDependencies_out);
-CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				   cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
-				   size_t *numDependencies_out)
+CUresult sim_api_cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					   cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
+					   size_t *numDependencies_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = capture_info(hStream, SIM_PT_LEGACY, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
-			  numDependencies_out);
-	return sim_leave(rc);
+	return capture_info(hStream, SIM_PT_LEGACY, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
+			    numDependencies_out);
 }
 
-CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					cuuint64_t *id_out, CUgraph *graph_out,
-					const CUgraphNode **dependencies_out, size_t *numDependencies_out);
-CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					cuuint64_t *id_out, CUgraph *graph_out,
-					const CUgraphNode **dependencies_out, size_t *numDependencies_out)
+CUresult sim_api_cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+						cuuint64_t *id_out, CUgraph *graph_out,
+						const CUgraphNode **dependencies_out, size_t *numDependencies_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = capture_info(hStream, SIM_PT_PER_THREAD, captureStatus_out, id_out, graph_out, dependencies_out,
-			  NULL, numDependencies_out);
-	return sim_leave(rc);
+	return capture_info(hStream, SIM_PT_PER_THREAD, captureStatus_out, id_out, graph_out, dependencies_out,
+			    NULL, numDependencies_out);
 }
 
-CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
-				CUgraph *graph_out, const CUgraphNode **dependencies_out,
-				const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+CUresult sim_api_cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					   cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
+					   const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = capture_info(hStream, SIM_PT_LEGACY, captureStatus_out, id_out, graph_out, dependencies_out,
-			  edgeData_out, numDependencies_out);
-	return sim_leave(rc);
+	return capture_info(hStream, SIM_PT_LEGACY, captureStatus_out, id_out, graph_out, dependencies_out,
+			    edgeData_out, numDependencies_out);
 }
 
-CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					cuuint64_t *id_out, CUgraph *graph_out,
-					const CUgraphNode **dependencies_out,
-					const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
-CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					cuuint64_t *id_out, CUgraph *graph_out,
-					const CUgraphNode **dependencies_out,
-					const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+CUresult sim_api_cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+						cuuint64_t *id_out, CUgraph *graph_out,
+						const CUgraphNode **dependencies_out,
+						const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = capture_info(hStream, SIM_PT_PER_THREAD, captureStatus_out, id_out, graph_out, dependencies_out,
-			  edgeData_out, numDependencies_out);
-	return sim_leave(rc);
+	return capture_info(hStream, SIM_PT_PER_THREAD, captureStatus_out, id_out, graph_out, dependencies_out,
+			    edgeData_out, numDependencies_out);
 }
 
 static CUresult update_deps(CUstream h, enum sim_pt pt, CUgraphNode *deps, const CUgraphEdgeData *edges,
@@ -768,72 +650,37 @@ static CUresult update_deps(CUstream h, enum sim_pt pt, CUgraphNode *deps, const
 	return rc;
 }
 
-CUresult sim_stream_update_capture_dependencies_v1(CUstream hStream, CUgraphNode *dependencies,
-						   size_t numDependencies, unsigned int flags)
-	__asm__("cuStreamUpdateCaptureDependencies");
-CUresult sim_stream_update_capture_dependencies_v1(CUstream hStream, CUgraphNode *dependencies,
+CUresult sim_api_cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
 						   size_t numDependencies, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuStreamUpdateCaptureDependencies");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = update_deps(hStream, SIM_PT_LEGACY, dependencies, NULL, numDependencies, flags);
-	return sim_leave(rc);
+	return update_deps(hStream, SIM_PT_LEGACY, dependencies, NULL, numDependencies, flags);
 }
 
-CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
-						size_t numDependencies, unsigned int flags);
-CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
-						size_t numDependencies, unsigned int flags)
+CUresult sim_api_cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
+							size_t numDependencies, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = update_deps(hStream, SIM_PT_PER_THREAD, dependencies, NULL, numDependencies, flags);
-	return sim_leave(rc);
+	return update_deps(hStream, SIM_PT_PER_THREAD, dependencies, NULL, numDependencies, flags);
 }
 
-CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
-					   const CUgraphEdgeData *dependencyData, size_t numDependencies,
-					   unsigned int flags)
+CUresult sim_api_cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
+						      const CUgraphEdgeData *dependencyData, size_t numDependencies,
+						      unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = update_deps(hStream, SIM_PT_LEGACY, dependencies, dependencyData, numDependencies, flags);
-	return sim_leave(rc);
+	return update_deps(hStream, SIM_PT_LEGACY, dependencies, dependencyData, numDependencies, flags);
 }
 
-CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode *dependencies,
-						   const CUgraphEdgeData *dependencyData,
-						   size_t numDependencies, unsigned int flags);
-CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode *dependencies,
-						   const CUgraphEdgeData *dependencyData,
-						   size_t numDependencies, unsigned int flags)
+CUresult sim_api_cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode *dependencies,
+							   const CUgraphEdgeData *dependencyData,
+							   size_t numDependencies, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = update_deps(hStream, SIM_PT_PER_THREAD, dependencies, dependencyData, numDependencies, flags);
-	return sim_leave(rc);
+	return update_deps(hStream, SIM_PT_PER_THREAD, dependencies, dependencyData, numDependencies, flags);
 }
 
-CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+CUresult sim_api_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
-	static struct sim_entry entry;
 	CUstreamCaptureMode old;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
 		      *mode != CU_STREAM_CAPTURE_MODE_RELAXED)) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -842,5 +689,5 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 		thread_mode = *mode;
 		*mode = old;
 	}
-	return sim_leave(rc);
+	return rc;
 }

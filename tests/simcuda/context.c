@@ -98,38 +98,25 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+CUresult sim_api_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)params; /* execution affinity and CIG parameters do not change a CPU device */
 	rc = ctx_create(pctx, flags, dev);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+CUresult sim_api_cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = ctx_create(pctx, flags, dev);
-	return sim_leave(rc);
+	return ctx_create(pctx, flags, dev);
 }
 
-CUresult cuCtxDestroy(CUcontext ctx)
+CUresult sim_api_cuCtxDestroy_v2(CUcontext ctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	c = sim_ctx_from(ctx);
 	if (!c || c->is_primary) {
 		rc = CUDA_ERROR_INVALID_CONTEXT;
@@ -145,17 +132,14 @@ CUresult cuCtxDestroy(CUcontext ctx)
 	sim_handle_remove(c);
 	c->magic = 0;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxPushCurrent(CUcontext ctx)
+CUresult sim_api_cuCtxPushCurrent_v2(CUcontext ctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	c = sim_ctx_from(ctx);
 	if (!c)
 		rc = CUDA_ERROR_INVALID_CONTEXT;
@@ -163,16 +147,13 @@ CUresult cuCtxPushCurrent(CUcontext ctx)
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	else
 		ctx_stack[ctx_depth++] = c;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxPopCurrent(CUcontext *pctx)
+CUresult sim_api_cuCtxPopCurrent_v2(CUcontext *pctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (ctx_depth == 0) {
 		rc = CUDA_ERROR_INVALID_CONTEXT;
 	} else {
@@ -180,66 +161,53 @@ CUresult cuCtxPopCurrent(CUcontext *pctx)
 		if (pctx)
 			*pctx = (CUcontext)ctx_stack[ctx_depth];
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxSetCurrent(CUcontext ctx)
+CUresult sim_api_cuCtxSetCurrent(CUcontext ctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c = NULL;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (ctx && !(c = sim_ctx_from(ctx)))
 		rc = CUDA_ERROR_INVALID_CONTEXT;
 	else
 		set_current(c);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetCurrent(CUcontext *pctx)
+CUresult sim_api_cuCtxGetCurrent(CUcontext *pctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pctx)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else
 		*pctx = (CUcontext)sim_ctx_current();
-	return sim_leave(rc);
+	return rc;
 }
 
 /* The CUDA 2.0 form: the device of the current context. */
-CUresult cuCtxGetDevice(CUdevice *device);
-CUresult cuCtxGetDevice(CUdevice *device)
+CUresult sim_api_cuCtxGetDevice(CUdevice *device)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!device)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = sim_ctx_require(&c)) == CUDA_SUCCESS)
 		*device = c->device;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* The CUDA 13.0 form: the device of ctx, or of the current context when ctx is NULL. */
-CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+CUresult sim_api_cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c = NULL;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!device)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if (ctx && !(c = sim_ctx_from(ctx)))
@@ -248,7 +216,7 @@ CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 		rc = sim_ctx_require(&c);
 	if (rc == CUDA_SUCCESS)
 		*device = c->device;
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult ctx_sync(struct sim_ctx *c)
@@ -262,60 +230,47 @@ static CUresult ctx_sync(struct sim_ctx *c)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void);
-CUresult cuCtxSynchronize(void)
+CUresult sim_api_cuCtxSynchronize(void)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if ((rc = sim_ctx_require(&c)) == CUDA_SUCCESS)
 		rc = ctx_sync(c);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxSynchronize_v2(CUcontext ctx)
+CUresult sim_api_cuCtxSynchronize_v2(CUcontext ctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c = NULL;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (ctx && !(c = sim_ctx_from(ctx)))
 		rc = CUDA_ERROR_INVALID_CONTEXT;
 	else if (!ctx)
 		rc = sim_ctx_require(&c);
 	if (rc == CUDA_SUCCESS)
 		rc = ctx_sync(c);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetFlags(unsigned int *flags)
+CUresult sim_api_cuCtxGetFlags(unsigned int *flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = sim_ctx_require(&c)) == CUDA_SUCCESS)
 		*flags = c->flags;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+CUresult sim_api_cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c = NULL;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!ctxId)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if (ctx && !(c = sim_ctx_from(ctx)))
@@ -324,17 +279,14 @@ CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 		rc = sim_ctx_require(&c);
 	if (rc == CUDA_SUCCESS)
 		*ctxId = c->id;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+CUresult sim_api_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c = NULL;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!version)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if (ctx && !(c = sim_ctx_from(ctx)))
@@ -343,80 +295,65 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 		rc = sim_ctx_require(&c);
 	if (rc == CUDA_SUCCESS)
 		*version = 13000;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+CUresult sim_api_cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (leastPriority)
 		*leastPriority = 0;
 	if (greatestPriority)
 		*greatestPriority = -5;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+CUresult sim_api_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pvalue || limit >= CU_LIMIT_MAX)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = sim_ctx_require(&c)) == CUDA_SUCCESS)
 		*pvalue = limit == CU_LIMIT_STACK_SIZE ? 1024 : limit == CU_LIMIT_MALLOC_HEAP_SIZE ? 8 << 20 : 0;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+CUresult sim_api_cuCtxSetLimit(CUlimit limit, size_t value)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)value;
 	if (limit >= CU_LIMIT_MAX)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = sim_ctx_require(&c);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+CUresult sim_api_cuCtxGetCacheConfig(CUfunc_cache *pconfig)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pconfig)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = sim_ctx_require(&c)) == CUDA_SUCCESS)
 		*pconfig = CU_FUNC_CACHE_PREFER_NONE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+CUresult sim_api_cuCtxSetCacheConfig(CUfunc_cache config)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)config;
 	rc = sim_ctx_require(&c);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ primary contexts */
@@ -435,19 +372,16 @@ static CUresult primary_retain(CUdevice dev, struct sim_ctx **out)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+CUresult sim_api_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pctx)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = check_device(dev)) == CUDA_SUCCESS && (rc = primary_retain(dev, &c)) == CUDA_SUCCESS)
 		*pctx = (CUcontext)c;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* The primary context stays usable after its last release: the real driver would destroy it,
@@ -466,72 +400,49 @@ static CUresult primary_release(CUdevice dev)
 }
 
 /* The CUDA 7.0 ABI, exported as plain cuDevicePrimaryCtxRelease (cuda.h maps the name to _v2). */
-CUresult sim_primary_release_v1(CUdevice dev) __asm__("cuDevicePrimaryCtxRelease");
-CUresult sim_primary_release_v1(CUdevice dev)
+CUresult sim_api_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuDevicePrimaryCtxRelease");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = primary_release(dev);
-	return sim_leave(rc);
+	return primary_release(dev);
 }
 
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+CUresult sim_api_cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = primary_release(dev);
-	return sim_leave(rc);
+	return primary_release(dev);
 }
 
 /* The CUDA 7.0 ABI, exported as plain cuDevicePrimaryCtxSetFlags. */
-CUresult sim_primary_set_flags_v1(CUdevice dev, unsigned int flags) __asm__("cuDevicePrimaryCtxSetFlags");
-CUresult sim_primary_set_flags_v1(CUdevice dev, unsigned int flags)
+CUresult sim_api_cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuDevicePrimaryCtxSetFlags");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if ((rc = check_device(dev)) == CUDA_SUCCESS)
 		devices[dev].primary_flags = flags;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+CUresult sim_api_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if ((rc = check_device(dev)) == CUDA_SUCCESS) {
 		devices[dev].primary_flags = flags;
 		if (devices[dev].primary)
 			devices[dev].primary->flags = flags;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+CUresult sim_api_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!flags || !active)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = check_device(dev)) == CUDA_SUCCESS) {
 		*flags = devices[dev].primary_flags;
 		*active = devices[dev].primary_refs > 0;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult primary_reset(CUdevice dev)
@@ -547,25 +458,12 @@ static CUresult primary_reset(CUdevice dev)
 
 /* The CUDA 7.0 ABI, exported as plain cuDevicePrimaryCtxReset: cudaDeviceReset looks it up at
  * version 7000. */
-CUresult sim_primary_reset_v1(CUdevice dev) __asm__("cuDevicePrimaryCtxReset");
-CUresult sim_primary_reset_v1(CUdevice dev)
+CUresult sim_api_cuDevicePrimaryCtxReset(CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuDevicePrimaryCtxReset");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = primary_reset(dev);
-	return sim_leave(rc);
+	return primary_reset(dev);
 }
 
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+CUresult sim_api_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = primary_reset(dev);
-	return sim_leave(rc);
+	return primary_reset(dev);
 }

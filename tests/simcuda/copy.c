@@ -468,434 +468,207 @@ static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *q, CUstream h, enum sim_p
 
 /* ------------------------------------------------------------------ entry points: unified */
 
-CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+CUresult sim_api_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(unified(dst), unified(src), ByteCount, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_1d(unified(dst), unified(src), ByteCount, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
-CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+CUresult sim_api_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(unified(dst), unified(src), ByteCount, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_1d(unified(dst), unified(src), ByteCount, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+CUresult sim_api_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(unified(dst), unified(src), ByteCount, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return copy_1d(unified(dst), unified(src), ByteCount, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
-CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+CUresult sim_api_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(unified(dst), unified(src), ByteCount, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return copy_1d(unified(dst), unified(src), ByteCount, hStream, SIM_PT_PER_THREAD, true);
 }
 
 /* ------------------------------------------------------------------ entry points: peer */
 
-CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-		      CUcontext srcContext, size_t ByteCount)
+CUresult sim_api_cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+			      CUcontext srcContext, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
-		       SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
+			 SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-			   CUcontext srcContext, size_t ByteCount);
-CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-			   CUcontext srcContext, size_t ByteCount)
+CUresult sim_api_cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+				   CUcontext srcContext, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
-		       SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
+			 SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-			   CUcontext srcContext, size_t ByteCount, CUstream hStream)
+CUresult sim_api_cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+				   CUcontext srcContext, size_t ByteCount, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
-		       SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
+			 SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
-				CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
-				CUstream hStream);
-CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
-				CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
-				CUstream hStream)
+CUresult sim_api_cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
+					CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
+					CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
-		       SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream,
+			 SIM_PT_PER_THREAD, true);
 }
 
 /* ------------------------------------------------------------------ entry points: 1-D, synchronous */
 
-CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+CUresult sim_api_cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
-CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+CUresult sim_api_cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, NULL, SIM_PT_PER_THREAD,
-		     false);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, NULL, SIM_PT_PER_THREAD,
+		       false);
 }
 
-CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult sim_api_cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
-CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult sim_api_cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, NULL, SIM_PT_PER_THREAD,
-		     false);
-	return sim_leave(rc);
+	return copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, NULL, SIM_PT_PER_THREAD,
+		       false);
 }
 
-CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult sim_api_cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, NULL, SIM_PT_LEGACY,
-		     false);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, NULL, SIM_PT_LEGACY,
+		       false);
 }
 
-CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
-CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult sim_api_cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, NULL,
-		     SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, NULL,
+		       SIM_PT_PER_THREAD, false);
 }
 
 /* ------------------------------------------------------------------ entry points: 1-D, asynchronous */
 
-CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-			   CUstream hStream)
+CUresult sim_api_cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+				      CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, hStream, SIM_PT_LEGACY,
-		     true);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, hStream, SIM_PT_LEGACY,
+		       true);
 }
 
-CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-				   CUstream hStream);
-CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-				   CUstream hStream)
+CUresult sim_api_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+					   CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, hStream, SIM_PT_PER_THREAD,
-		     true);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_host(srcHost), ByteCount, hStream, SIM_PT_PER_THREAD,
+		       true);
 }
 
-CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-			   CUstream hStream)
+CUresult sim_api_cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+				      CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, hStream, SIM_PT_LEGACY,
-		     true);
-	return sim_leave(rc);
+	return copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, hStream, SIM_PT_LEGACY,
+		       true);
 }
 
-CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-				   CUstream hStream);
-CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-				   CUstream hStream)
+CUresult sim_api_cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+					   CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, hStream, SIM_PT_PER_THREAD,
-		     true);
-	return sim_leave(rc);
+	return copy_1d(on_host(dstHost), on_device(srcDevice), ByteCount, hStream, SIM_PT_PER_THREAD,
+		       true);
 }
 
-CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-			   CUstream hStream)
+CUresult sim_api_cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+				      CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, hStream, SIM_PT_LEGACY,
-		     true);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, hStream, SIM_PT_LEGACY,
+		       true);
 }
 
-CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-				   CUstream hStream);
-CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-				   CUstream hStream)
+CUresult sim_api_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+					   CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, hStream,
-		     SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return copy_1d(on_device(dstDevice), on_device(srcDevice), ByteCount, hStream,
+		       SIM_PT_PER_THREAD, true);
 }
 
 /* ------------------------------------------------------------------ entry points: 2-D */
 
-CUresult cuMemcpy2D(const CUDA_MEMCPY2D *pCopy)
+CUresult sim_api_cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_2d(pCopy, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_2d(pCopy, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy);
-CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+CUresult sim_api_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_2d(pCopy, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_2d(pCopy, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D *pCopy)
+CUresult sim_api_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_2d(pCopy, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_2d(pCopy, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy);
-CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+CUresult sim_api_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_2d(pCopy, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_2d(pCopy, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+CUresult sim_api_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_2d(pCopy, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return copy_2d(pCopy, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream);
-CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+CUresult sim_api_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_2d(pCopy, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return copy_2d(pCopy, hStream, SIM_PT_PER_THREAD, true);
 }
 
 /* ------------------------------------------------------------------ entry points: 3-D */
 
-CUresult cuMemcpy3D(const CUDA_MEMCPY3D *pCopy)
+CUresult sim_api_cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d(pCopy, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_3d(pCopy, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy);
-CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
+CUresult sim_api_cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d(pCopy, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_3d(pCopy, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+CUresult sim_api_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d(pCopy, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return copy_3d(pCopy, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
-CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+CUresult sim_api_cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d(pCopy, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return copy_3d(pCopy, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
+CUresult sim_api_cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d_peer(pCopy, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return copy_3d_peer(pCopy, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy);
-CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy)
+CUresult sim_api_cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d_peer(pCopy, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return copy_3d_peer(pCopy, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
+CUresult sim_api_cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d_peer(pCopy, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return copy_3d_peer(pCopy, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream);
-CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
+CUresult sim_api_cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = copy_3d_peer(pCopy, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return copy_3d_peer(pCopy, hStream, SIM_PT_PER_THREAD, true);
 }

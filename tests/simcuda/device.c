@@ -24,14 +24,11 @@ int sim__device_count(void)
 	return ndevices;
 }
 
-CUresult cuInit(unsigned int flags)
+CUresult sim_api_cuInit(unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	const char *n;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (flags != 0) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
@@ -47,21 +44,18 @@ CUresult cuInit(unsigned int flags)
 	}
 	initialized = true;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDriverGetVersion(int *version)
+CUresult sim_api_cuDriverGetVersion(int *version)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!version)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		*version = SIM_DRIVER_VERSION;
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult check_device(CUdevice dev)
@@ -73,68 +67,56 @@ static CUresult check_device(CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceGet(CUdevice *device, int ordinal)
+CUresult sim_api_cuDeviceGet(CUdevice *device, int ordinal)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!device)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = check_device(ordinal);
 	if (rc == CUDA_SUCCESS)
 		*device = ordinal;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceGetCount(int *count)
+CUresult sim_api_cuDeviceGetCount(int *count)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!count)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if (!initialized)
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else
 		*count = ndevices;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+CUresult sim_api_cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!name || len <= 0)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = check_device(dev);
 	if (rc == CUDA_SUCCESS)
 		snprintf(name, (size_t)len, "NVIDIA H200 (simcuda)");
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+CUresult sim_api_cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!bytes)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = check_device(dev);
 	if (rc == CUDA_SUCCESS)
 		*bytes = sim_mem_total();
-	return sim_leave(rc);
+	return rc;
 }
 
 /* H200 SXM values (compute capability 9.0, 132 SMs); attributes not listed read as 0. */
@@ -192,29 +174,23 @@ static int attribute_value(CUdevice_attribute a, CUdevice dev)
 	}
 }
 
-CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+CUresult sim_api_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = check_device(dev);
 	if (rc == CUDA_SUCCESS)
 		*pi = attribute_value(attrib, dev);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+CUresult sim_api_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!major || !minor)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
@@ -223,18 +199,14 @@ CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 		*major = 9;
 		*minor = 0;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
 /* The CUDA 9.2 ABI, exported as plain cuDeviceGetUuid (cuda.h maps the name to _v2). */
-CUresult sim_device_get_uuid_v1(CUuuid *uuid, CUdevice dev) __asm__("cuDeviceGetUuid");
-CUresult sim_device_get_uuid_v1(CUuuid *uuid, CUdevice dev)
+CUresult sim_api_cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuDeviceGetUuid");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!uuid)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
@@ -243,17 +215,13 @@ CUresult sim_device_get_uuid_v1(CUuuid *uuid, CUdevice dev)
 		memset(uuid->bytes, 0x5a, sizeof(uuid->bytes));
 		uuid->bytes[15] = (char)dev;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);
-CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+CUresult sim_api_cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!uuid)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
@@ -262,37 +230,31 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 		memset(uuid->bytes, 0x5a, sizeof(uuid->bytes));
 		uuid->bytes[15] = (char)dev;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+CUresult sim_api_cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pciBusId || len <= 0)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = check_device(dev);
 	if (rc == CUDA_SUCCESS)
 		snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x18 + dev);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+CUresult sim_api_cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!canAccessPeer)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = check_device(dev)) == CUDA_SUCCESS && (rc = check_device(peerDev)) == CUDA_SUCCESS)
 		*canAccessPeer = dev != peerDev;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ error names */
@@ -317,14 +279,11 @@ static const struct error_name *find_error(CUresult e)
 	return NULL;
 }
 
-CUresult cuGetErrorName(CUresult error, const char **pStr)
+CUresult sim_api_cuGetErrorName(CUresult error, const char **pStr)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	const struct error_name *e;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	e = find_error(error);
 	if (!pStr) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -334,17 +293,14 @@ CUresult cuGetErrorName(CUresult error, const char **pStr)
 	} else {
 		*pStr = e->name;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGetErrorString(CUresult error, const char **pStr)
+CUresult sim_api_cuGetErrorString(CUresult error, const char **pStr)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	const struct error_name *e;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	e = find_error(error);
 	if (!pStr) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -354,5 +310,5 @@ CUresult cuGetErrorString(CUresult error, const char **pStr)
 	} else {
 		*pStr = e->desc;
 	}
-	return sim_leave(rc);
+	return rc;
 }

@@ -36,16 +36,13 @@ const struct sim_work_ops sim_event_record_ops = {
 	.cost = record_cost,
 };
 
-CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+CUresult sim_api_cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *ctx;
 	struct sim_event *e;
 	const unsigned int known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!phEvent || (Flags & ~known) ||
 	    ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -64,19 +61,16 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	sim_handle_add(e);
 	*phEvent = (CUevent)e;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* Records made inside a capture are the capture's business; a destroyed event that a pending
  * record item still names is harmless, since the item never dereferences it. */
-CUresult cuEventDestroy(CUevent hEvent)
+CUresult sim_api_cuEventDestroy_v2(CUevent hEvent)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_event *e;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	e = sim_event_from(hEvent);
 	if (!e) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
@@ -88,7 +82,7 @@ CUresult cuEventDestroy(CUevent hEvent)
 	free(e->capture_nodes);
 	free(e);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult record(CUevent hev, CUstream h, enum sim_pt pt)
@@ -118,52 +112,26 @@ static CUresult record(CUevent hev, CUstream h, enum sim_pt pt)
 	return sim_stream_submit(s, w);
 }
 
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+CUresult sim_api_cuEventRecord(CUevent hEvent, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = record(hEvent, hStream, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return record(hEvent, hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
-CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+CUresult sim_api_cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = record(hEvent, hStream, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return record(hEvent, hStream, SIM_PT_PER_THREAD);
 }
 
-CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+CUresult sim_api_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = flags & ~(unsigned int)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
-							       : record(hEvent, hStream, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return flags & ~(unsigned int)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
+								 : record(hEvent, hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags);
-CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+CUresult sim_api_cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = flags & ~(unsigned int)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
-							       : record(hEvent, hStream, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return flags & ~(unsigned int)CU_EVENT_RECORD_EXTERNAL ? CUDA_ERROR_INVALID_VALUE
+								 : record(hEvent, hStream, SIM_PT_PER_THREAD);
 }
 
 static CUresult event_wait_done(struct sim_event *e)
@@ -179,31 +147,25 @@ static CUresult event_wait_done(struct sim_event *e)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuEventSynchronize(CUevent hEvent)
+CUresult sim_api_cuEventSynchronize(CUevent hEvent)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_event *e;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	e = sim_event_from(hEvent);
 	rc = e ? event_wait_done(e) : CUDA_ERROR_INVALID_HANDLE;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* As for streams, a query runs the work it asks about and reports it complete. */
-CUresult cuEventQuery(CUevent hEvent)
+CUresult sim_api_cuEventQuery(CUevent hEvent)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_event *e;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	e = sim_event_from(hEvent);
 	rc = e ? event_wait_done(e) : CUDA_ERROR_INVALID_HANDLE;
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult elapsed(float *ms, CUevent hstart, CUevent hend)
@@ -224,25 +186,12 @@ static CUresult elapsed(float *ms, CUevent hstart, CUevent hend)
 }
 
 /* Both the CUDA 2.0 and the 12.8 ABI have the same arguments. */
-CUresult sim_event_elapsed_v1(float *pMilliseconds, CUevent hStart, CUevent hEnd) __asm__("cuEventElapsedTime");
-CUresult sim_event_elapsed_v1(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+CUresult sim_api_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuEventElapsedTime");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = elapsed(pMilliseconds, hStart, hEnd);
-	return sim_leave(rc);
+	return elapsed(pMilliseconds, hStart, hEnd);
 }
 
-CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+CUresult sim_api_cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = elapsed(pMilliseconds, hStart, hEnd);
-	return sim_leave(rc);
+	return elapsed(pMilliseconds, hStart, hEnd);
 }

@@ -505,15 +505,12 @@ static void table_build(struct et_table *t)
 	}
 }
 
-CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+CUresult sim_api_cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
 {
-	static struct sim_entry entry;
 	static bool built;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	const unsigned char *u;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!ppExportTable || !pExportTableId) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
@@ -541,5 +538,5 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 	sim_log("cuGetExportTable: unknown table %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 out:
-	return sim_leave(rc);
+	return rc;
 }

@@ -908,14 +908,11 @@ out:
 
 /* ------------------------------------------------------------------ entry points: graphs */
 
-CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+CUresult sim_api_cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
-	static struct sim_entry entry;
 	struct sim_graph *g;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = need_init();
 	if (rc == CUDA_SUCCESS && (!phGraph || flags))
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -926,17 +923,14 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 		else
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphDestroy(CUgraph hGraph)
+CUresult sim_api_cuGraphDestroy(CUgraph hGraph)
 {
-	static struct sim_entry entry;
 	struct sim_graph *g;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	g = sim_graph_from(hGraph);
 	if (!g)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -944,17 +938,14 @@ CUresult cuGraphDestroy(CUgraph hGraph)
 		rc = CUDA_ERROR_ILLEGAL_STATE;
 	else
 		sim_graph_free(g);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+CUresult sim_api_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 {
-	static struct sim_entry entry;
 	struct sim_graph *g, *c = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	g = sim_graph_from(originalGraph);
 	if (!g || !phGraphClone)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -962,17 +953,14 @@ CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 		rc = graph_clone(g, &c);
 	if (rc == CUDA_SUCCESS)
 		*phGraphClone = (CUgraph)(void *)c;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
+CUresult sim_api_cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
 {
-	static struct sim_entry entry;
 	struct sim_graph *c;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	c = sim_graph_from(hClonedGraph);
 	rc = CUDA_ERROR_INVALID_VALUE;
 	if (c && phNode && hOriginalNode)
@@ -982,17 +970,14 @@ CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, 
 				rc = CUDA_SUCCESS;
 				break;
 			}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphDestroyNode(CUgraphNode hNode)
+CUresult sim_api_cuGraphDestroyNode(CUgraphNode hNode)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = sim_gnode_from(hNode);
 	if (!n)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -1000,141 +985,114 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode)
 		rc = CUDA_ERROR_ILLEGAL_STATE;
 	else
 		remove_node(n->graph, n);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: adding nodes */
 
-CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+					 size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? kernel_body_v2(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* The CUDA 10 names with the v1 parameter structs; cuda.h maps their C names to the _v2
  * symbols, so they are defined under private names exported with an asm label. */
-CUresult sim_graph_add_kernel_node_v1(CUgraphNode *phGraphNode, CUgraph hGraph,
-				      const CUgraphNode *dependencies, size_t numDependencies,
-				      const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) __asm__("cuGraphAddKernelNode");
-CUresult sim_graph_add_kernel_node_v1(CUgraphNode *phGraphNode, CUgraph hGraph,
+CUresult sim_api_cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 				      const CUgraphNode *dependencies, size_t numDependencies,
 				      const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, "cuGraphAddKernelNode");
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? kernel_body_v1(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			      size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+CUresult sim_api_cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				      size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? check_ctx_arg(ctx) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = copy_body(&b, copyParams);
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			      size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
-			      CUcontext ctx)
+CUresult sim_api_cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				      size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+				      CUcontext ctx)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? check_ctx_arg(ctx) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = memset_body(&b, memsetParams);
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			    size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				    size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? host_body(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-				   const CUgraphNode *dependencies, size_t numDependencies, CUevent event)
+CUresult sim_api_cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					   const CUgraphNode *dependencies, size_t numDependencies, CUevent event)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? event_body(&b, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event)
 				    : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-				 size_t numDependencies, CUevent event)
+CUresult sim_api_cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+					 size_t numDependencies, CUevent event)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? event_body(&b, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event)
 				    : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			     size_t numDependencies)
+CUresult sim_api_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				     size_t numDependencies)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	sim_node_body_empty(&b);
 	rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* A body from the generic CUgraphNodeParams (cuGraphAddNode, cuGraph*NodeSetParams). */
@@ -1191,16 +1149,13 @@ static bool edge_data_is_default(const CUgraphEdgeData *e, size_t n)
 	return true;
 }
 
-CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			const CUgraphEdgeData *dependencyData, size_t numDependencies,
-			CUgraphNodeParams *nodeParams)
+CUresult sim_api_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+				   CUgraphNodeParams *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? generic_body(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS && !edge_data_is_default(dependencyData, numDependencies)) {
 		sim_node_body_fini(&b);
@@ -1208,24 +1163,19 @@ CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphN
 	}
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_graph_add_node_v1(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			       size_t numDependencies, CUgraphNodeParams *nodeParams) __asm__("cuGraphAddNode");
-CUresult sim_graph_add_node_v1(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-			       size_t numDependencies, CUgraphNodeParams *nodeParams)
+CUresult sim_api_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				size_t numDependencies, CUgraphNodeParams *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, "cuGraphAddNode");
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_graph_from(hGraph) ? generic_body(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = add_node(phGraphNode, hGraph, dependencies, numDependencies, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: edges */
@@ -1276,88 +1226,54 @@ static CUresult remove_edges(CUgraph hGraph, const CUgraphNode *from, const CUgr
 	return CUDA_SUCCESS;
 }
 
-CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
-				const CUgraphEdgeData *edgeData, size_t numDependencies)
+CUresult sim_api_cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+					   const CUgraphEdgeData *edgeData, size_t numDependencies)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = edge_data_is_default(edgeData, numDependencies) ? add_edges(hGraph, from, to, numDependencies)
-							     : CUDA_ERROR_NOT_SUPPORTED;
-	return sim_leave(rc);
+	return edge_data_is_default(edgeData, numDependencies) ? add_edges(hGraph, from, to, numDependencies)
+							       : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-CUresult sim_graph_add_dependencies_v1(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
-				       size_t numDependencies) __asm__("cuGraphAddDependencies");
-CUresult sim_graph_add_dependencies_v1(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
-				       size_t numDependencies)
+CUresult sim_api_cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+					size_t numDependencies)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGraphAddDependencies");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = add_edges(hGraph, from, to, numDependencies);
-	return sim_leave(rc);
+	return add_edges(hGraph, from, to, numDependencies);
 }
 
-CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
-				   const CUgraphEdgeData *edgeData, size_t numDependencies)
+CUresult sim_api_cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+					      const CUgraphEdgeData *edgeData, size_t numDependencies)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = edge_data_is_default(edgeData, numDependencies) ? remove_edges(hGraph, from, to, numDependencies)
-							     : CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return edge_data_is_default(edgeData, numDependencies) ? remove_edges(hGraph, from, to, numDependencies)
+							       : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult sim_graph_remove_dependencies_v1(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
-					  size_t numDependencies) __asm__("cuGraphRemoveDependencies");
-CUresult sim_graph_remove_dependencies_v1(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
-					  size_t numDependencies)
+CUresult sim_api_cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+					   size_t numDependencies)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGraphRemoveDependencies");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = remove_edges(hGraph, from, to, numDependencies);
-	return sim_leave(rc);
+	return remove_edges(hGraph, from, to, numDependencies);
 }
 
 /* ------------------------------------------------------------------ entry points: queries */
 
-CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+CUresult sim_api_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
-	static struct sim_entry entry;
 	struct sim_graph *g;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	g = sim_graph_from(hGraph);
 	if (g && numNodes)
 		return_nodes(g->nodes, g->n, nodes, numNodes);
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
+CUresult sim_api_cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
 {
-	static struct sim_entry entry;
 	struct sim_graph *g;
 	struct sim_gnode **roots = NULL;
 	size_t n = 0;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	g = sim_graph_from(hGraph);
 	if (!g || !numRootNodes) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -1374,7 +1290,7 @@ CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *num
 	return_nodes(roots, n, rootNodes, numRootNodes);
 out:
 	free(roots);
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult get_edges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData,
@@ -1403,29 +1319,15 @@ static CUresult get_edges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CU
 	return CUDA_SUCCESS;
 }
 
-CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData,
-			 size_t *numEdges)
+CUresult sim_api_cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData,
+				    size_t *numEdges)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = get_edges(hGraph, from, to, edgeData, numEdges);
-	return sim_leave(rc);
+	return get_edges(hGraph, from, to, edgeData, numEdges);
 }
 
-CUresult sim_graph_get_edges_v1(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
-				size_t *numEdges) __asm__("cuGraphGetEdges");
-CUresult sim_graph_get_edges_v1(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges)
+CUresult sim_api_cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGraphGetEdges");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = get_edges(hGraph, from, to, NULL, numEdges);
-	return sim_leave(rc);
+	return get_edges(hGraph, from, to, NULL, numEdges);
 }
 
 static CUresult node_deps(CUgraphNode hNode, bool dependents, CUgraphNode *out, CUgraphEdgeData *edgeData,
@@ -1456,72 +1358,41 @@ static CUresult node_deps(CUgraphNode hNode, bool dependents, CUgraphNode *out, 
 	return CUDA_SUCCESS;
 }
 
-CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData,
-				    size_t *numDependencies)
+CUresult sim_api_cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData,
+					       size_t *numDependencies)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = node_deps(hNode, false, dependencies, edgeData, numDependencies);
-	return sim_leave(rc);
+	return node_deps(hNode, false, dependencies, edgeData, numDependencies);
 }
 
-CUresult sim_graph_node_get_dependencies_v1(CUgraphNode hNode, CUgraphNode *dependencies,
-					    size_t *numDependencies) __asm__("cuGraphNodeGetDependencies");
-CUresult sim_graph_node_get_dependencies_v1(CUgraphNode hNode, CUgraphNode *dependencies,
+CUresult sim_api_cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
 					    size_t *numDependencies)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGraphNodeGetDependencies");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = node_deps(hNode, false, dependencies, NULL, numDependencies);
-	return sim_leave(rc);
+	return node_deps(hNode, false, dependencies, NULL, numDependencies);
 }
 
-CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
-				      CUgraphEdgeData *edgeData, size_t *numDependentNodes)
+CUresult sim_api_cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
+						 CUgraphEdgeData *edgeData, size_t *numDependentNodes)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = node_deps(hNode, true, dependentNodes, edgeData, numDependentNodes);
-	return sim_leave(rc);
+	return node_deps(hNode, true, dependentNodes, edgeData, numDependentNodes);
 }
 
-CUresult sim_graph_node_get_dependent_nodes_v1(CUgraphNode hNode, CUgraphNode *dependentNodes,
-					       size_t *numDependentNodes) __asm__("cuGraphNodeGetDependentNodes");
-CUresult sim_graph_node_get_dependent_nodes_v1(CUgraphNode hNode, CUgraphNode *dependentNodes,
-					       size_t *numDependentNodes)
+CUresult sim_api_cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
+					      size_t *numDependentNodes)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGraphNodeGetDependentNodes");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = node_deps(hNode, true, dependentNodes, NULL, numDependentNodes);
-	return sim_leave(rc);
+	return node_deps(hNode, true, dependentNodes, NULL, numDependentNodes);
 }
 
-CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+CUresult sim_api_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = sim_gnode_from(hNode);
 	if (n && type)
 		*type = n->body.type;
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: node parameters */
@@ -1561,33 +1432,25 @@ static void kernel_params_out(const struct sim_gnode *n, CUDA_KERNEL_NODE_PARAMS
 	p->sharedMemBytes = k->shared_bytes;
 }
 
-CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
 	if (n && nodeParams)
 		kernel_params_out(n, nodeParams);
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_graph_kernel_node_get_params_v1(CUgraphNode hNode,
-					     CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) __asm__("cuGraphKernelNodeGetParams");
-CUresult sim_graph_kernel_node_get_params_v1(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+CUresult sim_api_cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	CUDA_KERNEL_NODE_PARAMS p;
-	CUresult rc = sim_enter(&entry, "cuGraphKernelNodeGetParams");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
 	if (n && nodeParams) {
 		kernel_params_out(n, &p);
@@ -1598,115 +1461,92 @@ CUresult sim_graph_kernel_node_get_params_v1(CUgraphNode hNode, CUDA_KERNEL_NODE
 	} else {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
 	rc = n ? kernel_body_v2(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		gnode_replace(n, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_graph_kernel_node_set_params_v1(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
-	__asm__("cuGraphKernelNodeSetParams");
-CUresult sim_graph_kernel_node_set_params_v1(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+CUresult sim_api_cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, "cuGraphKernelNodeSetParams");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
 	rc = n ? kernel_body_v1(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		gnode_replace(n, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams)
+CUresult sim_api_cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
 	if (n && nodeParams)
 		*nodeParams = n->body.copy;
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
+CUresult sim_api_cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
 	rc = n ? copy_body(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		gnode_replace(n, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
 	if (n && nodeParams)
 		*nodeParams = n->body.memset;
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
 	rc = n ? memset_body(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		gnode_replace(n, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_HOST);
 	if (n && nodeParams) {
 		const struct sim_host_fn *h = n->body.payload;
@@ -1716,23 +1556,20 @@ CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *node
 	} else {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = typed_node(hNode, CU_GRAPH_NODE_TYPE_HOST);
 	rc = n ? host_body(&b, nodeParams) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		gnode_replace(n, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult event_node_get(CUgraphNode hNode, CUgraphNodeType type, CUevent *out)
@@ -1756,65 +1593,38 @@ static CUresult event_node_set(CUgraphNode hNode, CUgraphNodeType type, CUevent 
 	return rc;
 }
 
-CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+CUresult sim_api_cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = event_node_get(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event_out);
-	return sim_leave(rc);
+	return event_node_get(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event_out);
 }
 
-CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
+CUresult sim_api_cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = event_node_set(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
-	return sim_leave(rc);
+	return event_node_set(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
 }
 
-CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+CUresult sim_api_cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = event_node_get(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event_out);
-	return sim_leave(rc);
+	return event_node_get(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event_out);
 }
 
-CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
+CUresult sim_api_cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = event_node_set(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
-	return sim_leave(rc);
+	return event_node_set(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 
-CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+CUresult sim_api_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_gnode *n;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	n = sim_gnode_from(hNode);
 	rc = n && nodeParams && nodeParams->type == n->body.type ? generic_body(&b, nodeParams)
 								 : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		gnode_replace(n, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: execs */
@@ -1837,16 +1647,13 @@ static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph, cuuint64_t
 	return rc;
 }
 
-CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+CUresult sim_api_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
 {
-	static struct sim_entry entry;
 	CUgraphInstantiateResult result;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = instantiate(phGraphExec, hGraph, flags, NULL, &result);
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult instantiate_with_params(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -1870,102 +1677,70 @@ static CUresult instantiate_with_params(CUgraphExec *phGraphExec, CUgraph hGraph
 	return rc;
 }
 
-CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
-				      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+CUresult sim_api_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+					      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = instantiate_with_params(phGraphExec, hGraph, instantiateParams, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return instantiate_with_params(phGraphExec, hGraph, instantiateParams, SIM_PT_LEGACY);
 }
 
-CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
-CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+CUresult sim_api_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+						   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = instantiate_with_params(phGraphExec, hGraph, instantiateParams, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return instantiate_with_params(phGraphExec, hGraph, instantiateParams, SIM_PT_PER_THREAD);
 }
 
 /* cuGraphInstantiate before CUDA 12: an error node and a log buffer instead of flags. */
-static CUresult instantiate_v1(const char *name, struct sim_entry *entry, CUgraphExec *phGraphExec,
-			       CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+static CUresult instantiate_v1(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize)
 {
 	struct sim_gnode *err = NULL;
 	CUgraphInstantiateResult result;
-	CUresult rc = sim_enter(entry, name);
+	CUresult rc = instantiate(phGraphExec, hGraph, 0, &err, &result);
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = instantiate(phGraphExec, hGraph, 0, &err, &result);
 	if (phErrorNode)
 		*phErrorNode = (CUgraphNode)(void *)err;
 	if (logBuffer && bufferSize)
 		snprintf(logBuffer, bufferSize, "%s",
 			 result == CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE ? "graph has a cycle" : "");
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_graph_instantiate_v1(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-				  char *logBuffer, size_t bufferSize) __asm__("cuGraphInstantiate");
-CUresult sim_graph_instantiate_v1(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-				  char *logBuffer, size_t bufferSize)
+CUresult sim_api_cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+				    char *logBuffer, size_t bufferSize)
 {
-	static struct sim_entry entry;
-
-	return instantiate_v1("cuGraphInstantiate", &entry, phGraphExec, hGraph, phErrorNode, logBuffer,
-			      bufferSize);
+	return instantiate_v1(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
 
-CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-			       char *logBuffer, size_t bufferSize);
-CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-			       char *logBuffer, size_t bufferSize)
+CUresult sim_api_cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+				       char *logBuffer, size_t bufferSize)
 {
-	static struct sim_entry entry;
-
-	return instantiate_v1(__func__, &entry, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+	return instantiate_v1(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }
 
-CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+CUresult sim_api_cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-	static struct sim_entry entry;
 	struct sim_gexec *x;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	x = sim_gexec_from(hGraphExec);
 	if (x)
 		gexec_free(x); /* launched work holds its own copies */
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
+CUresult sim_api_cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
 {
-	static struct sim_entry entry;
 	struct sim_gexec *x;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	x = sim_gexec_from(hGraphExec);
 	if (x && flags)
 		*flags = x->flags;
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult upload(CUgraphExec hGraphExec, CUstream hStream, enum sim_pt pt)
@@ -1980,27 +1755,14 @@ static CUresult upload(CUgraphExec hGraphExec, CUstream hStream, enum sim_pt pt)
 	return rc;
 }
 
-CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+CUresult sim_api_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = upload(hGraphExec, hStream, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return upload(hGraphExec, hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
-CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+CUresult sim_api_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = upload(hGraphExec, hStream, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return upload(hGraphExec, hStream, SIM_PT_PER_THREAD);
 }
 
 static CUresult launch_entry(CUgraphExec hGraphExec, CUstream hStream, enum sim_pt pt)
@@ -2017,27 +1779,14 @@ static CUresult launch_entry(CUgraphExec hGraphExec, CUstream hStream, enum sim_
 	return rc;
 }
 
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+CUresult sim_api_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_entry(hGraphExec, hStream, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return launch_entry(hGraphExec, hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+CUresult sim_api_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_entry(hGraphExec, hStream, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return launch_entry(hGraphExec, hStream, SIM_PT_PER_THREAD);
 }
 
 /* ------------------------------------------------------------------ entry points: exec parameters */
@@ -2058,55 +1807,43 @@ static CUresult exec_node(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNode
 	return CUDA_SUCCESS;
 }
 
-CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-					const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+						   const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_xnode *xn;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_KERNEL, &xn);
 	if (rc == CUDA_SUCCESS)
 		rc = kernel_body_v2(&b, nodeParams);
 	if (rc == CUDA_SUCCESS)
 		rc = xnode_replace(xn, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_graph_exec_kernel_node_set_params_v1(CUgraphExec hGraphExec, CUgraphNode hNode,
-						  const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
-	__asm__("cuGraphExecKernelNodeSetParams");
-CUresult sim_graph_exec_kernel_node_set_params_v1(CUgraphExec hGraphExec, CUgraphNode hNode,
-						  const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+CUresult sim_api_cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_xnode *xn;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, "cuGraphExecKernelNodeSetParams");
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_KERNEL, &xn);
 	if (rc == CUDA_SUCCESS)
 		rc = kernel_body_v1(&b, nodeParams);
 	if (rc == CUDA_SUCCESS)
 		rc = xnode_replace(xn, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-					const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+CUresult sim_api_cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
-	static struct sim_entry entry;
 	struct sim_xnode *xn;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMCPY, &xn);
 	if (rc == CUDA_SUCCESS)
 		rc = check_ctx_arg(ctx);
@@ -2114,19 +1851,16 @@ CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNod
 		rc = copy_body(&b, copyParams);
 	if (rc == CUDA_SUCCESS)
 		rc = xnode_replace(xn, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-					const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+CUresult sim_api_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
 {
-	static struct sim_entry entry;
 	struct sim_xnode *xn;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_MEMSET, &xn);
 	if (rc == CUDA_SUCCESS)
 		rc = check_ctx_arg(ctx);
@@ -2134,25 +1868,22 @@ CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNod
 		rc = memset_body(&b, memsetParams);
 	if (rc == CUDA_SUCCESS)
 		rc = xnode_replace(xn, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-				      const CUDA_HOST_NODE_PARAMS *nodeParams)
+CUresult sim_api_cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+					      const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_xnode *xn;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_HOST, &xn);
 	if (rc == CUDA_SUCCESS)
 		rc = host_body(&b, nodeParams);
 	if (rc == CUDA_SUCCESS)
 		rc = xnode_replace(xn, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult exec_event_set(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeType type, CUevent ev)
@@ -2168,54 +1899,36 @@ static CUresult exec_event_set(CUgraphExec hGraphExec, CUgraphNode hNode, CUgrap
 	return rc;
 }
 
-CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+CUresult sim_api_cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
-	return sim_leave(rc);
+	return exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event);
 }
 
-CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
+CUresult sim_api_cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
-	return sim_leave(rc);
+	return exec_event_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event);
 }
 
-CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+CUresult sim_api_cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams)
 {
-	static struct sim_entry entry;
 	struct sim_xnode *xn;
 	struct sim_node_body b;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = nodeParams ? exec_node(hGraphExec, hNode, nodeParams->type, &xn) : CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = generic_body(&b, nodeParams);
 	if (rc == CUDA_SUCCESS)
 		rc = xnode_replace(xn, &b);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
+CUresult sim_api_cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
 {
-	static struct sim_entry entry;
 	struct sim_gexec *x;
 	struct sim_xnode *xn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	x = sim_gexec_from(hGraphExec);
 	if (x)
 		xn = find_xnode(x, hNode);
@@ -2223,18 +1936,15 @@ CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsign
 		xn->enabled = isEnabled != 0;
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)
+CUresult sim_api_cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)
 {
-	static struct sim_entry entry;
 	struct sim_gexec *x;
 	struct sim_xnode *xn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	x = sim_gexec_from(hGraphExec);
 	if (x)
 		xn = find_xnode(x, hNode);
@@ -2242,18 +1952,15 @@ CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsign
 		*isEnabled = xn->enabled;
 	else
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
+CUresult sim_api_cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
 {
-	static struct sim_entry entry;
 	struct sim_gexec *x;
 	struct sim_graph *g;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	x = sim_gexec_from(hGraphExec);
 	g = sim_graph_from(hGraph);
 	if (!x || !g || !resultInfo) {
@@ -2266,22 +1973,17 @@ CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUp
 	} else {
 		rc = exec_update(x, g, resultInfo);
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_graph_exec_update_v1(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
-				  CUgraphExecUpdateResult *updateResult_out) __asm__("cuGraphExecUpdate");
-CUresult sim_graph_exec_update_v1(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
-				  CUgraphExecUpdateResult *updateResult_out)
+CUresult sim_api_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+				   CUgraphExecUpdateResult *updateResult_out)
 {
-	static struct sim_entry entry;
 	struct sim_gexec *x;
 	struct sim_graph *g;
 	CUgraphExecUpdateResultInfo info = {CU_GRAPH_EXEC_UPDATE_ERROR, NULL, NULL};
-	CUresult rc = sim_enter(&entry, "cuGraphExecUpdate");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	x = sim_gexec_from(hGraphExec);
 	g = sim_graph_from(hGraph);
 	if (!x || !g || !hErrorNode_out || !updateResult_out)
@@ -2292,5 +1994,5 @@ CUresult sim_graph_exec_update_v1(CUgraphExec hGraphExec, CUgraph hGraph, CUgrap
 		*updateResult_out = info.result;
 	if (hErrorNode_out)
 		*hErrorNode_out = info.errorNode;
-	return sim_leave(rc);
+	return rc;
 }

@@ -268,75 +268,42 @@ static CUresult launch_plain(CUfunction f, unsigned int gx, unsigned int gy, uns
 	return launch(f, grid, block, shared_bytes, hstream, pt, params, extra);
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-			unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-			void **kernelParams, void **extra)
+CUresult sim_api_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+				unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+				unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+				void **kernelParams, void **extra)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			  sharedMemBytes, hStream, SIM_PT_LEGACY, kernelParams, extra);
-	return sim_leave(rc);
+	return launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			    sharedMemBytes, hStream, SIM_PT_LEGACY, kernelParams, extra);
 }
 
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-			     void **kernelParams, void **extra);
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-			     void **kernelParams, void **extra)
+CUresult sim_api_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+				     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+				     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+				     void **kernelParams, void **extra)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			  sharedMemBytes, hStream, SIM_PT_PER_THREAD, kernelParams, extra);
-	return sim_leave(rc);
+	return launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			    sharedMemBytes, hStream, SIM_PT_PER_THREAD, kernelParams, extra);
 }
 
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-				   unsigned int gridDimZ, unsigned int blockDimX,
-				   unsigned int blockDimY, unsigned int blockDimZ,
-				   unsigned int sharedMemBytes, CUstream hStream,
-				   void **kernelParams)
+CUresult sim_api_cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					   unsigned int gridDimZ, unsigned int blockDimX,
+					   unsigned int blockDimY, unsigned int blockDimZ,
+					   unsigned int sharedMemBytes, CUstream hStream,
+					   void **kernelParams)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			  sharedMemBytes, hStream, SIM_PT_LEGACY, kernelParams, NULL);
-	return sim_leave(rc);
+	return launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			    sharedMemBytes, hStream, SIM_PT_LEGACY, kernelParams, NULL);
 }
 
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
-					unsigned int gridDimY, unsigned int gridDimZ,
-					unsigned int blockDimX, unsigned int blockDimY,
-					unsigned int blockDimZ, unsigned int sharedMemBytes,
-					CUstream hStream, void **kernelParams);
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
-					unsigned int gridDimY, unsigned int gridDimZ,
-					unsigned int blockDimX, unsigned int blockDimY,
-					unsigned int blockDimZ, unsigned int sharedMemBytes,
-					CUstream hStream, void **kernelParams)
+CUresult sim_api_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+						unsigned int gridDimY, unsigned int gridDimZ,
+						unsigned int blockDimX, unsigned int blockDimY,
+						unsigned int blockDimZ, unsigned int sharedMemBytes,
+						CUstream hStream, void **kernelParams)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-			  sharedMemBytes, hStream, SIM_PT_PER_THREAD, kernelParams, NULL);
-	return sim_leave(rc);
+	return launch_plain(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			    sharedMemBytes, hStream, SIM_PT_PER_THREAD, kernelParams, NULL);
 }
 
 /* The attributes change nothing on the software device; they must still be readable. */
@@ -355,28 +322,14 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **par
 	return launch(f, grid, block, config->sharedMemBytes, config->hStream, pt, params, extra);
 }
 
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-			  void **extra)
+CUresult sim_api_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+				  void **extra)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_ex(config, f, kernelParams, extra, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return launch_ex(config, f, kernelParams, extra, SIM_PT_LEGACY);
 }
 
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-			       void **extra);
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-			       void **extra)
+CUresult sim_api_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+				       void **extra)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_ex(config, f, kernelParams, extra, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return launch_ex(config, f, kernelParams, extra, SIM_PT_PER_THREAD);
 }

@@ -277,108 +277,65 @@ static CUresult link_destroy(CUlinkState state)
 
 /* cuda.h names the current entry points cuLinkCreate_v2 etc.; the unsuffixed ones (CUDA 5.5)
  * take the same arguments and are exported too. */
-CUresult sim_link_create_v1(unsigned int numOptions, CUjit_option *options, void **optionValues,
-			    CUlinkState *stateOut) __asm__("cuLinkCreate");
-CUresult sim_link_add_data_v1(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
-			      unsigned int numOptions, CUjit_option *options, void **optionValues)
-	__asm__("cuLinkAddData");
-CUresult sim_link_add_file_v1(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
-			      CUjit_option *options, void **optionValues) __asm__("cuLinkAddFile");
-
-CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut)
+CUresult sim_api_cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void **optionValues,
+				 CUlinkState *stateOut)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = link_create(numOptions, options, optionValues, stateOut);
-	return sim_leave(rc);
+	return link_create(numOptions, options, optionValues, stateOut);
 }
 
-CUresult sim_link_create_v1(unsigned int numOptions, CUjit_option *options, void **optionValues,
-			    CUlinkState *stateOut)
+CUresult sim_api_cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
+			      CUlinkState *stateOut)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuLinkCreate");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = link_create(numOptions, options, optionValues, stateOut);
-	return sim_leave(rc);
+	return link_create(numOptions, options, optionValues, stateOut);
 }
 
 /* Per-input options (numOptions, options, optionValues) change nothing the device does. */
-CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
-		       unsigned int numOptions, CUjit_option *options, void **optionValues)
+CUresult sim_api_cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
+				  unsigned int numOptions, CUjit_option *options, void **optionValues)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)numOptions, (void)options, (void)optionValues;
 	rc = link_add_data(state, type, data, size, name);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_link_add_data_v1(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
-			      unsigned int numOptions, CUjit_option *options, void **optionValues)
+CUresult sim_api_cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
+			       unsigned int numOptions, CUjit_option *options, void **optionValues)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuLinkAddData");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)numOptions, (void)options, (void)optionValues;
 	rc = link_add_data(state, type, data, size, name);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
-		       CUjit_option *options, void **optionValues)
+CUresult sim_api_cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
+				  CUjit_option *options, void **optionValues)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)numOptions, (void)options, (void)optionValues;
 	rc = link_add_file(state, type, path);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult sim_link_add_file_v1(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
-			      CUjit_option *options, void **optionValues)
+CUresult sim_api_cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
+			       CUjit_option *options, void **optionValues)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuLinkAddFile");
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)numOptions, (void)options, (void)optionValues;
 	rc = link_add_file(state, type, path);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
+CUresult sim_api_cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = link_complete(state, cubinOut, sizeOut);
-	return sim_leave(rc);
+	return link_complete(state, cubinOut, sizeOut);
 }
 
-CUresult cuLinkDestroy(CUlinkState state)
+CUresult sim_api_cuLinkDestroy(CUlinkState state)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = link_destroy(state);
-	return sim_leave(rc);
+	return link_destroy(state);
 }

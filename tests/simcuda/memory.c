@@ -544,32 +544,26 @@ static struct sim_pool *pool_from(CUmemoryPool h)
 
 /* ------------------------------------------------------------------ entry points: device memory */
 
-CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+CUresult sim_api_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc == CUDA_SUCCESS && !dptr)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = sim_mem_alloc(ctx, bytesize, SIM_MEM_DEVICE, NULL, dptr);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-			 unsigned int ElementSizeBytes)
+CUresult sim_api_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+				    unsigned int ElementSizeBytes)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	size_t pitch, bytes;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -591,17 +585,14 @@ CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
 	if (rc == CUDA_SUCCESS)
 		*pPitch = pitch;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+CUresult sim_api_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc == CUDA_SUCCESS &&
 	    (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)))
@@ -610,18 +601,15 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 		rc = sim_mem_alloc(ctx, bytesize, SIM_MEM_MANAGED, NULL, dptr);
 	if (rc == CUDA_SUCCESS)
 		map_find_base((uintptr_t)*dptr)->flags = flags;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemFree(CUdeviceptr dptr)
+CUresult sim_api_cuMemFree_v2(CUdeviceptr dptr)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_alloc *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -636,17 +624,14 @@ CUresult cuMemFree(CUdeviceptr dptr)
 	}
 	map_remove(a);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
+CUresult sim_api_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc == CUDA_SUCCESS && (!free_bytes || !total))
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -654,18 +639,15 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
 		*total = sim_mem_total();
 		*free_bytes = sim_mem_total() - used_bytes;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+CUresult sim_api_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_alloc *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -679,7 +661,7 @@ CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
 	if (psize)
 		*psize = a->size;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: host memory */
@@ -707,36 +689,30 @@ static CUresult host_alloc(struct sim_ctx *ctx, void **pp, size_t bytes, unsigne
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemAllocHost(void **pp, size_t bytesize)
+CUresult sim_api_cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = host_alloc(ctx, pp, bytesize, 0);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+CUresult sim_api_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	const unsigned int known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
 				   CU_MEMHOSTALLOC_WRITECOMBINED;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc == CUDA_SUCCESS && (Flags & ~known))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		rc = host_alloc(ctx, pp, bytesize, Flags);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* Release host memory after all pending work: cuMemFreeHost and cuMemHostUnregister. */
@@ -759,28 +735,19 @@ static CUresult host_release(void *p, enum sim_mem_kind kind, CUresult not_found
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemFreeHost(void *p)
+CUresult sim_api_cuMemFreeHost(void *p)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = host_release(p, SIM_MEM_HOST_PINNED, CUDA_ERROR_INVALID_VALUE);
-	return sim_leave(rc);
+	return host_release(p, SIM_MEM_HOST_PINNED, CUDA_ERROR_INVALID_VALUE);
 }
 
-CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+CUresult sim_api_cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_alloc a = { 0 };
 	const unsigned int known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
 				   CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -801,45 +768,33 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 	if (!map_insert(&a))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemHostUnregister(void *p)
+CUresult sim_api_cuMemHostUnregister(void *p)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = host_release(p, SIM_MEM_HOST_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
-	return sim_leave(rc);
+	return host_release(p, SIM_MEM_HOST_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
 
-CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+CUresult sim_api_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc == CUDA_SUCCESS && (!pdptr || Flags != 0 || !sim_mem_is_pinned(p, 1)))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		*pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
+CUresult sim_api_cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_alloc *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = sim_ctx_require(&ctx);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -850,7 +805,7 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 	}
 	*pFlags = a->flags;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: pointer attributes */
@@ -960,29 +915,23 @@ static CUresult pointer_attr(struct sim_alloc *a, CUpointer_attribute attr, uint
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+CUresult sim_api_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else
 		rc = pointer_attr(map_find((uintptr_t)ptr, 1), attribute, (uintptr_t)ptr, data, true);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
-				void **data, CUdeviceptr ptr)
+CUresult sim_api_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+					void **data, CUdeviceptr ptr)
 {
-	static struct sim_entry entry;
 	struct sim_alloc *a;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -995,18 +944,15 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 	for (unsigned int i = 0; i < numAttributes && rc == CUDA_SUCCESS; i++)
 		rc = pointer_attr(a, attributes[i], (uintptr_t)ptr, data[i], false);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
+CUresult sim_api_cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-	static struct sim_entry entry;
 	struct sim_alloc *a;
 	unsigned int v;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	a = map_find((uintptr_t)ptr, 1);
 	if (!value || !a || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -1015,7 +961,7 @@ CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
 	memcpy(&v, value, sizeof(v));
 	a->sync_memops = v != 0;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ entry points: stream-ordered */
@@ -1067,91 +1013,54 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, enum sim_pt pt)
 	return rc;
 }
 
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+CUresult sim_api_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = alloc_async(dptr, bytesize, NULL, hStream, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return alloc_async(dptr, bytesize, NULL, hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+CUresult sim_api_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = alloc_async(dptr, bytesize, NULL, hStream, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return alloc_async(dptr, bytesize, NULL, hStream, SIM_PT_PER_THREAD);
 }
 
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-				 CUstream hStream)
+CUresult sim_api_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+					 CUstream hStream)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	p = pool_from(pool);
 	rc = p ? alloc_async(dptr, bytesize, p, hStream, SIM_PT_LEGACY) : CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-				      CUstream hStream);
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-				      CUstream hStream)
+CUresult sim_api_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+					      CUstream hStream)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	p = pool_from(pool);
 	rc = p ? alloc_async(dptr, bytesize, p, hStream, SIM_PT_PER_THREAD) : CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+CUresult sim_api_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = free_async(dptr, hStream, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return free_async(dptr, hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+CUresult sim_api_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = free_async(dptr, hStream, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return free_async(dptr, hStream, SIM_PT_PER_THREAD);
 }
 
 /* ------------------------------------------------------------------ entry points: pools */
 
-CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+CUresult sim_api_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!pool_out)
@@ -1160,16 +1069,13 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	else if (!(*pool_out = (CUmemoryPool)pool_default(dev)))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+CUresult sim_api_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!pool)
@@ -1178,17 +1084,14 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	else if (!(*pool = (CUmemoryPool)pool_current(dev)))
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+CUresult sim_api_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	p = pool_from(pool);
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -1198,17 +1101,14 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		current_pools[dev] = p;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+CUresult sim_api_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -1229,17 +1129,14 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 	}
 	*pool = (CUmemoryPool)p;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemPoolDestroy(CUmemoryPool pool)
+CUresult sim_api_cuMemPoolDestroy(CUmemoryPool pool)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	p = pool_from(pool);
 	if (!p || p->is_default) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -1254,20 +1151,17 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	if (p->live == 0)
 		free(p);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+CUresult sim_api_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	(void)minBytesToKeep; /* nothing is cached: freed memory is returned at once */
 	if (!pool_from(pool))
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult pool_set(struct sim_pool *p, CUmemPool_attribute attr, const void *value)
@@ -1347,28 +1241,22 @@ static CUresult pool_get(struct sim_pool *p, CUmemPool_attribute attr, void *val
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+CUresult sim_api_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	p = pool_from(pool);
 	rc = p && value ? pool_set(p, attr, value) : CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+CUresult sim_api_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-	static struct sim_entry entry;
 	struct sim_pool *p;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	p = pool_from(pool);
 	rc = p && value ? pool_get(p, attr, value) : CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }

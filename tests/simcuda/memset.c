@@ -130,300 +130,137 @@ static CUresult memset_2d(CUdeviceptr dst, size_t pitch, unsigned int elem, uint
 
 /* ------------------------------------------------------------------ entry points: 1-D */
 
-CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+CUresult sim_api_cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 1, uc, N, 1, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 1, uc, N, 1, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
-CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+CUresult sim_api_cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 1, uc, N, 1, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 1, uc, N, 1, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N)
+CUresult sim_api_cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 2, us, N, 1, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 2, us, N, 1, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N);
-CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N)
+CUresult sim_api_cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 2, us, N, 1, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 2, us, N, 1, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+CUresult sim_api_cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 4, ui, N, 1, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 4, ui, N, 1, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N);
-CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+CUresult sim_api_cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 4, ui, N, 1, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 4, ui, N, 1, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+CUresult sim_api_cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 1, uc, N, 1, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 1, uc, N, 1, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
-CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+CUresult sim_api_cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 1, uc, N, 1, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 1, uc, N, 1, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
+CUresult sim_api_cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 2, us, N, 1, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 2, us, N, 1, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N,
-			       CUstream hStream);
-CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N,
-			       CUstream hStream)
+CUresult sim_api_cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N,
+				       CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 2, us, N, 1, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 2, us, N, 1, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+CUresult sim_api_cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 4, ui, N, 1, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 4, ui, N, 1, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
-CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+CUresult sim_api_cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, 0, 4, ui, N, 1, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, 0, 4, ui, N, 1, hStream, SIM_PT_PER_THREAD, true);
 }
 
 /* ------------------------------------------------------------------ entry points: 2-D */
 
-CUresult cuMemsetD2D8(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
-		      size_t Height)
+CUresult sim_api_cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+				 size_t Height)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-			      size_t Width, size_t Height);
-CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-			      size_t Width, size_t Height)
+CUresult sim_api_cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+				      size_t Width, size_t Height)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemsetD2D16(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
-		       size_t Height)
+CUresult sim_api_cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+				  size_t Height)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 2, us, Width, Height, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 2, us, Width, Height, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-			       size_t Width, size_t Height);
-CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-			       size_t Width, size_t Height)
+CUresult sim_api_cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+				       size_t Width, size_t Height)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 2, us, Width, Height, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 2, us, Width, Height, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemsetD2D32(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
-		       size_t Height)
+CUresult sim_api_cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+				  size_t Height)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, NULL, SIM_PT_LEGACY, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, NULL, SIM_PT_LEGACY, false);
 }
 
-CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-			       size_t Width, size_t Height);
-CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-			       size_t Width, size_t Height)
+CUresult sim_api_cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+				       size_t Width, size_t Height)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, NULL, SIM_PT_PER_THREAD, false);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, NULL, SIM_PT_PER_THREAD, false);
 }
 
-CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
-			   size_t Height, CUstream hStream)
+CUresult sim_api_cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+				   size_t Height, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-				size_t Width, size_t Height, CUstream hStream);
-CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-				size_t Width, size_t Height, CUstream hStream)
+CUresult sim_api_cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+					size_t Width, size_t Height, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 1, uc, Width, Height, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-			    size_t Width, size_t Height, CUstream hStream)
+CUresult sim_api_cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+				    size_t Width, size_t Height, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 2, us, Width, Height, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 2, us, Width, Height, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-				 size_t Width, size_t Height, CUstream hStream);
-CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-				 size_t Width, size_t Height, CUstream hStream)
+CUresult sim_api_cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+					 size_t Width, size_t Height, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 2, us, Width, Height, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 2, us, Width, Height, hStream, SIM_PT_PER_THREAD, true);
 }
 
-CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
-			    size_t Height, CUstream hStream)
+CUresult sim_api_cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+				    size_t Height, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, hStream, SIM_PT_LEGACY, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, hStream, SIM_PT_LEGACY, true);
 }
 
-CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-				 size_t Width, size_t Height, CUstream hStream);
-CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-				 size_t Width, size_t Height, CUstream hStream)
+CUresult sim_api_cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+					 size_t Width, size_t Height, CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, hStream, SIM_PT_PER_THREAD, true);
-	return sim_leave(rc);
+	return memset_2d(dstDevice, dstPitch, 4, ui, Width, Height, hStream, SIM_PT_PER_THREAD, true);
 }

@@ -290,45 +290,33 @@ static CUresult module_load(const char *who, CUmodule *module, const void *image
 
 /* ------------------------------------------------------------------ modules */
 
-CUresult cuModuleLoadData(CUmodule *module, const void *image)
+CUresult sim_api_cuModuleLoadData(CUmodule *module, const void *image)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = module_load(__func__, module, image, SIZE_MAX, NULL, 0);
-	return sim_leave(rc);
+	return module_load("cuModuleLoadData", module, image, SIZE_MAX, NULL, 0);
 }
 
-CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-			    CUjit_option *options, void **optionValues)
+CUresult sim_api_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+				    CUjit_option *options, void **optionValues)
 {
-	static struct sim_entry entry;
 	char err[256] = "";
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (numOptions && (!options || !optionValues)) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	rc = module_load(__func__, module, image, SIZE_MAX, err, sizeof(err));
+	rc = module_load("cuModuleLoadDataEx", module, image, SIZE_MAX, err, sizeof(err));
 	jit_logs(numOptions, options, optionValues, err);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuModuleLoad(CUmodule *module, const char *fname)
+CUresult sim_api_cuModuleLoad(CUmodule *module, const char *fname)
 {
-	static struct sim_entry entry;
 	char *text = NULL;
 	size_t len;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!module) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
@@ -336,32 +324,23 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname)
 	rc = read_file(fname, &text, &len);
 	if (rc != CUDA_SUCCESS)
 		goto out;
-	rc = module_load(__func__, module, text, len, NULL, 0);
+	rc = module_load("cuModuleLoad", module, text, len, NULL, 0);
 	free(text);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* A fatbin or a fatbin wrapper (module_create reads both, as it reads PTX text). */
-CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+CUresult sim_api_cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = module_load(__func__, module, fatCubin, SIZE_MAX, NULL, 0);
-	return sim_leave(rc);
+	return module_load("cuModuleLoadFatBinary", module, fatCubin, SIZE_MAX, NULL, 0);
 }
 
-CUresult cuModuleUnload(CUmodule hmod)
+CUresult sim_api_cuModuleUnload(CUmodule hmod)
 {
-	static struct sim_entry entry;
 	struct sim_module *m;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = sim_module_from(hmod);
 	/* A library's module belongs to the library: cuLibraryUnload releases it. */
 	if (!m || m->lib) {
@@ -370,7 +349,7 @@ CUresult cuModuleUnload(CUmodule hmod)
 	}
 	module_unload(m);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 static struct sim_func *module_find(struct sim_module *m, const char *name)
@@ -381,15 +360,12 @@ static struct sim_func *module_find(struct sim_module *m, const char *name)
 	return NULL;
 }
 
-CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+CUresult sim_api_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-	static struct sim_entry entry;
 	struct sim_module *m;
 	struct sim_func *fn;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!hfunc || !name) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
@@ -406,17 +382,14 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 	}
 	*hfunc = (CUfunction)fn;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
+CUresult sim_api_cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
 {
-	static struct sim_entry entry;
 	struct sim_module *m;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = sim_module_from(hmod);
 	if (!count)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -424,18 +397,15 @@ CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else
 		*count = m->nfuncs;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
-				    CUmodule mod)
+CUresult sim_api_cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+					    CUmodule mod)
 {
-	static struct sim_entry entry;
 	struct sim_module *m;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = sim_module_from(mod);
 	if (!functions && numFunctions) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -448,21 +418,18 @@ CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunct
 	for (unsigned int i = 0; i < numFunctions && i < m->nfuncs; i++)
 		functions[i] = (CUfunction)&m->funcs[i];
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+CUresult sim_api_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!mode)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		*mode = CU_MODULE_EAGER_LOADING;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ libraries */
@@ -491,58 +458,49 @@ static CUresult library_load(const char *who, CUlibrary *library, const void *co
 	return CUDA_SUCCESS;
 }
 
-CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
-			   void **jitOptionsValues, unsigned int numJitOptions,
-			   CUlibraryOption *libraryOptions, void **libraryOptionValues,
-			   unsigned int numLibraryOptions)
+CUresult sim_api_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+				   void **jitOptionsValues, unsigned int numJitOptions,
+				   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+				   unsigned int numLibraryOptions)
 {
-	static struct sim_entry entry;
 	char err[256] = "";
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
 	(void)libraryOptions;
 	(void)libraryOptionValues;
 	(void)numLibraryOptions;
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = library_load(__func__, library, code, SIZE_MAX, err, sizeof(err));
+	rc = library_load("cuLibraryLoadData", library, code, SIZE_MAX, err, sizeof(err));
 	jit_logs(numJitOptions, jitOptions, jitOptionsValues, err);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
-			       CUjit_option *jitOptions, void **jitOptionsValues,
-			       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
-			       void **libraryOptionValues, unsigned int numLibraryOptions)
+CUresult sim_api_cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+				       CUjit_option *jitOptions, void **jitOptionsValues,
+				       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+				       void **libraryOptionValues, unsigned int numLibraryOptions)
 {
-	static struct sim_entry entry;
 	char err[256] = "", *text = NULL;
 	size_t len;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
 	(void)libraryOptions;
 	(void)libraryOptionValues;
 	(void)numLibraryOptions;
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = read_file(fileName, &text, &len);
 	if (rc != CUDA_SUCCESS)
 		goto out;
-	rc = library_load(__func__, library, text, len, err, sizeof(err));
+	rc = library_load("cuLibraryLoadFromFile", library, text, len, err, sizeof(err));
 	jit_logs(numJitOptions, jitOptions, jitOptionsValues, err);
 	free(text);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLibraryUnload(CUlibrary library)
+CUresult sim_api_cuLibraryUnload(CUlibrary library)
 {
-	static struct sim_entry entry;
 	struct sim_library *lib;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	lib = sim_library_from(library);
 	if (!lib) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
@@ -555,18 +513,15 @@ CUresult cuLibraryUnload(CUlibrary library)
 	module_unload(lib->mod);
 	free(lib);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+CUresult sim_api_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
-	static struct sim_entry entry;
 	struct sim_library *lib;
 	struct sim_func *fn;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pKernel || !name) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
@@ -583,17 +538,14 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *na
 	}
 	*pKernel = (CUkernel)&fn->kernel;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+CUresult sim_api_cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
-	static struct sim_entry entry;
 	struct sim_library *lib;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	lib = sim_library_from(library);
 	if (!pMod)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -601,17 +553,14 @@ CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else
 		*pMod = (CUmodule)lib->mod;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+CUresult sim_api_cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
 {
-	static struct sim_entry entry;
 	struct sim_library *l;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	l = sim_library_from(lib);
 	if (!count)
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -619,17 +568,14 @@ CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else
 		*count = l->mod->nfuncs;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+CUresult sim_api_cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
 {
-	static struct sim_entry entry;
 	struct sim_library *l;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	l = sim_library_from(lib);
 	if (!kernels && numKernels) {
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -642,20 +588,17 @@ CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, C
 	for (unsigned int i = 0; i < numKernels && i < l->mod->nfuncs; i++)
 		kernels[i] = (CUkernel)&l->mod->funcs[i].kernel;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ kernels */
 
-CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+CUresult sim_api_cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pFunc) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 		goto out;
@@ -669,41 +612,35 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 		goto out;
 	*pFunc = (CUfunction)fn;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+CUresult sim_api_cuKernelGetName(const char **name, CUkernel hfunc)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!name)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = kernel_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS)
 		*name = fn->entry->name;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
+CUresult sim_api_cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pLib)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = kernel_get(kernel, &fn);
 	if (rc == CUDA_SUCCESS)
 		*pLib = (CUlibrary)fn->mod->lib;
-	return sim_leave(rc);
+	return rc;
 }
 
 static CUresult param_info(struct sim_func *fn, size_t index, size_t *offset, size_t *size)
@@ -716,19 +653,16 @@ static CUresult param_info(struct sim_func *fn, size_t index, size_t *offset, si
 	return CUDA_SUCCESS;
 }
 
-CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
-			      size_t *paramSize)
+CUresult sim_api_cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+				      size_t *paramSize)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = kernel_get(kernel, &fn);
 	if (rc == CUDA_SUCCESS)
 		rc = param_info(fn, paramIndex, paramOffset, paramSize);
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ attributes */
@@ -806,66 +740,54 @@ static CUresult attr_set(struct sim_func *fn, CUfunction_attribute attrib, int v
 	}
 }
 
-CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+CUresult sim_api_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS)
 		rc = attr_get(fn, attrib, pi);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+CUresult sim_api_cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS)
 		rc = attr_set(fn, attrib, value);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
-			      CUdevice dev)
+CUresult sim_api_cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+				      CUdevice dev)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = kernel_get(kernel, &fn);
 	if (rc == CUDA_SUCCESS && (dev < 0 || dev >= SIM_MAX_DEVICES))
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	if (rc == CUDA_SUCCESS)
 		rc = attr_get(fn, attrib, pi);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
-			      CUdevice dev)
+CUresult sim_api_cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+				      CUdevice dev)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = kernel_get(kernel, &fn);
 	if (rc == CUDA_SUCCESS && (dev < 0 || dev >= SIM_MAX_DEVICES))
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	if (rc == CUDA_SUCCESS)
 		rc = attr_set(fn, attrib, val);
-	return sim_leave(rc);
+	return rc;
 }
 
 static bool cache_config_is_valid(CUfunc_cache config)
@@ -874,14 +796,11 @@ static bool cache_config_is_valid(CUfunc_cache config)
 	       config == CU_FUNC_CACHE_PREFER_L1 || config == CU_FUNC_CACHE_PREFER_EQUAL;
 }
 
-CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+CUresult sim_api_cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = kernel_get(kernel, &fn);
 	if (rc == CUDA_SUCCESS && (dev < 0 || dev >= SIM_MAX_DEVICES))
 		rc = CUDA_ERROR_INVALID_DEVICE;
@@ -889,118 +808,97 @@ CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice d
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		fn->cache_config = config;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ functions */
 
-CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+CUresult sim_api_cuFuncGetName(const char **name, CUfunction hfunc)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!name)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS)
 		*name = fn->entry->name;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
-			    size_t *paramSize)
+CUresult sim_api_cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+				    size_t *paramSize)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = func_get(func, &fn);
 	if (rc == CUDA_SUCCESS)
 		rc = param_info(fn, paramIndex, paramOffset, paramSize);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+CUresult sim_api_cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS && !cache_config_is_valid(config))
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
 		fn->cache_config = config;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)
+CUresult sim_api_cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	/* Deprecated and without effect since Hopper; validated and ignored. */
 	rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS && config != CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE &&
 	    config != CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE &&
 	    config != CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
 		rc = CUDA_ERROR_INVALID_VALUE;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+CUresult sim_api_cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!hmod)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS)
 		*hmod = (CUmodule)fn->mod;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction hfunc)
+CUresult sim_api_cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction hfunc)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!state)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		rc = func_get(hfunc, &fn);
 	if (rc == CUDA_SUCCESS)
 		*state = CU_FUNCTION_LOADING_STATE_LOADED; /* loading is eager */
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuFuncLoad(CUfunction hfunc)
+CUresult sim_api_cuFuncLoad(CUfunction hfunc)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = func_get(hfunc, &fn);
-	return sim_leave(rc);
+	return rc;
 }

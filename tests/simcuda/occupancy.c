@@ -92,29 +92,17 @@ static CUresult max_active(int *num_blocks, CUfunction func, int block_size, siz
 	return rc;
 }
 
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
-						     size_t dynamicSMemSize)
+CUresult sim_api_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+							     size_t dynamicSMemSize)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = max_active(numBlocks, func, blockSize, dynamicSMemSize, CU_OCCUPANCY_DEFAULT);
-	return sim_leave(rc);
+	return max_active(numBlocks, func, blockSize, dynamicSMemSize, CU_OCCUPANCY_DEFAULT);
 }
 
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
-							      int blockSize, size_t dynamicSMemSize,
-							      unsigned int flags)
+CUresult sim_api_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+								      int blockSize, size_t dynamicSMemSize,
+								      unsigned int flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = max_active(numBlocks, func, blockSize, dynamicSMemSize, flags);
-	return sim_leave(rc);
+	return max_active(numBlocks, func, blockSize, dynamicSMemSize, flags);
 }
 
 /* The block sizes MaxPotentialBlockSize tries, largest first: from the limit rounded up to a
@@ -162,7 +150,9 @@ out:
 	return rc;
 }
 
-/* Both MaxPotentialBlockSize entry points: the callback runs first, without the lock. */
+/* Both MaxPotentialBlockSize entry points. They are exported here, not through sim_api.h's
+ * SIM_ENTRY, because the program's callback runs first, without the device lock: it may call the
+ * driver itself, and the lock is not recursive. */
 static CUresult potential(const char *name, struct sim_entry *entry, int *min_grid, int *block_size,
 			  CUfunction func, CUoccupancyB2DSize b2d, size_t dyn_const, int limit,
 			  unsigned int flags)
@@ -202,16 +192,13 @@ CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockS
 			 dynamicSMemSize, blockSizeLimit, flags);
 }
 
-CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
-						 int blockSize)
+CUresult sim_api_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+							 int blockSize)
 {
-	static struct sim_entry entry;
 	struct sim_func *fn = NULL;
 	size_t avail;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	rc = func_get(func, &fn);
 	if (rc != CUDA_SUCCESS)
 		goto out;
@@ -227,5 +214,5 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
 		avail = (size_t)fn->max_dyn_shared;
 	*dynamicSmemSize = avail;
 out:
-	return sim_leave(rc);
+	return rc;
 }

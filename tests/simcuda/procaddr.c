@@ -73,28 +73,14 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 	return CUDA_SUCCESS;
 }
 
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-			  CUdriverProcAddressQueryResult *symbolStatus)
+CUresult sim_api_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+				     CUdriverProcAddressQueryResult *symbolStatus)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
-	return sim_leave(rc);
+	return lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
 }
 
 /* The CUDA 11.3 ABI without the status argument, exported as plain cuGetProcAddress. */
-CUresult sim_get_proc_address_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-	__asm__("cuGetProcAddress");
-CUresult sim_get_proc_address_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+CUresult sim_api_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, "cuGetProcAddress");
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = lookup(symbol, pfn, cudaVersion, flags, NULL);
-	return sim_leave(rc);
+	return lookup(symbol, pfn, cudaVersion, flags, NULL);
 }

@@ -2,9 +2,10 @@
  * scheduler, counters and the cost model. tests/simcuda layer; never included by cufold.
  *
  * Invariants (the device keeps these; every file of tests/simcuda relies on them):
- *  1. Every exported entry point starts with sim_enter() and ends with sim_leave(): one global
- *     device lock is held in between, so device state is only touched under it. Entry points
- *     never call other exported entry points (the counters would count twice); shared logic
+ *  1. Every exported entry point is a generated wrapper (sim_api.h) that takes one global device
+ *     lock with sim_enter(), calls its sim_api_<symbol> and releases it with sim_leave(), so
+ *     device state is only touched under the lock. Implementations never call exported entry
+ *     points (the counters would count twice, and the lock is not recursive); shared logic
  *     lives in sim_* functions.
  *  2. Stream work is never executed at submission. It is queued as a struct sim_work with the
  *     dependencies CUDA guarantees (stream order, legacy-stream rules, events, graph edges) and
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "sim_twin.h"
+#include "sim_api.h"
 
 /* ------------------------------------------------------------------ entry points */
 
@@ -50,14 +52,15 @@ CUresult sim_leave(CUresult rc);
 /* Count the call of an entry point the device does not implement; no lock is taken. */
 CUresult sim_enter_unsupported(struct sim_entry *e, const char *name);
 
-/* Usage in every entry point:
+/* Every exported entry point calls these through sim_api.h's SIM_ENTRY, written once; only
+ * an entry point that cannot follow it (sim_api.h lists them) and the private slots of the
+ * export tables (export_tables.c) call sim_enter themselves:
  *	static struct sim_entry entry;
- *	CUresult rc = sim_enter(&entry, __func__);
- *	if (rc != CUDA_SUCCESS)
- *		return rc;
- *	... work, setting rc ...
- *	return sim_leave(rc);
- * (__func__ is the exported name: cuda.h's macros rename cuMemAlloc to cuMemAlloc_v2.) */
+ *	CUresult rc = sim_enter(&entry, "cuXxx");
+ *	if (rc == CUDA_SUCCESS)
+ *		rc = sim_leave(<the work>);
+ * The name is the exported symbol (cuMemAlloc_v2), which SIMCUDA_STATS counts by and
+ * SIMCUDA_FAIL matches (or its base name). */
 
 /* Once-per-process library set-up (environment, memory range); called by sim_enter. */
 void sim_init_once(void);

@@ -162,37 +162,22 @@ static CUresult stream_create(CUstream *ph, unsigned int flags, int priority)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+CUresult sim_api_cuStreamCreate(CUstream *phStream, unsigned int Flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = stream_create(phStream, Flags, 0);
-	return sim_leave(rc);
+	return stream_create(phStream, Flags, 0);
 }
 
-CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+CUresult sim_api_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = stream_create(phStream, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority);
-	return sim_leave(rc);
+	return stream_create(phStream, flags, priority < -5 ? -5 : priority > 0 ? 0 : priority);
 }
 
 /* Work already submitted still runs (it does not refer to the stream object). */
-CUresult cuStreamDestroy(CUstream hStream)
+CUresult sim_api_cuStreamDestroy_v2(CUstream hStream)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_stream *s;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 		goto out;
@@ -227,51 +212,39 @@ CUresult cuStreamDestroy(CUstream hStream)
 	s->magic = 0;
 	free(s);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-static CUresult sync_entry(struct sim_entry *e, const char *name, CUstream h, enum sim_pt pt)
+static CUresult sync_stream(CUstream h, enum sim_pt pt)
 {
-	CUresult rc = sim_enter(e, name);
 	struct sim_stream *s;
+	CUresult rc = sim_stream_resolve(h, pt, &s);
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	if ((rc = sim_stream_resolve(h, pt, &s)) == CUDA_SUCCESS)
+	if (rc == CUDA_SUCCESS)
 		rc = stream_sync(s);
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuStreamSynchronize(CUstream hStream)
+CUresult sim_api_cuStreamSynchronize(CUstream hStream)
 {
-	static struct sim_entry entry;
-
-	return sync_entry(&entry, __func__, hStream, SIM_PT_LEGACY);
+	return sync_stream(hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuStreamSynchronize_ptsz(CUstream hStream);
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+CUresult sim_api_cuStreamSynchronize_ptsz(CUstream hStream)
 {
-	static struct sim_entry entry;
-
-	return sync_entry(&entry, __func__, hStream, SIM_PT_PER_THREAD);
+	return sync_stream(hStream, SIM_PT_PER_THREAD);
 }
 
 /* A query runs the stream's work and reports it complete: a valid schedule in which the device
  * was fast. Programs that poll thus always make progress. */
-CUresult cuStreamQuery(CUstream hStream)
+CUresult sim_api_cuStreamQuery(CUstream hStream)
 {
-	static struct sim_entry entry;
-
-	return sync_entry(&entry, __func__, hStream, SIM_PT_LEGACY);
+	return sync_stream(hStream, SIM_PT_LEGACY);
 }
 
-CUresult cuStreamQuery_ptsz(CUstream hStream);
-CUresult cuStreamQuery_ptsz(CUstream hStream)
+CUresult sim_api_cuStreamQuery_ptsz(CUstream hStream)
 {
-	static struct sim_entry entry;
-
-	return sync_entry(&entry, __func__, hStream, SIM_PT_PER_THREAD);
+	return sync_stream(hStream, SIM_PT_PER_THREAD);
 }
 
 static CUresult wait_event(CUstream h, CUevent hev, unsigned int flags, enum sim_pt pt)
@@ -299,27 +272,14 @@ static CUresult wait_event(CUstream h, CUevent hev, unsigned int flags, enum sim
 	return sim_stream_submit(s, w);
 }
 
-CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+CUresult sim_api_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = wait_event(hStream, hEvent, Flags, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return wait_event(hStream, hEvent, Flags, SIM_PT_LEGACY);
 }
 
-CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
-CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+CUresult sim_api_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = wait_event(hStream, hEvent, Flags, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return wait_event(hStream, hEvent, Flags, SIM_PT_PER_THREAD);
 }
 
 static CUresult get_stream(CUstream h, enum sim_pt pt, struct sim_stream **s)
@@ -327,64 +287,52 @@ static CUresult get_stream(CUstream h, enum sim_pt pt, struct sim_stream **s)
 	return sim_stream_resolve(h, pt, s);
 }
 
-CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+CUresult sim_api_cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_stream *s;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!flags)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = get_stream(hStream, SIM_PT_LEGACY, &s)) == CUDA_SUCCESS)
 		*flags = s->flags;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+CUresult sim_api_cuStreamGetPriority(CUstream hStream, int *priority)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_stream *s;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!priority)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = get_stream(hStream, SIM_PT_LEGACY, &s)) == CUDA_SUCCESS)
 		*priority = s->priority;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+CUresult sim_api_cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_stream *s;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!streamId)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = get_stream(hStream, SIM_PT_LEGACY, &s)) == CUDA_SUCCESS)
 		*streamId = s->id;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+CUresult sim_api_cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 	struct sim_stream *s;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!pctx)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = get_stream(hStream, SIM_PT_LEGACY, &s)) == CUDA_SUCCESS)
 		*pctx = (CUcontext)s->ctx;
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ host functions */
@@ -445,25 +393,12 @@ static CUresult launch_host_fn(CUstream h, CUhostFn fn, void *data, enum sim_pt 
 	return sim_stream_submit(s, w);
 }
 
-CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+CUresult sim_api_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_host_fn(hStream, fn, userData, SIM_PT_LEGACY);
-	return sim_leave(rc);
+	return launch_host_fn(hStream, fn, userData, SIM_PT_LEGACY);
 }
 
-CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
-CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+CUresult sim_api_cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
-
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	rc = launch_host_fn(hStream, fn, userData, SIM_PT_PER_THREAD);
-	return sim_leave(rc);
+	return launch_host_fn(hStream, fn, userData, SIM_PT_PER_THREAD);
 }

@@ -204,14 +204,11 @@ static bool make_reserved(uintptr_t p, size_t n)
 
 /* ------------------------------------------------------------------ granularity and handles */
 
-CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
-				       CUmemAllocationGranularity_flags option)
+CUresult sim_api_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+					       CUmemAllocationGranularity_flags option)
 {
-	static struct sim_entry entry;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 	else if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
@@ -221,18 +218,15 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
 		rc = prop_check(prop, false);
 	if (rc == CUDA_SUCCESS)
 		*granularity = VMM_GRANULARITY;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-		     unsigned long long flags)
+CUresult sim_api_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+			     unsigned long long flags)
 {
-	static struct sim_entry entry;
 	struct sim_vmem *m = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -270,17 +264,14 @@ out_uncharge:
 out_free:
 	free(m);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+CUresult sim_api_cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-	static struct sim_entry entry;
 	struct sim_vmem *m;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = vmem_from(handle);
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -290,17 +281,14 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 		m->handles--;
 		vmem_maybe_free(m);
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+CUresult sim_api_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
-	static struct sim_entry entry;
 	struct sim_vmap *v;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	v = vmap_at((uintptr_t)addr);
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -310,17 +298,14 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void 
 		v->mem->handles++;
 		*handle = (CUmemGenericAllocationHandle)(uintptr_t)v->mem;
 	}
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+CUresult sim_api_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
 {
-	static struct sim_entry entry;
 	struct sim_vmem *m;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = vmem_from(handle);
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -328,19 +313,16 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmem
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		*prop = m->prop;
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
-				      CUmemAllocationHandleType handleType, unsigned long long flags)
+CUresult sim_api_cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+					      CUmemAllocationHandleType handleType, unsigned long long flags)
 {
-	static struct sim_entry entry;
 	struct sim_vmem *m;
 	int fd;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = vmem_from(handle);
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -354,20 +336,17 @@ CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocat
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	else
 		memcpy(shareableHandle, &fd, sizeof(fd));
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
-					CUmemAllocationHandleType shHandleType)
+CUresult sim_api_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+						CUmemAllocationHandleType shHandleType)
 {
-	static struct sim_entry entry;
 	int fd = (int)(intptr_t)osHandle;
 	struct sim_vmem *m = NULL;
 	struct stat st;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -397,22 +376,19 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
 	sim_handle_add(m);
 	*handle = (CUmemGenericAllocationHandle)(uintptr_t)m;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ reservations */
 
-CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-			     unsigned long long flags)
+CUresult sim_api_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+				     unsigned long long flags)
 {
-	static struct sim_entry entry;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct sim_vres *r = NULL;
 	uintptr_t base = 0;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -448,17 +424,14 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 out_free:
 	free(r);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+CUresult sim_api_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-	static struct sim_entry entry;
 	struct sim_vres **pp = &reservations;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -484,21 +457,18 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 		free(r);
 	}
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ mappings */
 
-CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-		  unsigned long long flags)
+CUresult sim_api_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+			  unsigned long long flags)
 {
-	static struct sim_entry entry;
 	struct sim_vmem *m;
 	struct sim_vmap *v = NULL;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -531,18 +501,15 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 	mappings = v;
 	m->maps++;
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+CUresult sim_api_cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-	static struct sim_entry entry;
 	struct sim_ctx *ctx;
 	struct sim_vres *r;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -575,7 +542,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	}
 	rc = vres_sync(r);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
 /* Apply a mapping's access: the host protection is the widest any device has (one address
@@ -608,15 +575,12 @@ static CUresult access_desc_check(const CUmemAccessDesc *d)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+CUresult sim_api_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
-	static struct sim_entry entry;
 	uintptr_t end = (uintptr_t)ptr + size;
 	struct sim_vres *r;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	if (!sim_is_initialized()) {
 		rc = CUDA_ERROR_NOT_INITIALIZED;
 		goto out;
@@ -642,17 +606,14 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
 	if (rc == CUDA_SUCCESS)
 		rc = vres_sync(r);
 out:
-	return sim_leave(rc);
+	return rc;
 }
 
-CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+CUresult sim_api_cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
-	static struct sim_entry entry;
 	struct sim_vmap *v;
-	CUresult rc = sim_enter(&entry, __func__);
+	CUresult rc = CUDA_SUCCESS;
 
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	v = vmap_at((uintptr_t)ptr);
 	if (!sim_is_initialized())
 		rc = CUDA_ERROR_NOT_INITIALIZED;
@@ -662,5 +623,5 @@ CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	else
 		*flags = v->access[location->id];
-	return sim_leave(rc);
+	return rc;
 }
