@@ -118,11 +118,15 @@ struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t t
 void cap_stream_created(CUstream h, unsigned int flags)
 {
 	uint64_t key = (uint64_t)(uintptr_t)h;
+	struct cap_stream *old;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
 		return;
-	free(cf_map_del(&streams, key));
+	old = cf_map_del(&streams, key); /* a record made before the create was seen, or a reused handle */
+	if (old)
+		nbytes -= sizeof(*old);
+	free(old);
 	add(key, h, NULL, 0, (flags & CU_STREAM_NON_BLOCKING) ? CAP_STREAM_NON_BLOCKING : CAP_STREAM_BLOCKING);
 }
 

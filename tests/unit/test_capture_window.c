@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "capture/capture.h"
+#include "capture/capture_int.h"
 
 #define CTX ((CUcontext)0x7000)
 #define S1 ((CUstream)0x5001)
@@ -513,10 +514,24 @@ static void test_key_and_bindings(void **state)
 	assert_int_equal(cap_op_bytes(c), 36);
 }
 
+/* A stream handle created again (a reused handle, or a record made before its create was seen)
+ * replaces its record without growing cufold's own memory figure. */
+static void test_stream_recreated_bytes(void **state)
+{
+	size_t before;
+
+	(void)state;
+	before = cap__streams_bytes();
+	for (int i = 0; i < 5; i++)
+		cap_stream_created(S1, i % 2 ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING);
+	assert_int_equal(cap__streams_bytes(), before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_alternating_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_recreated_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_and_failed, setup, teardown),
