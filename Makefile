@@ -348,13 +348,14 @@ fault-sweep: all
 # Real clients of the driver, installed from PyPI into a virtual environment of the build folder
 # (not part of make deps or make test: they need the network once, and the interpreter's time).
 CLIENTS_VENV := $(B)/clients-venv
-CLIENTS_PIP  := cuda-bindings>=13,<14
+# numba_train.py switches cuda-core and numba-cuda to the driver's linker by private names: pinned.
+CLIENTS_PIP  := cuda-bindings==13.4.4 cuda-core==1.2.2 numba-cuda==0.30.4
 
 deps-clients: $(CLIENTS_VENV)/.installed
 
 $(CLIENTS_VENV)/.installed:
 	$(call msg,VENV,$(CLIENTS_VENV))
-	$(Q)$(PYTHON) -m venv $(CLIENTS_VENV) && $(CLIENTS_VENV)/bin/pip install -q '$(CLIENTS_PIP)' && touch $@
+	$(Q)$(PYTHON) -m venv $(CLIENTS_VENV) && $(CLIENTS_VENV)/bin/pip install -q $(CLIENTS_PIP) && touch $@
 
 test-clients: all deps-clients
 	@B=$(B) CLIENTS_VENV=$(CLIENTS_VENV) tests/clients/run.sh

@@ -19,7 +19,7 @@
 
 #define DEC_MAX_OPS 8                /* operands of one instruction */
 #define DEC_MAX_MODS 12              /* modifiers of one opcode */
-#define DEC_NAME 160                 /* longest name kept */
+#define DEC_NAME 1024                /* longest name kept (numba and CUB mangle past 160) */
 
 ii_fn sim__interp_pack_fn(bool unpack);
 
