@@ -217,3 +217,10 @@ extern "C" __global__ void nt_fmodes(float *out, const float *a_in, const float 
 	o[18] = fminf(a, b);
 	o[19] = fmaxf(a, b);
 }
+
+/* A name as long as numba's and CUB's mangled ones (over 200 characters): the interpreter finds
+ * the function and its parameters by it (it kept only 160 once). */
+extern "C" __global__ void nt_long_name_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(int *out, int v)
+{
+	out[threadIdx.x] = v + (int)threadIdx.x;
+}

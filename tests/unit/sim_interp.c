@@ -388,6 +388,30 @@ static float power_plus(float x, int k)
 	return r + (float)k;
 }
 
+/* A kernel whose name is longer than 200 characters (as numba-cuda and CUB mangle) runs. */
+static void test_notwin_long_name(void **state)
+{
+	static const char name[] = "nt_long_name_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				  "xxxxxxxxxxxxx";
+	CUmodule m = tl_load_module("notwin");
+	CUfunction f = tl_func(m, name);
+	int out[32], v = 40;
+	CUdeviceptr d;
+	void *args[] = { &d, &v };
+
+	(void)state;
+	assert_true(sizeof(name) > 200);
+	CHECK(cuMemAlloc(&d, sizeof(out)));
+	CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, d, sizeof(out)));
+	for (int i = 0; i < 32; i++)
+		assert_int_equal(out[i], 40 + i);
+	CHECK(cuMemFree(d));
+	CHECK(cuModuleUnload(m));
+}
+
 static void test_notwin_powers(void **state)
 {
 	CUmodule m = tl_load_module("notwin");
@@ -1073,6 +1097,7 @@ int main(void)
 		cmocka_unit_test(test_unsupported_fails_launch),
 		cmocka_unit_test(test_out_of_bounds_stops),
 		cmocka_unit_test(test_notwin_powers),
+		cmocka_unit_test(test_notwin_long_name),
 		cmocka_unit_test(test_notwin_histogram),
 		cmocka_unit_test(test_notwin_sum4),
 		cmocka_unit_test(test_notwin_votes),
