@@ -238,11 +238,11 @@ $(B)/unit/sim_fatbin: | $(FATBINS)
 # sanitizer build instruments them too, so its runtime is loaded before the device's.
 NVSAN        := $(if $(SAN),-Xcompiler -fsanitize=$(SAN))
 .SECONDARY: $(CUDART_NAMES:%=$(B)/cudart/%.o) $(CUDART_NAMES:%=$(B)/cudart/%-ptds.o)
-$(B)/cudart/%.o: tests/cudart/%.cu
+$(B)/cudart/%.o: tests/cudart/%.cu $(wildcard tests/cudart/*.cuh)
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$<)
 	$(Q)$(NVCC) -c $(NVSAN) -o $@ $<
-$(B)/cudart/%-ptds.o: tests/cudart/%.cu
+$(B)/cudart/%-ptds.o: tests/cudart/%.cu $(wildcard tests/cudart/*.cuh)
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) -c $(NVSAN) --default-stream per-thread -o $@ $<

@@ -13,55 +13,7 @@
 #define N 2048
 #define THREADS 128
 
-extern "C" __global__ void rt_prep(float *x, float a, int n)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		x[i] = __fadd_rn(__fmul_rn(x[i], a), 0.5f);
-}
-
-extern "C" __global__ void rt_forward(float *y, const float *w, const float *x, int n)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		y[i] = __fmul_rn(w[i], x[i]);
-}
-
-extern "C" __global__ void rt_loss(float *loss, const float *y, const float *t, int n)
-{
-	if (blockIdx.x == 0 && threadIdx.x == 0) {
-		float s = 0.0f;
-
-		for (int i = 0; i < n; i++) {
-			float d = __fsub_rn(y[i], t[i]);
-
-			s = __fadd_rn(s, __fmul_rn(d, d));
-		}
-		loss[0] = s;
-	}
-}
-
-extern "C" __global__ void rt_update(float *w, const float *x, const float *y, const float *t, float lr, int n)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n) {
-		float g = __fmul_rn(__fmul_rn(2.0f, __fsub_rn(y[i], t[i])), x[i]);
-
-		w[i] = __fsub_rn(w[i], __fmul_rn(lr, g));
-	}
-}
-
-static void check(cudaError_t e, const char *what, int line)
-{
-	if (e != cudaSuccess) {
-		fprintf(stderr, "graph.cu:%d: %s: %s\n", line, what, cudaGetErrorString(e));
-		exit(1);
-	}
-}
-#define CK(call) check((call), #call, __LINE__)
+#include "step.cuh"
 
 /* cudaStreamAddCallback's callback: records, in order, which steps' graphs have completed. */
 static int done_steps[64], ndone;
