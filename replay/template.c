@@ -540,11 +540,10 @@ static bool cut_before(struct cut_order *c, int a, int b)
 	return true;
 }
 
-/* Add op to the segment's order; false (nothing added) when it would order two streams both
- * ways: the caller cuts before it and adds it to a fresh order. */
+/* Add op to the segment's order; false when it would order two streams both ways: the caller
+ * then cuts before it and adds it to a fresh order (c is left half-updated, and dropped). */
 static bool cut_add(struct cut_order *c, const struct cap_op *op)
 {
-	struct cut_order save = *c;
 	int p = cut_stream(c, op->stream_slot);
 	bool ok = true;
 
@@ -573,8 +572,6 @@ static bool cut_add(struct cut_order *c, const struct cap_op *op)
 		else if (k < c->nrec && c->rec[k].stream != p)
 			ok = false; /* records of one event on two streams */
 	}
-	if (!ok)
-		*c = save;
 	return ok;
 }
 
