@@ -109,7 +109,7 @@ CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
 .PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep \
-        install uninstall deps-clients test-clients
+        install uninstall man deps-clients test-clients
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
@@ -366,29 +366,36 @@ clean:
 # ---------------------------------------------------------------- install
 #   make install PREFIX=/usr/local [DESTDIR=/staging]   make uninstall (removes exactly those files)
 # The man page is generated from the README's variable table and cufold's --help (scripts/gen-man).
+# The man page names the installed paths (PREFIX, not DESTDIR) and the version: it is made again
+# by every install (make man: the page for this PREFIX, in $(B)/man). The installed command gets
+# the version written in (in the source tree it reads the file VERSION).
 PREFIX  ?= /usr/local
 DESTDIR ?=
 IDIR    := $(DESTDIR)$(PREFIX)
 CARDS   := tests/data/cards/example.cards tests/kernels/test-kernels.cards
+CUFOLD_VERSION := $(shell cat VERSION 2>/dev/null || echo unknown)
 INSTALLED := $(IDIR)/lib/libcufold.so $(IDIR)/bin/cufold $(IDIR)/share/man/man1/cufold.1 \
-             $(addprefix $(IDIR)/share/cufold/,$(notdir $(CARDS)))
+             $(IDIR)/share/doc/cufold/README.md $(addprefix $(IDIR)/share/cufold/,$(notdir $(CARDS)))
 
-$(B)/man/cufold.1: README.md scripts/gen-man scripts/cufold
-	@mkdir -p $(dir $@)
-	$(call msg,GEN,$@)
-	$(Q)$(PYTHON) scripts/gen-man README.md scripts/cufold $@
+man:
+	@mkdir -p $(B)/man
+	$(call msg,GEN,$(B)/man/cufold.1)
+	$(Q)$(PYTHON) scripts/gen-man --prefix $(PREFIX) --version $(CUFOLD_VERSION) README.md scripts/cufold \
+	  $(B)/man/cufold.1
 
-install: $(CFLIB) $(B)/man/cufold.1
+install: $(CFLIB) man
 	$(call msg,INSTALL,$(IDIR))
-	$(Q)install -d $(IDIR)/lib $(IDIR)/bin $(IDIR)/share/man/man1 $(IDIR)/share/cufold
+	$(Q)install -d $(IDIR)/lib $(IDIR)/bin $(IDIR)/share/man/man1 $(IDIR)/share/cufold $(IDIR)/share/doc/cufold
 	$(Q)install -m 755 $(CFLIB) $(IDIR)/lib/libcufold.so
-	$(Q)install -m 755 scripts/cufold $(IDIR)/bin/cufold
+	$(Q)sed 's/@CUFOLD_VERSION@/$(CUFOLD_VERSION)/' scripts/cufold >$(IDIR)/bin/cufold.tmp && \
+	  chmod 755 $(IDIR)/bin/cufold.tmp && mv -f $(IDIR)/bin/cufold.tmp $(IDIR)/bin/cufold
 	$(Q)install -m 644 $(B)/man/cufold.1 $(IDIR)/share/man/man1/cufold.1
+	$(Q)install -m 644 README.md $(IDIR)/share/doc/cufold/README.md
 	$(Q)install -m 644 $(CARDS) $(IDIR)/share/cufold/
 
 uninstall:
 	$(call msg,RM,$(IDIR))
 	$(Q)rm -f $(INSTALLED)
-	$(Q)rmdir $(IDIR)/share/cufold 2>/dev/null || true
+	$(Q)rmdir $(IDIR)/share/cufold $(IDIR)/share/doc/cufold 2>/dev/null || true
 
 -include $(shell find $(B)/obj $(B)/unit $(B)/progs $(B)/workloads $(B)/plugins -name '*.d' 2>/dev/null)
