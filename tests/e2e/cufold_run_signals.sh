@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cufold_run_signals.sh - `cufold run` as a scheduler and a shell see it: SIGTERM, SIGINT and
 # SIGHUP sent to the wrapper reach the job's whole process group (a launcher's two ranks stop
-# too) and the exit status is the job's (128+n); a job killed before writing a report is said to
+# too) and the exit status is the job's (128+n); at a terminal the job gets the terminal (it reads
+# it; ^C stops it); a job killed before writing a report is said to
 # be so; the exit summary counts only this run's reports (not a previous run's file, not
 # another job's); a file that is not executable exits 126 "permission denied" (127 only for
 # not found); --lib naming something that is not a shared library is refused before the job
@@ -50,6 +51,51 @@ for r in ranks:
 	done
 	note "SIG$sig to the wrapper stops the job and both ranks; exit $rc"
 done
+
+# at a terminal: the job (in its own process group) is given the terminal, so it reads what is
+# typed, and ^C typed there stops it (exit 130); the wrapper takes the terminal back
+python3 - "$CMD" <<'PY' || fail "cufold run at a terminal"
+import os, pty, sys, time, select
+cmd = sys.argv[1:]  # the command
+def run(job, send, expect_rc, expect_out):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(cmd[0], cmd + ["run", "-q", "--"] + job)
+    out = b""
+    t0 = time.time()
+    sent = False
+    while time.time() - t0 < 20:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if not sent and b"ready" in out:
+            time.sleep(0.2)
+            os.write(fd, send)
+            sent = True
+        wpid, st = os.waitpid(pid, os.WNOHANG)
+        if wpid:
+            break
+    else:
+        os.kill(pid, 9)
+        sys.exit("hung; output %r" % out)
+    if not wpid:
+        _, st = os.waitpid(pid, 0)
+    rc = os.waitstatus_to_exitcode(st)
+    if rc != expect_rc or expect_out not in out:
+        sys.exit("job %r: exit %d (want %d), output %r" % (job, rc, expect_rc, out))
+    pass
+# the job owns the terminal: it reads a line typed there
+run(["sh", "-c", "echo ready; read x; echo got-$x"], b"hello\n", 0, b"got-hello")
+# ^C typed on the terminal stops the job (and its children), exit 130
+run(["python3", "-c", "import signal,subprocess; signal.signal(signal.SIGINT, signal.SIG_DFL); print('ready', flush=True); subprocess.run(['sleep', '30'])"], b"\x03", 130, b"ready")
+PY
+note "at a terminal: the job reads the terminal, ^C stops it"
 
 # the job itself killed by a signal: 128+n, and no report is said plainly
 "$CMD" run -- sh -c 'kill -KILL $$' 2>"$TMP/err"; rc=$?
