@@ -4,7 +4,8 @@
 # totals, arrays as ids), deep nesting, truncated and binary files, escape sequences, a
 # non-report .json, a FIFO and a device: each explained in one line on stderr, no traceback, no
 # hang, the valid reports still summarised (exit 1 when an input was bad); the same file given
-# twice, through a link or a folder and a path, counted once; the time per window eager and
+# twice, through a link or a folder and a path, counted once; 1000 mutated reports (fuzz-ish)
+# summarised or explained, never a traceback; the time per window eager and
 # replayed and the estimated saving, labelled modeled on the software device. tests layer.
 source "$(dirname "$0")/lib.sh"
 
@@ -123,3 +124,57 @@ assert abs(ts["estimated_saving_us"] - want) < 0.01, (ts, want)
 assert ts["modeled"] is True and ts["per_shape"], ts
 PY
 note "$(grep 'estimated time saved' "$TMP/out" | sed 's/^ *//')"
+
+# fuzz-ish: 1000 reports with one to three values replaced by another type, a negative, a huge
+# number or an escape sequence, or removed; each is summarised or explained in one line, never a
+# traceback (the command's functions called in this process, for speed)
+python3 - "$CMD" "$TMP/good.json" 1 >"$TMP/fuzz" <<'PY' || { tail -5 "$TMP/fuzz"; fail "a mutated report broke cufold report"; }
+import copy, importlib.machinery, importlib.util, io, json, random, sys, os
+loader = importlib.machinery.SourceFileLoader("cufold_cmd", sys.argv[1])
+spec = importlib.util.spec_from_loader("cufold_cmd", loader)
+cf = importlib.util.module_from_spec(spec)
+loader.exec_module(cf)
+good = json.load(open(sys.argv[2]))
+rnd = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+VALUES = [None, True, False, -1, 0, 1, 2.5, -3.5, 1e308, "x", "", "\x1b[2J", [], [1], {}, {"a": 1}, 10 ** 30]
+def paths(d, pre=()):
+    yield pre
+    if isinstance(d, dict):
+        for k, v in d.items():
+            yield from paths(v, pre + (k,))
+    elif isinstance(d, list):
+        for i, v in enumerate(d[:3]):
+            yield from paths(v, pre + (i,))
+allp = [p for p in paths(good) if p]
+valid = rejected = 0
+for n in range(1000):
+    d = copy.deepcopy(good)
+    for _ in range(rnd.randint(1, 3)):
+        p = rnd.choice(allp)
+        t = d
+        try:
+            for k in p[:-1]:
+                t = t[k]
+            if rnd.random() < 0.15 and isinstance(t, dict):
+                t.pop(p[-1], None)
+            else:
+                t[p[-1]] = rnd.choice(VALUES)
+        except (KeyError, IndexError, TypeError):
+            pass
+    text = json.dumps(d)
+    path = sys.argv[2] + ".fuzz"
+    with open(path, "w") as f:
+        f.write(text)
+    try:
+        doc = cf.load_report(path)
+    except cf.Failure as e:
+        assert "\n" not in str(e), e
+        rejected += 1
+        continue
+    a = cf.analyse([doc], [path])
+    cf.print_report(a, io.StringIO())
+    json.dumps(a)
+    valid += 1
+print("%d mutated reports: %d accepted and summarised, %d explained in one line" % (valid + rejected, valid, rejected))
+PY
+note "$(cat "$TMP/fuzz")"
