@@ -127,8 +127,21 @@ if python3 -c 'import json,sys; sys.exit(0 if "run_id" in json.load(open(sys.arg
 	grep -q 'over' "$TMP/err2" && { cat "$TMP/err2"; fail "the single process's summary counts another job's"; }
 	grep -q '^cufold: replayed [1-9]' "$TMP/err2" || { cat "$TMP/err2"; fail "no summary for the single process"; }
 	note "two jobs sharing a report pattern: each counts its own"
+	# a job stopped by SIGTERM through the wrapper (a scheduler's stop) keeps its report, and the
+	# summary is of it
+	"$CMD" run --report "$TMP/term.json" -- "$B/progs/rpl_loop" train 100000000 >/dev/null 2>"$TMP/err" &
+	wrapper=$!
+	for ((i = 0; i < 100; i++)); do [[ -n $(pgrep -P $wrapper) ]] && break; sleep 0.05; done
+	sleep 1
+	kill -TERM $wrapper
+	for ((i = 0; i < 200; i++)); do alive $wrapper || break; sleep 0.1; done
+	alive $wrapper && { kill -9 -- "-$(pgrep -P $wrapper)" $wrapper; fail "a job sent SIGTERM did not end in 20 s"; }
+	wait $wrapper; rc=$?
+	[[ $rc == 143 ]] || { cat "$TMP/err"; fail "a job sent SIGTERM: exit $rc, not 143"; }
+	grep -q '^cufold: replayed [1-9]' "$TMP/err" || { cat "$TMP/err"; fail "no report from a job stopped by SIGTERM"; }
+	note "a job stopped by SIGTERM: $(head -1 "$TMP/err")"
 else
-	note "SKIP two jobs sharing a report pattern: this libcufold.so writes no run_id yet"
+	note "SKIP two jobs sharing a report pattern, a stopped job's report: this libcufold.so writes no run_id yet"
 fi
 
 # the same with a library that takes CUFOLD_RUN_ID (a copy of this one that names it), and a job
@@ -146,6 +159,18 @@ grep -q '^cufold: replayed 8 of 10 ops (80.0 %)$' "$TMP/err" || { cat "$TMP/err"
 id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/ids.1.json")
 [[ $id =~ ^[A-Za-z0-9._-]{1,64}$ ]] || fail "run id '$id' is not [A-Za-z0-9._-]{1,64}"
 note "the summary counts only reports with this run's id ($id)"
+# a job that writes its report when stopped (as the library does on SIGTERM) and dies of the signal:
+# the summary is that report's, said to be from a stopped job
+# shellcheck disable=SC2016
+"$CMD" run --lib "$TMP/idlib.so" --report "$TMP/st.%p.json" -- sh -c '
+	trap "printf \"\$1\" 1 \"\$CUFOLD_RUN_ID\" 6 >\"\$2/st.1.json\"; trap - TERM; kill -TERM \$\$" TERM
+	touch "$2/st.ready"; while :; do sleep 0.1; done' sh "$fake" "$TMP" 2>"$TMP/err" &
+wrapper=$!
+wait_for "$TMP/st.ready" || fail "the stopping job did not start"
+kill -TERM $wrapper; wait $wrapper; rc=$?
+[[ $rc == 143 ]] && grep -q '^cufold: replayed 6 of 10 ops.*stopped by SIGTERM' "$TMP/err" ||
+	{ cat "$TMP/err"; fail "a job stopped by SIGTERM with a report: exit $rc, no summary of it"; }
+note "stopped job with a report: $(grep "^cufold: replayed" "$TMP/err")"
 
 # what a shell would say: 126 for a file that cannot be executed, 127 for none
 "$CMD" run -- /etc/passwd 2>"$TMP/err"; rc=$?
