@@ -3,7 +3,7 @@
 # FIFO, a directory, a device (one line, exit 1, no hang: nothing is opened before stat says it
 # is a regular file), a text file, libc.so.6 ("not a CUDA driver", no traceback) and
 # libcufold.so itself, by path, through a link and as a copy ("that is cufold, not the driver");
-# the version on its first line. tests layer.
+# the version on its first line, and the library's on the preload line. tests layer.
 source "$(dirname "$0")/lib.sh"
 
 CMD="$ROOT/scripts/cufold"
@@ -12,6 +12,14 @@ export CUFOLD_LIB="$CUFOLD"
 "$CMD" check >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "check fails on the software device"; }
 [[ $(head -1 "$TMP/out") =~ ^cufold:\ +$(cat VERSION)$ ]] || { head -1 "$TMP/out"; fail "check does not print the version first"; }
 note "check: $(head -1 "$TMP/out" | tr -s ' ')"
+# the library's own version, from its first log line (a library that logs none: not shown)
+if CUFOLD_LOG=info CUFOLD_MODE=trace LD_PRELOAD="$CUFOLD" "$B/progs/rpl_loop" train 1 2>&1 >/dev/null | grep -q 'cufold [0-9]'; then
+	grep -q "^preload: *works (a child process loaded it; library $(cat VERSION))" "$TMP/out" ||
+		{ cat "$TMP/out"; fail "check does not show the library's version"; }
+	note "$(grep '^preload:' "$TMP/out" | tr -s ' ')"
+else
+	note "SKIP the library's version in check: this libcufold.so does not log one"
+fi
 
 mkfifo "$TMP/fifo.so"
 ln -s "$CUFOLD" "$TMP/link.so"
