@@ -439,6 +439,11 @@ bool cap_shape_last_stable(const struct cap_shape *s);
 const struct cap_window *cap_shape_last(const struct cap_shape *s);
 /* Per op of the shape: sightings in which its bindings differed from the previous one. */
 uint32_t cap_shape_moved(const struct cap_shape *s, uint32_t i);
+/* s's last window, pinned: it stays valid (and unchanged) after the lock is dropped, even when
+ * s sees its next window or goes, until cap_window_unpin (under the lock again). For a template
+ * build outside the engine's lock. NULL when s has none. */
+const struct cap_window *cap_shape_pin_last(struct cap_engine *ce, struct cap_shape *s);
+void cap_window_unpin(struct cap_engine *ce, const struct cap_window *w);
 void *cap_shape_user(const struct cap_shape *s);
 void cap_shape_set_user(struct cap_shape *s, void *user);
 

@@ -35,7 +35,13 @@ struct cap_window {
 	uint16_t closed_api;         /* enum shim_api_id of the closing call */
 	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
 	uint32_t nfailed;            /* ops marked CAP_OPF_FAILED */
+	bool pinned;                 /* a template build outside the lock reads it (cap_shape_pin_last) */
+	bool orphan;                 /* pinned, and no shape holds it any more: cap_window_unpin frees it */
 };
+
+/* A window that leaves its shape (replaced, evicted, retracted): kept as the spare, or freed,
+ * unless pinned (then the unpin frees it). */
+void cap__window_drop(struct cap_engine *ce, struct cap_window *w);
 
 struct cap_window *cap__window_new(void);
 void cap__window_free(struct cap_window *w);

@@ -254,6 +254,35 @@ size_t cap_memory_bytes(struct cap_engine *ce)
 	       cap__trace_bytes(ce) + cap__callsite_bytes(ce);
 }
 
+static void keep_spare(struct cap_engine *ce, struct cap_window *w);
+
+void cap__window_drop(struct cap_engine *ce, struct cap_window *w)
+{
+	keep_spare(ce, w);
+}
+
+const struct cap_window *cap_shape_pin_last(struct cap_engine *ce, struct cap_shape *s)
+{
+	(void)ce;
+	if (s->last)
+		s->last->pinned = true;
+	return s->last;
+}
+
+void cap_window_unpin(struct cap_engine *ce, const struct cap_window *cw)
+{
+	struct cap_window *w = (struct cap_window *)cw; /* capture's own window, handed out read-only */
+
+	if (!w)
+		return;
+	w->pinned = false;
+	if (w->orphan) {
+		w->orphan = false;
+		cap__window_reset(w);
+		keep_spare(ce, w);
+	}
+}
+
 /* ------------------------------------------------------------------ closing */
 
 /* Drop failed ops, keeping the order of the others. */
@@ -288,12 +317,15 @@ static int open_next(struct cap_engine *ce)
 	return 0;
 }
 
-/* Keep a window no longer needed as the spare (or free it when there is one). */
+/* Keep a window no longer needed as the spare (or free it when there is one); a pinned one is
+ * left to its build (cap_window_unpin). */
 static void keep_spare(struct cap_engine *ce, struct cap_window *w)
 {
 	if (!w)
 		return;
-	if (ce->spare)
+	if (w->pinned)
+		w->orphan = true;
+	else if (ce->spare)
 		cap__window_free(w);
 	else
 		ce->spare = w;
@@ -768,6 +800,14 @@ static void retract_closed(struct cap_engine *ce, const struct cap_rec *rec)
 	kind = w->closed_by;
 	ce->totals.ops[w->ops[i].kind]--;
 	w = cap__trie_retract(ce, s);
+	if (w->pinned) {
+		/* a build reads it outside the lock: it is not filed again (its shape is gone, and
+		 * replay discards that build, told through shape_evicted) */
+		ce->totals.windows--;
+		ce->totals.windows_by[kind]--;
+		w->orphan = true;
+		return;
+	}
 	memmove(&w->ops[i], &w->ops[i + 1], (w->nops - i - 1) * sizeof(*w->ops));
 	w->nops--;
 	if (w->nops == 0) {

@@ -103,9 +103,9 @@ static void lru_push(struct cap_engine *ce, struct cap_shape *s)
 		ce->trie.lru = s;
 }
 
-static void shape_free(struct cap_shape *s)
+static void shape_free(struct cap_engine *ce, struct cap_shape *s)
 {
-	cap__window_free(s->last);
+	cap__window_drop(ce, s->last);
 	free(s->moved);
 	free(s->marks);
 	free(s);
@@ -120,7 +120,7 @@ static void evict(struct cap_engine *ce, struct cap_shape *s)
 	lru_unlink(ce, s);
 	end->shape = NULL;
 	prune(ce, end);
-	shape_free(s);
+	shape_free(ce, s);
 	ce->trie.nshapes--;
 	ce->totals.shapes_evicted++;
 }
@@ -136,7 +136,7 @@ struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s)
 	end->shape = NULL;
 	prune(ce, end);
 	s->last = NULL;
-	shape_free(s);
+	shape_free(ce, s);
 	ce->trie.nshapes--;
 	return w;
 }
@@ -222,7 +222,7 @@ void cap__trie_fini(struct cap_engine *ce)
 
 		lru_unlink(ce, s);
 		s->end->shape = NULL;
-		shape_free(s);
+		shape_free(ce, s);
 	}
 	for (size_t i = 0; cf_map_next(&ce->trie.edges, &i, NULL, &v);) {
 		n = v;

@@ -129,7 +129,8 @@ uint64_t rpl_strict_events(struct rpl_engine *re)
 
 void rpl__own_call(struct rpl_engine *re)
 {
-	re->totals.own_calls++;
+	/* atomic: template builds count their driver calls outside the lock */
+	__atomic_fetch_add(&re->totals.own_calls, 1, __ATOMIC_RELAXED);
 }
 
 void rpl__ctx_enter(struct rpl_engine *re, CUcontext ctx, bool *pushed)
@@ -226,6 +227,8 @@ void rpl_engine_destroy(struct rpl_engine *re)
 {
 	if (!re)
 		return;
+	if (re->st.build_due)
+		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
 	rpl_flush(re);
 	templates_drop_all(re);
 	notes_free(re);
@@ -506,33 +509,81 @@ bool rpl_poll(struct rpl_engine *re, uint32_t tid)
 	return false;
 }
 
-/* Build shape s's template (note n) from its last window, link it in, or mark the shape
- * rejected; the build's time is kept out of the window's sample. */
-static void template_make(struct rpl_engine *re, struct cap_shape *s, struct rpl_shape_note *n)
+/* Schedule the build of shape s's template (note n) from its last window: the lock drop that
+ * follows runs it outside the lock (rpl_build_take). One build at a time: while one is in flight
+ * another due shape waits for its next sighting. */
+static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rpl_shape_note *n)
 {
-	struct rpl_config cfg = re->st.cfg; /* the configuration its template is built with */
-	uint64_t build_t0 = rpl__gate_clock();
-	const char *why = NULL;
-	bool own_failure = false;
-	struct rpl_template *t;
+	struct rpl_build *b = &re->st.build;
 
-	rpl__mark_build_begin(cap_shape_id(s));
+	if (re->st.build_due || re->st.build_running)
+		return;
+	memset(b, 0, sizeof(*b));
+	b->cfg = re->st.cfg; /* the configuration its template is built with */
 	if (n->guard_retires >= RPL_GUARD_RETIRES)
-		cfg.opt = RPL_OPT_NONE; /* its bindings keep breaking the plans' guards: as it is */
-	if (n->gate.cuts && cfg.segment > RPL_SEG_SMALL)
-		cfg.segment = RPL_SEG_SMALL; /* its big segments lost (gate.c): small ones */
-	t = rpl__template_build(re, s, &cfg, &why, &own_failure);
+		b->cfg.opt = RPL_OPT_NONE; /* its bindings keep breaking the plans' guards: as it is */
+	if (n->gate.cuts && b->cfg.segment > RPL_SEG_SMALL)
+		b->cfg.segment = RPL_SEG_SMALL; /* its big segments lost (gate.c): small ones */
+	b->shape = s;
+	b->note = n;
+	b->shape_id = cap_shape_id(s);
+	b->w = cap_shape_pin_last(re->cap, s);
+	b->ctx = cap_window_op(b->w, 0)->ctx;
+	b->epoch = re->st.epoch;
+	re->st.build_due = true;
+}
+
+bool rpl_build_take(struct rpl_engine *re)
+{
+	if (cf_likely(!re->st.build_due))
+		return false;
+	re->st.build_due = false;
+	re->st.build_running = true;
+	return true;
+}
+
+void rpl_build_run(struct rpl_engine *re)
+{
+	struct rpl_build *b = &re->st.build;
+	uint64_t t0 = rpl__gate_clock();
+
+	rpl__mark_build_begin(b->shape_id);
+	b->t = rpl__template_build(re, b->w, b->shape_id, &b->cfg, &b->why, &b->own_failure);
 	rpl__mark_end();
-	re->st.pend.exclude = rpl__gate_clock() - build_t0; /* the build is not the window's time */
+	b->t_ns = rpl__gate_clock() - t0;
+}
+
+/* Link the built template in, or mark the shape rejected; the build's time is kept out of the
+ * window's sample. A build whose shape went, or that something retired templates wholesale
+ * since (a context or module gone, memory freed), is discarded: the shape is built again at a
+ * later sighting. */
+void rpl_build_publish(struct rpl_engine *re)
+{
+	struct rpl_build *b = &re->st.build;
+	struct rpl_shape_note *n = b->note;
+	struct rpl_template *t = b->t;
+
+	re->st.build_running = false;
+	cap_window_unpin(re->cap, b->w);
+	b->w = NULL;
+	b->t = NULL;
+	if (!b->shape || b->epoch != re->st.epoch || !re->st.ready) {
+		rpl__template_destroy(re, t);
+		return;
+	}
+	if (re->st.pend.note == n)
+		re->st.pend.exclude += b->t_ns; /* the build is not the window's time */
 	if (!t) {
 		n->rejected = true;
-		n->why = why;
-		if (own_failure) {
+		n->why = b->why;
+		if (b->own_failure) {
 			rpl__fallback_note(re, NULL, RPL_FB_BUILD);
-			rpl__ctx_fail(re, cap_window_op(cap_shape_last(s), 0)->ctx, "building a graph failed");
+			rpl__ctx_fail(re, b->ctx, "building a graph failed");
 		}
 		return;
 	}
+	t->shape = b->shape;
+	rpl__template_mark(t);
 	n->tpl = t;
 	t->next = re->st.templates;
 	if (re->st.templates)
@@ -602,7 +653,7 @@ void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s)
 	w = cap_shape_last(s);
 	if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(re, cap_window_op(w, 0)->ctx))
 		return;
-	template_make(re, s, n);
+	build_schedule(re, s, n);
 }
 
 /* ------------------------------------------------------------------ statistics */
@@ -610,6 +661,7 @@ void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s)
 void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t)
 {
 	*t = re->totals;
+	t->own_calls = __atomic_load_n(&re->totals.own_calls, __ATOMIC_RELAXED);
 }
 
 double rpl_host_ns_per_op(struct rpl_engine *re)

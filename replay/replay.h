@@ -100,6 +100,14 @@ bool rpl_take_wait(struct rpl_engine *re, struct rpl_wait *w);
 /* Outside the lock: make it. */
 void rpl_wait(const struct rpl_wait *w);
 
+/* Template builds (rewrite, graph build, cuGraphInstantiate, cuGraphUpload) run outside the
+ * engine's lock, so other threads' calls do not wait for them. Under the lock: whether a build
+ * is due (cheap); takes it. Then rpl_build_run outside the lock, and rpl_build_publish under
+ * it again (the engine's lock drop does all three). */
+bool rpl_build_take(struct rpl_engine *re);
+void rpl_build_run(struct rpl_engine *re);
+void rpl_build_publish(struct rpl_engine *re);
+
 /* A call capture recorded (op is valid for this call only). */
 enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op);
 /* The op last answered RPL_EAGER failed in the driver: the window stops matching. */

@@ -184,6 +184,22 @@ struct rpl_shape_note {
 	bool patch_frees;            /* frees no longer retire it (allocates per step) */
 };
 
+/* A template build, scheduled under the lock when a shape is due one, run outside it by the
+ * thread whose lock drop takes it (rpl_build_take), and published under it again. */
+struct rpl_build {
+	struct cap_shape *shape;     /* the shape; NULL once it went (the result is discarded) */
+	struct rpl_shape_note *note; /* its note (NULL with shape) */
+	const struct cap_window *w;  /* its last window, pinned (cap_shape_pin_last) */
+	uint64_t shape_id;           /* cap_shape_id(shape), read under the lock */
+	CUcontext ctx;               /* the window's first op's context */
+	struct rpl_config cfg;       /* the configuration it is built with */
+	uint64_t epoch;              /* rpl_state.epoch when scheduled: changed means stale */
+	struct rpl_template *t;      /* the result, or NULL (why, own_failure) */
+	const char *why;             /* why there is none (static text) */
+	bool own_failure;            /* cufold's own failure (not the shape's) */
+	uint64_t t_ns;               /* gate clock time the build took */
+};
+
 /* The matcher (match.c). */
 enum rpl_mstate {
 	RPL_M_FRESH = 0,     /* a window just opened: the next op picks candidates */
@@ -197,6 +213,11 @@ struct rpl_state {
 	bool ready;                  /* rpl_init ran */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
 	bool wait_due;               /* wait holds a synchronization for the engine to make */
+	bool build_due;              /* build is scheduled: the next lock drop takes it */
+	bool build_running;          /* build was taken and is not yet published */
+	struct rpl_build build;      /* the one template build in flight (see rpl_build_take) */
+	uint64_t epoch;              /* bumped by whatever retires templates wholesale (a build
+				      * scheduled before is discarded: it may name what went) */
 	struct rpl_wait wait;        /* see rpl_take_wait */
 	struct rpl_config cfg;       /* configuration */
 	struct rpl_template *templates; /* every live template, newest first */
@@ -306,8 +327,13 @@ void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what);
 /* The rewriter's run over the window's ops [first, first+n) (CUFOLD_OPT, CUFOLD_RULES), or NULL
  * when no rule is enabled. */
 struct rw_run *rpl__plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg);
-struct rpl_template *rpl__template_build(struct rpl_engine *re, struct cap_shape *s, const struct rpl_config *cfg, const char **why,
-					 bool *own_failure);
+/* Shape shape_id's template from its window w (pinned: this runs outside the engine's lock,
+ * reading only w, cfg and the driver; t->shape is set when it is published), or NULL with *why
+ * (and *own_failure when cufold itself failed). */
+struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap_window *w, uint64_t shape_id,
+					 const struct rpl_config *cfg, const char **why, bool *own_failure);
+/* Under the lock, once t->shape is set: the shape's marks say what t's rewrites did. */
+void rpl__template_mark(struct rpl_template *t);
 void rpl__template_destroy(struct rpl_engine *re, struct rpl_template *t);
 /* The most ops of one of t's segments. */
 uint32_t rpl__template_max_seg(const struct rpl_template *t);

@@ -141,9 +141,11 @@ static void write_rejected(struct rpl_engine *re, FILE *f)
 
 void rpl_write_report_json(struct rpl_engine *re, FILE *f)
 {
-	const struct rpl_totals *s = &re->totals;
+	struct rpl_totals tot;
+	const struct rpl_totals *s = &tot;
 	bool first = true;
 
+	rpl_get_totals(re, &tot); /* own_calls is counted atomically (builds run outside the lock) */
 	fprintf(f,
 		",\n \"replay\": {\n    \"templates_built\": %" PRIu64 ", \"templates_live\": %" PRIu64
 		", \"segments_built\": %" PRIu64 ", \"graph_launches\": %" PRIu64 ", \"ops_replayed\": %" PRIu64

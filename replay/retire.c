@@ -126,6 +126,7 @@ void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what)
 
 	if (rpl_ctx_is_failed(re, ctx))
 		return;
+	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
 	cf_log_warn("replay: %s; cufold passes every call of this context straight to the driver from now on "
 		    "(results are unchanged)", what);
 	re->totals.failed = true;
@@ -154,6 +155,10 @@ void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s)
 	struct rpl_shape_note *n = rpl__note_of(s);
 	struct note_link **pl;
 
+	if ((re->st.build_due || re->st.build_running) && re->st.build.shape == s) {
+		re->st.build.shape = NULL; /* its build is discarded at its publish */
+		re->st.build.note = NULL;
+	}
 	if (!n)
 		return;
 	if (n->tpl)
@@ -178,6 +183,7 @@ void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size)
 
 	if (!re->st.ready || !size)
 		return;
+	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
 	/* what is kept goes before any retirement, once: a submission inside the loop may launch
 	 * and retire a template (a failed guard), the one `next` points at included */
 	for (t = re->st.templates; t && re->st.ndef; t = t->next) {
@@ -220,6 +226,7 @@ void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 
 	if (!re->st.ready || !e)
 		return;
+	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
 	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (references_event(t, e))
@@ -229,6 +236,7 @@ void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 
 void rpl_functions_unloaded(struct rpl_engine *re)
 {
+	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
 	while (re->st.ready && re->st.templates)
 		rpl__template_retire(re, re->st.templates, "a module or library was unloaded");
 }
@@ -239,6 +247,7 @@ void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx)
 
 	if (!re->st.ready)
 		return;
+	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
 	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (!ctx || t->ctx == ctx)

@@ -672,13 +672,11 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	if (!tg)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rpl__ctx_enter(re, t->ctx, &pushed);
-	cap_shape_unmark(t->shape);
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
 		rc = rpl__seg_build(re, &t->segs[k], w, tg, cfg);
 		if (rc != CUDA_SUCCESS)
 			break;
 		figures_add(&t->rw, &t->segs[k], w);
-		seg_mark(t->shape, &t->segs[k]);
 		if (t->segs[k].nparts > 1)
 			t->split_segs++;
 		else if (seg_streams(&t->segs[k], w) > 1)
@@ -699,10 +697,9 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	return rc;
 }
 
-struct rpl_template *rpl__template_build(struct rpl_engine *re, struct cap_shape *s, const struct rpl_config *cfg, const char **why,
-					 bool *own_failure)
+struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap_window *w, uint64_t shape_id,
+					 const struct rpl_config *cfg, const char **why, bool *own_failure)
 {
-	const struct cap_window *w = cap_shape_last(s);
 	struct rpl_template *t = NULL;
 	uint32_t nops;
 	CUresult rc;
@@ -716,8 +713,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, struct cap_shape
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		goto out_nomem;
-	t->shape = s;
-	t->shape_id = cap_shape_id(s);
+	t->shape_id = shape_id;
 	t->built_window = cap_window_seq(w);
 	t->nops = nops;
 	t->seg_cap = cfg->segment;
@@ -752,6 +748,13 @@ out_nomem:
 out_reject:
 	rpl__template_destroy(re, t);
 	return NULL;
+}
+
+void rpl__template_mark(struct rpl_template *t)
+{
+	cap_shape_unmark(t->shape);
+	for (uint32_t k = 0; k < t->nsegs; k++)
+		seg_mark(t->shape, &t->segs[k]);
 }
 
 /* ------------------------------------------------------------------ references */

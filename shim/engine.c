@@ -85,11 +85,26 @@ static bool still_recording(const struct cf_engine *e)
 static void lock_drop(struct cf_engine *e)
 {
 	struct rpl_wait w;
-	bool wait = e->rpl && rpl_take_wait(e->rpl, &w);
+	bool wait = false, build = false;
 
+	if (e->rpl) {
+		wait = rpl_take_wait(e->rpl, &w);
+		build = rpl_build_take(e->rpl);
+	}
 	shim_inside_leave();
 	cf_serial_leave();
 	pthread_mutex_unlock(&e->lock);
+	/* a template build replay scheduled: outside the lock, so other threads' calls go on
+	 * while it rewrites, builds, instantiates and uploads; published under the lock again
+	 * before this thread's own call goes on (the program sees the order it always did) */
+	if (cf_unlikely(build)) {
+		shim_inside_enter();
+		rpl_build_run(e->rpl);
+		shim_inside_leave();
+		lock_hold(e);
+		rpl_build_publish(e->rpl);
+		lock_drop(e); /* a wait (or the next build) it left */
+	}
 	/* a synchronization replay needed: never under the lock (a host function queued before
 	 * the awaited work may wait for a thread blocked on it) */
 	if (cf_unlikely(wait)) {

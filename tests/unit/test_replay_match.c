@@ -134,6 +134,10 @@ static void sync_boundary(void)
 	rpl_flush(re);
 	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 	rpl_window_closed(re, s);
+	if (rpl_build_take(re)) { /* as the engine's lock drop does */
+		rpl_build_run(re);
+		rpl_build_publish(re);
+	}
 	CK(SHIM_REAL(cuStreamSynchronize)(s1));
 }
 
