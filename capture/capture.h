@@ -3,9 +3,13 @@
  * window shapes, the allocation map, the trace graph and the outputs for people. capture
  * layer: includes only common/ and driver/.
  *
- * Threading: nothing here locks. Every function except the cap_op_* helpers on an op the
- * caller owns and cap_callsite_capture must be called with the caller's lock held (the
- * engine's mutex, shim/engine.c), so windows see the ops of all threads in one order.
+ * State: everything capture keeps is in a struct cap_engine (one per engine, shim/engine.h),
+ * the first argument of every function that reads or changes it.
+ *
+ * Threading: nothing here locks. Every function taking a struct cap_engine, except
+ * cap_callsite_capture (the call-site registry has its own lock) and the success half of
+ * cap_op_done (atomic counters), must be called with the engine's lock held
+ * (shim/engine.c's engine_lock), so windows see the ops of all threads in one order.
  *
  * Lifetimes: an op returned by cap_window_op lives as long as its window; the open window
  * lives until the next boundary; a closed window becomes its shape's `last` and lives until the
@@ -412,7 +416,7 @@ struct cap_wstream {
 	uint8_t kind;                /* enum cap_stream_kind */
 };
 
-/* The open window (never NULL after cap_init). */
+/* The open window (never NULL while ce is ready). */
 const struct cap_window *cap_window_current(struct cap_engine *ce);
 uint32_t cap_window_nops(const struct cap_window *w);
 const struct cap_op *cap_window_op(const struct cap_window *w, uint32_t i);

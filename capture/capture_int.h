@@ -1,6 +1,6 @@
-/* capture_int.h - private to capture/: the process-wide recording state, windows, the trie and
- * shapes, the caches of streams, events and functions, and the helpers the files share.
- * capture layer. */
+/* capture_int.h - private to capture/: capture's part of the engine (struct cap_engine),
+ * windows, the trie and shapes, the caches of streams, events and functions, and the helpers
+ * the files share. capture layer. */
 #ifndef CAP_CAPTURE_INT_H
 #define CAP_CAPTURE_INT_H
 

@@ -14,8 +14,8 @@
  * records (and key ids) they had, and records are bounded by the distinct kernels a program
  * has. Handles are bindings: by_func maps each handle to its record and remembers the handle's
  * module (cuFuncGetModule, asked once), so unloading a module forgets exactly that module's
- * handles (the driver may reuse them) and no others. Records are never freed before cap_fini
- * (ops of stored windows point at them). by_sig finds a record by its (name, layout), written out
+ * handles (the driver may reuse them) and no others. Records are never freed before
+ * cap_engine_destroy (ops of stored windows point at them). by_sig finds a record by its (name, layout), written out
  * as bytes and compared exactly (a common/table.h table: asked once per new handle, not per
  * launch); the per-launch lookups by handle stay in cf_maps. */
 #include <fnmatch.h>

@@ -1,5 +1,10 @@
 /* record.c - the recording state: the open window, what goes into it, and closing it at a
- * boundary. capture layer; owns struct cap_state.
+ * boundary. capture layer; owns capture's part of the engine (struct cap_engine,
+ * capture_int.h), made and destroyed here: every mutable thing capture keeps (windows, the
+ * trie, the allocation map, function, stream and event records, call sites, the trace buffer)
+ * is a field of it, and every capture function that reads or changes one takes the part as its
+ * first argument. Two parts never share anything; a forked child abandons its parent's (the
+ * engine makes a new one) and nothing here ever walks or frees it.
  *
  * Invariants:
  *  1. Callers serialize (the engine's mutex): ops of all threads land in one window, in the
@@ -18,6 +23,9 @@
  *     the window's last op is that call.
  *  5. Stream and event slots are numbered per window by first use; a record's (win, slot) pair
  *     is only meaningful while win is the open window's number, which changes at every close.
+ *  6. A pinned window (cap_shape_pin_last: a template build reads it outside the lock) is never
+ *     changed, recycled or freed: when it leaves its shape it becomes an orphan, recycled by
+ *     cap_window_unpin.
  *
  * States of the open window:
  *

@@ -1,11 +1,12 @@
 /* match.c - the replay state machine: following templates call by call (candidates, the
  * segment cuts they follow), deferring matched ops, and the window's start and close; the
  * state and lifecycle the other replay files share (launch.c submits what is deferred,
- * retire.c retires templates). replay layer; owns the matcher's state (struct rpl_state) and
- * the list of templates.
+ * retire.c retires templates). replay layer; owns replay's part of the engine (struct
+ * rpl_engine, replay_int.h: the matcher's state, the templates, totals, notes, deferred errors),
+ * which every function here takes first; one per engine, so two engines never share a template.
  *
  * Invariants:
- *  1. Callers serialize (the engine's mutex). Deferred ops are deep copies (parameters in
+ *  1. Callers serialize (the engine's mutex), except rpl_build_run (invariant 11). Deferred ops are deep copies (parameters in
  *     replay's own arena), so they never point into the program's memory or into a capture
  *     window that may be recycled.
  *  2. Every deferred op is one of the window's ops in order, and the deferred ops are exactly
@@ -40,6 +41,18 @@
  *     (BUSY); a synchronization that a failure makes necessary is left to the engine, which
  *     makes it after dropping its mutex (rpl_take_wait).
  * 10. After rpl_stop (exit) nothing is deferred.
+ * 11. A template build runs outside the engine's mutex: rpl_window_closed only schedules it
+ *     (one per engine at a time) with the shape's last window pinned, the engine's lock drop
+ *     runs it (rpl_build_run reads only that window, its configuration and the driver, and
+ *     writes only the build and the atomic own-call counter) and publishes it under the mutex
+ *     again (rpl_build_publish) before the thread's own call goes on. A build whose shape went
+ *     or whose epoch is stale (templates were retired wholesale since) is discarded.
+ *
+ * A build's life:
+ *
+ *     rpl_window_closed --schedule, pin--> DUE --rpl_build_take (lock drop)--> RUNNING
+ *         (outside the lock) --rpl_build_publish (under it)--> template linked in, shape
+ *         rejected, or discarded (shape gone, epoch stale); window unpinned
  *
  * States of the open window:
  *
@@ -52,7 +65,7 @@
  *         |      |      mismatch, failure, flush (deferred ops submitted eagerly
  *         |      |      unless they form a whole segment of a candidate)
  *         +------+
- *      rpl_window_closed (the window's shape may become a template)
+ *      rpl_window_closed (the window's shape may be scheduled for a build, invariant 11)
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -210,7 +210,7 @@ enum rpl_mstate {
 /* The matcher's state, shared by match.c (which owns it: its invariants and state diagram),
  * launch.c and retire.c. One per engine: struct rpl_engine.st. */
 struct rpl_state {
-	bool ready;                  /* rpl_init ran */
+	bool ready;                  /* rpl_engine_create finished */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
 	bool wait_due;               /* wait holds a synchronization for the engine to make */
 	bool build_due;              /* build is scheduled: the next lock drop takes it */
