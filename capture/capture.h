@@ -295,6 +295,9 @@ struct cap_rec {
 	uint64_t bytes;              /* bytes it moves or sets */
 	struct cap_func *func;       /* kernel calls: the function, or NULL */
 	struct cap_shape *closed;    /* shape of a window this call closed, or NULL */
+	const struct cap_op *op;     /* the op as recorded (in the open window, or in the window the
+				      * call closed), NULL when not recorded; valid while the lock
+				      * that recorded it is held: what replay matches */
 };
 
 /* Record a call into the open window (deep copies), applying barrier and end-of-window rules.

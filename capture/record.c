@@ -717,6 +717,20 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	}
 }
 
+/* The op append just made, where it is now: in the open window, or in the window the call
+ * closed, filed as its shape's last; NULL when that window was not filed (recycled). While
+ * replay matches no op of the window failed, so the index is exact. */
+static const struct cap_op *recorded_op(const struct cap_engine *ce, const struct cap_rec *rec)
+{
+	const struct cap_window *w = ce->cur;
+
+	if (w && w->seq == rec->window)
+		return &w->ops[rec->index];
+	if (rec->closed && (w = rec->closed->last) && w->seq == rec->window && rec->index < w->nops)
+		return &w->ops[rec->index];
+	return NULL;
+}
+
 int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
 {
 	struct cap_window *w = ce->cur;
@@ -777,6 +791,7 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		goto out;
 	}
 	append(ce, w, op, who, rec);
+	rec->op = recorded_op(ce, rec);
 	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");

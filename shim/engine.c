@@ -361,26 +361,11 @@ static bool stream_capturing(const struct cap_call *c)
 
 /* ------------------------------------------------------------------ stream work */
 
-/* The op capture just recorded for r (in the open window, or in the window the call itself
- * closed), or NULL. While replay matches, no op of the window failed, so indices are exact. */
-static const struct cap_op *rec_op(struct cf_engine *e, const struct cap_rec *r)
-{
-	const struct cap_window *w = cap_window_current(e->cap);
-
-	if (r->result != CAP_REC_RECORDED)
-		return NULL;
-	if (w && cap_window_seq(w) == r->window)
-		return cap_window_op(w, r->index);
-	if (r->closed && (w = cap_shape_last(r->closed)) && cap_window_seq(w) == r->window)
-		return cap_window_op(w, r->index);
-	return NULL;
-}
-
 /* Replay's part of a recorded call (under the lock). Returns true when replay kept the call:
  * the hook answers *rc without calling the driver. */
 static bool replay_op(struct cf_engine *e, struct shim_tok *t, CUresult *rc)
 {
-	const struct cap_op *op = rec_op(e, &t->rec);
+	const struct cap_op *op = t->rec.op; /* capture's answer: nothing is asked of it again */
 	enum rpl_verdict v = RPL_EAGER;
 
 	/* While the program captures a stream, nothing is kept: a wait on an event recorded in a
