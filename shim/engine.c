@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/serial.h"
 #include "replay/replay.h"
+#include "rewrite/kernels.h"
 #include "rewrite/rewriter.h"
 
 enum engine_state {
@@ -184,6 +185,7 @@ static void atfork_child(void)
 
 	pthread_mutex_init(&start_lock, NULL);
 	cf_serial_forget();
+	rw_kernels_atfork_child(); /* per process, not the engine's: its lock and modules anew */
 	prepared = NULL;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;
