@@ -695,28 +695,6 @@ static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_c
 
 /* The built op becomes the window's next: numbered, counted, and the window closed behind it
  * when it ends the window itself or fills it. */
-static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who, struct cap_rec *rec)
-{
-	cap_op_hash(op);
-	op->seq = ++ce->op_seq;
-	if (w->nops == 0)
-		w->t_begin = who->t_ns;
-	if (who->callsite)
-		cap__callsite_count(ce, who->callsite);
-	rec->index = w->nops++;
-	rec->window = w->seq;
-	rec->seq = op->seq;
-	rec->result = CAP_REC_RECORDED;
-	if (op->flags & CAP_OPF_ENDS_WINDOW) {
-		rec->ends_window = true;
-		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)op->api));
-		/* invariant 4: the op was its window's last; the open window is a new one */
-		cf_assert(!ce->cur || ce->cur->nops == 0);
-	} else if (w->nops >= ce->cfg.window_max_ops) {
-		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_FULL, (enum shim_api_id)op->api));
-	}
-}
-
 /* The op append just made, where it is now: in the open window, or in the window the call
  * closed, filed as its shape's last; NULL when that window was not filed (recycled). While
  * replay matches no op of the window failed, so the index is exact. */
@@ -729,6 +707,31 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 	if (rec->closed && (w = rec->closed->last) && w->seq == rec->window && rec->index < w->nops)
 		return &w->ops[rec->index];
 	return NULL;
+}
+
+static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who, struct cap_rec *rec)
+{
+	cap_op_hash(op);
+	op->seq = ++ce->op_seq;
+	if (w->nops == 0)
+		w->t_begin = who->t_ns;
+	if (who->callsite)
+		cap__callsite_count(ce, who->callsite);
+	rec->index = w->nops++;
+	rec->window = w->seq;
+	rec->seq = op->seq;
+	rec->result = CAP_REC_RECORDED;
+	rec->op = op; /* in the open window, unless a close below moves where it is filed */
+	if (op->flags & CAP_OPF_ENDS_WINDOW) {
+		rec->ends_window = true;
+		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)op->api));
+		/* invariant 4: the op was its window's last; the open window is a new one */
+		cf_assert(!ce->cur || ce->cur->nops == 0);
+		rec->op = recorded_op(ce, rec);
+	} else if (cf_unlikely(w->nops >= ce->cfg.window_max_ops)) {
+		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_FULL, (enum shim_api_id)op->api));
+		rec->op = recorded_op(ce, rec);
+	}
 }
 
 int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
@@ -791,7 +794,6 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		goto out;
 	}
 	append(ce, w, op, who, rec);
-	rec->op = recorded_op(ce, rec);
 	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");

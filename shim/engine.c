@@ -54,7 +54,7 @@ static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit 
 static __thread CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
 static __thread bool tls_ctx_ok;    /* tls_ctx is known */
 
-static void lock_hold(struct cf_engine *e)
+static inline void lock_hold(struct cf_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
 	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
@@ -83,18 +83,20 @@ static bool still_recording(const struct cf_engine *e)
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && cap_is_ready(e->cap);
 }
 
-static void lock_drop(struct cf_engine *e)
+static void lock_release(struct cf_engine *e)
 {
-	struct rpl_wait w;
-	bool wait = false, build = false;
-
-	if (e->rpl) {
-		wait = rpl_take_wait(e->rpl, &w);
-		build = rpl_build_take(e->rpl);
-	}
 	shim_inside_leave();
 	cf_serial_leave();
 	pthread_mutex_unlock(&e->lock);
+}
+
+/* lock_drop in CUFOLD_MODE=replay: what replay left for after the lock goes. */
+static void __attribute__((noinline)) lock_drop_replay(struct cf_engine *e)
+{
+	struct rpl_wait w;
+	bool wait = rpl_take_wait(e->rpl, &w), build = rpl_build_take(e->rpl);
+
+	lock_release(e);
 	/* a template build replay scheduled: outside the lock, so other threads' calls go on
 	 * while it rewrites, builds, instantiates and uploads; published under the lock again
 	 * before this thread's own call goes on (the program sees the order it always did) */
@@ -104,7 +106,7 @@ static void lock_drop(struct cf_engine *e)
 		shim_inside_leave();
 		lock_hold(e);
 		rpl_build_publish(e->rpl);
-		lock_drop(e); /* a wait (or the next build) it left */
+		lock_drop_replay(e); /* a wait (or the next build) it left */
 	}
 	/* a synchronization replay needed: never under the lock (a host function queued before
 	 * the awaited work may wait for a thread blocked on it) */
@@ -113,6 +115,14 @@ static void lock_drop(struct cf_engine *e)
 		rpl_wait(&w);
 		shim_inside_leave();
 	}
+}
+
+static inline void lock_drop(struct cf_engine *e)
+{
+	if (e->rpl)
+		lock_drop_replay(e);
+	else
+		lock_release(e);
 }
 
 /* A driver call capture makes itself: counted like the program's calls, so every call the
@@ -387,10 +397,36 @@ static bool replay_op(struct cf_engine *e, struct shim_tok *t, CUresult *rc)
 	return true;
 }
 
+/* An op on a stream the program is capturing: it passes through unrecorded (cold). */
+static void __attribute__((noinline)) op_capturing(struct cf_engine *e, const struct cap_call *c)
+{
+	lock_hold(e);
+	if (still_recording(e)) {
+		if (e->rpl)
+			rpl_flush(e->rpl); /* nothing is kept while a capture is open; never kept behind it */
+		cap_note_passthrough(e->cap, (enum shim_api_id)c->api);
+	}
+	lock_drop(e);
+}
+
+/* Replay's part of op_begin under the lock, after capture recorded the call: false when the
+ * engine answered the call itself (*rc). */
+static bool __attribute__((noinline)) op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext ctx,
+						 CUresult *rc)
+{
+	if (replay_op(e, t, rc))
+		return false;
+	/* a blocking copy observes the device: it returns what a deferred op left behind */
+	if (cf_unlikely(t->rec.ends_window && rpl_error_pending(e->rpl)))
+		t->err = rpl_error_take(e->rpl, ctx, false);
+	return true;
+}
+
 bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult *rc)
 {
 	struct cf_engine *e;
 	struct cap_who who;
+	bool go_on = true;
 
 	t->active = false;
 	t->err = CUDA_SUCCESS;
@@ -398,65 +434,57 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	if (!recording())
 		return true;
 	e = engine_get();
-	if (__atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) > 0 && stream_capturing(c)) {
-		e = engine_lock();
-		if (still_recording(e)) {
-			if (e->rpl)
-				rpl_flush(e->rpl); /* nothing is kept while a capture is open; never kept behind it */
-			cap_note_passthrough(e->cap, (enum shim_api_id)c->api);
-		}
-		lock_drop(e);
+	if (cf_unlikely(__atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) > 0) && stream_capturing(c)) {
+		op_capturing(e, c);
 		return true;
 	}
 	if (cf_unlikely(!__atomic_load_n(&atfork_prepare_done, __ATOMIC_RELAXED)) &&
 	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
 		pthread_atfork(atfork_prepare, atfork_parent, NULL);
-	who.callsite = e->callsites ? cap_callsite_capture(e->cap) : 0;
+	who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 	who.tid = cf_tid();
-	who.t_ns = e->timestamps ? cf_now_ns() : 0; /* only the trace reads it */
+	who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
 	lock_hold(e);
-	if (still_recording(e)) {
+	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
 		if (cf_unlikely(e->rpl && rpl_error_pending(e->rpl))) {
 			/* a deferred op left this context unusable: the driver would refuse this too */
-			CUresult sticky = rpl_error_take(e->rpl, who.ctx, true);
-
-			if (sticky != CUDA_SUCCESS) {
-				lock_drop(e);
-				*rc = sticky;
-				return false;
+			*rc = rpl_error_take(e->rpl, who.ctx, true);
+			if (*rc != CUDA_SUCCESS) {
+				go_on = false;
+				goto out;
 			}
 		}
 		cap_record(e->cap, c, &who, &t->rec);
 		t->e = e;
 		t->active = true;
-		if (e->rpl && replay_op(e, t, rc)) {
-			lock_drop(e);
-			return false;
-		}
-		/* a blocking copy observes the device: it returns what a deferred op left behind */
-		if (cf_unlikely(e->rpl && t->rec.ends_window && rpl_error_pending(e->rpl)))
-			t->err = rpl_error_take(e->rpl, who.ctx, false);
+		if (e->rpl)
+			go_on = op_replay(e, t, who.ctx, rc);
 	}
+out:
 	lock_drop(e);
-	return true;
+	return go_on;
 }
 
-CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc)
+/* An op the driver refused: capture drops it from its window, replay is told (cold). */
+static void __attribute__((noinline)) op_refused(struct cf_engine *e, struct shim_tok *t)
 {
-	struct cf_engine *e = t->e;
-
-	if (!t->active)
-		return rc;
-	if (rc == CUDA_SUCCESS) {
-		cap_op_done(e->cap, &t->rec, false);
-		return t->err;
-	}
 	lock_hold(e);
 	cap_op_done(e->cap, &t->rec, true);
 	if (e->rpl && still_recording(e))
 		rpl_op_failed(e->rpl);
 	lock_drop(e);
+}
+
+CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc)
+{
+	if (!t->active)
+		return rc;
+	if (cf_likely(rc == CUDA_SUCCESS)) {
+		cap_op_done(t->e->cap, &t->rec, false);
+		return t->err;
+	}
+	op_refused(t->e, t);
 	return rc;
 }
 
