@@ -263,8 +263,17 @@ void cap_engine_destroy(struct cap_engine *ce);
 /* Replay's callbacks (capture is made first, replay over it): see struct cap_config. */
 void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
 		    void (*report_extra)(void *arg, FILE *f), void *arg);
+/* What every caller may read of a capture part without a call: struct cap_engine begins with
+ * it (the engine asks it under the lock on every recorded call). */
+struct cap_engine_head {
+	bool ready;                  /* it still records (false once out of memory stopped it) */
+};
+
 /* Whether ce still records (false once out of memory stopped it). */
-bool cap_is_ready(const struct cap_engine *ce);
+static inline bool cap_is_ready(const struct cap_engine *ce)
+{
+	return ((const struct cap_engine_head *)(const void *)ce)->ready;
+}
 
 /* ------------------------------------------------------------------ recording */
 

@@ -213,7 +213,7 @@ struct cap_sites {
 
 /* Capture's part of the engine: everything capture changes, one instance per engine. */
 struct cap_engine {
-	bool ready;                  /* cap_engine_create finished, and no out-of-memory stopped it */
+	struct cap_engine_head head; /* first: ready (cap_is_ready reads it inline) */
 	struct cap_config cfg;       /* configuration (barrier_kernels points at barrier) */
 	char barrier[1024];          /* the barrier patterns */
 	struct cap_window *cur;      /* the open window */

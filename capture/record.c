@@ -207,7 +207,7 @@ struct cap_engine *cap_engine_create(const struct cap_config *cfg)
 		return NULL;
 	}
 	ce->cur->seq = ce->win_seq = 1;
-	ce->ready = true;
+	ce->head.ready = true;
 	return ce;
 }
 
@@ -217,11 +217,6 @@ void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, stru
 	ce->cfg.shape_evicted = shape_evicted;
 	ce->cfg.report_extra = report_extra;
 	ce->cfg.arg = arg;
-}
-
-bool cap_is_ready(const struct cap_engine *ce)
-{
-	return ce->ready;
 }
 
 void cap_engine_destroy(struct cap_engine *ce)
@@ -370,7 +365,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 	if (open_next(ce) != 0) {
 		/* keep a window open at any cost: reuse the spare we just gave away, if any */
 		cf_log_err_once("out of memory opening a capture window; recording stops");
-		ce->ready = false;
+		ce->head.ready = false;
 		ce->cur = cap__window_new();
 		if (!ce->cur) {
 			ce->cur = ce->spare;
@@ -745,9 +740,9 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	memset(rec, 0, sizeof(*rec));
 	rec->kind = c->kind;
-	if (!ce->ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
-		rec->result = !ce->ready || !w ? CAP_REC_NOMEM : CAP_REC_OPAQUE;
-		rc = !ce->ready || !w ? -CF_ESTATE : -CF_EINVAL;
+	if (!ce->head.ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
+		rec->result = !ce->head.ready || !w ? CAP_REC_NOMEM : CAP_REC_OPAQUE;
+		rc = !ce->head.ready || !w ? -CF_ESTATE : -CF_EINVAL;
 		goto out;
 	}
 	cf_assert(w->nops < ce->cfg.window_max_ops); /* a full window closed when it filled */
