@@ -45,14 +45,17 @@
  *     (one per engine at a time) with the shape's last window pinned, the engine's lock drop
  *     runs it (rpl_build_run reads only that window, its configuration and the driver, and
  *     writes only the build and the atomic own-call counter) and publishes it under the mutex
- *     again (rpl_build_publish) before the thread's own call goes on. A build whose shape went
- *     or whose epoch is stale (templates were retired wholesale since) is discarded.
+ *     again (rpl_build_publish) before the thread's own call goes on. What retired templates in
+ *     between (frees, destroyed events, unloads, destroyed contexts: rpl__build_note) is
+ *     applied to the result as it is published, as if it had been built at once; a build
+ *     whose shape went, whose context failed, or that missed more retirements than it keeps,
+ *     is discarded.
  *
  * A build's life:
  *
  *     rpl_window_closed --schedule, pin--> DUE --rpl_build_take (lock drop)--> RUNNING
  *         (outside the lock) --rpl_build_publish (under it)--> template linked in, shape
- *         rejected, or discarded (shape gone, epoch stale); window unpinned
+ *         rejected, or discarded (shape gone, context failed, stale); window unpinned
  *
  * States of the open window:
  *
@@ -542,7 +545,6 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 	b->shape_id = cap_shape_id(s);
 	b->w = cap_shape_pin_last(re->cap, s);
 	b->ctx = cap_window_op(b->w, 0)->ctx;
-	b->epoch = re->st.epoch;
 	re->st.build_due = true;
 }
 
@@ -566,10 +568,28 @@ void rpl_build_run(struct rpl_engine *re)
 	b->t_ns = rpl__gate_clock() - t0;
 }
 
-/* Link the built template in, or mark the shape rejected; the build's time is kept out of the
- * window's sample. A build whose shape went, or that something retired templates wholesale
- * since (a context or module gone, memory freed), is discarded: the shape is built again at a
- * later sighting. */
+static void later_apply(struct rpl_engine *re, const struct rpl_retirement *r)
+{
+	switch (r->kind) {
+	case RPL_RET_FREE:
+		rpl_memory_released(re, r->a, r->b);
+		break;
+	case RPL_RET_EVENT:
+		rpl_event_destroyed(re, (CUevent)(uintptr_t)r->a);
+		break;
+	case RPL_RET_FUNCTIONS:
+		rpl_functions_unloaded(re);
+		break;
+	default:
+		rpl_context_destroyed(re, (CUcontext)(uintptr_t)r->a);
+		break;
+	}
+}
+
+/* Link the built template in (then the retirements it missed), or mark the shape rejected; the
+ * build's time is kept out of the window's sample. A build whose shape went, whose context
+ * failed, or that missed more retirements than it keeps, is discarded: the shape is built again
+ * at a later sighting. */
 void rpl_build_publish(struct rpl_engine *re)
 {
 	struct rpl_build *b = &re->st.build;
@@ -580,7 +600,7 @@ void rpl_build_publish(struct rpl_engine *re)
 	cap_window_unpin(re->cap, b->w);
 	b->w = NULL;
 	b->t = NULL;
-	if (!b->shape || b->epoch != re->st.epoch || !re->st.ready) {
+	if (!b->shape || b->stale || !re->st.ready || (t && rpl_ctx_is_failed(re, t->ctx))) {
 		rpl__template_destroy(re, t);
 		return;
 	}
@@ -605,6 +625,9 @@ void rpl_build_publish(struct rpl_engine *re)
 	re->totals.templates++;
 	re->totals.templates_live++;
 	re->totals.segments += t->nsegs;
+	/* what retired templates while it was built applies to it, as if built at once */
+	for (uint32_t i = 0; i < b->nlater; i++)
+		later_apply(re, &b->later[i]);
 }
 
 /* The note of shape s, made on first use (NULL: out of memory). */

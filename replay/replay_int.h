@@ -184,6 +184,20 @@ struct rpl_shape_note {
 	bool patch_frees;            /* frees no longer retire it (allocates per step) */
 };
 
+/* What retires templates (retire.c), kept while a build is in flight to apply to its result
+ * when it is published, as if it had been built at once. */
+enum rpl_retirement_kind {
+	RPL_RET_FREE = 0,            /* rpl_memory_released(a, b) */
+	RPL_RET_EVENT = 1,           /* rpl_event_destroyed((CUevent)a) */
+	RPL_RET_FUNCTIONS = 2,       /* rpl_functions_unloaded */
+	RPL_RET_CONTEXT = 3,         /* rpl_context_destroyed((CUcontext)a) */
+};
+struct rpl_retirement {
+	uint8_t kind;                /* enum rpl_retirement_kind */
+	uint64_t a, b;               /* its arguments */
+};
+#define RPL_BUILD_LATER 16       /* retirements kept per build (more: the build is discarded) */
+
 /* A template build, scheduled under the lock when a shape is due one, run outside it by the
  * thread whose lock drop takes it (rpl_build_take), and published under it again. */
 struct rpl_build {
@@ -193,7 +207,9 @@ struct rpl_build {
 	uint64_t shape_id;           /* cap_shape_id(shape), read under the lock */
 	CUcontext ctx;               /* the window's first op's context */
 	struct rpl_config cfg;       /* the configuration it is built with */
-	uint64_t epoch;              /* rpl_state.epoch when scheduled: changed means stale */
+	struct rpl_retirement later[RPL_BUILD_LATER]; /* retirements since it was scheduled */
+	uint32_t nlater;             /* used entries of later */
+	bool stale;                  /* more of them than fit: the result is discarded */
 	struct rpl_template *t;      /* the result, or NULL (why, own_failure) */
 	const char *why;             /* why there is none (static text) */
 	bool own_failure;            /* cufold's own failure (not the shape's) */
@@ -216,8 +232,7 @@ struct rpl_state {
 	bool build_due;              /* build is scheduled: the next lock drop takes it */
 	bool build_running;          /* build was taken and is not yet published */
 	struct rpl_build build;      /* the one template build in flight (see rpl_build_take) */
-	uint64_t epoch;              /* bumped by whatever retires templates wholesale (a build
-				      * scheduled before is discarded: it may name what went) */
+
 	struct rpl_wait wait;        /* see rpl_take_wait */
 	struct rpl_config cfg;       /* configuration */
 	struct rpl_template *templates; /* every live template, newest first */
@@ -382,6 +397,10 @@ bool rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t s
 /* Whether the shape's template may be followed now (an OFF shape past its back-off goes to TRIAL). */
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings);
 const char *rpl__gate_state_name(const struct rpl_gate *g);
+
+/* retire.c: while a build is in flight, a retirement is kept for its result (rpl_build_publish
+ * applies it; more than fit mark it stale). */
+void rpl__build_note(struct rpl_engine *re, enum rpl_retirement_kind kind, uint64_t a, uint64_t b);
 
 /* deferred_errors.c: a deferred op failed when submitted (the program was told it succeeded). */
 void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc);

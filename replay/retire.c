@@ -126,7 +126,6 @@ void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what)
 
 	if (rpl_ctx_is_failed(re, ctx))
 		return;
-	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
 	cf_log_warn("replay: %s; cufold passes every call of this context straight to the driver from now on "
 		    "(results are unchanged)", what);
 	re->totals.failed = true;
@@ -148,6 +147,19 @@ void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what)
 		}
 	}
 	cf_assert(rpl_ctx_is_failed(re, ctx)); /* invariant 5: sticky from now on */
+}
+
+void rpl__build_note(struct rpl_engine *re, enum rpl_retirement_kind kind, uint64_t a, uint64_t b)
+{
+	struct rpl_build *bd = &re->st.build;
+
+	if (!re->st.build_due && !re->st.build_running)
+		return;
+	if (bd->nlater == RPL_BUILD_LATER) {
+		bd->stale = true;
+		return;
+	}
+	bd->later[bd->nlater++] = (struct rpl_retirement){ .kind = (uint8_t)kind, .a = a, .b = b };
 }
 
 void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s)
@@ -183,7 +195,7 @@ void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size)
 
 	if (!re->st.ready || !size)
 		return;
-	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
+	rpl__build_note(re, RPL_RET_FREE, base, size); /* a build in flight gets it at its publish */
 	/* what is kept goes before any retirement, once: a submission inside the loop may launch
 	 * and retire a template (a failed guard), the one `next` points at included */
 	for (t = re->st.templates; t && re->st.ndef; t = t->next) {
@@ -226,7 +238,7 @@ void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 
 	if (!re->st.ready || !e)
 		return;
-	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
+	rpl__build_note(re, RPL_RET_EVENT, (uint64_t)(uintptr_t)e, 0); /* a build in flight gets it at its publish */
 	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (references_event(t, e))
@@ -236,7 +248,7 @@ void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 
 void rpl_functions_unloaded(struct rpl_engine *re)
 {
-	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
+	rpl__build_note(re, RPL_RET_FUNCTIONS, 0, 0); /* a build in flight gets it at its publish */
 	while (re->st.ready && re->st.templates)
 		rpl__template_retire(re, re->st.templates, "a module or library was unloaded");
 }
@@ -247,7 +259,7 @@ void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx)
 
 	if (!re->st.ready)
 		return;
-	re->st.epoch++; /* a build in flight may name what goes: discarded at its publish */
+	rpl__build_note(re, RPL_RET_CONTEXT, (uint64_t)(uintptr_t)ctx, 0); /* a build in flight gets it at its publish */
 	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (!ctx || t->ctx == ctx)

@@ -44,7 +44,6 @@ static struct cf_engine *engine; /* the current engine, NULL before start (acqui
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* one thread makes the engine */
 static int state;                /* enum engine_state (acquire/release) */
 static bool is_child;            /* a forked child (outputs only with %p in the path) */
-static int atfork_child_done;    /* the child handler is registered */
 static int atfork_prepare_done;  /* the prepare and parent handlers are registered */
 static struct cf_engine *prepared; /* the engine atfork_prepare locked for this fork, or NULL */
 static int strict_registered;    /* strict_on_exit is registered (CUFOLD_STRICT=1) */
@@ -186,10 +185,11 @@ static void atfork_parent(void)
 
 static struct cf_engine *engine_create(void);
 
-/* The one fork handler of the engine: the child abandons the parent's engine (leaked: never
- * walked, freed or unlocked, since another thread of the parent may have been inside it, and
- * its graphs and handles are the parent's) and records into a new one. */
-static void atfork_child(void)
+/* The engine's part of the process's one fork child handler (shim.c's atfork_child): the child
+ * abandons the parent's engine (leaked: never walked, freed or unlocked, since another thread
+ * of the parent may have been inside it, and its graphs and handles are the parent's) and
+ * records into a new one. */
+void shim_engine__atfork_child(void)
 {
 	struct cf_engine *e;
 
@@ -316,8 +316,6 @@ static void start(void)
 		/* an unknown name in CUFOLD_RULES is reported now, not when a first plan is made */
 		(void)rw_config_has_rules(&(struct rw_config){ .opt = cfg->opt, .rules = cfg->rules });
 	}
-	if (!__atomic_exchange_n(&atfork_child_done, 1, __ATOMIC_RELAXED))
-		pthread_atfork(NULL, NULL, atfork_child);
 	__atomic_store_n(&engine, e, __ATOMIC_RELEASE);
 	__atomic_store_n(&state, ENGINE_RECORDING, __ATOMIC_RELEASE);
 out:

@@ -70,6 +70,10 @@
  *     (a thread may still hold a pointer to it at exit).
  *  3. Parts never point into another engine: two engines side by side share nothing
  *     (tests/unit/test_capture_engines.c). */
+/* In a forked child, from the process's one child handler (shim.c): the child abandons the
+ * parent's engine and makes a new one (invariant 6 above). */
+void shim_engine__atfork_child(void);
+
 struct cf_engine {
 	pthread_mutex_t lock;        /* orders all recording; guards everything below */
 	struct cap_engine *cap;      /* capture's part */
