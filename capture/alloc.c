@@ -59,7 +59,8 @@ static int insert(struct cap_engine *ce, const struct cap_alloc *a)
 	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end; j++)
 		;
 	if (j > i) {
-		memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j], (ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
+		memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j],
+			(ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
 		ce->alloc.nranges -= j - i;
 	}
 	if (ce->alloc.nranges == ce->alloc.capranges) {
@@ -110,7 +111,8 @@ int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out
 	i--;
 	if (out)
 		*out = ce->alloc.ranges[i];
-	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[i + 1], (ce->alloc.nranges - i - 1) * sizeof(*ce->alloc.ranges));
+	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[i + 1],
+		(ce->alloc.nranges - i - 1) * sizeof(*ce->alloc.ranges));
 	ce->alloc.nranges--;
 	return 0;
 }
@@ -123,7 +125,9 @@ int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size)
 	cf_assert(cf_serial_is_held());
 	if (end < base)
 		end = UINT64_MAX;
-	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end && ce->alloc.ranges[j].size <= end - ce->alloc.ranges[j].base; j++)
+	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end &&
+		    ce->alloc.ranges[j].size <= end - ce->alloc.ranges[j].base;
+	     j++)
 		;
 	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j], (ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
 	ce->alloc.nranges -= j - i;

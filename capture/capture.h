@@ -555,7 +555,8 @@ size_t cap_memory_bytes(struct cap_engine *ce);
  * that is not cufold's own output of that kind); 0 or a negative CF_E* code, with errno. */
 int cap_write_report(struct cap_engine *ce, const char *path);
 int cap_write_trace(struct cap_engine *ce, const char *path);
-int cap_write_dot(struct cap_engine *ce, const char *dir); /* dir: a folder (made if missing, "%p" expanded; never a symlink) */
+/* dir: a folder (made if missing, "%p" expanded; never a symlink) */
+int cap_write_dot(struct cap_engine *ce, const char *dir);
 /* The one-paragraph summary for CUFOLD_LOG=info. */
 void cap_summary(struct cap_engine *ce, char *buf, size_t cap);
 

@@ -320,7 +320,9 @@ static bool forget_module(struct cap_engine *ce, CUmodule mod)
 		n = 0;
 		for (size_t i = 0; cf_map_next(m, &i, &k, &v);) {
 			const struct func_bind *b =
-				pass == 0 ? cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)((struct kernel_fn *)v)->func) : v;
+				pass == 0 ? cf_map_get(&ce->funcs.by_func,
+						       (uint64_t)(uintptr_t)((struct kernel_fn *)v)->func)
+					  : v;
 
 			if (!bind_in(b, mod))
 				continue;
@@ -412,6 +414,6 @@ void cap__funcs_fini(struct cap_engine *ce)
 
 size_t cap__funcs_bytes(struct cap_engine *ce)
 {
-	return ce->funcs.nbytes + cf_map_bytes(&ce->funcs.by_func) + cf_table_bytes(&ce->funcs.by_sig) + cf_map_bytes(&ce->funcs.kernels) +
-	       cf_map_bytes(&ce->funcs.kernel_fns);
+	return ce->funcs.nbytes + cf_map_bytes(&ce->funcs.by_func) + cf_table_bytes(&ce->funcs.by_sig) +
+	       cf_map_bytes(&ce->funcs.kernels) + cf_map_bytes(&ce->funcs.kernel_fns);
 }

@@ -564,9 +564,9 @@ static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_
 }
 
 /* One side of a copy: its first byte, span, whether it is device memory and pageable. */
-static void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
-			 uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span, bool *dev,
-			 bool *pageable, bool *unknown)
+static void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z,
+			 uint64_t pitch, uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span,
+			 bool *dev, bool *pageable, bool *unknown)
 {
 	const struct cap_alloc *a;
 	uint64_t w = d->WidthInBytes, h = d->Height, dp = d->Depth;
@@ -648,7 +648,8 @@ static void rec_closed(struct cap_rec *rec, struct cap_shape *s)
 }
 
 /* A call that does not go into the window: why (rec->result) and the boundary that makes. */
-static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_result why, enum cap_boundary kind, uint16_t api)
+static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_result why, enum cap_boundary kind,
+		   uint16_t api)
 {
 	rec->result = (uint8_t)why;
 	rec_closed(rec, cap_boundary(ce, kind, (enum shim_api_id)api));
@@ -656,7 +657,8 @@ static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_resu
 
 /* The part of op that depends on its kind (the common part is filled). Returns 0, -CF_ENOMEM,
  * or -CF_EINVAL when a kernel's parameters cannot be recorded. */
-static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, struct cap_window *w, struct cap_rec *rec)
+static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, struct cap_window *w,
+		    struct cap_rec *rec)
 {
 	int slot, rc = 0;
 
@@ -704,7 +706,8 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 	return NULL;
 }
 
-static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who, struct cap_rec *rec)
+static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
+		   struct cap_rec *rec)
 {
 	cap_op_hash(op);
 	op->seq = ++ce->op_seq;

@@ -25,7 +25,8 @@ static uint64_t default_key(int which, CUcontext ctx, uint32_t tid)
 	return cf_hash_combine(cf_hash_combine(0x5354524dull + (uint64_t)which, (uint64_t)(uintptr_t)ctx), tid);
 }
 
-static struct cap_stream *add(struct cap_engine *ce, uint64_t key, CUstream h, CUcontext ctx, uint32_t tid, enum cap_stream_kind kind)
+static struct cap_stream *add(struct cap_engine *ce, uint64_t key, CUstream h, CUcontext ctx, uint32_t tid,
+			      enum cap_stream_kind kind)
 {
 	struct cap_stream *s = calloc(1, sizeof(*s));
 
@@ -106,7 +107,8 @@ struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CU
 	cap__own_call(ce, SHIM_ID_cuStreamGetFlags);
 	if (SHIM_REAL(cuStreamGetFlags)(h, &flags) != CUDA_SUCCESS)
 		flags = 0; /* the call itself will fail; blocking is the conservative guess */
-	return add(ce, key, h, NULL, 0, (flags & CU_STREAM_NON_BLOCKING) ? CAP_STREAM_NON_BLOCKING : CAP_STREAM_BLOCKING);
+	return add(ce, key, h, NULL, 0,
+		   (flags & CU_STREAM_NON_BLOCKING) ? CAP_STREAM_NON_BLOCKING : CAP_STREAM_BLOCKING);
 }
 
 void cap_stream_created(struct cap_engine *ce, CUstream h, unsigned int flags)

@@ -104,8 +104,8 @@ static bool op_event(struct cap_engine *ce, const struct cap_window *w, uint32_t
 		static const char *const dirs[] = { "HtoD", "DtoH", "DtoD", "HtoH" };
 		const struct cap_memcpy *c = &op->u.memcpy;
 
-		ok = ok && put(ce, ",\"dir\":\"%s\",\"bytes\":%llu,\"src\":\"0x%llx\",\"dst\":\"0x%llx\"", dirs[c->dir & 3],
-			       (unsigned long long)c->bytes, (unsigned long long)c->src_first,
+		ok = ok && put(ce, ",\"dir\":\"%s\",\"bytes\":%llu,\"src\":\"0x%llx\",\"dst\":\"0x%llx\"",
+			       dirs[c->dir & 3], (unsigned long long)c->bytes, (unsigned long long)c->src_first,
 			       (unsigned long long)c->dst_first);
 		break;
 	}
@@ -164,12 +164,14 @@ void cap__trace_window(struct cap_engine *ce, const struct cap_window *w, const 
 		next_t[op->stream_slot] = op->t_ns;
 	}
 	free(next_t);
-	ok = ok && put(ce, ",\n{\"name\":\"window %llu ends: %s\",\"cat\":\"boundary\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%.3f,"
-		       "\"pid\":%ld,\"tid\":0,\"args\":{\"window\":%llu,\"shape\":%llu,\"ops\":%u,\"by\":\"%s\"}}",
-		       (unsigned long long)w->seq, cap_boundary_label((enum cap_boundary)w->closed_by),
-		       (double)(w->t_end - ce->trace.base_ns) / 1000.0, (long)getpid(), (unsigned long long)w->seq,
-		       (unsigned long long)(s ? s->id : 0), w->nops,
-		       w->closed_api < SHIM_API_COUNT ? shim_api[w->closed_api].name : "?");
+	ok = ok &&
+	     put(ce,
+		 ",\n{\"name\":\"window %llu ends: %s\",\"cat\":\"boundary\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%.3f,"
+		 "\"pid\":%ld,\"tid\":0,\"args\":{\"window\":%llu,\"shape\":%llu,\"ops\":%u,\"by\":\"%s\"}}",
+		 (unsigned long long)w->seq, cap_boundary_label((enum cap_boundary)w->closed_by),
+		 (double)(w->t_end - ce->trace.base_ns) / 1000.0, (long)getpid(), (unsigned long long)w->seq,
+		 (unsigned long long)(s ? s->id : 0), w->nops,
+		 w->closed_api < SHIM_API_COUNT ? shim_api[w->closed_api].name : "?");
 	if (!ok) {
 		ce->trace.len = mark; /* whole windows only */
 		if (ce->trace.buf)
@@ -192,11 +194,13 @@ int cap_write_trace(struct cap_engine *ce, const char *path)
 
 	if (!f)
 		return -CF_EIO;
-	fprintf(f, "{\"cufold_trace\": {\"version\": 1, \"windows\": %llu, \"truncated\": %s, \"max_bytes\": %zu, "
-		   "\"note\": \"slices start at the host call; %s\"},\n",
-		(unsigned long long)ce->trace.windows_traced, ce->trace.truncated ? "true" : "false", ce->cfg.trace_max_bytes,
+	fprintf(f,
+		"{\"cufold_trace\": {\"version\": 1, \"windows\": %llu, \"truncated\": %s, \"max_bytes\": %zu, "
+		"\"note\": \"slices start at the host call; %s\"},\n",
+		(unsigned long long)ce->trace.windows_traced, ce->trace.truncated ? "true" : "false",
+		ce->cfg.trace_max_bytes,
 		ce->trace.truncated ? "collection stopped at the byte cap: only the first windows are here"
-			  : "every window is here");
+				    : "every window is here");
 	fprintf(f, " \"displayTimeUnit\": \"ns\",\n \"traceEvents\": [\n");
 	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":0,\"args\":{\"name\":\"cufold %s "
 		   "(pid %ld)\"}},\n",

@@ -322,8 +322,8 @@ static void launched_unordered(struct rpl_engine *re, CUstream launch, CUcontext
 
 /* One graph on one stream: the segment's other streams joined before it and forked after. On a
  * failure the deferred ops go eagerly (or, launched, the engine waits for it). */
-static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, CUstream launch, const CUstream *others, int nothers,
-			      const struct rpl_template *t, CUcontext ctx, bool pushed)
+static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, CUstream launch, const CUstream *others,
+			      int nothers, const struct rpl_template *t, CUcontext ctx, bool pushed)
 {
 	CUresult rc;
 

@@ -6,9 +6,9 @@
  * which every function here takes first; one per engine, so two engines never share a template.
  *
  * Invariants:
- *  1. Callers serialize (the engine's mutex), except rpl_build_run (invariant 11). Deferred ops are deep copies (parameters in
- *     replay's own arena), so they never point into the program's memory or into a capture
- *     window that may be recycled.
+ *  1. Callers serialize (the engine's mutex), except rpl_build_run (invariant 11). Deferred
+ *     ops are deep copies (parameters in replay's own arena), so they never point into the
+ *     program's memory or into a capture window that may be recycled.
  *  2. Every deferred op is one of the window's ops in order, and the deferred ops are exactly
  *     the ops [def_first, def_first + ndef) of the window: a contiguous run of graphable ops
  *     (on any of its streams) that ends at the window's depth; it is one whole segment of a

@@ -326,8 +326,8 @@ CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why);
 
 /* segment.c. Build g's graphs (its ops and plan from window w, trace graph tg), in the current
  * context; on a failure what was built stays in g for rpl__seg_destroy. */
-CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
-			const struct rpl_config *cfg);
+CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct cap_window *w,
+			const struct cap_graph *tg, const struct rpl_config *cfg);
 /* Free g's graphs, execs, events, stage buffers and plan; g is zeroed. */
 void rpl__seg_destroy(struct rpl_engine *re, struct rpl_seg *g);
 

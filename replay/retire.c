@@ -259,7 +259,8 @@ void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx)
 
 	if (!re->st.ready)
 		return;
-	rpl__build_note(re, RPL_RET_CONTEXT, (uint64_t)(uintptr_t)ctx, 0); /* a build in flight gets it at its publish */
+	rpl__build_note(re, RPL_RET_CONTEXT, (uint64_t)(uintptr_t)ctx,
+			0); /* a build in flight gets it at its publish */
 	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (!ctx || t->ctx == ctx)

@@ -299,8 +299,8 @@ static bool recorded_in_part(const struct cap_window *w, const struct rpl_seg *g
 /* Add op (position i of segment g) to its part's graph, depending on the nodes d lists in the
  * same part (a dependency on another part is an event record -> wait pair: the wait is an
  * event-wait node). A folded op gets no node. */
-static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
-			 const struct pos_list *d, CUgraphNode *deps)
+static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, const struct cap_op *op,
+			 const struct cap_window *w, const struct pos_list *d, CUgraphNode *deps)
 {
 	struct rpl_node *n = &g->nodes[i];
 	struct rpl_part *pt = &g->parts[n->part];
@@ -424,8 +424,8 @@ static CUresult parts_create(struct rpl_engine *re, struct rpl_seg *g, uint32_t 
 	return rc;
 }
 
-CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
-			const struct rpl_config *cfg)
+CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct cap_window *w,
+			const struct cap_graph *tg, const struct rpl_config *cfg)
 {
 	struct pos_list *d = NULL;
 	CUgraphNode *deps = NULL;

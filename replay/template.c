@@ -663,7 +663,8 @@ static int cuts_make(struct rpl_template *t, const struct cap_window *w, const s
 
 /* Build every segment's graphs (and the join/fork events an unsplit multi-stream segment
  * needs) in t's context. */
-static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w, const struct rpl_config *cfg)
+static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
+			   const struct rpl_config *cfg)
 {
 	struct cap_graph *tg = cap_graph_build(w);
 	CUresult rc = CUDA_SUCCESS;

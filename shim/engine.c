@@ -543,7 +543,8 @@ void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct ca
 		/* a query never ends the window: background threads poll (watchdogs, allocators) at
 		 * moments no step repeats; deferred work it asks about is truly not complete yet */
 		cap_boundary_seen(e->cap, kind);
-		if (e->rpl && rpl_deferred_from(e->rpl, &first) && cap_window_observed(e->cap, t, first) && rpl_poll(e->rpl, t->tid)) {
+		if (e->rpl && rpl_deferred_from(e->rpl, &first) && cap_window_observed(e->cap, t, first) &&
+		    rpl_poll(e->rpl, t->tid)) {
 			o->answered = true;
 			o->answer = CUDA_ERROR_NOT_READY;
 		}
@@ -636,7 +637,8 @@ void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_fre
 		const struct cap_alloc *a = base ? cap_alloc_find(e->cap, base) : NULL;
 
 		/* memory cufold never saw allocated may be anything the window uses */
-		end_window_if(e, !a || a->base != base || cap_window_references(e->cap, a->base, a->size), CAP_BOUNDARY_FREE, api);
+		end_window_if(e, !a || a->base != base || cap_window_references(e->cap, a->base, a->size),
+			      CAP_BOUNDARY_FREE, api);
 		t->removed = base && cap_alloc_remove(e->cap, base, &t->alloc) == 0;
 		if (e->rpl && t->removed)
 			rpl_memory_released(e->rpl, t->alloc.base, t->alloc.size);

@@ -1,6 +1,6 @@
 /* engine.h - the per-call policy between the hand-written hooks (shim/hooks_*.c) and capture
  * and replay:
- * what each kind of driver call means for the open window, under one process-wide mutex, and
+ * what each kind of driver call means for the open window, under the engine's mutex, and
  * the plumbing every hand-written hook uses. shim layer (on top of capture and replay).
  *
  * Invariants:
@@ -33,8 +33,9 @@
  *  6. Fork closes the window (FORK, kept calls submitted first) with the mutex held across the
  *     fork; the child abandons the parent's engine (never walks, frees or unlocks it: another
  *     thread of the parent may have been changing it) and makes a new one, so it starts with
- *     nothing recorded and no templates, and writes no outputs unless their path has %p. Exit closes the window (EXIT, kept calls submitted first) and
- *     writes the outputs; calls after that pass through.
+ *     nothing recorded and no templates, and writes no outputs unless their path has %p. Exit
+ *     closes the window (EXIT, kept calls submitted first) and writes the outputs; calls after
+ *     that pass through.
  *  7. No result of the driver is lost: an error of a deferred op's submission is returned by
  *     the context's next observing call (synchronize, query, blocking copy) in place of
  *     success, as the driver reports asynchronous errors (replay/deferred_errors.c). */
