@@ -504,21 +504,25 @@ static bool is_capture_query(enum shim_api_id api)
 	}
 }
 
+/* A query of capture state in CUFOLD_MODE=replay: what replay keeps reaches the driver first. */
+static void __attribute__((noinline)) flush_for_query(void)
+{
+	struct cf_engine *e = engine_lock();
+
+	if (still_recording(e) && rpl_has_deferred(e->rpl))
+		rpl_flush(e->rpl);
+	lock_drop(e);
+}
+
 void shim_engine_neutral(enum shim_api_id api)
 {
-	struct cf_engine *e;
-
 	shim_note_call(api);
 	/* the capture state of a stream depends on the waits it was given: kept ones must reach
 	 * the driver first (nothing is kept while a capture is open, but a query is cheap to
 	 * make exact) */
 	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
-	    engine_get()->rpl) {
-		e = engine_lock();
-		if (still_recording(e) && rpl_has_deferred(e->rpl))
-			rpl_flush(e->rpl);
-		lock_drop(e);
-	}
+	    engine_get()->rpl)
+		flush_for_query();
 }
 
 void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct cap_target *t, struct shim_obs *o)
