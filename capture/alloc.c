@@ -13,28 +13,19 @@
 #include "common/compiler.h"
 #include "common/errors.h"
 
-static struct cap_alloc *ranges; /* sorted by base, non-overlapping */
-static size_t nranges, capranges; /* used and allocated entries */
-static uint64_t next_id = 1;    /* id of the next allocation */
-
-/* What the driver said of pages outside the map (cap__alloc_probe), direct-mapped by page. */
-#define PROBE_SLOTS 64
+/* What the driver said of pages outside the map (cap__alloc_probe): ce->alloc.probes,
+ * CAP_PROBE_SLOTS entries direct-mapped by page. */
 #define PROBE_PAGE_SHIFT 12
-struct probe_slot {
-	uint64_t page;               /* address >> PROBE_PAGE_SHIFT, plus one (0: empty slot) */
-	uint8_t answer;              /* enum cap_probe */
-};
-static struct probe_slot probes[PROBE_SLOTS]; /* the cache */
 
 /* Index of the first range whose base is > addr. */
-static size_t upper(uint64_t addr)
+static size_t upper(struct cap_engine *ce, uint64_t addr)
 {
-	size_t lo = 0, hi = nranges;
+	size_t lo = 0, hi = ce->alloc.nranges;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ranges[mid].base <= addr)
+		if (ce->alloc.ranges[mid].base <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -42,19 +33,19 @@ static size_t upper(uint64_t addr)
 	return lo;
 }
 
-const struct cap_alloc *cap_alloc_find(uint64_t addr)
+const struct cap_alloc *cap_alloc_find(struct cap_engine *ce, uint64_t addr)
 {
-	size_t i = upper(addr);
+	size_t i = upper(ce, addr);
 
 	if (i == 0)
 		return NULL;
 	i--;
-	if (addr - ranges[i].base < ranges[i].size)
-		return &ranges[i];
+	if (addr - ce->alloc.ranges[i].base < ce->alloc.ranges[i].size)
+		return &ce->alloc.ranges[i];
 	return NULL;
 }
 
-static int insert(const struct cap_alloc *a)
+static int insert(struct cap_engine *ce, const struct cap_alloc *a)
 {
 	uint64_t end = a->base + a->size;
 	size_t i, j;
@@ -62,86 +53,90 @@ static int insert(const struct cap_alloc *a)
 	if (a->size == 0 || end < a->base)
 		return -CF_EINVAL;
 	/* drop what overlaps [base, end) */
-	i = upper(a->base);
-	if (i > 0 && ranges[i - 1].base + ranges[i - 1].size > a->base)
+	i = upper(ce, a->base);
+	if (i > 0 && ce->alloc.ranges[i - 1].base + ce->alloc.ranges[i - 1].size > a->base)
 		i--;
-	for (j = i; j < nranges && ranges[j].base < end; j++)
+	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end; j++)
 		;
 	if (j > i) {
-		memmove(&ranges[i], &ranges[j], (nranges - j) * sizeof(*ranges));
-		nranges -= j - i;
+		memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j],
+			(ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
+		ce->alloc.nranges -= j - i;
 	}
-	if (nranges == capranges) {
-		size_t ncap = capranges ? 2 * capranges : 64;
-		struct cap_alloc *n = realloc(ranges, ncap * sizeof(*n));
+	if (ce->alloc.nranges == ce->alloc.capranges) {
+		size_t ncap = ce->alloc.capranges ? 2 * ce->alloc.capranges : 64;
+		struct cap_alloc *n = realloc(ce->alloc.ranges, ncap * sizeof(*n));
 
 		if (!n)
 			return -CF_ENOMEM;
-		ranges = n;
-		capranges = ncap;
+		ce->alloc.ranges = n;
+		ce->alloc.capranges = ncap;
 	}
-	memmove(&ranges[i + 1], &ranges[i], (nranges - i) * sizeof(*ranges));
-	ranges[i] = *a;
-	nranges++;
+	memmove(&ce->alloc.ranges[i + 1], &ce->alloc.ranges[i], (ce->alloc.nranges - i) * sizeof(*ce->alloc.ranges));
+	ce->alloc.ranges[i] = *a;
+	ce->alloc.nranges++;
 	/* still sorted and non-overlapping around the new range */
-	cf_assert(i == 0 || ranges[i - 1].base + ranges[i - 1].size <= a->base);
-	cf_assert(i + 1 == nranges || end <= ranges[i + 1].base);
+	cf_assert(i == 0 || ce->alloc.ranges[i - 1].base + ce->alloc.ranges[i - 1].size <= a->base);
+	cf_assert(i + 1 == ce->alloc.nranges || end <= ce->alloc.ranges[i + 1].base);
 	return 0;
 }
 
-int cap_alloc_add(uint64_t base, uint64_t size, enum cap_alloc_kind kind)
+int cap_alloc_add(struct cap_engine *ce, uint64_t base, uint64_t size, enum cap_alloc_kind kind)
 {
-	struct cap_alloc a = { .base = base, .size = size, .id = next_id, .kind = (uint8_t)kind };
+	struct cap_alloc a = { .base = base, .size = size, .id = ce->alloc.next_id, .kind = (uint8_t)kind };
 	int rc;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
-	rc = insert(&a);
+	rc = insert(ce, &a);
 
 	if (rc == 0)
-		next_id++;
+		ce->alloc.next_id++;
 	return rc;
 }
 
-int cap_alloc_restore(const struct cap_alloc *a)
+int cap_alloc_restore(struct cap_engine *ce, const struct cap_alloc *a)
 {
 	cf_assert(cf_serial_is_held());
-	return insert(a);
+	return insert(ce, a);
 }
 
-int cap_alloc_remove(uint64_t base, struct cap_alloc *out)
+int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out)
 {
 	size_t i;
 
 	cf_assert(cf_serial_is_held());
-	i = upper(base);
-	if (i == 0 || ranges[i - 1].base != base)
+	i = upper(ce, base);
+	if (i == 0 || ce->alloc.ranges[i - 1].base != base)
 		return -CF_ENOENT;
 	i--;
 	if (out)
-		*out = ranges[i];
-	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
-	nranges--;
+		*out = ce->alloc.ranges[i];
+	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[i + 1],
+		(ce->alloc.nranges - i - 1) * sizeof(*ce->alloc.ranges));
+	ce->alloc.nranges--;
 	return 0;
 }
 
-int cap_alloc_remove_range(uint64_t base, uint64_t size)
+int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size)
 {
 	uint64_t end = base + size;
-	size_t i = base ? upper(base - 1) : 0, j; /* first range starting at or after base */
+	size_t i = base ? upper(ce, base - 1) : 0, j; /* first range starting at or after base */
 
 	cf_assert(cf_serial_is_held());
 	if (end < base)
 		end = UINT64_MAX;
-	for (j = i; j < nranges && ranges[j].base < end && ranges[j].size <= end - ranges[j].base; j++)
+	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end &&
+		    ce->alloc.ranges[j].size <= end - ce->alloc.ranges[j].base;
+	     j++)
 		;
-	memmove(&ranges[i], &ranges[j], (nranges - j) * sizeof(*ranges));
-	nranges -= j - i;
+	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j], (ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
+	ce->alloc.nranges -= j - i;
 	return (int)(j - i);
 }
 
-size_t cap_alloc_count(void)
+size_t cap_alloc_count(struct cap_engine *ce)
 {
-	return nranges;
+	return ce->alloc.nranges;
 }
 
 bool cap_alloc_is_device(const struct cap_alloc *a)
@@ -150,10 +145,10 @@ bool cap_alloc_is_device(const struct cap_alloc *a)
 		     a->kind == CAP_ALLOC_MAPPED);
 }
 
-enum cap_probe cap__alloc_probe(uint64_t addr)
+enum cap_probe cap__alloc_probe(struct cap_engine *ce, uint64_t addr)
 {
 	uint64_t page = (addr >> PROBE_PAGE_SHIFT) + 1;
-	struct probe_slot *slot = &probes[page % PROBE_SLOTS];
+	struct cap_probe_slot *slot = &ce->alloc.probes[page % CAP_PROBE_SLOTS];
 	unsigned int type = 0;
 	enum cap_probe answer;
 	CUresult rc;
@@ -162,7 +157,7 @@ enum cap_probe cap__alloc_probe(uint64_t addr)
 		return (enum cap_probe)slot->answer;
 	if (!SHIM_REAL(cuPointerGetAttribute))
 		return CAP_PROBE_PAGEABLE; /* no driver to ask (unit tests of windows alone) */
-	cap__own_call(SHIM_ID_cuPointerGetAttribute);
+	cap__own_call(ce, SHIM_ID_cuPointerGetAttribute);
 	rc = SHIM_REAL(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)addr);
 	if (rc == CUDA_ERROR_INVALID_VALUE)
 		answer = CAP_PROBE_PAGEABLE; /* memory the driver does not know: plain host memory */
@@ -177,21 +172,21 @@ enum cap_probe cap__alloc_probe(uint64_t addr)
 	return answer;
 }
 
-void cap__alloc_probe_reset(void)
+void cap__alloc_probe_reset(struct cap_engine *ce)
 {
-	memset(probes, 0, sizeof(probes));
+	memset(ce->alloc.probes, 0, sizeof(ce->alloc.probes));
 }
 
-void cap__alloc_fini(void)
+void cap__alloc_fini(struct cap_engine *ce)
 {
-	cap__alloc_probe_reset();
-	cap__free(ranges);
-	ranges = NULL;
-	nranges = capranges = 0;
-	next_id = 1;
+	cap__alloc_probe_reset(ce);
+	free(ce->alloc.ranges);
+	ce->alloc.ranges = NULL;
+	ce->alloc.nranges = ce->alloc.capranges = 0;
+	ce->alloc.next_id = 1;
 }
 
-size_t cap__alloc_bytes(void)
+size_t cap__alloc_bytes(struct cap_engine *ce)
 {
-	return capranges * sizeof(*ranges);
+	return ce->alloc.capranges * sizeof(*ce->alloc.ranges);
 }

@@ -63,8 +63,6 @@ struct unwinder {
 	bool ok;                                         /* all of the above found */
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* guards sites */
-static struct cf_table sites;   /* hash -> struct site */
 static uintptr_t self_lo, self_hi; /* cufold's own text: frames there are skipped */
 static struct unwinder uw;       /* set once by callsite_init, read-only after */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT; /* libunwind and self_lo/hi */
@@ -140,9 +138,9 @@ out:
 }
 
 /* The site of hash h, or NULL; under lock. */
-static struct site *site_find(uint64_t h)
+static struct site *site_find(struct cap_engine *ce, uint64_t h)
 {
-	return CF_TABLE_ENTRY(cf_table_find(&sites, &h, sizeof(h)), struct site, link);
+	return CF_TABLE_ENTRY(cf_table_find(&ce->sites.sites, &h, sizeof(h)), struct site, link);
 }
 
 /* Once per process, on the first capture: libunwind, and cufold's own text range. */
@@ -200,7 +198,7 @@ static int walk_frames(unw_cursor_t *cur, uint64_t *hash)
 	return n;
 }
 
-uint64_t cap_callsite_capture(void)
+uint64_t cap_callsite_capture(struct cap_engine *ce)
 {
 	void *ips[WALK_MAX];
 	uint64_t h = CF_HASH_SEED;
@@ -224,9 +222,9 @@ uint64_t cap_callsite_capture(void)
 		return 0;
 	if (!h)
 		h = 1;
-	pthread_mutex_lock(&lock);
-	known = site_find(h) != NULL;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&ce->sites.lock);
+	known = site_find(ce, h) != NULL;
+	pthread_mutex_unlock(&ce->sites.lock);
 	if (!known) {
 		/* first sight: walk again with a cursor to name the frames (the same frames, so the
 		 * same hash, unless the two walks disagree; then the cursor's hash is used) */
@@ -241,33 +239,33 @@ uint64_t cap_callsite_capture(void)
 			h = h2;
 		s->hash = h;
 		name_frames(s, cur, m);
-		pthread_mutex_lock(&lock);
-		if (site_find(h) || cf_table_add(&sites, &s->link, &s->hash, sizeof(s->hash)) != 0)
+		pthread_mutex_lock(&ce->sites.lock);
+		if (site_find(ce, h) || cf_table_add(&ce->sites.sites, &s->link, &s->hash, sizeof(s->hash)) != 0)
 			free(s);
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&ce->sites.lock);
 	}
 	return h;
 }
 
-const char *cap_callsite_name(uint64_t hash)
+const char *cap_callsite_name(struct cap_engine *ce, uint64_t hash)
 {
 	struct site *s;
 
-	pthread_mutex_lock(&lock);
-	s = site_find(hash);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&ce->sites.lock);
+	s = site_find(ce, hash);
+	pthread_mutex_unlock(&ce->sites.lock);
 	return s ? s->name : NULL;
 }
 
-void cap__callsite_count(uint64_t hash)
+void cap__callsite_count(struct cap_engine *ce, uint64_t hash)
 {
 	struct site *s;
 
-	pthread_mutex_lock(&lock);
-	s = site_find(hash);
+	pthread_mutex_lock(&ce->sites.lock);
+	s = site_find(ce, hash);
 	if (s)
 		s->ops++;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ce->sites.lock);
 }
 
 static int cmp_ops_desc(const void *a, const void *b)
@@ -277,21 +275,21 @@ static int cmp_ops_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-size_t cap__callsite_top(struct cap_site_count *out, size_t max)
+size_t cap__callsite_top(struct cap_engine *ce, struct cap_site_count *out, size_t max)
 {
 	struct cap_site_count *all;
 	size_t n = 0;
 
-	pthread_mutex_lock(&lock);
-	all = calloc(cf_table_count(&sites) + 1, sizeof(*all));
+	pthread_mutex_lock(&ce->sites.lock);
+	all = calloc(cf_table_count(&ce->sites.sites) + 1, sizeof(*all));
 	if (all) {
-		for (const struct cf_table_link *l = sites.head; l; l = cf_table_next(l)) {
+		for (const struct cf_table_link *l = ce->sites.sites.head; l; l = cf_table_next(l)) {
 			const struct site *s = CF_TABLE_ENTRY(l, const struct site, link);
 
 			all[n++] = (struct cap_site_count){ s->hash, s->ops };
 		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&ce->sites.lock);
 	if (!all)
 		return 0;
 	qsort(all, n, sizeof(*all), cmp_ops_desc);
@@ -300,30 +298,25 @@ size_t cap__callsite_top(struct cap_site_count *out, size_t max)
 	return n;
 }
 
-void cap__callsite_atfork_child(void)
-{
-	pthread_mutex_init(&lock, NULL);
-}
-
-void cap__callsite_fini(void)
+void cap__callsite_fini(struct cap_engine *ce)
 {
 	struct cf_table_link *l, *next;
 
-	pthread_mutex_lock(&lock);
-	for (l = cap__leaking ? NULL : sites.head; l; l = next) {
+	pthread_mutex_lock(&ce->sites.lock);
+	for (l = ce->sites.sites.head; l; l = next) {
 		next = cf_table_next(l);
 		free(CF_TABLE_ENTRY(l, struct site, link));
 	}
-	cap__table_drop(&sites);
-	pthread_mutex_unlock(&lock);
+	cf_table_fini(&ce->sites.sites);
+	pthread_mutex_unlock(&ce->sites.lock);
 }
 
-size_t cap__callsite_bytes(void)
+size_t cap__callsite_bytes(struct cap_engine *ce)
 {
 	size_t n;
 
-	pthread_mutex_lock(&lock);
-	n = cf_table_count(&sites) * sizeof(struct site) + cf_table_bytes(&sites);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&ce->sites.lock);
+	n = cf_table_count(&ce->sites.sites) * sizeof(struct site) + cf_table_bytes(&ce->sites.sites);
+	pthread_mutex_unlock(&ce->sites.lock);
 	return n;
 }

@@ -3,14 +3,19 @@
  * window shapes, the allocation map, the trace graph and the outputs for people. capture
  * layer: includes only common/ and driver/.
  *
- * Threading: nothing here locks. Every function except the cap_op_* helpers on an op the
- * caller owns and cap_callsite_capture must be called with the caller's lock held (the
- * engine's mutex, shim/engine.c), so windows see the ops of all threads in one order.
+ * State: everything capture keeps is in a struct cap_engine (one per engine, shim/engine.h),
+ * the first argument of every function that reads or changes it.
+ *
+ * Threading: nothing here locks. Every function taking a struct cap_engine, except
+ * cap_callsite_capture (the call-site registry has its own lock) and the success half of
+ * cap_op_done (atomic counters), must be called with the engine's lock held
+ * (shim/engine.c's engine_lock), so windows see the ops of all threads in one order.
  *
  * Lifetimes: an op returned by cap_window_op lives as long as its window; the open window
  * lives until the next boundary; a closed window becomes its shape's `last` and lives until the
  * shape sees its next window or is evicted (CUFOLD_MAX_TEMPLATES, least recently used first).
- * Function records (struct cap_func, one per kernel name and layout) live until cap_fini. */
+ * Function records (struct cap_func, one per kernel name and layout) live until
+ * cap_engine_destroy. */
 #ifndef CAP_CAPTURE_H
 #define CAP_CAPTURE_H
 
@@ -238,20 +243,37 @@ struct cap_config {
 	/* Told of every driver call capture makes itself (may be NULL). */
 	void (*note_driver_call)(enum shim_api_id id);
 	/* A shape is about to be evicted (replay drops its template); may be NULL. */
-	void (*shape_evicted)(struct cap_shape *s);
+	void (*shape_evicted)(void *arg, struct cap_shape *s);
 	/* Writing the report: append members (each after ",\n ") at the end of its top-level
 	 * object, e.g. replay's figures (may be NULL). Called with the caller's lock held. */
-	void (*report_extra)(FILE *f);
+	void (*report_extra)(void *arg, FILE *f);
+	void *arg;                   /* passed to shape_evicted and report_extra */
 };
 
-/* Start recording (idempotent per cap_fini). 0 or -CF_ENOMEM. */
-int cap_init(const struct cap_config *cfg);
-/* Free everything. */
-void cap_fini(void);
-/* Whether cap_init has run (and cap_fini not since). */
-bool cap_is_ready(void);
-/* In a forked child: forget everything of the parent (its windows and handles are not ours). */
-void cap_atfork_child(void);
+/* Capture's part of an engine (capture_int.h): every window, shape, record and counter one
+ * engine holds. Opaque: only capture/ reads its fields. An engine never shares state with
+ * another, so tests build two side by side. */
+struct cap_engine;
+
+/* A new capture part, recording; NULL when out of memory. */
+struct cap_engine *cap_engine_create(const struct cap_config *cfg);
+/* Free ce and everything it holds (NULL is ignored). A forked child never calls this on its
+ * parent's part: memory another thread of the parent was changing at the fork is abandoned. */
+void cap_engine_destroy(struct cap_engine *ce);
+/* Replay's callbacks (capture is made first, replay over it): see struct cap_config. */
+void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
+		    void (*report_extra)(void *arg, FILE *f), void *arg);
+/* What every caller may read of a capture part without a call: struct cap_engine begins with
+ * it (the engine asks it under the lock on every recorded call). */
+struct cap_engine_head {
+	bool ready;                  /* it still records (false once out of memory stopped it) */
+};
+
+/* Whether ce still records (false once out of memory stopped it). */
+static inline bool cap_is_ready(const struct cap_engine *ce)
+{
+	return ((const struct cap_engine_head *)(const void *)ce)->ready;
+}
 
 /* ------------------------------------------------------------------ recording */
 
@@ -282,25 +304,28 @@ struct cap_rec {
 	uint64_t bytes;              /* bytes it moves or sets */
 	struct cap_func *func;       /* kernel calls: the function, or NULL */
 	struct cap_shape *closed;    /* shape of a window this call closed, or NULL */
+	const struct cap_op *op;     /* the op as recorded (in the open window, or in the window the
+				      * call closed), NULL when not recorded; valid while the lock
+				      * that recorded it is held: what replay matches */
 };
 
 /* Record a call into the open window (deep copies), applying barrier and end-of-window rules.
  * Returns 0, or a negative CF_E* code (rec->result says what happened). */
-int cap_record(const struct cap_call *call, const struct cap_who *who, struct cap_rec *rec);
+int cap_record(struct cap_engine *ce, const struct cap_call *call, const struct cap_who *who, struct cap_rec *rec);
 /* After the driver answered: counts successes; marks a failed op so the window drops it. An op
  * whose window already closed (it ended the window itself, filled it, or another thread's
  * boundary came between the call and its answer) is taken out of that window if the window is
  * still its shape's last sighting: the shape is dropped (replay is told through shape_evicted)
  * and the window without the op is filed again, so no shape ever holds a refused call. The
  * counting part is lock-free; call with failed=true only under the lock. */
-void cap_op_done(const struct cap_rec *rec, bool failed);
+void cap_op_done(struct cap_engine *ce, const struct cap_rec *rec, bool failed);
 
 /* A boundary is about to reach the driver: close the open window (if it has ops). Returns its
  * shape, or NULL (empty window, or not tracked). */
-struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api);
+struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, enum shim_api_id api);
 
 /* Count a boundary without closing (a call passed through while the program captures). */
-void cap_note_passthrough(enum shim_api_id api);
+void cap_note_passthrough(struct cap_engine *ce, enum shim_api_id api);
 
 /* ------------------------------------------------------------------ what the host observes (observe.c) */
 
@@ -324,36 +349,36 @@ struct cap_target {
 };
 
 /* Whether a call asking about t could observe an op of the open window at index >= from. */
-bool cap_window_observed(const struct cap_target *t, uint32_t from);
+bool cap_window_observed(struct cap_engine *ce, const struct cap_target *t, uint32_t from);
 /* Whether an op of the open window names memory in [base, base+size): a copy's or memset's
  * extent, or an 8-byte-aligned kernel parameter word (the same test replay applies to its
  * templates; memory reached only through pointers stored in device memory is not seen). */
-bool cap_window_references(uint64_t base, uint64_t size);
+bool cap_window_references(struct cap_engine *ce, uint64_t base, uint64_t size);
 /* Whether thread tid made an op of the open window (a context switch of a thread that made
  * none cannot change what the window's ops run in). */
-bool cap_window_has_thread(uint32_t tid);
+bool cap_window_has_thread(struct cap_engine *ce, uint32_t tid);
 /* Count a boundary call that did not close the window (the report's calls vs windows_closed). */
-void cap_boundary_seen(enum cap_boundary kind);
+void cap_boundary_seen(struct cap_engine *ce, enum cap_boundary kind);
 
 /* ------------------------------------------------------------------ handles capture learns of */
 
 /* A stream the program created, with its flags (saves a cuStreamGetFlags). */
-void cap_stream_created(CUstream s, unsigned int flags);
+void cap_stream_created(struct cap_engine *ce, CUstream s, unsigned int flags);
 /* A stream or event is being destroyed: forget it (its handle may be reused). */
-void cap_stream_forget(CUstream s);
-void cap_event_forget(CUevent e);
+void cap_stream_forget(struct cap_engine *ce, CUstream s);
+void cap_event_forget(struct cap_engine *ce, CUevent e);
 /* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. */
-void cap_kernel_handle_add(CUkernel k);
+void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k);
 /* A module or library is about to be unloaded: its function handles may be reused, forget
  * them (only them: handles of other modules stay bound, and a reloaded kernel gets its old
  * record and key id back). Asks the driver for a library's module. */
-void cap_funcs_forget_module(CUmodule mod, CUlibrary lib);
+void cap_funcs_forget_module(struct cap_engine *ce, CUmodule mod, CUlibrary lib);
 /* Say which module (or library) the calling thread is about to unload, before the call that
  * reaches cap_funcs_forget; needs no lock (thread-local). */
 void cap_funcs_unloading(CUmodule mod, CUlibrary lib);
 /* Forget the handles of the module the calling thread named with cap_funcs_unloading, or of
  * every module when it named none. */
-void cap_funcs_forget(void);
+void cap_funcs_forget(struct cap_engine *ce);
 
 /* ------------------------------------------------------------------ allocation map */
 
@@ -377,17 +402,17 @@ struct cap_alloc {
 
 /* Add [base, base+size). An overlapping older range is dropped (the driver reused it). 0 or
  * -CF_ENOMEM / -CF_EINVAL (size 0). */
-int cap_alloc_add(uint64_t base, uint64_t size, enum cap_alloc_kind kind);
+int cap_alloc_add(struct cap_engine *ce, uint64_t base, uint64_t size, enum cap_alloc_kind kind);
 /* Remove the allocation starting at base; *out (may be NULL) gets it. 0 or -CF_ENOENT. */
-int cap_alloc_remove(uint64_t base, struct cap_alloc *out);
+int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out);
 /* Put back an allocation removed by cap_alloc_remove (the free failed), keeping its id. */
-int cap_alloc_restore(const struct cap_alloc *a);
+int cap_alloc_restore(struct cap_engine *ce, const struct cap_alloc *a);
 /* Remove every allocation inside [base, base+size) (cuMemUnmap). Returns how many. */
-int cap_alloc_remove_range(uint64_t base, uint64_t size);
+int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size);
 /* The allocation containing addr, or NULL: O(log n). Valid until the map changes. */
-const struct cap_alloc *cap_alloc_find(uint64_t addr);
+const struct cap_alloc *cap_alloc_find(struct cap_engine *ce, uint64_t addr);
 /* Live allocations. */
-size_t cap_alloc_count(void);
+size_t cap_alloc_count(struct cap_engine *ce);
 bool cap_alloc_is_device(const struct cap_alloc *a); /* device, async, managed or mapped */
 
 /* ------------------------------------------------------------------ windows and shapes */
@@ -403,8 +428,8 @@ struct cap_wstream {
 	uint8_t kind;                /* enum cap_stream_kind */
 };
 
-/* The open window (never NULL after cap_init). */
-const struct cap_window *cap_window_current(void);
+/* The open window (never NULL while ce is ready). */
+const struct cap_window *cap_window_current(struct cap_engine *ce);
 uint32_t cap_window_nops(const struct cap_window *w);
 const struct cap_op *cap_window_op(const struct cap_window *w, uint32_t i);
 uint32_t cap_window_nstreams(const struct cap_window *w);
@@ -417,9 +442,9 @@ uint16_t cap_window_closed_api(const struct cap_window *w); /* enum shim_api_id 
 uint64_t cap_window_closed_site(const struct cap_window *w); /* call site of the closing call, or 0 */
 
 /* Shapes, newest sighting first. */
-struct cap_shape *cap_shape_first(void);
+struct cap_shape *cap_shape_first(struct cap_engine *ce);
 struct cap_shape *cap_shape_next(const struct cap_shape *s);
-size_t cap_shape_count(void);
+size_t cap_shape_count(struct cap_engine *ce);
 uint64_t cap_shape_id(const struct cap_shape *s);        /* 1, 2, ... in order of first sighting */
 uint64_t cap_shape_sightings(const struct cap_shape *s);
 /* Sightings whose bindings were identical to the previous sighting's. */
@@ -430,6 +455,11 @@ bool cap_shape_last_stable(const struct cap_shape *s);
 const struct cap_window *cap_shape_last(const struct cap_shape *s);
 /* Per op of the shape: sightings in which its bindings differed from the previous one. */
 uint32_t cap_shape_moved(const struct cap_shape *s, uint32_t i);
+/* s's last window, pinned: it stays valid (and unchanged) after the lock is dropped, even when
+ * s sees its next window or goes, until cap_window_unpin (under the lock again). For a template
+ * build outside the engine's lock. NULL when s has none. */
+const struct cap_window *cap_shape_pin_last(struct cap_engine *ce, struct cap_shape *s);
+void cap_window_unpin(struct cap_engine *ce, const struct cap_window *w);
 void *cap_shape_user(const struct cap_shape *s);
 void cap_shape_set_user(struct cap_shape *s, void *user);
 
@@ -456,8 +486,8 @@ void cap_shape_unmark(struct cap_shape *s);
 /* The trie of op keys, for a matcher walking it as calls come (read-only; nodes stay valid
  * until the next window closes). */
 struct cap_trie_node;
-const struct cap_trie_node *cap_trie_root(void);
-const struct cap_trie_node *cap_trie_child(const struct cap_trie_node *n, uint64_t key);
+const struct cap_trie_node *cap_trie_root(struct cap_engine *ce);
+const struct cap_trie_node *cap_trie_child(struct cap_engine *ce, const struct cap_trie_node *n, uint64_t key);
 struct cap_shape *cap_trie_shape(const struct cap_trie_node *n);
 
 /* ------------------------------------------------------------------ the trace graph */
@@ -487,11 +517,11 @@ struct cap_access {
  * write the destination, memsets write, a kernel (no cards yet) reads and writes every
  * allocation one of its 8-byte-aligned parameter words points into. Fills up to max entries;
  * returns the number there are. */
-uint32_t cap_op_accesses(const struct cap_op *op, struct cap_access *out, uint32_t max);
+uint32_t cap_op_accesses(struct cap_engine *ce, const struct cap_op *op, struct cap_access *out, uint32_t max);
 /* Memory dependencies of the window (read-after-write, write-after-read, write-after-write on
  * the same allocation, ordered by op index) in a separate edge list of g. Resolve while the
  * allocation map still holds the window's memory (at window close). Returns edges added. */
-size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w);
+size_t cap_graph_add_memdeps(struct cap_engine *ce, struct cap_graph *g, const struct cap_window *w);
 uint32_t cap_graph_nmemdep(const struct cap_graph *g, uint32_t i);
 const uint32_t *cap_graph_memdep(const struct cap_graph *g, uint32_t i);
 
@@ -499,9 +529,9 @@ const uint32_t *cap_graph_memdep(const struct cap_graph *g, uint32_t i);
 
 /* Hash of the caller's frames outside cufold (up to 4), registering their names on first
  * sight. Thread-safe (own lock); 0 when unwinding fails. */
-uint64_t cap_callsite_capture(void);
+uint64_t cap_callsite_capture(struct cap_engine *ce);
 /* "fn+0x12 < caller+0x40 < ..." for a hash, or NULL when unknown. */
-const char *cap_callsite_name(uint64_t hash);
+const char *cap_callsite_name(struct cap_engine *ce, uint64_t hash);
 
 /* ------------------------------------------------------------------ outputs */
 
@@ -517,16 +547,17 @@ struct cap_totals {
 	uint64_t shapes_evicted;           /* shapes dropped by the LRU bound */
 	uint64_t own_calls;                /* driver calls capture made itself */
 };
-void cap_get_totals(struct cap_totals *t);
+void cap_get_totals(struct cap_engine *ce, struct cap_totals *t);
 /* Bytes of host memory capture holds now. */
-size_t cap_memory_bytes(void);
+size_t cap_memory_bytes(struct cap_engine *ce);
 
 /* Write the outputs. Each opens path safely (never through a symlink, never truncating a file
  * that is not cufold's own output of that kind); 0 or a negative CF_E* code, with errno. */
-int cap_write_report(const char *path);
-int cap_write_trace(const char *path);
-int cap_write_dot(const char *dir); /* dir: a folder (made if missing, "%p" expanded; never a symlink) */
+int cap_write_report(struct cap_engine *ce, const char *path);
+int cap_write_trace(struct cap_engine *ce, const char *path);
+/* dir: a folder (made if missing, "%p" expanded; never a symlink) */
+int cap_write_dot(struct cap_engine *ce, const char *dir);
 /* The one-paragraph summary for CUFOLD_LOG=info. */
-void cap_summary(char *buf, size_t cap);
+void cap_summary(struct cap_engine *ce, char *buf, size_t cap);
 
 #endif

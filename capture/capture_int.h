@@ -1,9 +1,10 @@
-/* capture_int.h - private to capture/: the process-wide recording state, windows, the trie and
- * shapes, the caches of streams, events and functions, and the helpers the files share.
- * capture layer. */
+/* capture_int.h - private to capture/: capture's part of the engine (struct cap_engine),
+ * windows, the trie and shapes, the caches of streams, events and functions, and the helpers
+ * the files share. capture layer. */
 #ifndef CAP_CAPTURE_INT_H
 #define CAP_CAPTURE_INT_H
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "capture/capture.h"
@@ -34,7 +35,13 @@ struct cap_window {
 	uint16_t closed_api;         /* enum shim_api_id of the closing call */
 	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
 	uint32_t nfailed;            /* ops marked CAP_OPF_FAILED */
+	bool pinned;                 /* a template build outside the lock reads it (cap_shape_pin_last) */
+	bool orphan;                 /* pinned, and no shape holds it any more: cap_window_unpin frees it */
 };
+
+/* A window that leaves its shape (replaced, evicted, retracted): kept as the spare, or freed,
+ * unless pinned (then the unpin frees it). */
+void cap__window_drop(struct cap_engine *ce, struct cap_window *w);
 
 struct cap_window *cap__window_new(void);
 void cap__window_free(struct cap_window *w);
@@ -74,22 +81,22 @@ struct cap_shape {
 /* Insert the closed window w (ops compacted, nops > 0) into the trie: an existing shape takes
  * w as its last sighting and *spare gets the window it replaces; a new shape takes w. May evict
  * the least recently used shape. Returns the shape, or NULL on failure (w then goes to *spare). */
-struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spare);
+struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, struct cap_window **spare);
 /* Drop shape s (replay is told, as of an eviction) and hand back its last window, which it no
  * longer owns: a sighting that must not count (one of its ops turned out refused). */
-struct cap_window *cap__trie_retract(struct cap_shape *s);
-void cap__trie_fini(void);
-size_t cap__trie_bytes(void);
+struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s);
+void cap__trie_fini(struct cap_engine *ce);
+size_t cap__trie_bytes(struct cap_engine *ce);
 
 /* ------------------------------------------------------------------ caches (funcs.c) */
 
 /* The function record of a launch's handle in ctx (a CUkernel resolves through
  * cuKernelGetFunction); NULL when the driver cannot resolve it. */
-struct cap_func *cap__func_get(CUfunction handle, CUcontext ctx, CUfunction *func);
-void cap__funcs_fini(void);
-size_t cap__funcs_bytes(void);
+struct cap_func *cap__func_get(struct cap_engine *ce, CUfunction handle, CUcontext ctx, CUfunction *func);
+void cap__funcs_fini(struct cap_engine *ce);
+size_t cap__funcs_bytes(struct cap_engine *ce);
 /* Every function record ever made, newest first. */
-struct cap_func *cap__funcs_all(void);
+struct cap_func *cap__funcs_all(struct cap_engine *ce);
 
 /* Whether a name matches one of the comma-separated globs. */
 bool cap__name_matches(const char *patterns, const char *name);
@@ -105,10 +112,10 @@ struct cap_stream {
 	uint16_t slot;               /* its slot in window `win` */
 	uint32_t last;               /* index of its last op in window `win` */
 };
-struct cap_stream *cap__stream_get(CUstream h, int pt, CUcontext ctx, uint32_t tid);
+struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
 /* The record of a stream as an op would name it, or NULL when capture never saw it (nothing is
  * created and the driver is not asked). */
-struct cap_stream *cap__stream_find(CUstream h, int pt, CUcontext ctx, uint32_t tid);
+struct cap_stream *cap__stream_find(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
 /* The event slot bookkeeping: slot of e in window `win`, assigning the next one. */
 struct cap_event_rec {
 	CUevent handle;              /* the program's event */
@@ -117,16 +124,16 @@ struct cap_event_rec {
 	uint64_t rec_win;            /* window number of its last record (0: none recorded) */
 	uint32_t rec_index;          /* index of that record in window `rec_win` */
 };
-struct cap_event_rec *cap__event_get(CUevent e);
+struct cap_event_rec *cap__event_get(struct cap_engine *ce, CUevent e);
 /* The record of an event, or NULL when capture never saw it (nothing is created). */
-struct cap_event_rec *cap__event_find(CUevent e);
-void cap__streams_fini(void);
-size_t cap__streams_bytes(void);
+struct cap_event_rec *cap__event_find(struct cap_engine *ce, CUevent e);
+void cap__streams_fini(struct cap_engine *ce);
+size_t cap__streams_bytes(struct cap_engine *ce);
 
 /* ------------------------------------------------------------------ allocation map (alloc.c) */
 
-void cap__alloc_fini(void);
-size_t cap__alloc_bytes(void);
+void cap__alloc_fini(struct cap_engine *ce);
+size_t cap__alloc_bytes(struct cap_engine *ce);
 
 /* What the driver says of an address outside the map (memory capture never saw allocated:
  * cuIpcOpenMemHandle, pool imports, interop). Asked once per page and cached until
@@ -137,41 +144,76 @@ enum cap_probe {
 	CAP_PROBE_DEVICE = 2,        /* device memory */
 	CAP_PROBE_UNKNOWN = 3,       /* any other answer or error */
 };
-enum cap_probe cap__alloc_probe(uint64_t addr);
-void cap__alloc_probe_reset(void);
+enum cap_probe cap__alloc_probe(struct cap_engine *ce, uint64_t addr);
+void cap__alloc_probe_reset(struct cap_engine *ce);
 
-/* ------------------------------------------------------------------ teardown */
+/* ------------------------------------------------------------------ the capture part (engine.c) */
 
-/* Set while a forked child forgets its parent's capture: memory another thread of the parent
- * may have been changing at the fork is dropped, never freed or walked. */
-extern bool cap__leaking;
+#define CAP_PROBE_SLOTS 64           /* the allocation map's cache of probed pages (alloc.c) */
 
-static inline void cap__free(void *p)
-{
-	if (!cap__leaking)
-		free(p);
-}
+struct cap_probe_slot {
+	uint64_t page;               /* address >> 12, plus one (0: empty slot) */
+	uint8_t answer;              /* enum cap_probe */
+};
 
-static inline void cap__map_drop(struct cf_map *m)
-{
-	if (cap__leaking)
-		cf_map_init(m);
-	else
-		cf_map_fini(m);
-}
+/* alloc.c: the allocation map. */
+struct cap_alloc_map {
+	struct cap_alloc *ranges;    /* sorted by base, non-overlapping */
+	size_t nranges, capranges;   /* used and allocated entries */
+	uint64_t next_id;            /* id of the next allocation */
+	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
+};
 
-static inline void cap__table_drop(struct cf_table *t)
-{
-	if (cap__leaking)
-		cf_table_init(t);
-	else
-		cf_table_fini(t);
-}
+/* funcs.c: function records. */
+struct cap_funcs {
+	struct cf_map by_func;       /* CUfunction -> struct func_bind */
+	struct cf_table by_sig;      /* (name, layout) -> struct func_rec */
+	struct cf_map kernels;       /* set of CUkernel handles (value: a marker) */
+	struct cf_map kernel_fns;    /* hash(CUkernel, CUcontext) -> struct kernel_fn */
+	struct cap_func *all;        /* every record, newest first */
+	uint32_t next_id;            /* id of the next record */
+	size_t nbytes;               /* bytes of records (statistics) */
+};
 
-/* ------------------------------------------------------------------ the shared state (record.c) */
+/* streams.c: stream and event records. */
+struct cap_streams {
+	struct cf_map streams;       /* created stream handle, or hash of a default stream -> record */
+	struct cf_map events;        /* event handle -> struct cap_event_rec */
+	uint32_t next_id;            /* number of the next stream record */
+	size_t nbytes;               /* bytes of records */
+	uint32_t npt;                /* per-thread stream records */
+};
 
-struct cap_state {
-	bool ready;                  /* cap_init ran */
+/* trace.c: the events of CUFOLD_TRACE. */
+struct cap_trace {
+	char *buf;                   /* ",\n{event}" strings, back to back */
+	size_t len, cap;             /* used and allocated bytes */
+	bool truncated;              /* a window did not fit */
+	uint64_t windows_traced;     /* windows whose events are in buf */
+	uint64_t base_ns;            /* time 0 of the trace: the first op traced */
+	struct cf_map tracks;        /* stream id -> struct trace_stream */
+};
+
+/* trie.c: the trie of window shapes. */
+struct cap_trie {
+	struct cap_trie_node root;   /* the empty prefix */
+	struct cf_map edges;         /* hash(parent, key) -> child */
+	size_t nnodes;               /* nodes besides the root */
+	struct cap_shape *mru, *lru; /* recency list ends */
+	size_t nshapes;              /* shapes alive */
+	uint64_t next_shape_id;      /* id of the next new shape */
+};
+
+/* callsite.c: the registry of call sites, with its own lock: hooks unwind and register before
+ * they take the engine's lock. */
+struct cap_sites {
+	pthread_mutex_t lock;        /* guards sites */
+	struct cf_table sites;       /* hash -> struct site */
+};
+
+/* Capture's part of the engine: everything capture changes, one instance per engine. */
+struct cap_engine {
+	struct cap_engine_head head; /* first: ready (cap_is_ready reads it inline) */
 	struct cap_config cfg;       /* configuration (barrier_kernels points at barrier) */
 	char barrier[1024];          /* the barrier patterns */
 	struct cap_window *cur;      /* the open window */
@@ -179,19 +221,23 @@ struct cap_state {
 	uint64_t win_seq;            /* number of the open window */
 	uint64_t op_seq;             /* ops recorded so far */
 	struct cap_totals totals;    /* counters (some updated atomically, see cap_op_done) */
+	struct cap_alloc_map alloc;  /* alloc.c */
+	struct cap_funcs funcs;      /* funcs.c */
+	struct cap_streams streams;  /* streams.c */
+	struct cap_trace trace;      /* trace.c */
+	struct cap_trie trie;        /* trie.c */
+	struct cap_sites sites;      /* callsite.c */
 };
 
-extern struct cap_state cap__s;
-
 /* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
-void cap__own_call(enum shim_api_id id);
+void cap__own_call(struct cap_engine *ce, enum shim_api_id id);
 
 /* ------------------------------------------------------------------ trace collection (trace.c) */
 
 /* Append the events of a closed window to the trace buffer (bounded). */
-void cap__trace_window(const struct cap_window *w, const struct cap_shape *s);
-void cap__trace_fini(void);
-size_t cap__trace_bytes(void);
+void cap__trace_window(struct cap_engine *ce, const struct cap_window *w, const struct cap_shape *s);
+void cap__trace_fini(struct cap_engine *ce);
+size_t cap__trace_bytes(struct cap_engine *ce);
 
 /* ------------------------------------------------------------------ output helpers (output.c) */
 
@@ -212,13 +258,11 @@ struct cap_site_count {
 	uint64_t hash;               /* call-site hash */
 	uint64_t ops;                /* ops recorded from it */
 };
-size_t cap__callsite_top(struct cap_site_count *out, size_t max);
+size_t cap__callsite_top(struct cap_engine *ce, struct cap_site_count *out, size_t max);
 /* Count one op for a call site (under the caller's lock). */
-void cap__callsite_count(uint64_t hash);
-void cap__callsite_fini(void);
-/* In a forked child: the registry's lock may have been held by a thread that is gone. */
-void cap__callsite_atfork_child(void);
-size_t cap__callsite_bytes(void);
+void cap__callsite_count(struct cap_engine *ce, uint64_t hash);
+void cap__callsite_fini(struct cap_engine *ce);
+size_t cap__callsite_bytes(struct cap_engine *ce);
 
 /* Monotonic nanoseconds. */
 

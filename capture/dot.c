@@ -136,7 +136,7 @@ static int write_shape(int dfd, const struct cap_shape *s)
 	return rc;
 }
 
-int cap_write_dot(const char *path)
+int cap_write_dot(struct cap_engine *ce, const char *path)
 {
 	char dir[CF_PATH_MAX];
 	int rc = 0, dfd, saved;
@@ -156,7 +156,7 @@ int cap_write_dot(const char *path)
 			errno = ELOOP;
 		return -CF_EIO;
 	}
-	for (struct cap_shape *s = cap_shape_first(); s; s = cap_shape_next(s)) {
+	for (struct cap_shape *s = cap_shape_first(ce); s; s = cap_shape_next(s)) {
 		int r = write_shape(dfd, s);
 
 		if (r && !rc)

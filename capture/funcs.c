@@ -14,8 +14,8 @@
  * records (and key ids) they had, and records are bounded by the distinct kernels a program
  * has. Handles are bindings: by_func maps each handle to its record and remembers the handle's
  * module (cuFuncGetModule, asked once), so unloading a module forgets exactly that module's
- * handles (the driver may reuse them) and no others. Records are never freed before cap_fini
- * (ops of stored windows point at them). by_sig finds a record by its (name, layout), written out
+ * handles (the driver may reuse them) and no others. Records are never freed before
+ * cap_engine_destroy (ops of stored windows point at them). by_sig finds a record by its (name, layout), written out
  * as bytes and compared exactly (a common/table.h table: asked once per new handle, not per
  * launch); the per-launch lookups by handle stay in cf_maps. */
 #include <fnmatch.h>
@@ -51,14 +51,6 @@ struct func_bind {
 	CUmodule mod;                /* the handle's module (NULL when the driver would not say) */
 };
 
-static struct cf_map by_func;    /* CUfunction -> struct func_bind */
-static struct cf_table by_sig;   /* (name, layout) -> struct func_rec */
-static struct cf_map kernels;    /* set of CUkernel handles (value: a marker) */
-static struct cf_map kernel_fns; /* hash(CUkernel, CUcontext) -> struct kernel_fn */
-static struct cap_func *all;     /* every record, newest first */
-static uint32_t next_id = 1;     /* id of the next record */
-static size_t nbytes;            /* bytes of records (statistics) */
-
 static const char kernel_marker; /* the value of every entry of kernels */
 
 bool cap__name_matches(const char *patterns, const char *name)
@@ -88,7 +80,7 @@ bool cap__name_matches(const char *patterns, const char *name)
 /* The parameter layout of func (of kernel, when the launch named a CUkernel). named: the
  * driver knew the function's name; without it, a refusal at index 0 may mean a bad handle
  * rather than no parameters. */
-static void layout(struct cap_func *f, CUfunction func, CUkernel kernel, bool named)
+static void layout(struct cap_engine *ce, struct cap_func *f, CUfunction func, CUkernel kernel, bool named)
 {
 	uint32_t cap = 0, n = 0, end = 0;
 	uint32_t *off = NULL, *size = NULL;
@@ -100,10 +92,10 @@ static void layout(struct cap_func *f, CUfunction func, CUkernel kernel, bool na
 		if (n >= PARAM_INFO_MAX)
 			goto out_unknown;
 		if (kernel) {
-			cap__own_call(SHIM_ID_cuKernelGetParamInfo);
+			cap__own_call(ce, SHIM_ID_cuKernelGetParamInfo);
 			rc = SHIM_REAL(cuKernelGetParamInfo)(kernel, n, &o, &s);
 		} else {
-			cap__own_call(SHIM_ID_cuFuncGetParamInfo);
+			cap__own_call(ce, SHIM_ID_cuFuncGetParamInfo);
 			rc = SHIM_REAL(cuFuncGetParamInfo)(func, n, &o, &s);
 		}
 		if (rc == CUDA_ERROR_INVALID_VALUE && (n > 0 || named))
@@ -177,7 +169,7 @@ static void func_free(struct cap_func *f)
 }
 
 /* The record of a kernel with func's name and layout: an existing one, or a new one. */
-static struct cap_func *func_record(CUfunction func, CUkernel kernel)
+static struct cap_func *func_record(struct cap_engine *ce, CUfunction func, CUkernel kernel)
 {
 	struct func_rec *r = calloc(1, sizeof(*r)), *known;
 	struct cap_func *f;
@@ -188,84 +180,84 @@ static struct cap_func *func_record(CUfunction func, CUkernel kernel)
 		return NULL;
 	f = &r->f;
 	f->func = func;
-	cap__own_call(SHIM_ID_cuFuncGetName);
+	cap__own_call(ce, SHIM_ID_cuFuncGetName);
 	named = SHIM_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name;
 	f->name = strdup(named ? name : "?");
 	if (!f->name) {
 		free(r);
 		return NULL;
 	}
-	layout(f, func, kernel, named);
+	layout(ce, f, func, kernel, named);
 	if (sig_make(r) != 0) {
 		func_free(f);
 		return NULL;
 	}
-	known = CF_TABLE_ENTRY(cf_table_find(&by_sig, r->sig, r->sig_len), struct func_rec, link);
+	known = CF_TABLE_ENTRY(cf_table_find(&ce->funcs.by_sig, r->sig, r->sig_len), struct func_rec, link);
 	if (known) {
 		func_free(f);
 		return &known->f;
 	}
-	if (cf_table_add(&by_sig, &r->link, r->sig, r->sig_len) != 0) {
+	if (cf_table_add(&ce->funcs.by_sig, &r->link, r->sig, r->sig_len) != 0) {
 		func_free(f);
 		return NULL;
 	}
-	f->id = next_id++;
-	f->barrier = cap__name_matches(cap__s.cfg.barrier_kernels, f->name);
-	f->next = all;
-	all = f;
-	nbytes += sizeof(*r) + strlen(f->name) + 1 + 2 * f->nparams * sizeof(uint32_t) + r->sig_len;
+	f->id = ce->funcs.next_id++;
+	f->barrier = cap__name_matches(ce->cfg.barrier_kernels, f->name);
+	f->next = ce->funcs.all;
+	ce->funcs.all = f;
+	ce->funcs.nbytes += sizeof(*r) + strlen(f->name) + 1 + 2 * f->nparams * sizeof(uint32_t) + r->sig_len;
 	return f;
 }
 
 /* Bind a new handle to its record. */
-static struct cap_func *func_bind_new(CUfunction func, CUkernel kernel)
+static struct cap_func *func_bind_new(struct cap_engine *ce, CUfunction func, CUkernel kernel)
 {
 	struct func_bind *b = malloc(sizeof(*b));
 
 	if (!b)
 		return NULL;
-	b->f = func_record(func, kernel);
+	b->f = func_record(ce, func, kernel);
 	b->mod = NULL;
 	if (!b->f)
 		goto out_free;
 	if (SHIM_REAL(cuFuncGetModule)) {
-		cap__own_call(SHIM_ID_cuFuncGetModule);
+		cap__own_call(ce, SHIM_ID_cuFuncGetModule);
 		if (SHIM_REAL(cuFuncGetModule)(&b->mod, func) != CUDA_SUCCESS)
 			b->mod = NULL;
 	}
-	if (cf_map_put(&by_func, (uint64_t)(uintptr_t)func, b) != 0)
+	if (cf_map_put(&ce->funcs.by_func, (uint64_t)(uintptr_t)func, b) != 0)
 		goto out_free;
-	nbytes += sizeof(*b);
+	ce->funcs.nbytes += sizeof(*b);
 	return b->f;
 out_free:
 	free(b);
 	return NULL;
 }
 
-struct cap_func *cap__func_get(CUfunction handle, CUcontext ctx, CUfunction *func)
+struct cap_func *cap__func_get(struct cap_engine *ce, CUfunction handle, CUcontext ctx, CUfunction *func)
 {
 	CUfunction fn = handle;
 	struct cap_func *f;
 
-	if (cf_unlikely(kernels.n) && cf_map_get(&kernels, (uint64_t)(uintptr_t)handle)) {
+	if (cf_unlikely(ce->funcs.kernels.n) && cf_map_get(&ce->funcs.kernels, (uint64_t)(uintptr_t)handle)) {
 		uint64_t k = cf_hash_combine((uint64_t)(uintptr_t)handle, (uint64_t)(uintptr_t)ctx);
-		struct kernel_fn *kf = cf_map_get(&kernel_fns, k);
+		struct kernel_fn *kf = cf_map_get(&ce->funcs.kernel_fns, k);
 
 		if (!kf || kf->kernel != (CUkernel)handle || kf->ctx != ctx) {
 			CUfunction resolved = NULL;
 
-			cap__own_call(SHIM_ID_cuKernelGetFunction);
+			cap__own_call(ce, SHIM_ID_cuKernelGetFunction);
 			if (SHIM_REAL(cuKernelGetFunction)(&resolved, (CUkernel)handle) != CUDA_SUCCESS || !resolved)
 				return NULL;
 			if (!kf) {
 				kf = malloc(sizeof(*kf));
 				if (!kf)
 					return NULL;
-				if (cf_map_put(&kernel_fns, k, kf) != 0) {
+				if (cf_map_put(&ce->funcs.kernel_fns, k, kf) != 0) {
 					free(kf);
 					return NULL;
 				}
-				nbytes += sizeof(*kf);
+				ce->funcs.nbytes += sizeof(*kf);
 			}
 			kf->kernel = (CUkernel)handle;
 			kf->ctx = ctx;
@@ -274,37 +266,37 @@ struct cap_func *cap__func_get(CUfunction handle, CUcontext ctx, CUfunction *fun
 		fn = kf->func;
 	}
 	{
-		struct func_bind *b = cf_map_get(&by_func, (uint64_t)(uintptr_t)fn);
+		struct func_bind *b = cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)fn);
 
-		f = b ? b->f : func_bind_new(fn, fn != handle ? (CUkernel)handle : NULL);
+		f = b ? b->f : func_bind_new(ce, fn, fn != handle ? (CUkernel)handle : NULL);
 	}
 	if (f && func)
 		*func = fn;
 	return f;
 }
 
-void cap_kernel_handle_add(CUkernel k)
+void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k)
 {
 	if (k)
-		cf_map_put(&kernels, (uint64_t)(uintptr_t)k, (void *)&kernel_marker);
+		cf_map_put(&ce->funcs.kernels, (uint64_t)(uintptr_t)k, (void *)&kernel_marker);
 }
 
-static void drop_kernel_fns(void)
+static void drop_kernel_fns(struct cap_engine *ce)
 {
 	void *v;
 
-	for (size_t i = 0; !cap__leaking && cf_map_next(&kernel_fns, &i, NULL, &v);)
+	for (size_t i = 0; cf_map_next(&ce->funcs.kernel_fns, &i, NULL, &v);)
 		free(v);
-	cap__map_drop(&kernel_fns);
+	cf_map_fini(&ce->funcs.kernel_fns);
 }
 
-static void drop_bindings(void)
+static void drop_bindings(struct cap_engine *ce)
 {
 	void *v;
 
-	for (size_t i = 0; !cap__leaking && cf_map_next(&by_func, &i, NULL, &v);)
+	for (size_t i = 0; cf_map_next(&ce->funcs.by_func, &i, NULL, &v);)
 		free(v);
-	cap__map_drop(&by_func);
+	cf_map_fini(&ce->funcs.by_func);
 }
 
 /* Whether a binding belongs to mod (an unknown module counts: it may). */
@@ -314,7 +306,7 @@ static bool bind_in(const struct func_bind *b, CUmodule mod)
 }
 
 /* Forget the handles of mod only; false when out of memory (nothing forgotten). */
-static bool forget_module(CUmodule mod)
+static bool forget_module(struct cap_engine *ce, CUmodule mod)
 {
 	uint64_t *keys = NULL, k;
 	size_t n = 0, cap = 0;
@@ -323,12 +315,14 @@ static bool forget_module(CUmodule mod)
 
 	/* first the kernels resolved to the module's functions, while their bindings say so */
 	for (int pass = 0; pass < 2; pass++) {
-		struct cf_map *m = pass == 0 ? &kernel_fns : &by_func;
+		struct cf_map *m = pass == 0 ? &ce->funcs.kernel_fns : &ce->funcs.by_func;
 
 		n = 0;
 		for (size_t i = 0; cf_map_next(m, &i, &k, &v);) {
 			const struct func_bind *b =
-				pass == 0 ? cf_map_get(&by_func, (uint64_t)(uintptr_t)((struct kernel_fn *)v)->func) : v;
+				pass == 0 ? cf_map_get(&ce->funcs.by_func,
+						       (uint64_t)(uintptr_t)((struct kernel_fn *)v)->func)
+					  : v;
 
 			if (!bind_in(b, mod))
 				continue;
@@ -345,7 +339,7 @@ static bool forget_module(CUmodule mod)
 		}
 		for (size_t i = 0; i < n; i++) {
 			v = cf_map_del(m, keys[i]);
-			nbytes -= pass == 0 ? sizeof(struct kernel_fn) : sizeof(struct func_bind);
+			ce->funcs.nbytes -= pass == 0 ? sizeof(struct kernel_fn) : sizeof(struct func_bind);
 			free(v);
 		}
 	}
@@ -366,22 +360,22 @@ void cap_funcs_unloading(CUmodule mod, CUlibrary lib)
 	unload_known = mod || lib;
 }
 
-void cap_funcs_forget_module(CUmodule mod, CUlibrary lib)
+void cap_funcs_forget_module(struct cap_engine *ce, CUmodule mod, CUlibrary lib)
 {
 	if (lib) {
 		mod = NULL;
-		cap__own_call(SHIM_ID_cuLibraryGetModule);
+		cap__own_call(ce, SHIM_ID_cuLibraryGetModule);
 		if (!SHIM_REAL(cuLibraryGetModule) || SHIM_REAL(cuLibraryGetModule)(&mod, lib) != CUDA_SUCCESS)
 			mod = NULL;
 	}
-	if (mod && forget_module(mod))
+	if (mod && forget_module(ce, mod))
 		return;
 	/* which handles went is not known: forget them all */
-	drop_bindings();
-	drop_kernel_fns();
+	drop_bindings(ce);
+	drop_kernel_fns(ce);
 }
 
-void cap_funcs_forget(void)
+void cap_funcs_forget(struct cap_engine *ce)
 {
 	CUmodule mod = unload_mod;
 	CUlibrary lib = unload_lib;
@@ -389,37 +383,37 @@ void cap_funcs_forget(void)
 
 	cap_funcs_unloading(NULL, NULL);
 	if (known) {
-		cap_funcs_forget_module(mod, lib);
+		cap_funcs_forget_module(ce, mod, lib);
 		return;
 	}
-	drop_bindings();
-	drop_kernel_fns();
+	drop_bindings(ce);
+	drop_kernel_fns(ce);
 }
 
-struct cap_func *cap__funcs_all(void)
+struct cap_func *cap__funcs_all(struct cap_engine *ce)
 {
-	return all;
+	return ce->funcs.all;
 }
 
-void cap__funcs_fini(void)
+void cap__funcs_fini(struct cap_engine *ce)
 {
 	struct cap_func *f, *next;
 
-	drop_bindings();
-	drop_kernel_fns();
-	cap__map_drop(&kernels);
-	cap__table_drop(&by_sig);
-	for (f = cap__leaking ? NULL : all; f; f = next) {
+	drop_bindings(ce);
+	drop_kernel_fns(ce);
+	cf_map_fini(&ce->funcs.kernels);
+	cf_table_fini(&ce->funcs.by_sig);
+	for (f = ce->funcs.all; f; f = next) {
 		next = f->next;
 		func_free(f);
 	}
-	all = NULL;
-	next_id = 1;
-	nbytes = 0;
+	ce->funcs.all = NULL;
+	ce->funcs.next_id = 1;
+	ce->funcs.nbytes = 0;
 }
 
-size_t cap__funcs_bytes(void)
+size_t cap__funcs_bytes(struct cap_engine *ce)
 {
-	return nbytes + cf_map_bytes(&by_func) + cf_table_bytes(&by_sig) + cf_map_bytes(&kernels) +
-	       cf_map_bytes(&kernel_fns);
+	return ce->funcs.nbytes + cf_map_bytes(&ce->funcs.by_func) + cf_table_bytes(&ce->funcs.by_sig) +
+	       cf_map_bytes(&ce->funcs.kernels) + cf_map_bytes(&ce->funcs.kernel_fns);
 }

@@ -169,7 +169,7 @@ static void access_add(struct cap_access *out, uint32_t max, uint32_t *n, uint64
 	(*n)++;
 }
 
-uint32_t cap_op_accesses(const struct cap_op *op, struct cap_access *out, uint32_t max)
+uint32_t cap_op_accesses(struct cap_engine *ce, const struct cap_op *op, struct cap_access *out, uint32_t max)
 {
 	const struct cap_alloc *a;
 	uint32_t n = 0;
@@ -180,9 +180,9 @@ uint32_t cap_op_accesses(const struct cap_op *op, struct cap_access *out, uint32
 
 		if (!c->bytes)
 			break;
-		a = cap_alloc_find(c->src_first);
+		a = cap_alloc_find(ce, c->src_first);
 		access_add(out, max, &n, a ? a->id : 0, c->src_first, c->src_span, false);
-		a = cap_alloc_find(c->dst_first);
+		a = cap_alloc_find(ce, c->dst_first);
 		access_add(out, max, &n, a ? a->id : 0, c->dst_first, c->dst_span, true);
 		break;
 	}
@@ -194,7 +194,7 @@ uint32_t cap_op_accesses(const struct cap_op *op, struct cap_access *out, uint32
 			break;
 		if (m->height > 1)
 			len = (uint64_t)(m->height - 1) * m->pitch + (uint64_t)m->width * m->elem_size;
-		a = cap_alloc_find(m->dst);
+		a = cap_alloc_find(ce, m->dst);
 		access_add(out, max, &n, a ? a->id : 0, m->dst, len, true);
 		break;
 	}
@@ -207,7 +207,7 @@ uint32_t cap_op_accesses(const struct cap_op *op, struct cap_access *out, uint32
 			uint64_t word;
 
 			memcpy(&word, (const char *)k->params + off, sizeof(word));
-			a = word ? cap_alloc_find(word) : NULL;
+			a = word ? cap_alloc_find(ce, word) : NULL;
 			if (!a)
 				continue;
 			access_add(out, max, &n, a->id, a->base, a->size, false);
@@ -266,7 +266,7 @@ out:
 	return rc;
 }
 
-size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w)
+size_t cap_graph_add_memdeps(struct cap_engine *ce, struct cap_graph *g, const struct cap_window *w)
 {
 	struct cf_map state = CF_MAP_INIT;
 	struct cap_access acc[64];
@@ -283,7 +283,7 @@ size_t cap_graph_add_memdeps(struct cap_graph *g, const struct cap_window *w)
 		memset(g->mem, 0, (g->n + 1) * sizeof(*g->mem));
 	}
 	for (uint32_t i = 0; i < g->n && i < w->nops; i++) {
-		uint32_t na = cap_op_accesses(&w->ops[i], acc, 64), nd = 0;
+		uint32_t na = cap_op_accesses(ce, &w->ops[i], acc, 64), nd = 0;
 
 		if (na > 64)
 			na = 64; /* more than 64 distinct allocations: the rest are not tracked */

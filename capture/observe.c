@@ -11,14 +11,14 @@
 
 #include "capture/capture_int.h"
 
-static bool in_window(uint64_t win, uint32_t index, uint32_t from)
+static bool in_window(struct cap_engine *ce, uint64_t win, uint32_t index, uint32_t from)
 {
-	return cap__s.cur && win == cap__s.cur->seq && index >= from && index < cap__s.cur->nops;
+	return ce->cur && win == ce->cur->seq && index >= from && index < ce->cur->nops;
 }
 
-bool cap_window_observed(const struct cap_target *t, uint32_t from)
+bool cap_window_observed(struct cap_engine *ce, const struct cap_target *t, uint32_t from)
 {
-	const struct cap_window *w = cap__s.cur;
+	const struct cap_window *w = ce->cur;
 
 	if (!w || from >= w->nops)
 		return false;
@@ -29,13 +29,13 @@ bool cap_window_observed(const struct cap_target *t, uint32_t from)
 		/* the legacy stream orders with every blocking stream: keep it simple and safe */
 		if (t->stream == CU_STREAM_LEGACY || (!t->stream && t->pt == SHIM_PT_NONE))
 			return true;
-		s = cap__stream_find(t->stream, t->pt, t->ctx, t->tid);
-		return s && in_window(s->win, s->last, from);
+		s = cap__stream_find(ce, t->stream, t->pt, t->ctx, t->tid);
+		return s && in_window(ce, s->win, s->last, from);
 	}
 	case CAP_TARGET_EVENT: {
-		const struct cap_event_rec *r = cap__event_find(t->event);
+		const struct cap_event_rec *r = cap__event_find(ce, t->event);
 
-		return r && r->rec_win && in_window(r->rec_win, r->rec_index, from);
+		return r && r->rec_win && in_window(ce, r->rec_win, r->rec_index, from);
 	}
 	default:
 		return true;
@@ -75,9 +75,9 @@ static bool op_references(const struct cap_op *op, uint64_t base, uint64_t size)
 	}
 }
 
-bool cap_window_references(uint64_t base, uint64_t size)
+bool cap_window_references(struct cap_engine *ce, uint64_t base, uint64_t size)
 {
-	const struct cap_window *w = cap__s.cur;
+	const struct cap_window *w = ce->cur;
 
 	if (!w)
 		return false;
@@ -87,9 +87,9 @@ bool cap_window_references(uint64_t base, uint64_t size)
 	return false;
 }
 
-bool cap_window_has_thread(uint32_t tid)
+bool cap_window_has_thread(struct cap_engine *ce, uint32_t tid)
 {
-	const struct cap_window *w = cap__s.cur;
+	const struct cap_window *w = ce->cur;
 
 	for (uint32_t i = 0; w && i < w->nops; i++)
 		if (w->ops[i].tid == tid)
@@ -97,8 +97,8 @@ bool cap_window_has_thread(uint32_t tid)
 	return false;
 }
 
-void cap_boundary_seen(enum cap_boundary kind)
+void cap_boundary_seen(struct cap_engine *ce, enum cap_boundary kind)
 {
 	if ((unsigned)kind < CAP_BOUNDARY_COUNT)
-		cap__s.totals.boundaries[kind]++;
+		ce->totals.boundaries[kind]++;
 }

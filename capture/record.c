@@ -1,5 +1,10 @@
 /* record.c - the recording state: the open window, what goes into it, and closing it at a
- * boundary. capture layer; owns struct cap_state.
+ * boundary. capture layer; owns capture's part of the engine (struct cap_engine,
+ * capture_int.h), made and destroyed here: every mutable thing capture keeps (windows, the
+ * trie, the allocation map, function, stream and event records, call sites, the trace buffer)
+ * is a field of it, and every capture function that reads or changes one takes the part as its
+ * first argument. Two parts never share anything; a forked child abandons its parent's (the
+ * engine makes a new one) and nothing here ever walks or frees it.
  *
  * Invariants:
  *  1. Callers serialize (the engine's mutex): ops of all threads land in one window, in the
@@ -18,6 +23,9 @@
  *     the window's last op is that call.
  *  5. Stream and event slots are numbered per window by first use; a record's (win, slot) pair
  *     is only meaningful while win is the open window's number, which changes at every close.
+ *  6. A pinned window (cap_shape_pin_last: a template build reads it outside the lock) is never
+ *     changed, recycled or freed: when it leaves its shape it becomes an orphan, recycled by
+ *     cap_window_unpin.
  *
  * States of the open window:
  *
@@ -37,10 +45,10 @@
 #include "common/errors.h"
 #include "common/log.h"
 
-struct cap_state cap__s;
-bool cap__leaking;
-
+/* Derived once from the api table (the same for every engine; item 4 of issue 26 makes it a
+ * generated flag). */
 static bool api_is_async[SHIM_API_COUNT]; /* the entry point's name says Async */
+static pthread_once_t api_async_once = PTHREAD_ONCE_INIT; /* api_is_async filled */
 
 static const char *const boundary_names[CAP_BOUNDARY_COUNT] = {
 #define CAP_BOUNDARY_NAME_(name, label) #name,
@@ -63,11 +71,11 @@ const char *cap_boundary_label(enum cap_boundary b)
 	return (unsigned)b < CAP_BOUNDARY_COUNT ? boundary_labels[b] : "?";
 }
 
-void cap__own_call(enum shim_api_id id)
+void cap__own_call(struct cap_engine *ce, enum shim_api_id id)
 {
-	cap__s.totals.own_calls++;
-	if (cap__s.cfg.note_driver_call)
-		cap__s.cfg.note_driver_call(id);
+	ce->totals.own_calls++;
+	if (ce->cfg.note_driver_call)
+		ce->cfg.note_driver_call(id);
 }
 
 /* ------------------------------------------------------------------ windows */
@@ -111,9 +119,9 @@ size_t cap__window_bytes(const struct cap_window *w)
 	       w->capevents * sizeof(*w->events);
 }
 
-const struct cap_window *cap_window_current(void)
+const struct cap_window *cap_window_current(struct cap_engine *ce)
 {
-	return cap__s.cur;
+	return ce->cur;
 }
 
 uint32_t cap_window_nops(const struct cap_window *w)
@@ -168,87 +176,114 @@ uint64_t cap_window_closed_site(const struct cap_window *w)
 
 /* ------------------------------------------------------------------ set-up */
 
-int cap_init(const struct cap_config *cfg)
+static void api_async_fill(void)
 {
-	if (cap__s.ready)
-		return 0;
-	memset(&cap__s, 0, sizeof(cap__s));
-	cap__s.cfg = *cfg;
-	if (!cap__s.cfg.window_max_ops)
-		cap__s.cfg.window_max_ops = CAP_DEFAULT_WINDOW_MAX_OPS;
-	if (!cap__s.cfg.max_templates)
-		cap__s.cfg.max_templates = 1;
-	snprintf(cap__s.barrier, sizeof(cap__s.barrier), "%s", cfg->barrier_kernels ? cfg->barrier_kernels : "");
-	cap__s.cfg.barrier_kernels = cap__s.barrier;
 	for (int id = 0; id < SHIM_API_COUNT; id++)
 		api_is_async[id] = strstr(shim_api[id].name, "Async") != NULL;
-	cap__s.cur = cap__window_new();
-	if (!cap__s.cur)
-		return -CF_ENOMEM;
-	cap__s.cur->seq = cap__s.win_seq = 1;
-	cap__s.ready = true;
-	return 0;
 }
 
-bool cap_is_ready(void)
+struct cap_engine *cap_engine_create(const struct cap_config *cfg)
 {
-	return cap__s.ready;
-}
+	struct cap_engine *ce = calloc(1, sizeof(*ce));
 
-void cap_fini(void)
-{
-	if (!cap__s.ready)
-		return;
-	cap__trie_fini();
-	if (!cap__leaking) {
-		cap__window_free(cap__s.cur);
-		cap__window_free(cap__s.spare);
+	if (!ce)
+		return NULL;
+	pthread_once(&api_async_once, api_async_fill);
+	ce->cfg = *cfg;
+	if (!ce->cfg.window_max_ops)
+		ce->cfg.window_max_ops = CAP_DEFAULT_WINDOW_MAX_OPS;
+	if (!ce->cfg.max_templates)
+		ce->cfg.max_templates = 1;
+	snprintf(ce->barrier, sizeof(ce->barrier), "%s", cfg->barrier_kernels ? cfg->barrier_kernels : "");
+	ce->cfg.barrier_kernels = ce->barrier;
+	ce->alloc.next_id = 1;
+	ce->funcs.next_id = 1;
+	ce->streams.next_id = 1;
+	ce->trie.next_shape_id = 1;
+	pthread_mutex_init(&ce->sites.lock, NULL);
+	ce->cur = cap__window_new();
+	if (!ce->cur) {
+		free(ce);
+		return NULL;
 	}
-	cap__funcs_fini();
-	cap__streams_fini();
-	cap__alloc_fini();
-	cap__trace_fini();
-	cap__callsite_fini();
-	memset(&cap__s, 0, sizeof(cap__s));
+	ce->cur->seq = ce->win_seq = 1;
+	ce->head.ready = true;
+	return ce;
 }
 
-void cap_atfork_child(void)
+void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
+		    void (*report_extra)(void *arg, FILE *f), void *arg)
 {
-	struct cap_config cfg = cap__s.cfg;
-	char barrier[sizeof(cap__s.barrier)];
+	ce->cfg.shape_evicted = shape_evicted;
+	ce->cfg.report_extra = report_extra;
+	ce->cfg.arg = arg;
+}
 
-	if (!cap__s.ready)
+void cap_engine_destroy(struct cap_engine *ce)
+{
+	if (!ce)
 		return;
-	memcpy(barrier, cap__s.barrier, sizeof(barrier));
-	cfg.barrier_kernels = barrier;
-	cap__callsite_atfork_child();
-	/* another thread of the parent may have been changing anything: forget, do not free */
-	cap__leaking = true;
-	cap_fini();
-	cap__leaking = false;
-	cap_init(&cfg);
+	cap__trie_fini(ce);
+	cap__window_free(ce->cur);
+	cap__window_free(ce->spare);
+	cap__funcs_fini(ce);
+	cap__streams_fini(ce);
+	cap__alloc_fini(ce);
+	cap__trace_fini(ce);
+	cap__callsite_fini(ce);
+	pthread_mutex_destroy(&ce->sites.lock);
+	free(ce);
 }
 
-void cap_get_totals(struct cap_totals *t)
+void cap_get_totals(struct cap_engine *ce, struct cap_totals *t)
 {
-	*t = cap__s.totals;
-	t->launches = __atomic_load_n(&cap__s.totals.launches, __ATOMIC_RELAXED);
-	t->copies = __atomic_load_n(&cap__s.totals.copies, __ATOMIC_RELAXED);
-	t->memsets = __atomic_load_n(&cap__s.totals.memsets, __ATOMIC_RELAXED);
-	t->bytes_copied = __atomic_load_n(&cap__s.totals.bytes_copied, __ATOMIC_RELAXED);
-	t->bytes_set = __atomic_load_n(&cap__s.totals.bytes_set, __ATOMIC_RELAXED);
+	*t = ce->totals;
+	t->launches = __atomic_load_n(&ce->totals.launches, __ATOMIC_RELAXED);
+	t->copies = __atomic_load_n(&ce->totals.copies, __ATOMIC_RELAXED);
+	t->memsets = __atomic_load_n(&ce->totals.memsets, __ATOMIC_RELAXED);
+	t->bytes_copied = __atomic_load_n(&ce->totals.bytes_copied, __ATOMIC_RELAXED);
+	t->bytes_set = __atomic_load_n(&ce->totals.bytes_set, __ATOMIC_RELAXED);
 }
 
-size_t cap_memory_bytes(void)
+size_t cap_memory_bytes(struct cap_engine *ce)
 {
-	size_t n = sizeof(cap__s);
+	size_t n = sizeof(*ce);
 
-	if (cap__s.cur)
-		n += cap__window_bytes(cap__s.cur);
-	if (cap__s.spare)
-		n += cap__window_bytes(cap__s.spare);
-	return n + cap__trie_bytes() + cap__funcs_bytes() + cap__streams_bytes() + cap__alloc_bytes() +
-	       cap__trace_bytes() + cap__callsite_bytes();
+	if (ce->cur)
+		n += cap__window_bytes(ce->cur);
+	if (ce->spare)
+		n += cap__window_bytes(ce->spare);
+	return n + cap__trie_bytes(ce) + cap__funcs_bytes(ce) + cap__streams_bytes(ce) + cap__alloc_bytes(ce) +
+	       cap__trace_bytes(ce) + cap__callsite_bytes(ce);
+}
+
+static void keep_spare(struct cap_engine *ce, struct cap_window *w);
+
+void cap__window_drop(struct cap_engine *ce, struct cap_window *w)
+{
+	keep_spare(ce, w);
+}
+
+const struct cap_window *cap_shape_pin_last(struct cap_engine *ce, struct cap_shape *s)
+{
+	(void)ce;
+	if (s->last)
+		s->last->pinned = true;
+	return s->last;
+}
+
+void cap_window_unpin(struct cap_engine *ce, const struct cap_window *cw)
+{
+	struct cap_window *w = (struct cap_window *)cw; /* capture's own window, handed out read-only */
+
+	if (!w)
+		return;
+	w->pinned = false;
+	if (w->orphan) {
+		w->orphan = false;
+		cap__window_reset(w);
+		keep_spare(ce, w);
+	}
 }
 
 /* ------------------------------------------------------------------ closing */
@@ -268,38 +303,41 @@ static void compact(struct cap_window *w)
 	w->nfailed = 0;
 }
 
-static int open_next(void)
+static int open_next(struct cap_engine *ce)
 {
-	struct cap_window *w = cap__s.spare;
+	struct cap_window *w = ce->spare;
 
 	if (w) {
-		cap__s.spare = NULL;
+		ce->spare = NULL;
 		cap__window_reset(w);
 	} else {
 		w = cap__window_new();
 		if (!w)
 			return -CF_ENOMEM;
 	}
-	cap__s.cur = w;
-	w->seq = ++cap__s.win_seq;
+	ce->cur = w;
+	w->seq = ++ce->win_seq;
 	return 0;
 }
 
-/* Keep a window no longer needed as the spare (or free it when there is one). */
-static void keep_spare(struct cap_window *w)
+/* Keep a window no longer needed as the spare (or free it when there is one); a pinned one is
+ * left to its build (cap_window_unpin). */
+static void keep_spare(struct cap_engine *ce, struct cap_window *w)
 {
 	if (!w)
 		return;
-	if (cap__s.spare)
+	if (w->pinned)
+		w->orphan = true;
+	else if (ce->spare)
 		cap__window_free(w);
 	else
-		cap__s.spare = w;
+		ce->spare = w;
 }
 
 /* Close the open window (it has ops). */
-static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id api)
+static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary kind, enum shim_api_id api)
 {
-	struct cap_window *w = cap__s.cur, *spare = NULL;
+	struct cap_window *w = ce->cur, *spare = NULL;
 	struct cap_shape *s = NULL;
 
 	/* state diagram: only the OPEN window closes, once (t_end is set by closing, reset by recycling) */
@@ -308,55 +346,55 @@ static struct cap_shape *close_window(enum cap_boundary kind, enum shim_api_id a
 	w->closed_by = (uint8_t)kind;
 	w->closed_api = (uint16_t)api;
 	/* which call of the program ended it ("which call broke it"): rare, so unwound here */
-	w->closed_site = cap__s.cfg.callsites && kind != CAP_BOUNDARY_EXIT && kind != CAP_BOUNDARY_FORK ?
-				 cap_callsite_capture() :
+	w->closed_site = ce->cfg.callsites && kind != CAP_BOUNDARY_EXIT && kind != CAP_BOUNDARY_FORK ?
+				 cap_callsite_capture(ce) :
 				 0;
 	w->t_end = cf_now_ns();
 	if (w->nops == 0) {
 		spare = w; /* every op failed: nothing to remember */
 	} else {
-		cap__s.totals.windows++;
-		cap__s.totals.windows_by[kind]++;
+		ce->totals.windows++;
+		ce->totals.windows_by[kind]++;
 		for (uint32_t i = 0; i < w->nops; i++)
-			cap__s.totals.ops[w->ops[i].kind]++;
-		s = cap__trie_insert(w, &spare);
-		if (cap__s.cfg.trace_max_bytes)
-			cap__trace_window(w, s);
+			ce->totals.ops[w->ops[i].kind]++;
+		s = cap__trie_insert(ce, w, &spare);
+		if (ce->cfg.trace_max_bytes)
+			cap__trace_window(ce, w, s);
 	}
-	keep_spare(spare);
-	if (open_next() != 0) {
+	keep_spare(ce, spare);
+	if (open_next(ce) != 0) {
 		/* keep a window open at any cost: reuse the spare we just gave away, if any */
 		cf_log_err_once("out of memory opening a capture window; recording stops");
-		cap__s.ready = false;
-		cap__s.cur = cap__window_new();
-		if (!cap__s.cur) {
-			cap__s.cur = cap__s.spare;
-			cap__s.spare = NULL;
+		ce->head.ready = false;
+		ce->cur = cap__window_new();
+		if (!ce->cur) {
+			ce->cur = ce->spare;
+			ce->spare = NULL;
 		}
-		if (cap__s.cur)
-			cap__window_reset(cap__s.cur);
+		if (ce->cur)
+			cap__window_reset(ce->cur);
 	}
 	return s;
 }
 
-struct cap_shape *cap_boundary(enum cap_boundary kind, enum shim_api_id api)
+struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, enum shim_api_id api)
 {
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
-	if ((unsigned)kind >= CAP_BOUNDARY_COUNT || !cap__s.cur)
+	if ((unsigned)kind >= CAP_BOUNDARY_COUNT || !ce->cur)
 		return NULL;
-	cap__s.totals.boundaries[kind]++;
+	ce->totals.boundaries[kind]++;
 	if (kind == CAP_BOUNDARY_FREE || kind == CAP_BOUNDARY_UNMODELED || kind == CAP_BOUNDARY_CONTEXT)
-		cap__alloc_probe_reset(); /* the call may map or unmap memory capture does not see */
-	if (cap__s.cur->nops == 0)
+		cap__alloc_probe_reset(ce); /* the call may map or unmap memory capture does not see */
+	if (ce->cur->nops == 0)
 		return NULL;
-	return close_window(kind, api);
+	return close_window(ce, kind, api);
 }
 
-void cap_note_passthrough(enum shim_api_id api)
+void cap_note_passthrough(struct cap_engine *ce, enum shim_api_id api)
 {
 	(void)api;
 	cf_assert(cf_serial_is_held());
-	cap__s.totals.passthrough++;
+	ce->totals.passthrough++;
 }
 
 /* ------------------------------------------------------------------ recording */
@@ -376,9 +414,9 @@ static int reserve_op(struct cap_window *w)
 }
 
 /* The slot of the op's stream in w; -1 when out of memory or slots. */
-static int stream_slot(struct cap_window *w, struct cap_op *op, CUcontext ctx, uint32_t tid)
+static int stream_slot(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, CUcontext ctx, uint32_t tid)
 {
-	struct cap_stream *s = cap__stream_get(op->stream, shim_api[op->api].pt, ctx, tid);
+	struct cap_stream *s = cap__stream_get(ce, op->stream, shim_api[op->api].pt, ctx, tid);
 
 	if (!s)
 		return -1;
@@ -407,9 +445,9 @@ static int stream_slot(struct cap_window *w, struct cap_op *op, CUcontext ctx, u
 	return s->slot;
 }
 
-static int event_slot(struct cap_window *w, CUevent e, bool record)
+static int event_slot(struct cap_engine *ce, struct cap_window *w, CUevent e, bool record)
 {
-	struct cap_event_rec *r = cap__event_get(e);
+	struct cap_event_rec *r = cap__event_get(ce, e);
 
 	if (!r)
 		return -1;
@@ -526,9 +564,9 @@ static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_
 }
 
 /* One side of a copy: its first byte, span, whether it is device memory and pageable. */
-static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
-			 uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span, bool *dev,
-			 bool *pageable, bool *unknown)
+static void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z,
+			 uint64_t pitch, uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span,
+			 bool *dev, bool *pageable, bool *unknown)
 {
 	const struct cap_alloc *a;
 	uint64_t w = d->WidthInBytes, h = d->Height, dp = d->Depth;
@@ -540,7 +578,7 @@ static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t 
 	*first = base + (z * rows + y) * pitch + x;
 	if (!box_span(w, h, dp, pitch, rows, span))
 		*span = 0;
-	a = cap_alloc_find(*first);
+	a = cap_alloc_find(ce, *first);
 	*dev = type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY ||
 	       (type == CU_MEMORYTYPE_UNIFIED && cap_alloc_is_device(a));
 	*pageable = !*dev && !a;
@@ -548,7 +586,7 @@ static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t 
 	if (type == CU_MEMORYTYPE_UNIFIED && !a) {
 		/* outside the map: pageable host memory, or memory cufold never saw allocated;
 		 * staging the latter would read a device address with a host memcpy */
-		enum cap_probe p = cap__alloc_probe(*first);
+		enum cap_probe p = cap__alloc_probe(ce, *first);
 
 		if (p != CAP_PROBE_PAGEABLE) {
 			*pageable = false;
@@ -558,7 +596,7 @@ static void resolve_side(CUmemorytype type, uint64_t base, uint64_t x, uint64_t 
 	}
 }
 
-static void build_memcpy(struct cap_op *op, const struct cap_call *c)
+static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c)
 {
 	struct cap_memcpy *m = &op->u.memcpy;
 	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
@@ -568,11 +606,11 @@ static void build_memcpy(struct cap_op *op, const struct cap_call *c)
 	m->dst_ctx = c->u.memcpy.dst_ctx;
 	m->src_ctx = c->u.memcpy.src_ctx;
 	m->bytes = (uint64_t)d->WidthInBytes * d->Height * d->Depth;
-	resolve_side(d->srcMemoryType,
+	resolve_side(ce, d->srcMemoryType,
 		     d->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->srcHost : d->srcDevice,
 		     d->srcXInBytes, d->srcY, d->srcZ, d->srcPitch, d->srcHeight, d, &m->src_first, &m->src_span, &sdev,
 		     &m->src_pageable, &sunk);
-	resolve_side(d->dstMemoryType,
+	resolve_side(ce, d->dstMemoryType,
 		     d->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->dstHost : d->dstDevice,
 		     d->dstXInBytes, d->dstY, d->dstZ, d->dstPitch, d->dstHeight, d, &m->dst_first, &m->dst_span, &ddev,
 		     &m->dst_pageable, &dunk);
@@ -590,14 +628,14 @@ static void build_memcpy(struct cap_op *op, const struct cap_call *c)
 	m->staged = NULL;
 }
 
-static void build_memset(struct cap_op *op, const struct cap_call *c)
+static void build_memset(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c)
 {
 	const struct cap_alloc *a;
 
 	op->u.memset = c->u.memset;
 	/* A synchronous memset blocks the host when its target is host-visible (pinned,
 	 * registered or managed memory); of device memory it does not. */
-	a = cap_alloc_find(op->u.memset.dst);
+	a = cap_alloc_find(ce, op->u.memset.dst);
 	if (!api_is_async[op->api] && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
 					      a->kind != CAP_ALLOC_MAPPED)))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
@@ -610,15 +648,17 @@ static void rec_closed(struct cap_rec *rec, struct cap_shape *s)
 }
 
 /* A call that does not go into the window: why (rec->result) and the boundary that makes. */
-static void refuse(struct cap_rec *rec, enum cap_rec_result why, enum cap_boundary kind, uint16_t api)
+static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_result why, enum cap_boundary kind,
+		   uint16_t api)
 {
 	rec->result = (uint8_t)why;
-	rec_closed(rec, cap_boundary(kind, (enum shim_api_id)api));
+	rec_closed(rec, cap_boundary(ce, kind, (enum shim_api_id)api));
 }
 
 /* The part of op that depends on its kind (the common part is filled). Returns 0, -CF_ENOMEM,
  * or -CF_EINVAL when a kernel's parameters cannot be recorded. */
-static int build_op(struct cap_op *op, const struct cap_call *c, struct cap_window *w, struct cap_rec *rec)
+static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, struct cap_window *w,
+		    struct cap_rec *rec)
 {
 	int slot, rc = 0;
 
@@ -627,17 +667,17 @@ static int build_op(struct cap_op *op, const struct cap_call *c, struct cap_wind
 		rc = build_kernel(op, c, &w->arena);
 		break;
 	case CAP_OP_MEMCPY:
-		build_memcpy(op, c);
+		build_memcpy(ce, op, c);
 		rec->bytes = op->u.memcpy.bytes;
 		break;
 	case CAP_OP_MEMSET:
-		build_memset(op, c);
+		build_memset(ce, op, c);
 		rec->bytes = cap_op_bytes(op);
 		break;
 	case CAP_OP_EVENT_RECORD:
 	case CAP_OP_EVENT_WAIT:
 		op->u.event = c->u.event;
-		slot = event_slot(w, c->u.event.event, c->kind == CAP_OP_EVENT_RECORD);
+		slot = event_slot(ce, w, c->u.event.event, c->kind == CAP_OP_EVENT_RECORD);
 		if (slot < 0)
 			rc = -CF_ENOMEM;
 		else
@@ -652,31 +692,49 @@ static int build_op(struct cap_op *op, const struct cap_call *c, struct cap_wind
 
 /* The built op becomes the window's next: numbered, counted, and the window closed behind it
  * when it ends the window itself or fills it. */
-static void append(struct cap_window *w, struct cap_op *op, const struct cap_who *who, struct cap_rec *rec)
+/* The op append just made, where it is now: in the open window, or in the window the call
+ * closed, filed as its shape's last; NULL when that window was not filed (recycled). While
+ * replay matches no op of the window failed, so the index is exact. */
+static const struct cap_op *recorded_op(const struct cap_engine *ce, const struct cap_rec *rec)
+{
+	const struct cap_window *w = ce->cur;
+
+	if (w && w->seq == rec->window)
+		return &w->ops[rec->index];
+	if (rec->closed && (w = rec->closed->last) && w->seq == rec->window && rec->index < w->nops)
+		return &w->ops[rec->index];
+	return NULL;
+}
+
+static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
+		   struct cap_rec *rec)
 {
 	cap_op_hash(op);
-	op->seq = ++cap__s.op_seq;
+	op->seq = ++ce->op_seq;
 	if (w->nops == 0)
 		w->t_begin = who->t_ns;
 	if (who->callsite)
-		cap__callsite_count(who->callsite);
+		cap__callsite_count(ce, who->callsite);
 	rec->index = w->nops++;
 	rec->window = w->seq;
 	rec->seq = op->seq;
 	rec->result = CAP_REC_RECORDED;
+	rec->op = op; /* in the open window, unless a close below moves where it is filed */
 	if (op->flags & CAP_OPF_ENDS_WINDOW) {
 		rec->ends_window = true;
-		rec_closed(rec, cap_boundary(CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)op->api));
+		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)op->api));
 		/* invariant 4: the op was its window's last; the open window is a new one */
-		cf_assert(!cap__s.cur || cap__s.cur->nops == 0);
-	} else if (w->nops >= cap__s.cfg.window_max_ops) {
-		rec_closed(rec, cap_boundary(CAP_BOUNDARY_FULL, (enum shim_api_id)op->api));
+		cf_assert(!ce->cur || ce->cur->nops == 0);
+		rec->op = recorded_op(ce, rec);
+	} else if (cf_unlikely(w->nops >= ce->cfg.window_max_ops)) {
+		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_FULL, (enum shim_api_id)op->api));
+		rec->op = recorded_op(ce, rec);
 	}
 }
 
-int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
 {
-	struct cap_window *w = cap__s.cur;
+	struct cap_window *w = ce->cur;
 	struct cap_func *f = NULL;
 	CUfunction func = NULL;
 	struct cap_op *op;
@@ -685,21 +743,21 @@ int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_r
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	memset(rec, 0, sizeof(*rec));
 	rec->kind = c->kind;
-	if (!cap__s.ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
-		rec->result = !cap__s.ready || !w ? CAP_REC_NOMEM : CAP_REC_OPAQUE;
-		rc = !cap__s.ready || !w ? -CF_ESTATE : -CF_EINVAL;
+	if (!ce->head.ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
+		rec->result = !ce->head.ready || !w ? CAP_REC_NOMEM : CAP_REC_OPAQUE;
+		rc = !ce->head.ready || !w ? -CF_ESTATE : -CF_EINVAL;
 		goto out;
 	}
-	cf_assert(w->nops < cap__s.cfg.window_max_ops); /* a full window closed when it filled */
+	cf_assert(w->nops < ce->cfg.window_max_ops); /* a full window closed when it filled */
 	if (c->kind == CAP_OP_KERNEL) {
-		f = rec->func = cap__func_get(c->u.kernel.f, who->ctx, &func);
+		f = rec->func = cap__func_get(ce, c->u.kernel.f, who->ctx, &func);
 		if (!f) {
 			rc = -CF_EINVAL;
-			refuse(rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
+			refuse(ce, rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
 			goto out;
 		}
 		if (f->barrier) {
-			refuse(rec, CAP_REC_BARRIER, CAP_BOUNDARY_BARRIER, c->api);
+			refuse(ce, rec, CAP_REC_BARRIER, CAP_BOUNDARY_BARRIER, c->api);
 			goto out;
 		}
 	}
@@ -720,24 +778,24 @@ int cap_record(const struct cap_call *c, const struct cap_who *who, struct cap_r
 		op->u.kernel.func = func;
 		op->u.kernel.info = f;
 	}
-	slot = stream_slot(w, op, who->ctx, who->tid);
+	slot = stream_slot(ce, w, op, who->ctx, who->tid);
 	if (slot < 0) {
 		rc = -CF_ENOMEM;
 		goto out_nomem;
 	}
 	op->stream_slot = (uint16_t)slot;
-	rc = build_op(op, c, w, rec);
+	rc = build_op(ce, op, c, w, rec);
 	if (rc == -CF_ENOMEM)
 		goto out_nomem;
 	if (rc != 0) {
-		refuse(rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
+		refuse(ce, rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
 		goto out;
 	}
-	append(w, op, who, rec);
+	append(ce, w, op, who, rec);
 	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");
-	refuse(rec, CAP_REC_NOMEM, CAP_BOUNDARY_FULL, c->api);
+	refuse(ce, rec, CAP_REC_NOMEM, CAP_BOUNDARY_FULL, c->api);
 out:
 	return rc;
 }
@@ -745,14 +803,14 @@ out:
 /* A refused op whose window closed before the answer: if that window is still its shape's
  * last sighting, drop the shape and file the window again without the op. (A window that is
  * no shape's last any more was recycled: nothing holds the op.) */
-static void retract_closed(const struct cap_rec *rec)
+static void retract_closed(struct cap_engine *ce, const struct cap_rec *rec)
 {
 	struct cap_shape *s;
 	struct cap_window *w, *spare = NULL;
 	uint32_t i;
 	uint8_t kind;
 
-	for (s = cap_shape_first(); s; s = cap_shape_next(s))
+	for (s = cap_shape_first(ce); s; s = cap_shape_next(s))
 		if (s->last && s->last->seq == rec->window)
 			break;
 	if (!s)
@@ -763,32 +821,40 @@ static void retract_closed(const struct cap_rec *rec)
 	if (i == w->nops)
 		return;
 	kind = w->closed_by;
-	cap__s.totals.ops[w->ops[i].kind]--;
-	w = cap__trie_retract(s);
+	ce->totals.ops[w->ops[i].kind]--;
+	w = cap__trie_retract(ce, s);
+	if (w->pinned) {
+		/* a build reads it outside the lock: it is not filed again (its shape is gone, and
+		 * replay discards that build, told through shape_evicted) */
+		ce->totals.windows--;
+		ce->totals.windows_by[kind]--;
+		w->orphan = true;
+		return;
+	}
 	memmove(&w->ops[i], &w->ops[i + 1], (w->nops - i - 1) * sizeof(*w->ops));
 	w->nops--;
 	if (w->nops == 0) {
-		cap__s.totals.windows--;
-		cap__s.totals.windows_by[kind]--;
-		keep_spare(w);
+		ce->totals.windows--;
+		ce->totals.windows_by[kind]--;
+		keep_spare(ce, w);
 		return;
 	}
-	if (!cap__trie_insert(w, &spare))
+	if (!cap__trie_insert(ce, w, &spare))
 		cf_log_debug("window %llu not tracked again after a refused op", (unsigned long long)w->seq);
-	keep_spare(spare);
+	keep_spare(ce, spare);
 }
 
-void cap_op_done(const struct cap_rec *rec, bool failed)
+void cap_op_done(struct cap_engine *ce, const struct cap_rec *rec, bool failed)
 {
 	if (failed) {
-		struct cap_window *w = cap__s.cur;
+		struct cap_window *w = ce->cur;
 		uint32_t i;
 
 		cf_assert(cf_serial_is_held()); /* the failing half only (capture.h) */
 		if (rec->result != CAP_REC_RECORDED)
 			return;
 		if (!w || rec->window != w->seq) {
-			retract_closed(rec);
+			retract_closed(ce, rec);
 			return;
 		}
 		/* the index, unless something moved the ops since (it never does in the open window) */
@@ -802,20 +868,20 @@ void cap_op_done(const struct cap_rec *rec, bool failed)
 	}
 	switch (rec->kind) {
 	case CAP_OP_KERNEL:
-		__atomic_fetch_add(&cap__s.totals.launches, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ce->totals.launches, 1, __ATOMIC_RELAXED);
 		if (rec->func)
 			__atomic_fetch_add(&rec->func->launches, 1, __ATOMIC_RELAXED);
 		break;
 	case CAP_OP_MEMCPY:
 		if (rec->bytes) {
-			__atomic_fetch_add(&cap__s.totals.copies, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&cap__s.totals.bytes_copied, rec->bytes, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.copies, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.bytes_copied, rec->bytes, __ATOMIC_RELAXED);
 		}
 		break;
 	case CAP_OP_MEMSET:
 		if (rec->bytes) {
-			__atomic_fetch_add(&cap__s.totals.memsets, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&cap__s.totals.bytes_set, rec->bytes, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.memsets, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.bytes_set, rec->bytes, __ATOMIC_RELAXED);
 		}
 		break;
 	default:

@@ -63,7 +63,7 @@ struct shape_stats {
 	size_t nsites;                       /* entries in sites */
 };
 
-static void shape_stats(const struct cap_shape *s, struct shape_stats *st)
+static void shape_stats(struct cap_engine *ce, const struct cap_shape *s, struct shape_stats *st)
 {
 	const struct cap_window *w = cap_shape_last(s);
 	uint32_t n = cap_window_nops(w);
@@ -83,7 +83,7 @@ static void shape_stats(const struct cap_shape *s, struct shape_stats *st)
 		if (op->kind == CAP_OP_KERNEL && st->kernels)
 			st->kernels[nk++] = (struct name_count){ cap_op_name(op), 1 };
 		if (op->callsite && st->sites) {
-			const char *name = cap_callsite_name(op->callsite);
+			const char *name = cap_callsite_name(ce, op->callsite);
 
 			st->sites[ns++] = (struct name_count){ name ? name : "?", 1 };
 		}
@@ -109,14 +109,14 @@ static void write_kinds(FILE *f, const uint64_t *by_kind)
 	fputc('}', f);
 }
 
-static void write_shape(FILE *f, const struct cap_shape *s, bool first)
+static void write_shape(struct cap_engine *ce, FILE *f, const struct cap_shape *s, bool first)
 {
 	const struct cap_window *w = cap_shape_last(s);
 	uint32_t n = cap_window_nops(w), order[TOP_MOVED], nmoved = 0;
 	uint64_t repeats = cap_shape_sightings(s) - 1;
 	struct shape_stats st;
 
-	shape_stats(s, &st);
+	shape_stats(ce, s, &st);
 	fprintf(f, "%s\n    {\"id\": %llu, \"sightings\": %llu, \"ops\": %u, \"ops_by_kind\": ", first ? "" : ",",
 		(unsigned long long)cap_shape_id(s), (unsigned long long)cap_shape_sightings(s), n);
 	write_kinds(f, st.by_kind);
@@ -129,8 +129,8 @@ static void write_shape(FILE *f, const struct cap_shape *s, bool first)
 	fprintf(f, ", \"closed_by_api\": ");
 	cap__json_str(f, cap_window_closed_api(w) < SHIM_API_COUNT ? shim_api[cap_window_closed_api(w)].name : "?");
 	fprintf(f, ", \"closed_by_site\": ");
-	if (cap_window_closed_site(w) && cap_callsite_name(cap_window_closed_site(w)))
-		cap__json_str(f, cap_callsite_name(cap_window_closed_site(w)));
+	if (cap_window_closed_site(w) && cap_callsite_name(ce, cap_window_closed_site(w)))
+		cap__json_str(f, cap_callsite_name(ce, cap_window_closed_site(w)));
 	else
 		fputs("null", f);
 	fprintf(f, ",\n     \"distinct_kernels\": %zu, \"kernels\": {", st.nkernels);
@@ -159,7 +159,7 @@ static void write_shape(FILE *f, const struct cap_shape *s, bool first)
 	}
 	for (uint32_t j = 0; j < nmoved; j++) {
 		const struct cap_op *op = cap_window_op(w, order[j]);
-		const char *site = op->callsite ? cap_callsite_name(op->callsite) : NULL;
+		const char *site = op->callsite ? cap_callsite_name(ce, op->callsite) : NULL;
 
 		fprintf(f, "%s{\"op\": %u, \"name\": ", j ? ", " : "", order[j]);
 		cap__json_str(f, cap_op_name(op));
@@ -181,19 +181,19 @@ static void write_shape(FILE *f, const struct cap_shape *s, bool first)
 }
 
 /* Launches by kernel name over the whole run (sorted by name). */
-static size_t kernel_launches(struct name_count **out)
+static size_t kernel_launches(struct cap_engine *ce, struct name_count **out)
 {
 	size_t n = 0, i = 0;
 	struct name_count *v;
 
-	for (struct cap_func *fn = cap__funcs_all(); fn; fn = fn->next)
+	for (struct cap_func *fn = cap__funcs_all(ce); fn; fn = fn->next)
 		n++;
 	v = calloc(n + 1, sizeof(*v));
 	if (!v) {
 		*out = NULL;
 		return 0;
 	}
-	for (struct cap_func *fn = cap__funcs_all(); fn; fn = fn->next) {
+	for (struct cap_func *fn = cap__funcs_all(ce); fn; fn = fn->next) {
 		uint64_t l = __atomic_load_n(&fn->launches, __ATOMIC_RELAXED);
 
 		if (l)
@@ -203,7 +203,7 @@ static size_t kernel_launches(struct name_count **out)
 	return merge_names(v, i);
 }
 
-int cap_write_report(const char *path)
+int cap_write_report(struct cap_engine *ce, const char *path)
 {
 	struct cap_site_count sites[20];
 	struct name_count *kl = NULL;
@@ -216,15 +216,15 @@ int cap_write_report(const char *path)
 	f = cap__out_open(path, REPORT_MARKER);
 	if (!f)
 		return -CF_EIO;
-	cap_get_totals(&t);
+	cap_get_totals(ce, &t);
 	fprintf(f, "{\"cufold_report\": {\"version\": 1, \"mode\": ");
-	cap__json_str(f, cap__s.cfg.mode_name ? cap__s.cfg.mode_name : "trace");
+	cap__json_str(f, ce->cfg.mode_name ? ce->cfg.mode_name : "trace");
 	fprintf(f, ", \"pid\": %ld, \"max_templates\": %u, \"barrier_kernels\": ", (long)getpid(),
-		cap__s.cfg.max_templates);
-	cap__json_str(f, cap__s.barrier);
-	fprintf(f, ", \"callsites\": %s},\n", cap__s.cfg.callsites ? "true" : "false");
+		ce->cfg.max_templates);
+	cap__json_str(f, ce->barrier);
+	fprintf(f, ", \"callsites\": %s},\n", ce->cfg.callsites ? "true" : "false");
 	fprintf(f, " \"totals\": {\"windows\": %llu, \"shapes\": %zu, \"shapes_evicted\": %llu, \"ops\": ",
-		(unsigned long long)t.windows, cap_shape_count(), (unsigned long long)t.shapes_evicted);
+		(unsigned long long)t.windows, cap_shape_count(ce), (unsigned long long)t.shapes_evicted);
 	{
 		uint64_t all = 0;
 
@@ -248,7 +248,7 @@ int cap_write_report(const char *path)
 			(unsigned long long)t.boundaries[b]);
 	}
 	fprintf(f, "},\n \"launches_by_kernel\": {");
-	nk = kernel_launches(&kl);
+	nk = kernel_launches(ce, &kl);
 	for (size_t i = 0; i < nk; i++) {
 		fprintf(f, "%s\n  ", i ? "," : "");
 		cap__json_str(f, kl[i].name);
@@ -256,24 +256,24 @@ int cap_write_report(const char *path)
 	}
 	free(kl);
 	fprintf(f, "},\n \"memory\": {\"cufold_host_bytes\": %zu, \"allocations_live\": %zu},\n",
-		cap_memory_bytes(), cap_alloc_count());
+		cap_memory_bytes(ce), cap_alloc_count(ce));
 	fprintf(f, " \"call_sites\": [");
-	nsites = cap__callsite_top(sites, CF_ARRAY_SIZE(sites));
+	nsites = cap__callsite_top(ce, sites, CF_ARRAY_SIZE(sites));
 	for (size_t i = 0; i < nsites && i < CF_ARRAY_SIZE(sites); i++) {
-		const char *name = cap_callsite_name(sites[i].hash);
+		const char *name = cap_callsite_name(ce, sites[i].hash);
 
 		fprintf(f, "%s\n  {\"site\": ", i ? "," : "");
 		cap__json_str(f, name ? name : "?");
 		fprintf(f, ", \"ops\": %llu}", (unsigned long long)sites[i].ops);
 	}
 	fprintf(f, "],\n \"shapes\": [");
-	for (struct cap_shape *s = cap_shape_first(); s; s = cap_shape_next(s)) {
-		write_shape(f, s, first);
+	for (struct cap_shape *s = cap_shape_first(ce); s; s = cap_shape_next(s)) {
+		write_shape(ce, f, s, first);
 		first = false;
 	}
 	fprintf(f, "\n ]");
-	if (cap__s.cfg.report_extra)
-		cap__s.cfg.report_extra(f);
+	if (ce->cfg.report_extra)
+		ce->cfg.report_extra(ce->cfg.arg, f);
 	fprintf(f, "\n}\n");
 	if (ferror(f))
 		rc = -CF_EIO;
@@ -282,26 +282,26 @@ int cap_write_report(const char *path)
 	return rc;
 }
 
-void cap_summary(char *buf, size_t cap)
+void cap_summary(struct cap_engine *ce, char *buf, size_t cap)
 {
 	const struct cap_shape *top = NULL;
 	struct cap_totals t;
 	size_t n = 0;
 	int w;
 
-	cap_get_totals(&t);
-	for (const struct cap_shape *s = cap_shape_first(); s; s = cap_shape_next(s))
+	cap_get_totals(ce, &t);
+	for (const struct cap_shape *s = cap_shape_first(ce); s; s = cap_shape_next(s))
 		if (!top || cap_shape_sightings(s) > cap_shape_sightings(top))
 			top = s;
 	w = snprintf(buf, cap,
 		     "%s: %llu ops (%llu kernels, %llu copies, %llu memsets, %llu event records, %llu waits, "
 		     "%llu host functions) in %llu windows of %zu shapes (%llu evicted)",
-		     cap__s.cfg.mode_name ? cap__s.cfg.mode_name : "trace",
+		     ce->cfg.mode_name ? ce->cfg.mode_name : "trace",
 		     (unsigned long long)(t.ops[0] + t.ops[1] + t.ops[2] + t.ops[3] + t.ops[4] + t.ops[5]),
 		     (unsigned long long)t.ops[CAP_OP_KERNEL], (unsigned long long)t.ops[CAP_OP_MEMCPY],
 		     (unsigned long long)t.ops[CAP_OP_MEMSET], (unsigned long long)t.ops[CAP_OP_EVENT_RECORD],
 		     (unsigned long long)t.ops[CAP_OP_EVENT_WAIT], (unsigned long long)t.ops[CAP_OP_HOST_FN],
-		     (unsigned long long)t.windows, cap_shape_count(), (unsigned long long)t.shapes_evicted);
+		     (unsigned long long)t.windows, cap_shape_count(ce), (unsigned long long)t.shapes_evicted);
 	if (w > 0)
 		n = (size_t)w < cap ? (size_t)w : cap - 1;
 	if (top && n < cap) {
@@ -334,5 +334,5 @@ void cap_summary(char *buf, size_t cap)
 			 "; %llu launches, %llu bytes copied, %llu bytes set; %llu driver calls of cufold's "
 			 "own; host memory %zu KiB",
 			 (unsigned long long)t.launches, (unsigned long long)t.bytes_copied,
-			 (unsigned long long)t.bytes_set, (unsigned long long)t.own_calls, cap_memory_bytes() / 1024);
+			 (unsigned long long)t.bytes_set, (unsigned long long)t.own_calls, cap_memory_bytes(ce) / 1024);
 }

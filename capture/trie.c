@@ -17,26 +17,19 @@
 #include "common/hash.h"
 #include "common/log.h"
 
-static struct cap_trie_node root;    /* the empty prefix */
-static struct cf_map edges;          /* hash(parent, key) -> child */
-static size_t nnodes;                /* nodes besides the root */
-static struct cap_shape *mru, *lru;  /* recency list ends */
-static size_t nshapes;               /* shapes alive */
-static uint64_t next_shape_id = 1;   /* id of the next new shape */
-
 static uint64_t edge_key(const struct cap_trie_node *parent, uint64_t key)
 {
 	return cf_hash_combine((uint64_t)(uintptr_t)parent, key);
 }
 
-const struct cap_trie_node *cap_trie_root(void)
+const struct cap_trie_node *cap_trie_root(struct cap_engine *ce)
 {
-	return &root;
+	return &ce->trie.root;
 }
 
-const struct cap_trie_node *cap_trie_child(const struct cap_trie_node *n, uint64_t key)
+const struct cap_trie_node *cap_trie_child(struct cap_engine *ce, const struct cap_trie_node *n, uint64_t key)
 {
-	struct cap_trie_node *c = cf_map_get(&edges, edge_key(n, key));
+	struct cap_trie_node *c = cf_map_get(&ce->trie.edges, edge_key(n, key));
 
 	return c && c->parent == n && c->key == key ? c : NULL;
 }
@@ -47,10 +40,10 @@ struct cap_shape *cap_trie_shape(const struct cap_trie_node *n)
 }
 
 /* The child of n for key, made if missing; NULL when out of memory or on a collision. */
-static struct cap_trie_node *child_make(struct cap_trie_node *n, uint64_t key)
+static struct cap_trie_node *child_make(struct cap_engine *ce, struct cap_trie_node *n, uint64_t key)
 {
 	uint64_t ek = edge_key(n, key);
-	struct cap_trie_node *c = cf_map_get(&edges, ek);
+	struct cap_trie_node *c = cf_map_get(&ce->trie.edges, ek);
 
 	if (c)
 		return c->parent == n && c->key == key ? c : NULL;
@@ -60,109 +53,109 @@ static struct cap_trie_node *child_make(struct cap_trie_node *n, uint64_t key)
 	c->parent = n;
 	c->key = key;
 	c->depth = n->depth + 1;
-	if (cf_map_put(&edges, ek, c) != 0) {
+	if (cf_map_put(&ce->trie.edges, ek, c) != 0) {
 		free(c);
 		return NULL;
 	}
 	n->nchildren++;
-	nnodes++;
+	ce->trie.nnodes++;
 	return c;
 }
 
 /* Remove n and its ancestors while they hold nothing. */
-static void prune(struct cap_trie_node *n)
+static void prune(struct cap_engine *ce, struct cap_trie_node *n)
 {
-	while (n && n != &root && n->nchildren == 0 && !n->shape) {
+	while (n && n != &ce->trie.root && n->nchildren == 0 && !n->shape) {
 		struct cap_trie_node *p = n->parent;
 
 		cf_assert(p && p->nchildren > 0 && n->depth == p->depth + 1);
-		cf_map_del(&edges, edge_key(p, n->key));
+		cf_map_del(&ce->trie.edges, edge_key(p, n->key));
 		p->nchildren--;
-		nnodes--;
+		ce->trie.nnodes--;
 		free(n);
 		n = p;
 	}
 }
 
-static void lru_unlink(struct cap_shape *s)
+static void lru_unlink(struct cap_engine *ce, struct cap_shape *s)
 {
-	cf_assert(s->prev ? s->prev->next == s : mru == s);
-	cf_assert(s->next ? s->next->prev == s : lru == s);
+	cf_assert(s->prev ? s->prev->next == s : ce->trie.mru == s);
+	cf_assert(s->next ? s->next->prev == s : ce->trie.lru == s);
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		mru = s->next;
+		ce->trie.mru = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
 	else
-		lru = s->prev;
+		ce->trie.lru = s->prev;
 	s->prev = s->next = NULL;
 }
 
-static void lru_push(struct cap_shape *s)
+static void lru_push(struct cap_engine *ce, struct cap_shape *s)
 {
 	s->prev = NULL;
-	s->next = mru;
-	if (mru)
-		mru->prev = s;
-	mru = s;
-	if (!lru)
-		lru = s;
+	s->next = ce->trie.mru;
+	if (ce->trie.mru)
+		ce->trie.mru->prev = s;
+	ce->trie.mru = s;
+	if (!ce->trie.lru)
+		ce->trie.lru = s;
 }
 
-static void shape_free(struct cap_shape *s)
+static void shape_free(struct cap_engine *ce, struct cap_shape *s)
 {
-	cap__window_free(s->last);
+	cap__window_drop(ce, s->last);
 	free(s->moved);
 	free(s->marks);
 	free(s);
 }
 
-static void evict(struct cap_shape *s)
+static void evict(struct cap_engine *ce, struct cap_shape *s)
 {
 	struct cap_trie_node *end = s->end;
 
-	if (cap__s.cfg.shape_evicted)
-		cap__s.cfg.shape_evicted(s);
-	lru_unlink(s);
+	if (ce->cfg.shape_evicted)
+		ce->cfg.shape_evicted(ce->cfg.arg, s);
+	lru_unlink(ce, s);
 	end->shape = NULL;
-	prune(end);
-	shape_free(s);
-	nshapes--;
-	cap__s.totals.shapes_evicted++;
+	prune(ce, end);
+	shape_free(ce, s);
+	ce->trie.nshapes--;
+	ce->totals.shapes_evicted++;
 }
 
-struct cap_window *cap__trie_retract(struct cap_shape *s)
+struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s)
 {
 	struct cap_window *w = s->last;
 	struct cap_trie_node *end = s->end;
 
-	if (cap__s.cfg.shape_evicted)
-		cap__s.cfg.shape_evicted(s);
-	lru_unlink(s);
+	if (ce->cfg.shape_evicted)
+		ce->cfg.shape_evicted(ce->cfg.arg, s);
+	lru_unlink(ce, s);
 	end->shape = NULL;
-	prune(end);
+	prune(ce, end);
 	s->last = NULL;
-	shape_free(s);
-	nshapes--;
+	shape_free(ce, s);
+	ce->trie.nshapes--;
 	return w;
 }
 
-struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spare)
+struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, struct cap_window **spare)
 {
-	struct cap_trie_node *n = &root;
+	struct cap_trie_node *n = &ce->trie.root;
 	struct cap_shape *s;
 	uint64_t bind = CF_HASH_SEED;
 
 	cf_assert(w->nops > 0 && w->nfailed == 0); /* closed and compacted (record.c) */
 	*spare = NULL;
 	for (uint32_t i = 0; i < w->nops; i++) {
-		struct cap_trie_node *c = child_make(n, w->ops[i].key);
+		struct cap_trie_node *c = child_make(ce, n, w->ops[i].key);
 
 		if (!c) {
 			cf_log_debug("window %llu not tracked: out of memory or key collision in the trie",
 				     (unsigned long long)w->seq);
-			prune(n);
+			prune(ce, n);
 			*spare = w;
 			return NULL;
 		}
@@ -189,8 +182,8 @@ struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spa
 		s->closed_by[w->closed_by]++;
 		*spare = s->last;
 		s->last = w;
-		lru_unlink(s);
-		lru_push(s);
+		lru_unlink(ce, s);
+		lru_push(ce, s);
 		return s;
 	}
 	s = calloc(1, sizeof(*s));
@@ -198,11 +191,11 @@ struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spa
 		s->moved = calloc(w->nops, sizeof(*s->moved));
 	if (!s || !s->moved) {
 		free(s);
-		prune(n);
+		prune(ce, n);
 		*spare = w;
 		return NULL;
 	}
-	s->id = next_shape_id++;
+	s->id = ce->trie.next_shape_id++;
 	s->end = n;
 	s->sightings = 1;
 	s->bind_hash = bind;
@@ -211,50 +204,50 @@ struct cap_shape *cap__trie_insert(struct cap_window *w, struct cap_window **spa
 	s->nops = w->nops;
 	s->closed_by[w->closed_by]++;
 	n->shape = s;
-	lru_push(s);
-	nshapes++;
-	while (nshapes > cap__s.cfg.max_templates && lru && lru != s)
-		evict(lru);
-	cf_assert(mru == s && nshapes <= cap__s.cfg.max_templates); /* the bound, newest kept */
+	lru_push(ce, s);
+	ce->trie.nshapes++;
+	while (ce->trie.nshapes > ce->cfg.max_templates && ce->trie.lru && ce->trie.lru != s)
+		evict(ce, ce->trie.lru);
+	cf_assert(ce->trie.mru == s && ce->trie.nshapes <= ce->cfg.max_templates); /* the bound, newest kept */
 	return s;
 }
 
-void cap__trie_fini(void)
+void cap__trie_fini(struct cap_engine *ce)
 {
 	struct cap_trie_node *n;
 	void *v;
 
-	while (lru && !cap__leaking) {
-		struct cap_shape *s = lru;
+	while (ce->trie.lru) {
+		struct cap_shape *s = ce->trie.lru;
 
-		lru_unlink(s);
+		lru_unlink(ce, s);
 		s->end->shape = NULL;
-		shape_free(s);
+		shape_free(ce, s);
 	}
-	for (size_t i = 0; !cap__leaking && cf_map_next(&edges, &i, NULL, &v);) {
+	for (size_t i = 0; cf_map_next(&ce->trie.edges, &i, NULL, &v);) {
 		n = v;
 		free(n);
 	}
-	cap__map_drop(&edges);
-	memset(&root, 0, sizeof(root));
-	nnodes = 0;
-	nshapes = 0;
-	next_shape_id = 1;
-	mru = lru = NULL;
+	cf_map_fini(&ce->trie.edges);
+	memset(&ce->trie.root, 0, sizeof(ce->trie.root));
+	ce->trie.nnodes = 0;
+	ce->trie.nshapes = 0;
+	ce->trie.next_shape_id = 1;
+	ce->trie.mru = ce->trie.lru = NULL;
 }
 
-size_t cap__trie_bytes(void)
+size_t cap__trie_bytes(struct cap_engine *ce)
 {
-	size_t n = nnodes * sizeof(struct cap_trie_node) + cf_map_bytes(&edges);
+	size_t n = ce->trie.nnodes * sizeof(struct cap_trie_node) + cf_map_bytes(&ce->trie.edges);
 
-	for (const struct cap_shape *s = mru; s; s = s->next)
+	for (const struct cap_shape *s = ce->trie.mru; s; s = s->next)
 		n += sizeof(*s) + s->nops * sizeof(*s->moved) + cap__window_bytes(s->last);
 	return n;
 }
 
-struct cap_shape *cap_shape_first(void)
+struct cap_shape *cap_shape_first(struct cap_engine *ce)
 {
-	return mru;
+	return ce->trie.mru;
 }
 
 struct cap_shape *cap_shape_next(const struct cap_shape *s)
@@ -262,9 +255,9 @@ struct cap_shape *cap_shape_next(const struct cap_shape *s)
 	return s->next;
 }
 
-size_t cap_shape_count(void)
+size_t cap_shape_count(struct cap_engine *ce)
 {
-	return nshapes;
+	return ce->trie.nshapes;
 }
 
 uint64_t cap_shape_id(const struct cap_shape *s)

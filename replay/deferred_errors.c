@@ -20,35 +20,7 @@
 #include "common/log.h"
 #include "replay/replay_int.h"
 
-#define RPL_MAX_PENDING 16        /* contexts with an error pending (more: the oldest is kept) */
-#define RPL_ERR_HISTORY 16        /* failures described in the report */
 #define RPL_ERR_LOGGED 8          /* failures described in the log, one line each */
-
-struct pending {
-	CUcontext ctx;               /* the failed op's context */
-	CUresult rc;                 /* the driver's answer */
-	bool sticky;                 /* returned by every later observing call */
-	uint32_t hist;               /* its entry in the report's history, or RPL_ERR_HISTORY */
-};
-
-struct failure {
-	CUresult rc;                 /* the driver's answer */
-	uint16_t api;                /* enum shim_api_id of the op */
-	const char *name;            /* kernel name or entry point (lives as long as capture) */
-	uint64_t callsite;           /* the op's call site hash, 0 when off */
-	uint64_t seq;                /* the op's number */
-	bool reported;               /* some call of the program returned it */
-};
-
-static struct {
-	struct pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky) */
-	uint32_t npending;           /* used entries */
-	struct failure hist[RPL_ERR_HISTORY]; /* the first failures */
-	uint32_t nhist;              /* used entries */
-	uint64_t failures;           /* deferred ops the driver refused */
-	uint64_t reported;           /* observing calls that returned such an error */
-	uint64_t unseen_at_exit;     /* errors no call had returned when the program exited */
-} e;
 
 bool rpl__error_is_sticky(CUresult rc)
 {
@@ -69,28 +41,28 @@ bool rpl__error_is_sticky(CUresult rc)
 	}
 }
 
-void rpl__error_note(const struct cap_op *op, CUresult rc)
+void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc)
 {
-	struct pending *p = NULL;
+	struct rpl_pending *p = NULL;
 	const char *name = cap_op_name(op);
-	uint32_t hist = e.nhist < RPL_ERR_HISTORY ? e.nhist : RPL_ERR_HISTORY; /* its history entry */
+	uint32_t hist = re->errs.nhist < RPL_ERR_HISTORY ? re->errs.nhist : RPL_ERR_HISTORY; /* its history entry */
 
-	e.failures++;
-	if (e.failures <= RPL_ERR_LOGGED) {
-		const char *site = op->callsite ? cap_callsite_name(op->callsite) : NULL;
+	re->errs.failures++;
+	if (re->errs.failures <= RPL_ERR_LOGGED) {
+		const char *site = op->callsite ? cap_callsite_name(re->cap, op->callsite) : NULL;
 
 		cf_log_warn("replay: deferred %s (%s, op %" PRIu64 "%s%s) failed with error %d when submitted; the "
 			    "program gets the error from its next synchronize, query or blocking copy%s",
 			    name, shim_api[op->api].name, op->seq, site ? ", at " : "", site ? site : "", (int)rc,
-			    e.failures == RPL_ERR_LOGGED ? " (further failures are only counted)" : "");
+			    re->errs.failures == RPL_ERR_LOGGED ? " (further failures are only counted)" : "");
 	}
-	if (e.nhist < RPL_ERR_HISTORY)
-		e.hist[e.nhist++] = (struct failure){
+	if (re->errs.nhist < RPL_ERR_HISTORY)
+		re->errs.hist[re->errs.nhist++] = (struct rpl_failure){
 			.rc = rc, .api = op->api, .name = name, .callsite = op->callsite, .seq = op->seq,
 		};
-	for (uint32_t i = 0; i < e.npending; i++)
-		if (e.pending[i].ctx == op->ctx)
-			p = &e.pending[i];
+	for (uint32_t i = 0; i < re->errs.npending; i++)
+		if (re->errs.pending[i].ctx == op->ctx)
+			p = &re->errs.pending[i];
 	if (p) {
 		/* the first error stands, unless this one leaves the context unusable */
 		if (!p->sticky && rpl__error_is_sticky(rc)) {
@@ -100,61 +72,56 @@ void rpl__error_note(const struct cap_op *op, CUresult rc)
 		}
 		return;
 	}
-	if (e.npending == RPL_MAX_PENDING)
+	if (re->errs.npending == RPL_MAX_PENDING)
 		return; /* absurdly many failing contexts: the oldest errors stand */
-	e.pending[e.npending++] =
-		(struct pending){ .ctx = op->ctx, .rc = rc, .sticky = rpl__error_is_sticky(rc), .hist = hist };
+	re->errs.pending[re->errs.npending++] =
+		(struct rpl_pending){ .ctx = op->ctx, .rc = rc, .sticky = rpl__error_is_sticky(rc), .hist = hist };
 }
 
-bool rpl_error_pending(void)
+bool rpl_error_pending(struct rpl_engine *re)
 {
-	return e.npending != 0;
+	return re->errs.npending != 0;
 }
 
-CUresult rpl_error_take(CUcontext ctx, bool work)
+CUresult rpl_error_take(struct rpl_engine *re, CUcontext ctx, bool work)
 {
-	for (uint32_t i = 0; i < e.npending; i++) {
-		struct pending *p = &e.pending[i];
+	for (uint32_t i = 0; i < re->errs.npending; i++) {
+		struct rpl_pending *p = &re->errs.pending[i];
 		CUresult rc = p->rc;
 
 		if (ctx && p->ctx && p->ctx != ctx)
 			continue;
 		if (work && !p->sticky)
 			continue; /* stream work fails only in an unusable context */
-		e.reported++;
-		if (p->hist < e.nhist)
-			e.hist[p->hist].reported = true;
+		re->errs.reported++;
+		if (p->hist < re->errs.nhist)
+			re->errs.hist[p->hist].reported = true;
 		if (!p->sticky)
-			e.pending[i] = e.pending[--e.npending];
+			re->errs.pending[i] = re->errs.pending[--re->errs.npending];
 		return rc;
 	}
 	return CUDA_SUCCESS;
 }
 
-void rpl__errors_at_exit(void)
+void rpl__errors_at_exit(struct rpl_engine *re)
 {
-	for (uint32_t i = 0; i < e.npending; i++) {
-		if (e.pending[i].sticky)
+	for (uint32_t i = 0; i < re->errs.npending; i++) {
+		if (re->errs.pending[i].sticky)
 			continue;
-		e.unseen_at_exit++;
+		re->errs.unseen_at_exit++;
 		cf_log_err("replay: a deferred call failed with error %d and the program exited before any call could "
-			   "return it to the program", (int)e.pending[i].rc);
+			   "return it to the program", (int)re->errs.pending[i].rc);
 	}
 }
 
-void rpl__errors_reset(void)
-{
-	memset(&e, 0, sizeof(e));
-}
-
-void rpl__errors_write_json(FILE *f)
+void rpl__errors_write_json(struct rpl_engine *re, FILE *f)
 {
 	fprintf(f, "\"deferred_errors\": {\"failed\": %" PRIu64 ", \"returned\": %" PRIu64 ", \"unseen_at_exit\": %" PRIu64
 		   ", \"first\": [",
-		e.failures, e.reported, e.unseen_at_exit);
-	for (uint32_t i = 0; i < e.nhist; i++) {
-		const struct failure *h = &e.hist[i];
-		const char *site = h->callsite ? cap_callsite_name(h->callsite) : NULL;
+		re->errs.failures, re->errs.reported, re->errs.unseen_at_exit);
+	for (uint32_t i = 0; i < re->errs.nhist; i++) {
+		const struct rpl_failure *h = &re->errs.hist[i];
+		const char *site = h->callsite ? cap_callsite_name(re->cap, h->callsite) : NULL;
 
 		fprintf(f, "%s{\"op\": %" PRIu64 ", \"name\": \"", i ? ", " : "", h->seq);
 		rpl__json_text(f, h->name);

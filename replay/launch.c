@@ -12,44 +12,44 @@
 
 /* The op's context current on this thread: only a call from another thread can find a
  * different one (the op was recorded with the context current on its own thread). */
-static void op_ctx_enter(const struct cap_op *op, bool *pushed)
+static void op_ctx_enter(struct rpl_engine *re, const struct cap_op *op, bool *pushed)
 {
 	*pushed = false;
 	if (op->tid != cf_tid())
-		rpl__ctx_enter(op->ctx, pushed);
+		rpl__ctx_enter(re, op->ctx, pushed);
 }
 
 /* ------------------------------------------------------------------ deferral and submission */
 
-static void def_clear(void)
+static void def_clear(struct rpl_engine *re)
 {
-	rpl__st.ndef = 0;
-	rpl__st.poll_t0 = 0;
-	cf_arena_reset(&rpl__st.arena);
+	re->st.ndef = 0;
+	re->st.poll_t0 = 0;
+	cf_arena_reset(&re->st.arena);
 }
 
 /* Keep a deep copy of op. 0 or -CF_ENOMEM. */
-int rpl__defer(const struct cap_op *op, uint32_t index)
+int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
 {
 	struct cap_op *c;
 
 	/* invariants 4 and 10: only a matching window defers, never after rpl_stop */
-	cf_assert(rpl__st.mstate == RPL_M_MATCHING && !rpl__st.stopped);
+	cf_assert(re->st.mstate == RPL_M_MATCHING && !re->st.stopped);
 	/* invariant 2: the deferred ops are a contiguous run of the window's ops */
-	cf_assert(!rpl__st.ndef || rpl__st.def_first + rpl__st.ndef == index);
-	if (rpl__st.ndef == rpl__st.capdef) {
-		uint32_t ncap = rpl__st.capdef ? 2 * rpl__st.capdef : 256;
-		struct cap_op *n = realloc(rpl__st.def, ncap * sizeof(*n));
+	cf_assert(!re->st.ndef || re->st.def_first + re->st.ndef == index);
+	if (re->st.ndef == re->st.capdef) {
+		uint32_t ncap = re->st.capdef ? 2 * re->st.capdef : 256;
+		struct cap_op *n = realloc(re->st.def, ncap * sizeof(*n));
 
 		if (!n)
 			return -CF_ENOMEM;
-		rpl__st.def = n;
-		rpl__st.capdef = ncap;
+		re->st.def = n;
+		re->st.capdef = ncap;
 	}
-	c = &rpl__st.def[rpl__st.ndef];
+	c = &re->st.def[re->st.ndef];
 	*c = *op;
 	if (op->kind == CAP_OP_KERNEL) {
-		c->u.kernel.params = cf_arena_dup(&rpl__st.arena, op->u.kernel.params, op->u.kernel.param_size);
+		c->u.kernel.params = cf_arena_dup(&re->st.arena, op->u.kernel.params, op->u.kernel.param_size);
 		if (!c->u.kernel.params)
 			return -CF_ENOMEM;
 		c->u.kernel.attrs = NULL; /* graphable kernels have none */
@@ -59,54 +59,54 @@ int rpl__defer(const struct cap_op *op, uint32_t index)
 		 * as the driver stages a pageable source */
 		c->flags &= (uint8_t)~CAP_OPF_STAGED;
 		c->u.memcpy.staged = NULL;
-		if (cap_op_stage(c, &rpl__st.arena) != 0)
+		if (cap_op_stage(c, &re->st.arena) != 0)
 			return -CF_ENOMEM;
 	}
-	if (rpl__st.ndef == 0)
-		rpl__st.def_first = index;
-	rpl__st.ndef++;
-	rpl__st.win_deferred = true;
-	rpl__totals.ops_deferred++;
+	if (re->st.ndef == 0)
+		re->st.def_first = index;
+	re->st.ndef++;
+	re->st.win_deferred = true;
+	re->totals.ops_deferred++;
 	return 0;
 }
 
 /* Submit the deferred ops eagerly, in order: all of them, or (g) those of g's parts from
  * from_part on (the parts before it were launched). Returns the first driver error. */
-static CUresult flush_ops(enum rpl_fallback why, const struct rpl_seg *g, uint32_t from_part)
+static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, const struct rpl_seg *g, uint32_t from_part)
 {
 	CUresult first = CUDA_SUCCESS;
 
-	if (!rpl__st.ndef)
+	if (!re->st.ndef)
 		return CUDA_SUCCESS;
-	rpl__fallback_note(rpl__st.ncand ? rpl__st.cand[0] : NULL, why);
-	rpl__mark_flush_begin(rpl__st.ndef, why);
-	for (uint32_t i = 0; i < rpl__st.ndef; i++) {
-		const struct cap_op *op = &rpl__st.def[i];
+	rpl__fallback_note(re, re->st.ncand ? re->st.cand[0] : NULL, why);
+	rpl__mark_flush_begin(re->st.ndef, why);
+	for (uint32_t i = 0; i < re->st.ndef; i++) {
+		const struct cap_op *op = &re->st.def[i];
 		bool pushed;
 		CUresult rc;
 
 		if (g && g->nodes[i].part < from_part)
 			continue;
 
-		op_ctx_enter(op, &pushed);
+		op_ctx_enter(re, op, &pushed);
 		rc = cap_op_issue(op);
-		rpl__ctx_leave(pushed);
+		rpl__ctx_leave(re, pushed);
 		if (rc != CUDA_SUCCESS) {
 			/* the program was told it succeeded: its next observing call returns it */
-			rpl__error_note(op, rc);
+			rpl__error_note(re, op, rc);
 			if (first == CUDA_SUCCESS)
 				first = rc;
 		}
 	}
-	rpl__totals.ops_flushed += rpl__st.ndef;
-	def_clear();
+	re->totals.ops_flushed += re->st.ndef;
+	def_clear(re);
 	rpl__mark_end();
 	return first;
 }
 
-static CUresult flush_eager(enum rpl_fallback why)
+static CUresult flush_eager(struct rpl_engine *re, enum rpl_fallback why)
 {
-	return flush_ops(why, NULL, 0);
+	return flush_ops(re, why, NULL, 0);
 }
 
 static void note_moved_site(struct rpl_template *t, uint64_t site)
@@ -126,14 +126,14 @@ static void note_moved_site(struct rpl_template *t, uint64_t site)
 }
 
 /* Patch the nodes of g whose bindings differ from the deferred ops'. 0, or a driver error. */
-static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatched)
+static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t *npatched)
 {
 	CUresult rc = CUDA_SUCCESS;
 
 	*npatched = 0;
 	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
 		struct cap_op tmp; /* a plan node's op derived from this launch's bindings */
-		const struct cap_op *op = rpl__seg_op(g, i, rpl__st.def, &tmp);
+		const struct cap_op *op = rpl__seg_op(g, i, re->st.def, &tmp);
 		struct rpl_node *n = &g->nodes[i];
 		CUgraphExec exec = g->parts[n->part].exec;
 
@@ -155,7 +155,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 			if (rpl__node_set_kernel(n, op) != 0)
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecKernelNodeSetParams_v2)(exec, n->node, &p);
 			break;
 		}
@@ -166,7 +166,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 			if (rpl__copy_equal(&n->copy, &d))
 				continue;
 			n->copy = d;
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(exec, n->node, &n->copy, op->ctx);
 			break;
 		}
@@ -177,7 +177,7 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 			if (rpl__memset_equal(&n->set, &p))
 				continue;
 			n->set = p;
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecMemsetNodeSetParams)(exec, n->node, &n->set, op->ctx);
 			break;
 		}
@@ -185,14 +185,14 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 			if (n->event == op->u.event.event)
 				continue;
 			n->event = op->u.event.event;
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecEventRecordNodeSetEvent)(exec, n->node, n->event);
 			break;
 		case CAP_OP_EVENT_WAIT:
 			if (n->empty || n->event == op->u.event.event)
 				continue;
 			n->event = op->u.event.event;
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecEventWaitNodeSetEvent)(exec, n->node, n->event);
 			break;
 		default:
@@ -209,41 +209,41 @@ static CUresult patch(struct rpl_template *t, struct rpl_seg *g, uint32_t *npatc
 
 /* Whether every staged copy's source span has the size of its node's stage buffer (the span
  * also depends on pitches, which are bindings). */
-static bool stages_fit(const struct rpl_seg *g)
+static bool stages_fit(struct rpl_engine *re, const struct rpl_seg *g)
 {
 	for (uint32_t i = 0; i < g->n; i++)
-		if (g->nodes[i].stage && (!(rpl__st.def[i].flags & CAP_OPF_STAGED) ||
-					  rpl__st.def[i].u.memcpy.src_span != g->nodes[i].stage_bytes))
+		if (g->nodes[i].stage && (!(re->st.def[i].flags & CAP_OPF_STAGED) ||
+					  re->st.def[i].u.memcpy.src_span != g->nodes[i].stage_bytes))
 			return false;
 	return true;
 }
 
 /* When the previous launch of g's graphs has read their stage buffers, fill them with the bytes
  * staged at the calls; CUDA_ERROR_NOT_READY when it has not (never waits: invariant 9). */
-static CUresult stages_fill(struct rpl_seg *g)
+static CUresult stages_fill(struct rpl_engine *re, struct rpl_seg *g)
 {
 	for (uint32_t k = 0; g->launches && k < g->nparts; k++) {
 		CUresult rc;
 
 		if (!g->parts[k].staged)
 			continue;
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuEventQuery)(g->parts[k].done_ev);
 		if (rc != CUDA_SUCCESS)
 			return rc;
 	}
 	for (uint32_t i = 0; i < g->n; i++)
 		if (g->nodes[i].stage)
-			memcpy(g->nodes[i].stage, rpl__st.def[i].u.memcpy.staged, g->nodes[i].stage_bytes);
+			memcpy(g->nodes[i].stage, re->st.def[i].u.memcpy.staged, g->nodes[i].stage_bytes);
 	return CUDA_SUCCESS;
 }
 
 /* Mark the end of a launch of part pt when it reads stage buffers. */
-static CUresult rec_done(const struct rpl_part *pt, CUstream launch)
+static CUresult rec_done(struct rpl_engine *re, const struct rpl_part *pt, CUstream launch)
 {
 	if (!pt->staged)
 		return CUDA_SUCCESS;
-	rpl__own_call();
+	rpl__own_call(re);
 	return SHIM_REAL(cuEventRecord)(pt->done_ev, launch);
 }
 
@@ -251,19 +251,19 @@ static CUresult rec_done(const struct rpl_part *pt, CUstream launch)
  * is on it, so CUDA's implicit synchronization with blocking streams holds for the whole graph;
  * else the first op's stream), others[] every other stream. Returns the count of others, or -1
  * when there are too many. */
-static int def_streams(CUstream *launch, CUstream *others)
+static int def_streams(struct rpl_engine *re, CUstream *launch, CUstream *others)
 {
-	const struct cap_op *lop = &rpl__st.def[0];
+	const struct cap_op *lop = &re->st.def[0];
 	int n = 0;
 
-	for (uint32_t i = 0; i < rpl__st.ndef; i++)
-		if (rpl__st.def[i].stream_kind == CAP_STREAM_LEGACY) {
-			lop = &rpl__st.def[i];
+	for (uint32_t i = 0; i < re->st.ndef; i++)
+		if (re->st.def[i].stream_kind == CAP_STREAM_LEGACY) {
+			lop = &re->st.def[i];
 			break;
 		}
 	*launch = lop->stream;
-	for (uint32_t i = 0; i < rpl__st.ndef; i++) {
-		const struct cap_op *o = &rpl__st.def[i];
+	for (uint32_t i = 0; i < re->st.ndef; i++) {
+		const struct cap_op *o = &re->st.def[i];
 		bool seen;
 
 		if (o->stream_slot == lop->stream_slot ||
@@ -284,23 +284,23 @@ static int def_streams(CUstream *launch, CUstream *others)
 /* Every other stream's earlier work before the launch stream's next (join), or the launch
  * stream's work before every other stream's next (fork): record ev on one side, wait on the
  * other. */
-static CUresult join(CUevent ev, CUstream launch, const CUstream *others, int n, bool fork)
+static CUresult join(struct rpl_engine *re, CUevent ev, CUstream launch, const CUstream *others, int n, bool fork)
 {
 	CUresult rc = CUDA_SUCCESS;
 
 	if (fork && n) {
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuEventRecord)(ev, launch);
 	}
 	for (int i = 0; i < n && rc == CUDA_SUCCESS; i++) {
 		if (fork) {
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuStreamWaitEvent)(others[i], ev, 0);
 		} else {
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuEventRecord)(ev, others[i]);
 			if (rc == CUDA_SUCCESS) {
-				rpl__own_call();
+				rpl__own_call(re);
 				rc = SHIM_REAL(cuStreamWaitEvent)(launch, ev, 0);
 			}
 		}
@@ -311,45 +311,45 @@ static CUresult join(CUevent ev, CUstream launch, const CUstream *others, int n,
 /* After a graph launched but what orders later work after it failed: the engine waits for the
  * stream after dropping its mutex (invariant 9), before the program's call returns; then replay
  * stops in ctx. */
-static void launched_unordered(CUstream launch, CUcontext ctx)
+static void launched_unordered(struct rpl_engine *re, CUstream launch, CUcontext ctx)
 {
-	rpl__st.wait.stream = launch;
-	rpl__st.wait.ctx = ctx;
-	rpl__st.wait_due = true;
-	def_clear();
-	rpl__ctx_fail(ctx, "ordering streams after a graph launch failed");
+	re->st.wait.stream = launch;
+	re->st.wait.ctx = ctx;
+	re->st.wait_due = true;
+	def_clear(re);
+	rpl__ctx_fail(re, ctx, "ordering streams after a graph launch failed");
 }
 
 /* One graph on one stream: the segment's other streams joined before it and forked after. On a
  * failure the deferred ops go eagerly (or, launched, the engine waits for it). */
-static CUresult launch_joined(struct rpl_seg *g, CUstream launch, const CUstream *others, int nothers,
-			      const struct rpl_template *t, CUcontext ctx, bool pushed)
+static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, CUstream launch, const CUstream *others,
+			      int nothers, const struct rpl_template *t, CUcontext ctx, bool pushed)
 {
 	CUresult rc;
 
 	/* joins only add ordering: if one fails, the eager flush below is still in order */
-	rc = join(t->join_ev, launch, others, nothers, false);
+	rc = join(re, t->join_ev, launch, others, nothers, false);
 	if (rc == CUDA_SUCCESS) {
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuGraphLaunch)(g->parts[0].exec, launch);
-		if (rc == CUDA_SUCCESS && (join(t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
-					   rec_done(&g->parts[0], launch) != CUDA_SUCCESS)) {
-			rpl__ctx_leave(pushed);
-			launched_unordered(launch, ctx);
+		if (rc == CUDA_SUCCESS && (join(re, t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
+					   rec_done(re, &g->parts[0], launch) != CUDA_SUCCESS)) {
+			rpl__ctx_leave(re, pushed);
+			launched_unordered(re, launch, ctx);
 			return CUDA_ERROR_UNKNOWN;
 		}
 	}
-	rpl__ctx_leave(pushed);
+	rpl__ctx_leave(re, pushed);
 	if (rc != CUDA_SUCCESS) {
-		flush_eager(RPL_FB_LAUNCH);
-		rpl__ctx_fail(ctx, "launching a graph failed");
+		flush_eager(re, RPL_FB_LAUNCH);
+		rpl__ctx_fail(re, ctx, "launching a graph failed");
 	}
 	return rc;
 }
 
 /* One graph per stream, each on its own stream, in launch order (segment.c): no joins. On a
  * failure the parts not launched go eagerly. */
-static CUresult launch_parts(struct rpl_seg *g, CUcontext ctx, bool pushed)
+static CUresult launch_parts(struct rpl_engine *re, struct rpl_seg *g, CUcontext ctx, bool pushed)
 {
 	CUresult rc = CUDA_SUCCESS;
 	CUstream unordered = NULL;
@@ -357,33 +357,33 @@ static CUresult launch_parts(struct rpl_seg *g, CUcontext ctx, bool pushed)
 	uint32_t k = 0;
 
 	for (; k < g->nparts; k++) {
-		CUstream s = rpl__st.def[g->parts[k].first].stream;
+		CUstream s = re->st.def[g->parts[k].first].stream;
 
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuGraphLaunch)(g->parts[k].exec, s);
 		if (rc != CUDA_SUCCESS)
 			break;
-		if (!done_failed && rec_done(&g->parts[k], s) != CUDA_SUCCESS) {
+		if (!done_failed && rec_done(re, &g->parts[k], s) != CUDA_SUCCESS) {
 			done_failed = true;
 			unordered = s;
 		}
 	}
-	rpl__ctx_leave(pushed);
+	rpl__ctx_leave(re, pushed);
 	if (rc != CUDA_SUCCESS) {
 		/* launched parts stay; the others' ops go in order, after them */
-		flush_ops(RPL_FB_LAUNCH, g, k);
-		rpl__ctx_fail(ctx, "launching a graph failed");
+		flush_ops(re, RPL_FB_LAUNCH, g, k);
+		rpl__ctx_fail(re, ctx, "launching a graph failed");
 		return rc;
 	}
 	if (done_failed) {
-		launched_unordered(unordered, ctx);
+		launched_unordered(re, unordered, ctx);
 		return CUDA_ERROR_UNKNOWN;
 	}
 	return CUDA_SUCCESS;
 }
 
 /* Count a launch of segment g of t that patched npatched nodes; nothing is deferred after. */
-static void launch_count(struct rpl_template *t, struct rpl_seg *g, uint32_t npatched)
+static void launch_count(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t npatched)
 {
 	g->launches++;
 	g->patches += npatched;
@@ -395,19 +395,19 @@ static void launch_count(struct rpl_template *t, struct rpl_seg *g, uint32_t npa
 	t->graph_launches += g->nparts;
 	t->patches += npatched;
 	t->ops_replayed += g->n;
-	rpl__totals.graph_launches += g->nparts;
-	rpl__totals.patches += npatched;
-	rpl__totals.ops_replayed += g->n;
-	def_clear();
-	rpl__check_churn(t);
+	re->totals.graph_launches += g->nparts;
+	re->totals.patches += npatched;
+	re->totals.ops_replayed += g->n;
+	def_clear(re);
+	rpl__check_churn(re, t);
 }
 
 /* Launch segment k of t for the deferred ops (which are exactly its ops). On a failure the
  * deferred ops are submitted eagerly and the context goes to passthrough. */
-static void launch_seg_now(struct rpl_template *t, uint32_t k)
+static void launch_seg_now(struct rpl_engine *re, struct rpl_template *t, uint32_t k)
 {
 	struct rpl_seg *g = &t->segs[k];
-	const struct cap_op *first = &rpl__st.def[0];
+	const struct cap_op *first = &re->st.def[0];
 	CUstream launch = NULL, others[RPL_MAX_JOIN];
 	uint32_t npatched = 0;
 	CUcontext ctx = first->ctx;
@@ -416,80 +416,80 @@ static void launch_seg_now(struct rpl_template *t, uint32_t k)
 	CUresult rc;
 
 	/* invariant 2: the deferred ops are exactly segment k's */
-	cf_assert(g->first == rpl__st.def_first && g->n == rpl__st.ndef);
+	cf_assert(g->first == re->st.def_first && g->n == re->st.ndef);
 	if (g->nparts == 1) {
-		nothers = def_streams(&launch, others);
+		nothers = def_streams(re, &launch, others);
 		if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
-			flush_eager(RPL_FB_MISMATCH);
+			flush_eager(re, RPL_FB_MISMATCH);
 			return;
 		}
 	}
-	if (g->staged && !stages_fit(g)) {
-		flush_eager(RPL_FB_MISMATCH);
+	if (g->staged && !stages_fit(re, g)) {
+		flush_eager(re, RPL_FB_MISMATCH);
 		return;
 	}
-	if (!rpl__seg_guards_hold(g, rpl__st.def)) {
+	if (!rpl__seg_guards_hold(g, re->st.def)) {
 		/* the rewrite plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
 		struct rpl_shape_note *n = cap_shape_user(t->shape);
 
-		flush_eager(RPL_FB_GUARD);
+		flush_eager(re, RPL_FB_GUARD);
 		if (n && ++n->guard_retires == RPL_GUARD_RETIRES)
 			cf_log_info("window shape %llu: rewrite guards failed %d times; it is replayed without "
 				    "rewriting from now on", (unsigned long long)t->shape_id, RPL_GUARD_RETIRES);
-		rpl__template_retire(t, "a rewrite guard failed on a launch's bindings");
+		rpl__template_retire(re, t, "a rewrite guard failed on a launch's bindings");
 		return;
 	}
-	rc = patch(t, g, &npatched);
+	rc = patch(re, t, g, &npatched);
 	if (rc != CUDA_SUCCESS) {
-		flush_eager(RPL_FB_PATCH);
-		rpl__ctx_fail(ctx, "patching a graph node failed");
+		flush_eager(re, RPL_FB_PATCH);
+		rpl__ctx_fail(re, ctx, "patching a graph node failed");
 		return;
 	}
-	op_ctx_enter(first, &pushed);
+	op_ctx_enter(re, first, &pushed);
 	if (g->staged) {
-		rc = stages_fill(g);
+		rc = stages_fill(re, g);
 		if (rc == CUDA_ERROR_NOT_READY) {
 			/* the previous launch still reads the buffers: this one goes eagerly (the
 			 * copies from the bytes taken at the calls), which needs no wait */
-			rpl__ctx_leave(pushed);
-			flush_eager(RPL_FB_BUSY);
+			rpl__ctx_leave(re, pushed);
+			flush_eager(re, RPL_FB_BUSY);
 			return;
 		}
 		if (rc != CUDA_SUCCESS) {
-			rpl__ctx_leave(pushed);
-			flush_eager(RPL_FB_LAUNCH);
-			rpl__ctx_fail(ctx, "waiting for a graph's earlier launch failed");
+			rpl__ctx_leave(re, pushed);
+			flush_eager(re, RPL_FB_LAUNCH);
+			rpl__ctx_fail(re, ctx, "waiting for a graph's earlier launch failed");
 			return;
 		}
 	}
 	if (g->nparts == 1)
-		rc = launch_joined(g, launch, others, nothers, t, ctx, pushed);
+		rc = launch_joined(re, g, launch, others, nothers, t, ctx, pushed);
 	else
-		rc = launch_parts(g, ctx, pushed);
+		rc = launch_parts(re, g, ctx, pushed);
 	if (rc == CUDA_SUCCESS)
-		launch_count(t, g, npatched);
+		launch_count(re, t, g, npatched);
 }
 
 /* launch_seg_now inside an NVTX range (an eager fallback inside it is a range nested in it). */
-static void launch_seg(struct rpl_template *t, uint32_t k)
+static void launch_seg(struct rpl_engine *re, struct rpl_template *t, uint32_t k)
 {
 	rpl__mark_launch_begin(t->shape_id, k, t->segs[k].n);
-	launch_seg_now(t, k);
+	launch_seg_now(re, t, k);
 	rpl__mark_end();
 }
 
 /* A candidate with exactly the deferred run as one of its segments, and that segment. */
-static struct rpl_template *whole_segment(uint32_t *k)
+static struct rpl_template *whole_segment(struct rpl_engine *re, uint32_t *k)
 {
-	for (uint32_t c = 0; c < rpl__st.ncand; c++) {
-		struct rpl_template *t = rpl__st.cand[c];
+	for (uint32_t c = 0; c < re->st.ncand; c++) {
+		struct rpl_template *t = re->st.cand[c];
 		int32_t s;
 
-		if (rpl__st.def_first >= t->nops)
+		if (re->st.def_first >= t->nops)
 			continue;
-		s = t->ops[rpl__st.def_first].seg;
-		if (s >= 0 && t->segs[s].first == rpl__st.def_first && t->segs[s].n == rpl__st.ndef) {
+		s = t->ops[re->st.def_first].seg;
+		if (s >= 0 && t->segs[s].first == re->st.def_first && t->segs[s].n == re->st.ndef) {
 			*k = (uint32_t)s;
 			return t;
 		}
@@ -498,18 +498,18 @@ static struct rpl_template *whole_segment(uint32_t *k)
 }
 
 /* Submit what is deferred: as a graph when it is a whole segment, else eagerly. */
-CUresult rpl__submit_deferred(enum rpl_fallback why)
+CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why)
 {
 	struct rpl_template *t;
 	uint32_t k;
 
-	if (!rpl__st.ndef)
+	if (!re->st.ndef)
 		return CUDA_SUCCESS;
-	t = whole_segment(&k);
+	t = whole_segment(re, &k);
 	if (t) {
-		launch_seg(t, k);
-		cf_assert(rpl__st.ndef == 0); /* invariant 5: launched, or submitted eagerly */
+		launch_seg(re, t, k);
+		cf_assert(re->st.ndef == 0); /* invariant 5: launched, or submitted eagerly */
 		return CUDA_SUCCESS;
 	}
-	return flush_eager(why);
+	return flush_eager(re, why);
 }

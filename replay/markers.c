@@ -3,9 +3,11 @@
  *
  * NVTX 3 is header-only: the first NVTX call loads the tool named by NVTX_INJECTION64_PATH (Nsight
  * sets it), and without one every later call is a test of a null function pointer. The domain is
- * created once, at rpl_init; without a tool nvtxDomainCreateA answers NULL, and then every
- * rpl__mark_* returns at its first test: no string is formatted and NVTX is not called again.
- * Callers hold the engine's mutex, so the domain is created once and ranges nest on one thread.
+ * created once per process, when the first replay part is made (rpl_engine_create, under the
+ * engine's start); without a tool nvtxDomainCreateA answers NULL, and then every rpl__mark_*
+ * returns at its first test: no string is formatted and NVTX is not called again. Ranges are
+ * per thread in NVTX, so a template build marked outside the engine's lock nests on its own
+ * thread.
  * In a setuid or setgid process NVTX is never called (it would load a library the environment
  * names). */
 #include <stdio.h>

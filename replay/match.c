@@ -1,13 +1,14 @@
 /* match.c - the replay state machine: following templates call by call (candidates, the
  * segment cuts they follow), deferring matched ops, and the window's start and close; the
  * state and lifecycle the other replay files share (launch.c submits what is deferred,
- * retire.c retires templates). replay layer; owns the matcher's state (struct rpl_state) and
- * the list of templates.
+ * retire.c retires templates). replay layer; owns replay's part of the engine (struct
+ * rpl_engine, replay_int.h: the matcher's state, the templates, totals, notes, deferred errors),
+ * which every function here takes first; one per engine, so two engines never share a template.
  *
  * Invariants:
- *  1. Callers serialize (the engine's mutex). Deferred ops are deep copies (parameters in
- *     replay's own arena), so they never point into the program's memory or into a capture
- *     window that may be recycled.
+ *  1. Callers serialize (the engine's mutex), except rpl_build_run (invariant 11). Deferred
+ *     ops are deep copies (parameters in replay's own arena), so they never point into the
+ *     program's memory or into a capture window that may be recycled.
  *  2. Every deferred op is one of the window's ops in order, and the deferred ops are exactly
  *     the ops [def_first, def_first + ndef) of the window: a contiguous run of graphable ops
  *     (on any of its streams) that ends at the window's depth; it is one whole segment of a
@@ -40,6 +41,21 @@
  *     (BUSY); a synchronization that a failure makes necessary is left to the engine, which
  *     makes it after dropping its mutex (rpl_take_wait).
  * 10. After rpl_stop (exit) nothing is deferred.
+ * 11. A template build runs outside the engine's mutex: rpl_window_closed only schedules it
+ *     (one per engine at a time) with the shape's last window pinned, the engine's lock drop
+ *     runs it (rpl_build_run reads only that window, its configuration and the driver, and
+ *     writes only the build and the atomic own-call counter) and publishes it under the mutex
+ *     again (rpl_build_publish) before the thread's own call goes on. What retired templates in
+ *     between (frees, destroyed events, unloads, destroyed contexts: rpl__build_note) is
+ *     applied to the result as it is published, as if it had been built at once; a build
+ *     whose shape went, whose context failed, or that missed more retirements than it keeps,
+ *     is discarded.
+ *
+ * A build's life:
+ *
+ *     rpl_window_closed --schedule, pin--> DUE --rpl_build_take (lock drop)--> RUNNING
+ *         (outside the lock) --rpl_build_publish (under it)--> template linked in, shape
+ *         rejected, or discarded (shape gone, context failed, stale); window unpinned
  *
  * States of the open window:
  *
@@ -52,7 +68,7 @@
  *         |      |      mismatch, failure, flush (deferred ops submitted eagerly
  *         |      |      unless they form a whole segment of a candidate)
  *         +------+
- *      rpl_window_closed (the window's shape may become a template)
+ *      rpl_window_closed (the window's shape may be scheduled for a build, invariant 11)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,14 +81,7 @@
 #include "common/log.h"
 #include "replay/replay_int.h"
 
-struct rpl_totals rpl__totals;
-
 #define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
-
-struct rpl_state rpl__st;
-
-/* Every live note. */
-struct note_link *rpl__notes;
 
 static const char *const fallback_names[RPL_FB_COUNT] = {
 #define RPL_FALLBACK_NAME_(name, label) #name,
@@ -91,8 +100,6 @@ static const char *const fallback_labels[RPL_FB_COUNT] = {
 #undef RPL_FALLBACK_LABEL_
 };
 
-static uint64_t strict_events; /* fallbacks CUFOLD_STRICT counts (rpl_strict_events) */
-static uint32_t strict_logged; /* bit per fallback kind logged, bit RPL_FB_COUNT: passthrough */
 
 /* Whether a fallback is one CUFOLD_STRICT counts: cufold's own failure, or a failed guard. */
 static bool fallback_is_strict(enum rpl_fallback why)
@@ -101,19 +108,19 @@ static bool fallback_is_strict(enum rpl_fallback why)
 	       why == RPL_FB_GUARD;
 }
 
-static void strict_note(unsigned kind, const char *name, const char *what)
+static void strict_note(struct rpl_engine *re, unsigned kind, const char *name, const char *what)
 {
-	strict_events++;
-	if (!rpl__st.cfg.strict || (strict_logged & (1u << kind)))
+	re->strict_events++;
+	if (!re->st.cfg.strict || (re->strict_logged & (1u << kind)))
 		return;
-	strict_logged |= 1u << kind;
+	re->strict_logged |= 1u << kind;
 	cf_log_err("CUFOLD_STRICT: %s (%s); the program's results are unchanged, but a program that exits with "
 		   "status 0 will exit with status 70", name, what);
 }
 
-void rpl__fallback_note(struct rpl_template *t, enum rpl_fallback why)
+void rpl__fallback_note(struct rpl_engine *re, struct rpl_template *t, enum rpl_fallback why)
 {
-	rpl__totals.fallbacks[why]++;
+	re->totals.fallbacks[why]++;
 	if (t)
 		t->fallbacks[why]++;
 	if (fallback_is_strict(why)) {
@@ -121,40 +128,41 @@ void rpl__fallback_note(struct rpl_template *t, enum rpl_fallback why)
 
 		rpl__mark_event("fallback", rpl_fallback_name(why));
 		snprintf(name, sizeof(name), "a %s fallback", rpl_fallback_name(why));
-		strict_note(why, name, fallback_labels[why]);
+		strict_note(re, why, name, fallback_labels[why]);
 	}
 }
 
-void rpl__passthrough_note(const char *what)
+void rpl__passthrough_note(struct rpl_engine *re, const char *what)
 {
 	rpl__mark_event("passthrough", what);
-	strict_note(RPL_FB_COUNT, "a context sent to passthrough", what);
+	strict_note(re, RPL_FB_COUNT, "a context sent to passthrough", what);
 }
 
-uint64_t rpl_strict_events(void)
+uint64_t rpl_strict_events(struct rpl_engine *re)
 {
-	return strict_events;
+	return re->strict_events;
 }
 
-void rpl__own_call(void)
+void rpl__own_call(struct rpl_engine *re)
 {
-	rpl__totals.own_calls++;
+	/* atomic: template builds count their driver calls outside the lock */
+	__atomic_fetch_add(&re->totals.own_calls, 1, __ATOMIC_RELAXED);
 }
 
-void rpl__ctx_enter(CUcontext ctx, bool *pushed)
+void rpl__ctx_enter(struct rpl_engine *re, CUcontext ctx, bool *pushed)
 {
 	CUcontext cur = NULL;
 
 	*pushed = false;
 	if (!ctx)
 		return;
-	rpl__own_call();
+	rpl__own_call(re);
 	if (SHIM_REAL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == ctx)
 		return;
 	/* a refused push would submit another thread's op in no context (INVALID_CONTEXT at its
 	 * next observation): try once more before giving up, and say so */
 	for (int tries = 0; tries < 2 && !*pushed; tries++) {
-		rpl__own_call();
+		rpl__own_call(re);
 		*pushed = SHIM_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
 	}
 	if (!*pushed)
@@ -162,29 +170,31 @@ void rpl__ctx_enter(CUcontext ctx, bool *pushed)
 				 "work fails and the program gets the error at its next synchronization");
 }
 
-void rpl__ctx_leave(bool pushed)
+void rpl__ctx_leave(struct rpl_engine *re, bool pushed)
 {
 	CUcontext dummy;
 
 	if (!pushed)
 		return;
-	rpl__own_call();
+	rpl__own_call(re);
 	SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
 }
 
 /* ------------------------------------------------------------------ set-up */
 
-int rpl_init(const struct rpl_config *cfg)
+struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_config *cfg)
 {
-	if (rpl__st.ready)
-		return 0;
-	memset(&rpl__st, 0, sizeof(rpl__st));
-	rpl__st.cfg = *cfg;
-	if (!rpl__st.cfg.segment)
-		rpl__st.cfg.segment = 1;
-	if (!rpl__st.cfg.warmup)
-		rpl__st.cfg.warmup = 1;
-	cf_arena_init(&rpl__st.arena, 16 * 1024);
+	struct rpl_engine *re = calloc(1, sizeof(*re));
+
+	if (!re)
+		return NULL;
+	re->cap = cap;
+	re->st.cfg = *cfg;
+	if (!re->st.cfg.segment)
+		re->st.cfg.segment = 1;
+	if (!re->st.cfg.warmup)
+		re->st.cfg.warmup = 1;
+	cf_arena_init(&re->st.arena, 16 * 1024);
 	rpl__gate_init();
 	rpl__mark_init();
 	/* what reading the clock itself costs, taken out of the matching cost measured */
@@ -194,150 +204,119 @@ int rpl_init(const struct rpl_config *cfg)
 		for (int i = 0; i < 64; i++)
 			t1 = cf_now_ns();
 		t1 = cf_now_ns();
-		rpl__st.clock_ns = (t1 - t0) / 66;
+		re->st.clock_ns = (t1 - t0) / 66;
 	}
-	rpl__st.ready = true;
-	return 0;
+	re->st.ready = true;
+	return re;
 }
 
-static void templates_drop_all(void)
+static void templates_drop_all(struct rpl_engine *re)
 {
-	struct rpl_template *t = rpl__st.templates, *next;
+	struct rpl_template *t = re->st.templates, *next;
 
-	for (struct rpl_template *r = rpl__st.retired; r; r = next) {
+	for (struct rpl_template *r = re->st.retired; r; r = next) {
 		next = r->next;
-		rpl__template_destroy(r);
+		rpl__template_destroy(re, r);
 	}
-	rpl__st.retired = NULL;
+	re->st.retired = NULL;
 	for (; t; t = next) {
 		next = t->next;
-		if (rpl__st.no_driver) {
-			/* the parent's graphs: only host memory is ours to free */
-			t->join_ev = t->fork_ev = NULL;
-			for (uint32_t k = 0; k < t->nsegs; k++) {
-				for (uint32_t j = 0; t->segs[k].parts && j < t->segs[k].nparts; j++) {
-					t->segs[k].parts[j].exec = NULL;
-					t->segs[k].parts[j].graph = NULL;
-					t->segs[k].parts[j].done_ev = NULL;
-				}
-				for (uint32_t i = 0; t->segs[k].nodes && i < t->segs[k].n; i++)
-					t->segs[k].nodes[i].stage = NULL;
-			}
-		}
-		rpl__template_destroy(t);
+		rpl__template_destroy(re, t);
 	}
-	rpl__st.templates = NULL;
+	re->st.templates = NULL;
 }
 
-static void notes_free(void)
+static void notes_free(struct rpl_engine *re)
 {
-	struct note_link *l = rpl__notes, *next;
+	struct note_link *l = re->notes, *next;
 
 	for (; l; l = next) {
 		next = l->next;
-		if (!rpl__st.no_driver && cap_is_ready() && cap_shape_user(l->shape) == &l->note)
+		if (cap_is_ready(re->cap) && cap_shape_user(l->shape) == &l->note)
 			cap_shape_set_user(l->shape, NULL);
 		free(l);
 	}
-	rpl__notes = NULL;
+	re->notes = NULL;
 }
 
-void rpl_fini(void)
+void rpl_engine_destroy(struct rpl_engine *re)
 {
-	if (!rpl__st.ready)
+	if (!re)
 		return;
-	rpl_flush();
-	templates_drop_all();
-	notes_free();
-	free(rpl__st.def);
-	cf_arena_fini(&rpl__st.arena);
-	memset(&rpl__st, 0, sizeof(rpl__st));
+	if (re->st.build_due)
+		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
+	rpl_flush(re);
+	templates_drop_all(re);
+	notes_free(re);
+	free(re->st.def);
+	cf_arena_fini(&re->st.arena);
+	free(re);
 }
 
-void rpl_atfork_child(void)
+struct rpl_template *rpl__templates(struct rpl_engine *re)
 {
-	struct rpl_config cfg = rpl__st.cfg;
-
-	if (!rpl__st.ready)
-		return;
-	/* The parent flushed before forking; whatever is left belongs to the parent. */
-	rpl__st.ndef = 0;
-	rpl__st.no_driver = true;
-	templates_drop_all();
-	notes_free();
-	free(rpl__st.def);
-	cf_arena_fini(&rpl__st.arena);
-	memset(&rpl__st, 0, sizeof(rpl__st));
-	memset(&rpl__totals, 0, sizeof(rpl__totals));
-	strict_events = 0; /* the parent's failures are the parent's exit status */
-	strict_logged = 0;
-	rpl__errors_reset();
-	rpl_init(&cfg);
+	return re->st.templates;
 }
 
-struct rpl_template *rpl__templates(void)
+struct rpl_template *rpl__retired(struct rpl_engine *re)
 {
-	return rpl__st.templates;
-}
-
-struct rpl_template *rpl__retired(void)
-{
-	return rpl__st.retired;
+	return re->st.retired;
 }
 
 /* ------------------------------------------------------------------ matching */
 
 /* The matcher's state between calls (debug builds: cf_assert compiles out in release). */
-static void state_check(void)
+static void state_check(struct rpl_engine *re)
 {
+	(void)re; /* release builds compile the checks out */
 	/* invariant 2: the deferred ops are the window's ops [def_first, depth), in order */
-	cf_assert(!rpl__st.ndef || rpl__st.def_first + rpl__st.ndef == rpl__st.depth);
+	cf_assert(!re->st.ndef || re->st.def_first + re->st.ndef == re->st.depth);
 	/* invariants 4 and 10: only a matching window keeps ops, and none after rpl_stop */
-	cf_assert(!rpl__st.ndef || (rpl__st.mstate == RPL_M_MATCHING && !rpl__st.stopped));
+	cf_assert(!re->st.ndef || (re->st.mstate == RPL_M_MATCHING && !re->st.stopped));
 	/* invariant 3: a matching window follows 1..RPL_MAX_CAND candidates; a fresh one none yet */
-	cf_assert(rpl__st.ncand <= RPL_MAX_CAND);
-	cf_assert(rpl__st.mstate != RPL_M_MATCHING || rpl__st.ncand > 0);
-	cf_assert(rpl__st.mstate != RPL_M_FRESH || (rpl__st.depth == 0 && rpl__st.ncand == 0));
+	cf_assert(re->st.ncand <= RPL_MAX_CAND);
+	cf_assert(re->st.mstate != RPL_M_MATCHING || re->st.ncand > 0);
+	cf_assert(re->st.mstate != RPL_M_FRESH || (re->st.depth == 0 && re->st.ncand == 0));
 }
 
-static enum rpl_verdict go_recording(enum rpl_fallback why)
+static enum rpl_verdict go_recording(struct rpl_engine *re, enum rpl_fallback why)
 {
-	rpl__submit_deferred(why);
-	cf_assert(rpl__st.ndef == 0); /* invariant 4: nothing deferred while recording */
-	rpl__st.mstate = RPL_M_RECORDING;
-	rpl__st.ncand = 0;
-	rpl__st.ended = NULL;
+	rpl__submit_deferred(re, why);
+	cf_assert(re->st.ndef == 0); /* invariant 4: nothing deferred while recording */
+	re->st.mstate = RPL_M_RECORDING;
+	re->st.ncand = 0;
+	re->st.ended = NULL;
 	return RPL_EAGER;
 }
 
 /* A window's first op: the last window's time is known now (gate.c). */
-static void gate_window_start(void)
+static void gate_window_start(struct rpl_engine *re)
 {
 	uint64_t now = rpl__gate_clock();
 
-	if (rpl__st.pend.valid) { /* valid: a note and a start time (rpl_window_closed) */
-		struct rpl_shape_note *n = rpl__st.pend.note;
-		uint64_t dt = now - rpl__st.pend.t0;
+	if (re->st.pend.valid) { /* valid: a note and a start time (rpl_window_closed) */
+		struct rpl_shape_note *n = re->st.pend.note;
+		uint64_t dt = now - re->st.pend.t0;
 		struct cap_shape *s = n->tpl ? n->tpl->shape : NULL;
 
-		dt = dt > rpl__st.pend.exclude ? dt - rpl__st.pend.exclude : 0;
-		if (rpl__gate_sample(&n->gate, rpl__st.pend.replayed, dt + rpl__st.pend.charge,
-				     s ? cap_shape_sightings(s) : 0, n->tpl ? n->tpl->shape_id : 0, rpl__st.cfg.gate,
+		dt = dt > re->st.pend.exclude ? dt - re->st.pend.exclude : 0;
+		if (rpl__gate_sample(&n->gate, re->st.pend.replayed, dt + re->st.pend.charge,
+				     s ? cap_shape_sightings(s) : 0, n->tpl ? n->tpl->shape_id : 0, re->st.cfg.gate,
 				     n->tpl && rpl__template_max_seg(n->tpl) > RPL_SEG_SMALL) &&
 		    n->tpl)
-			rpl__template_retire(n->tpl, "the gate rebuilds it with other segment cuts");
+			rpl__template_retire(re, n->tpl, "the gate rebuilds it with other segment cuts");
 	}
-	rpl__st.pend.valid = false;
-	rpl__st.win_t0 = now;
-	rpl__st.win_deferred = false;
+	re->st.pend.valid = false;
+	re->st.win_t0 = now;
+	re->st.win_deferred = false;
 }
 
 /* Start a window: the templates whose first op has op's key (and context), and whose shape's
  * replay pays or is being tried (gate.c). */
-static void pick_candidates(const struct cap_op *op)
+static void pick_candidates(struct rpl_engine *re, const struct cap_op *op)
 {
-	rpl__st.ncand = 0;
-	for (struct rpl_template *t = rpl__st.templates; t && rpl__st.ncand < RPL_MAX_CAND; t = t->next) {
+	re->st.ncand = 0;
+	for (struct rpl_template *t = re->st.templates; t && re->st.ncand < RPL_MAX_CAND; t = t->next) {
 		struct rpl_shape_note *n;
 
 		if (t->ops[0].key != op->key || t->ctx != op->ctx)
@@ -345,7 +324,7 @@ static void pick_candidates(const struct cap_op *op)
 		n = rpl__note_of(t->shape);
 		if (n && !rpl__gate_allows(&n->gate, cap_shape_sightings(t->shape)))
 			continue;
-		rpl__st.cand[rpl__st.ncand++] = t;
+		re->st.cand[re->st.ncand++] = t;
 	}
 }
 
@@ -356,19 +335,19 @@ static bool agrees(const struct rpl_template *t, const struct cap_op *op, uint32
 
 /* Keep the candidates that agree with op at position d; when none does, keep them all (the
  * deferred run may still be a whole segment of one of them) and return false. */
-static bool filter_candidates(const struct cap_op *op, uint32_t d, enum rpl_cls cls)
+static bool filter_candidates(struct rpl_engine *re, const struct cap_op *op, uint32_t d, enum rpl_cls cls)
 {
 	uint32_t j = 0;
 
-	for (uint32_t i = 0; i < rpl__st.ncand; i++)
-		j += agrees(rpl__st.cand[i], op, d, cls);
+	for (uint32_t i = 0; i < re->st.ncand; i++)
+		j += agrees(re->st.cand[i], op, d, cls);
 	if (!j)
 		return false;
 	j = 0;
-	for (uint32_t i = 0; i < rpl__st.ncand; i++)
-		if (agrees(rpl__st.cand[i], op, d, cls))
-			rpl__st.cand[j++] = rpl__st.cand[i];
-	rpl__st.ncand = j;
+	for (uint32_t i = 0; i < re->st.ncand; i++)
+		if (agrees(re->st.cand[i], op, d, cls))
+			re->st.cand[j++] = re->st.cand[i];
+	re->st.ncand = j;
 	return true;
 }
 
@@ -377,21 +356,21 @@ static bool filter_candidates(const struct cap_op *op, uint32_t d, enum rpl_cls 
  * the window follows the cuts of the candidate most windows have followed to the end (the
  * first of equals: the newest), so a shape the program runs most goes as whole graphs, and a
  * window that turns out to be another shape submits at most the rest of one segment eagerly. */
-static bool segment_ends_at(uint32_t d)
+static bool segment_ends_at(struct rpl_engine *re, uint32_t d)
 {
-	const struct rpl_template *lead = rpl__st.cand[0];
+	const struct rpl_template *lead = re->st.cand[0];
 	const struct rpl_seg *g;
 
-	for (uint32_t i = 1; i < rpl__st.ncand; i++)
-		if (rpl__st.cand[i]->windows > lead->windows)
-			lead = rpl__st.cand[i];
+	for (uint32_t i = 1; i < re->st.ncand; i++)
+		if (re->st.cand[i]->windows > lead->windows)
+			lead = re->st.cand[i];
 	/* invariant 3: every candidate has op d, of the class graph, so it lies in a segment */
 	cf_assert(d < lead->nops && lead->ops[d].cls == RPL_CLS_GRAPH && lead->ops[d].seg >= 0);
 	g = &lead->segs[lead->ops[d].seg];
 	return g->first + g->n == d + 1;
 }
 
-enum rpl_verdict rpl_op(const struct cap_op *op)
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op)
 {
 	enum rpl_verdict v = RPL_DEFER;
 	enum rpl_cls cls;
@@ -399,80 +378,80 @@ enum rpl_verdict rpl_op(const struct cap_op *op)
 	uint32_t d;
 	bool timed;
 
-	if (!rpl__st.ready)
+	if (!re->st.ready)
 		return RPL_EAGER;
-	state_check();
-	if (cf_unlikely(rpl__st.stopped)) {
-		if (CF_NEVER(rpl__st.ndef != 0))
-			rpl__submit_deferred(RPL_FB_BOUNDARY);
-		return RPL_EAGER;
-	}
-	if (rpl__st.mstate == RPL_M_RECORDING) {
-		if (CF_NEVER(rpl__st.ndef != 0))
-			rpl__submit_deferred(RPL_FB_BOUNDARY);
+	state_check(re);
+	if (cf_unlikely(re->st.stopped)) {
+		if (CF_NEVER(re->st.ndef != 0))
+			rpl__submit_deferred(re, RPL_FB_BOUNDARY);
 		return RPL_EAGER;
 	}
-	if (cf_unlikely(rpl__st.nfailed) && rpl_ctx_is_failed(op->ctx))
-		return go_recording(RPL_FB_MISMATCH);
-	timed = (rpl__totals.matched_ops++ & 15) == 0;
+	if (re->st.mstate == RPL_M_RECORDING) {
+		if (CF_NEVER(re->st.ndef != 0))
+			rpl__submit_deferred(re, RPL_FB_BOUNDARY);
+		return RPL_EAGER;
+	}
+	if (cf_unlikely(re->st.nfailed) && rpl_ctx_is_failed(re, op->ctx))
+		return go_recording(re, RPL_FB_MISMATCH);
+	timed = (re->totals.matched_ops++ & 15) == 0;
 	if (timed)
 		t0 = cf_now_ns();
-	d = rpl__st.depth;
+	d = re->st.depth;
 	cls = rpl__classify(op);
-	if (rpl__st.mstate == RPL_M_FRESH) {
-		gate_window_start();
-		pick_candidates(op);
-		rpl__st.mstate = RPL_M_MATCHING;
+	if (re->st.mstate == RPL_M_FRESH) {
+		gate_window_start(re);
+		pick_candidates(re, op);
+		re->st.mstate = RPL_M_MATCHING;
 	}
-	if (!filter_candidates(op, d, cls)) {
-		rpl__st.depth = d + 1;
-		return go_recording(RPL_FB_MISMATCH);
+	if (!filter_candidates(re, op, d, cls)) {
+		re->st.depth = d + 1;
+		return go_recording(re, RPL_FB_MISMATCH);
 	}
-	rpl__st.depth = d + 1;
-	cf_assert(rpl__st.ncand > 0 && rpl__st.ncand <= RPL_MAX_CAND); /* invariant 3 */
-	rpl__st.ended = NULL;
-	for (uint32_t i = 0; i < rpl__st.ncand; i++)
-		if (rpl__st.cand[i]->nops == d + 1)
-			rpl__st.ended = rpl__st.cand[i];
+	re->st.depth = d + 1;
+	cf_assert(re->st.ncand > 0 && re->st.ncand <= RPL_MAX_CAND); /* invariant 3 */
+	re->st.ended = NULL;
+	for (uint32_t i = 0; i < re->st.ncand; i++)
+		if (re->st.cand[i]->nops == d + 1)
+			re->st.ended = re->st.cand[i];
 	if (cls == RPL_CLS_EAGER) {
 		/* the run before it goes first: as a candidate's graph when it is one of its whole
 		 * segments, else eagerly (invariant 3) */
-		rpl__submit_deferred(RPL_FB_BOUNDARY);
+		rpl__submit_deferred(re, RPL_FB_BOUNDARY);
 		return RPL_EAGER;
 	}
-	if (rpl__defer(op, d) != 0)
-		return go_recording(RPL_FB_NOMEM);
-	if (segment_ends_at(d)) {
-		rpl__submit_deferred(RPL_FB_BOUNDARY);
+	if (rpl__defer(re, op, d) != 0)
+		return go_recording(re, RPL_FB_NOMEM);
+	if (segment_ends_at(re, d)) {
+		rpl__submit_deferred(re, RPL_FB_BOUNDARY);
 		v = RPL_DEFER;
 	} else if (timed) {
 		uint64_t dt = cf_now_ns() - t0;
 
 		/* a sample that long was preempted or faulted: it measures the machine, not us */
 		if (dt < RPL_SAMPLE_MAX_NS) {
-			rpl__totals.match_ns += dt > rpl__st.clock_ns ? dt - rpl__st.clock_ns : 0;
-			rpl__totals.match_samples++;
+			re->totals.match_ns += dt > re->st.clock_ns ? dt - re->st.clock_ns : 0;
+			re->totals.match_samples++;
 		}
 	}
 	return v;
 }
 
-void rpl_stop(void)
+void rpl_stop(struct rpl_engine *re)
 {
-	if (!rpl__st.ready)
+	if (!re->st.ready)
 		return;
-	rpl_flush();
-	cf_assert(rpl__st.ndef == 0); /* invariant 10: nothing deferred after rpl_stop */
-	rpl__st.stopped = true;
-	rpl__errors_at_exit();
+	rpl_flush(re);
+	cf_assert(re->st.ndef == 0); /* invariant 10: nothing deferred after rpl_stop */
+	re->st.stopped = true;
+	rpl__errors_at_exit(re);
 }
 
-bool rpl_take_wait(struct rpl_wait *w)
+bool rpl_take_wait(struct rpl_engine *re, struct rpl_wait *w)
 {
-	if (cf_likely(!rpl__st.wait_due))
+	if (cf_likely(!re->st.wait_due))
 		return false;
-	*w = rpl__st.wait;
-	rpl__st.wait_due = false;
+	*w = re->st.wait;
+	re->st.wait_due = false;
 	return true;
 }
 
@@ -489,102 +468,170 @@ void rpl_wait(const struct rpl_wait *w)
 		SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
 }
 
-void rpl_op_failed(void)
+void rpl_op_failed(struct rpl_engine *re)
 {
 	/* the window no longer has the op the templates expect at this position */
-	if (rpl__st.mstate == RPL_M_MATCHING)
-		go_recording(RPL_FB_MISMATCH);
+	if (re->st.mstate == RPL_M_MATCHING)
+		go_recording(re, RPL_FB_MISMATCH);
 }
 
-bool rpl_has_deferred(void)
+bool rpl_has_deferred(struct rpl_engine *re)
 {
-	return rpl__st.ndef != 0;
+	return re->st.ndef != 0;
 }
 
-bool rpl_deferred_from(uint32_t *first)
+bool rpl_deferred_from(struct rpl_engine *re, uint32_t *first)
 {
-	if (!rpl__st.ndef)
+	if (!re->st.ndef)
 		return false;
-	*first = rpl__st.def_first;
+	*first = re->st.def_first;
 	return true;
 }
 
-CUresult rpl_flush(void)
+CUresult rpl_flush(struct rpl_engine *re)
 {
 	CUresult rc;
 
-	if (!rpl__st.ready || (rpl__st.mstate != RPL_M_MATCHING && !rpl__st.ndef))
+	if (!re->st.ready || (re->st.mstate != RPL_M_MATCHING && !re->st.ndef))
 		return CUDA_SUCCESS;
-	rc = rpl__submit_deferred(RPL_FB_BOUNDARY);
-	rpl__st.mstate = RPL_M_RECORDING;
-	rpl__st.ncand = 0;
-	state_check(); /* invariant 4: recording, nothing deferred */
+	rc = rpl__submit_deferred(re, RPL_FB_BOUNDARY);
+	re->st.mstate = RPL_M_RECORDING;
+	re->st.ncand = 0;
+	state_check(re); /* invariant 4: recording, nothing deferred */
 	return rc;
 }
 
-bool rpl_poll(uint32_t tid)
+bool rpl_poll(struct rpl_engine *re, uint32_t tid)
 {
 	uint64_t now;
 
-	if (!rpl__st.ndef)
+	if (!re->st.ndef)
 		return false;
-	if (rpl__st.def[rpl__st.ndef - 1].tid != tid) {
+	if (re->st.def[re->st.ndef - 1].tid != tid) {
 		now = cf_now_ns();
-		if (!rpl__st.poll_t0 || rpl__st.poll_ndef != rpl__st.ndef) {
-			rpl__st.poll_ndef = rpl__st.ndef; /* still growing: its thread is issuing the step */
-			rpl__st.poll_t0 = now;
+		if (!re->st.poll_t0 || re->st.poll_ndef != re->st.ndef) {
+			re->st.poll_ndef = re->st.ndef; /* still growing: its thread is issuing the step */
+			re->st.poll_t0 = now;
 		}
-		if (now - rpl__st.poll_t0 < RPL_POLL_STALL_NS) {
-			rpl__totals.polls_not_ready++;
+		if (now - re->st.poll_t0 < RPL_POLL_STALL_NS) {
+			re->totals.polls_not_ready++;
 			return true;
 		}
 	}
 	/* submitted (eagerly unless it is a whole segment) and the window goes on matching: the
 	 * next run starts mid-segment and goes eagerly at the leader's next cut, and the segments
 	 * after that go as graphs again (a poll costs at most one more partial segment) */
-	rpl__submit_deferred(RPL_FB_POLL);
+	rpl__submit_deferred(re, RPL_FB_POLL);
 	return false;
 }
 
-/* Build shape s's template (note n) from its last window, link it in, or mark the shape
- * rejected; the build's time is kept out of the window's sample. */
-static void template_make(struct cap_shape *s, struct rpl_shape_note *n)
+/* Schedule the build of shape s's template (note n) from its last window: the lock drop that
+ * follows runs it outside the lock (rpl_build_take). One build at a time: while one is in flight
+ * another due shape waits for its next sighting. */
+static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rpl_shape_note *n)
 {
-	struct rpl_config cfg = rpl__st.cfg; /* the configuration its template is built with */
-	uint64_t build_t0 = rpl__gate_clock();
-	const char *why = NULL;
-	bool own_failure = false;
-	struct rpl_template *t;
+	struct rpl_build *b = &re->st.build;
 
-	rpl__mark_build_begin(cap_shape_id(s));
+	if (re->st.build_due || re->st.build_running)
+		return;
+	memset(b, 0, sizeof(*b));
+	b->cfg = re->st.cfg; /* the configuration its template is built with */
 	if (n->guard_retires >= RPL_GUARD_RETIRES)
-		cfg.opt = RPL_OPT_NONE; /* its bindings keep breaking the plans' guards: as it is */
-	if (n->gate.cuts && cfg.segment > RPL_SEG_SMALL)
-		cfg.segment = RPL_SEG_SMALL; /* its big segments lost (gate.c): small ones */
-	t = rpl__template_build(s, &cfg, &why, &own_failure);
+		b->cfg.opt = RPL_OPT_NONE; /* its bindings keep breaking the plans' guards: as it is */
+	if (n->gate.cuts && b->cfg.segment > RPL_SEG_SMALL)
+		b->cfg.segment = RPL_SEG_SMALL; /* its big segments lost (gate.c): small ones */
+	b->shape = s;
+	b->note = n;
+	b->shape_id = cap_shape_id(s);
+	b->w = cap_shape_pin_last(re->cap, s);
+	b->ctx = cap_window_op(b->w, 0)->ctx;
+	re->st.build_due = true;
+}
+
+bool rpl_build_take(struct rpl_engine *re)
+{
+	if (cf_likely(!re->st.build_due))
+		return false;
+	re->st.build_due = false;
+	re->st.build_running = true;
+	return true;
+}
+
+void rpl_build_run(struct rpl_engine *re)
+{
+	struct rpl_build *b = &re->st.build;
+	uint64_t t0 = rpl__gate_clock();
+
+	rpl__mark_build_begin(b->shape_id);
+	b->t = rpl__template_build(re, b->w, b->shape_id, &b->cfg, &b->why, &b->own_failure);
 	rpl__mark_end();
-	rpl__st.pend.exclude = rpl__gate_clock() - build_t0; /* the build is not the window's time */
+	b->t_ns = rpl__gate_clock() - t0;
+}
+
+static void later_apply(struct rpl_engine *re, const struct rpl_retirement *r)
+{
+	switch (r->kind) {
+	case RPL_RET_FREE:
+		rpl_memory_released(re, r->a, r->b);
+		break;
+	case RPL_RET_EVENT:
+		rpl_event_destroyed(re, (CUevent)(uintptr_t)r->a);
+		break;
+	case RPL_RET_FUNCTIONS:
+		rpl_functions_unloaded(re);
+		break;
+	default:
+		rpl_context_destroyed(re, (CUcontext)(uintptr_t)r->a);
+		break;
+	}
+}
+
+/* Link the built template in (then the retirements it missed), or mark the shape rejected; the
+ * build's time is kept out of the window's sample. A build whose shape went, whose context
+ * failed, or that missed more retirements than it keeps, is discarded: the shape is built again
+ * at a later sighting. */
+void rpl_build_publish(struct rpl_engine *re)
+{
+	struct rpl_build *b = &re->st.build;
+	struct rpl_shape_note *n = b->note;
+	struct rpl_template *t = b->t;
+
+	re->st.build_running = false;
+	cap_window_unpin(re->cap, b->w);
+	b->w = NULL;
+	b->t = NULL;
+	if (!b->shape || b->stale || !re->st.ready || (t && rpl_ctx_is_failed(re, t->ctx))) {
+		rpl__template_destroy(re, t);
+		return;
+	}
+	if (re->st.pend.note == n)
+		re->st.pend.exclude += b->t_ns; /* the build is not the window's time */
 	if (!t) {
 		n->rejected = true;
-		n->why = why;
-		if (own_failure) {
-			rpl__fallback_note(NULL, RPL_FB_BUILD);
-			rpl__ctx_fail(cap_window_op(cap_shape_last(s), 0)->ctx, "building a graph failed");
+		n->why = b->why;
+		if (b->own_failure) {
+			rpl__fallback_note(re, NULL, RPL_FB_BUILD);
+			rpl__ctx_fail(re, b->ctx, "building a graph failed");
 		}
 		return;
 	}
+	t->shape = b->shape;
+	rpl__template_mark(t);
 	n->tpl = t;
-	t->next = rpl__st.templates;
-	if (rpl__st.templates)
-		rpl__st.templates->prev = t;
-	rpl__st.templates = t;
-	rpl__totals.templates++;
-	rpl__totals.templates_live++;
-	rpl__totals.segments += t->nsegs;
+	t->next = re->st.templates;
+	if (re->st.templates)
+		re->st.templates->prev = t;
+	re->st.templates = t;
+	re->totals.templates++;
+	re->totals.templates_live++;
+	re->totals.segments += t->nsegs;
+	/* what retired templates while it was built applies to it, as if built at once */
+	for (uint32_t i = 0; i < b->nlater; i++)
+		later_apply(re, &b->later[i]);
 }
 
 /* The note of shape s, made on first use (NULL: out of memory). */
-static struct rpl_shape_note *note_get(struct cap_shape *s)
+static struct rpl_shape_note *note_get(struct rpl_engine *re, struct cap_shape *s)
 {
 	struct rpl_shape_note *n = rpl__note_of(s);
 	struct note_link *l;
@@ -595,75 +642,76 @@ static struct rpl_shape_note *note_get(struct cap_shape *s)
 	if (!l)
 		return NULL;
 	l->shape = s;
-	l->next = rpl__notes;
-	rpl__notes = l;
+	l->next = re->notes;
+	re->notes = l;
 	cap_shape_set_user(s, &l->note);
 	return &l->note;
 }
 
-void rpl_window_closed(struct cap_shape *s)
+void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s)
 {
-	struct rpl_template *ended = rpl__st.ended;
+	struct rpl_template *ended = re->st.ended;
 	const struct cap_window *w;
 	struct rpl_shape_note *n;
 
-	if (!rpl__st.ready)
+	if (!re->st.ready)
 		return;
-	if (rpl__st.ndef)
-		rpl_flush();
-	rpl__st.mstate = RPL_M_FRESH;
-	rpl__st.depth = 0;
-	rpl__st.ncand = 0;
-	rpl__st.ended = NULL;
-	state_check(); /* invariant 2: a deferred run never outlives its window */
+	if (re->st.ndef)
+		rpl_flush(re);
+	re->st.mstate = RPL_M_FRESH;
+	re->st.depth = 0;
+	re->st.ncand = 0;
+	re->st.ended = NULL;
+	state_check(re); /* invariant 2: a deferred run never outlives its window */
 	if (!s)
 		return; /* nothing closed (an empty window): the last window's sample still waits */
-	rpl__st.pend.valid = false;
-	n = note_get(s);
+	re->st.pend.valid = false;
+	n = note_get(re, s);
 	if (!n)
 		return;
 	/* its time is taken when the next window starts: replayed to the end, or wholly eager */
-	rpl__st.pend.note = n;
-	rpl__st.pend.replayed = n->tpl && ended == n->tpl;
-	rpl__st.pend.valid = rpl__st.win_t0 && (rpl__st.pend.replayed || !rpl__st.win_deferred);
-	rpl__st.pend.t0 = rpl__st.win_t0;
-	rpl__st.pend.exclude = 0;
-	rpl__st.pend.charge = 0;
-	if (rpl__st.pend.replayed && rpl__gate_is_modeled())
-		rpl__st.pend.charge = (uint64_t)(rpl_host_ns_per_op() * (double)n->tpl->nops);
+	re->st.pend.note = n;
+	re->st.pend.replayed = n->tpl && ended == n->tpl;
+	re->st.pend.valid = re->st.win_t0 && (re->st.pend.replayed || !re->st.win_deferred);
+	re->st.pend.t0 = re->st.win_t0;
+	re->st.pend.exclude = 0;
+	re->st.pend.charge = 0;
+	if (re->st.pend.replayed && rpl__gate_is_modeled())
+		re->st.pend.charge = (uint64_t)(rpl_host_ns_per_op(re) * (double)n->tpl->nops);
 	if (n->tpl) {
 		if (ended == n->tpl)
 			n->tpl->windows++;
 		return;
 	}
-	if (n->rejected || cap_shape_sightings(s) < rpl__st.cfg.warmup ||
-	    (n->retired_at && cap_shape_sightings(s) - n->retired_at < rpl__st.cfg.warmup))
+	if (n->rejected || cap_shape_sightings(s) < re->st.cfg.warmup ||
+	    (n->retired_at && cap_shape_sightings(s) - n->retired_at < re->st.cfg.warmup))
 		return;
 	w = cap_shape_last(s);
-	if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(cap_window_op(w, 0)->ctx))
+	if (!w || !cap_window_nops(w) || rpl_ctx_is_failed(re, cap_window_op(w, 0)->ctx))
 		return;
-	template_make(s, n);
+	build_schedule(re, s, n);
 }
 
 /* ------------------------------------------------------------------ statistics */
 
-void rpl_get_totals(struct rpl_totals *t)
+void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t)
 {
-	*t = rpl__totals;
+	*t = re->totals;
+	t->own_calls = __atomic_load_n(&re->totals.own_calls, __ATOMIC_RELAXED);
 }
 
-double rpl_host_ns_per_op(void)
+double rpl_host_ns_per_op(struct rpl_engine *re)
 {
-	return rpl__totals.match_samples ? (double)rpl__totals.match_ns / (double)rpl__totals.match_samples : 0.0;
+	return re->totals.match_samples ? (double)re->totals.match_ns / (double)re->totals.match_samples : 0.0;
 }
 
-size_t rpl_memory_bytes(void)
+size_t rpl_memory_bytes(struct rpl_engine *re)
 {
-	size_t n = sizeof(rpl__st) + rpl__st.capdef * sizeof(*rpl__st.def) + rpl__st.arena.reserved;
+	size_t n = sizeof(re->st) + re->st.capdef * sizeof(*re->st.def) + re->st.arena.reserved;
 
-	for (struct rpl_template *t = rpl__st.templates; t; t = t->next)
+	for (struct rpl_template *t = re->st.templates; t; t = t->next)
 		n += rpl__template_bytes(t);
-	for (struct note_link *l = rpl__notes; l; l = l->next)
+	for (struct note_link *l = re->notes; l; l = l->next)
 		n += sizeof(*l);
 	return n;
 }

@@ -75,16 +75,19 @@ enum rpl_fallback {
 
 const char *rpl_fallback_name(enum rpl_fallback f);
 
-/* Start (idempotent until rpl_fini). 0 or a negative CF_E* code. */
-int rpl_init(const struct rpl_config *cfg);
-/* Submit what is deferred, destroy every graph and template. */
-void rpl_fini(void);
-/* In a forked child: the parent's graphs are not ours to launch; forget everything. */
-void rpl_atfork_child(void);
+/* Replay's part of an engine (replay_int.h): templates, matching, deferred ops and errors,
+ * totals. Opaque outside replay/; it reads the same engine's capture part. */
+struct rpl_engine;
+
+/* A new replay part over capture part cap; NULL when out of memory. */
+struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_config *cfg);
+/* Submit what is deferred, destroy every graph and template, free re (NULL is ignored). A
+ * forked child never calls this on its parent's part (the graphs are the parent's). */
+void rpl_engine_destroy(struct rpl_engine *re);
 
 /* Exit: submit what is deferred; from now on every op is answered RPL_EAGER (a thread that
  * records after the exit flush must not leave work that nothing submits). */
-void rpl_stop(void);
+void rpl_stop(struct rpl_engine *re);
 
 /* A device wait replay could not make under the lock (after a failure it could not order in
  * the driver): the stream to synchronize before the program goes on. */
@@ -93,56 +96,64 @@ struct rpl_wait {
 	CUcontext ctx;               /* its context (current while waiting) */
 };
 /* Under the lock: whether a wait is due (cheap); takes it. */
-bool rpl_take_wait(struct rpl_wait *w);
+bool rpl_take_wait(struct rpl_engine *re, struct rpl_wait *w);
 /* Outside the lock: make it. */
 void rpl_wait(const struct rpl_wait *w);
 
+/* Template builds (rewrite, graph build, cuGraphInstantiate, cuGraphUpload) run outside the
+ * engine's lock, so other threads' calls do not wait for them. Under the lock: whether a build
+ * is due (cheap); takes it. Then rpl_build_run outside the lock, and rpl_build_publish under
+ * it again (the engine's lock drop does all three). */
+bool rpl_build_take(struct rpl_engine *re);
+void rpl_build_run(struct rpl_engine *re);
+void rpl_build_publish(struct rpl_engine *re);
+
 /* A call capture recorded (op is valid for this call only). */
-enum rpl_verdict rpl_op(const struct cap_op *op);
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op);
 /* The op last answered RPL_EAGER failed in the driver: the window stops matching. */
-void rpl_op_failed(void);
+void rpl_op_failed(struct rpl_engine *re);
 /* Submit everything deferred (a complete segment as its graph, else eagerly in order); the
  * window stops matching until the next one opens. Returns the first driver error of an eager
  * submission, or CUDA_SUCCESS. */
-CUresult rpl_flush(void);
+CUresult rpl_flush(struct rpl_engine *re);
 /* Whether ops are deferred now (cheap; for boundaries on the fast path). */
-bool rpl_has_deferred(void);
+bool rpl_has_deferred(struct rpl_engine *re);
 /* Where the deferred run starts in the open window: true and *first when ops are deferred. */
-bool rpl_deferred_from(uint32_t *first);
+bool rpl_deferred_from(struct rpl_engine *re, uint32_t *first);
 /* A query of thread tid asks about deferred work (cap_window_observed from rpl_deferred_from).
  * True: answer CUDA_ERROR_NOT_READY, which is the truth (the work is not even submitted).
  * False: replay submitted what it kept (the query goes to the driver). Polling makes progress:
  * the thread that made the last deferred op cannot issue more while it polls, so its query
  * submits at once; another thread's polls are answered NOT_READY while the deferred run keeps
  * growing, and submit it once it has not grown for RPL_POLL_STALL_NS. */
-bool rpl_poll(uint32_t tid);
+bool rpl_poll(struct rpl_engine *re, uint32_t tid);
 
 /* Errors of deferred ops that failed when submitted (deferred_errors.c). An error pending for
  * ctx (NULL: any context) to return instead of success: for a call that observes the device
  * (work = false) any pending error, once (sticky ones every time); for a stream work call
  * (work = true) only a sticky one. CUDA_SUCCESS when none. */
-CUresult rpl_error_take(CUcontext ctx, bool work);
+CUresult rpl_error_take(struct rpl_engine *re, CUcontext ctx, bool work);
 /* Whether any error is pending (cheap). */
-bool rpl_error_pending(void);
+bool rpl_error_pending(struct rpl_engine *re);
 /* A window closed with shape s (NULL when it was empty or not tracked): the next call starts
  * a new window; a shape seen often enough becomes a template. */
-void rpl_window_closed(struct cap_shape *s);
+void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s);
 /* Capture is evicting s: drop its template. */
-void rpl_shape_evicted(struct cap_shape *s);
+void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s);
 /* The program frees or unmaps [base, base+size): templates whose graphs reference it retire. */
-void rpl_memory_released(uint64_t base, uint64_t size);
+void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size);
 /* The program destroys an event: templates with nodes naming it retire (the handle may be
  * reused for another event). */
-void rpl_event_destroyed(CUevent e);
+void rpl_event_destroyed(struct rpl_engine *re, CUevent e);
 /* A module or library is unloaded: every template retires (its functions may be gone). */
-void rpl_functions_unloaded(void);
+void rpl_functions_unloaded(struct rpl_engine *re);
 /* A context is destroyed (NULL: unknown which): its templates retire. */
-void rpl_context_destroyed(CUcontext ctx);
+void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx);
 /* ctx is gone (destroyed successfully; NULL: any may be): forget the kernels cufold loaded into
  * it. No lock needed. */
 void rpl_context_gone(CUcontext ctx);
 /* Whether replay gave up on ctx (a failure of cufold's own): its calls only pass through. */
-bool rpl_ctx_is_failed(CUcontext ctx);
+bool rpl_ctx_is_failed(struct rpl_engine *re, CUcontext ctx);
 
 struct rpl_totals {
 	uint64_t templates;          /* templates built */
@@ -162,18 +173,18 @@ struct rpl_totals {
 	uint64_t polls_not_ready;    /* queries answered CUDA_ERROR_NOT_READY for deferred work */
 	bool failed;                 /* some context went to sticky passthrough */
 };
-void rpl_get_totals(struct rpl_totals *t);
+void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t);
 /* Fallbacks caused by a failure of cufold's own (BUILD, PATCH, LAUNCH, NOMEM, a context sent to
  * passthrough) or by a failed rewrite guard (GUARD) in this process so far: what CUFOLD_STRICT
  * turns into an exit status. */
-uint64_t rpl_strict_events(void);
+uint64_t rpl_strict_events(struct rpl_engine *re);
 /* Measured matching cost per op (ns), 0 when nothing was matched. */
-double rpl_host_ns_per_op(void);
+double rpl_host_ns_per_op(struct rpl_engine *re);
 /* Write replay's members of the JSON report, each after ",\n ": "replay" (per template:
  * segments, launches, fallbacks with reasons, patches, moved call sites, submissions saved;
  * totals) and "host_ns_per_op" (the measured matching cost, which scripts/bench reads). */
-void rpl_write_report_json(FILE *f);
+void rpl_write_report_json(struct rpl_engine *re, FILE *f);
 /* Bytes of host memory replay holds. */
-size_t rpl_memory_bytes(void);
+size_t rpl_memory_bytes(struct rpl_engine *re);
 
 #endif

@@ -184,6 +184,38 @@ struct rpl_shape_note {
 	bool patch_frees;            /* frees no longer retire it (allocates per step) */
 };
 
+/* What retires templates (retire.c), kept while a build is in flight to apply to its result
+ * when it is published, as if it had been built at once. */
+enum rpl_retirement_kind {
+	RPL_RET_FREE = 0,            /* rpl_memory_released(a, b) */
+	RPL_RET_EVENT = 1,           /* rpl_event_destroyed((CUevent)a) */
+	RPL_RET_FUNCTIONS = 2,       /* rpl_functions_unloaded */
+	RPL_RET_CONTEXT = 3,         /* rpl_context_destroyed((CUcontext)a) */
+};
+struct rpl_retirement {
+	uint8_t kind;                /* enum rpl_retirement_kind */
+	uint64_t a, b;               /* its arguments */
+};
+#define RPL_BUILD_LATER 16       /* retirements kept per build (more: the build is discarded) */
+
+/* A template build, scheduled under the lock when a shape is due one, run outside it by the
+ * thread whose lock drop takes it (rpl_build_take), and published under it again. */
+struct rpl_build {
+	struct cap_shape *shape;     /* the shape; NULL once it went (the result is discarded) */
+	struct rpl_shape_note *note; /* its note (NULL with shape) */
+	const struct cap_window *w;  /* its last window, pinned (cap_shape_pin_last) */
+	uint64_t shape_id;           /* cap_shape_id(shape), read under the lock */
+	CUcontext ctx;               /* the window's first op's context */
+	struct rpl_config cfg;       /* the configuration it is built with */
+	struct rpl_retirement later[RPL_BUILD_LATER]; /* retirements since it was scheduled */
+	uint32_t nlater;             /* used entries of later */
+	bool stale;                  /* more of them than fit: the result is discarded */
+	struct rpl_template *t;      /* the result, or NULL (why, own_failure) */
+	const char *why;             /* why there is none (static text) */
+	bool own_failure;            /* cufold's own failure (not the shape's) */
+	uint64_t t_ns;               /* gate clock time the build took */
+};
+
 /* The matcher (match.c). */
 enum rpl_mstate {
 	RPL_M_FRESH = 0,     /* a window just opened: the next op picks candidates */
@@ -192,12 +224,15 @@ enum rpl_mstate {
 };
 
 /* The matcher's state, shared by match.c (which owns it: its invariants and state diagram),
- * launch.c and retire.c. One instance, rpl__st (match.c). */
+ * launch.c and retire.c. One per engine: struct rpl_engine.st. */
 struct rpl_state {
-	bool ready;                  /* rpl_init ran */
-	bool no_driver;              /* forked child: never call the driver for the parent's objects */
+	bool ready;                  /* rpl_engine_create finished */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
 	bool wait_due;               /* wait holds a synchronization for the engine to make */
+	bool build_due;              /* build is scheduled: the next lock drop takes it */
+	bool build_running;          /* build was taken and is not yet published */
+	struct rpl_build build;      /* the one template build in flight (see rpl_build_take) */
+
 	struct rpl_wait wait;        /* see rpl_take_wait */
 	struct rpl_config cfg;       /* configuration */
 	struct rpl_template *templates; /* every live template, newest first */
@@ -228,7 +263,6 @@ struct rpl_state {
 		uint64_t charge;     /* cufold's matching cost on a modeled clock */
 	} pend;                      /* the last window's time, taken when the next one starts */
 };
-extern struct rpl_state rpl__st;
 
 /* A note with its list link (notes are few: one per shape seen). */
 struct note_link {
@@ -236,7 +270,47 @@ struct note_link {
 	struct cap_shape *shape;     /* its shape */
 	struct note_link *next;      /* every note */
 };
-extern struct note_link *rpl__notes; /* every live note */
+
+/* deferred_errors.c: errors of deferred work, kept until the program can see them. */
+#define RPL_MAX_PENDING 16        /* contexts with an error pending (more: the oldest is kept) */
+#define RPL_ERR_HISTORY 16        /* failures described in the report */
+
+struct rpl_pending {
+	CUcontext ctx;               /* the failed op's context */
+	CUresult rc;                 /* the driver's answer */
+	bool sticky;                 /* returned by every later observing call */
+	uint32_t hist;               /* its entry in the report's history, or RPL_ERR_HISTORY */
+};
+
+struct rpl_failure {
+	CUresult rc;                 /* the driver's answer */
+	uint16_t api;                /* enum shim_api_id of the op */
+	const char *name;            /* kernel name or entry point (lives as long as capture) */
+	uint64_t callsite;           /* the op's call site hash, 0 when off */
+	uint64_t seq;                /* the op's number */
+	bool reported;               /* some call of the program returned it */
+};
+
+struct rpl_errors {
+	struct rpl_pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky) */
+	uint32_t npending;           /* used entries */
+	struct rpl_failure hist[RPL_ERR_HISTORY]; /* the first failures */
+	uint32_t nhist;              /* used entries */
+	uint64_t failures;           /* deferred ops the driver refused */
+	uint64_t reported;           /* observing calls that returned such an error */
+	uint64_t unseen_at_exit;     /* errors no call had returned when the program exited */
+};
+
+/* Replay's part of an engine: everything replay changes, one instance per engine. */
+struct rpl_engine {
+	struct cap_engine *cap;      /* the same engine's capture part (replay reads its windows) */
+	struct rpl_state st;         /* matching, deferral, templates (match.c) */
+	struct rpl_totals totals;    /* counters (rpl_get_totals) */
+	struct note_link *notes;     /* every live note */
+	uint64_t strict_events;      /* fallbacks CUFOLD_STRICT counts (rpl_strict_events) */
+	uint32_t strict_logged;      /* bit per fallback kind logged, bit RPL_FB_COUNT: passthrough */
+	struct rpl_errors errs;      /* deferred_errors.c */
+};
 
 /* What replay remembers of s (NULL: nothing yet, or no shape). */
 static inline struct rpl_shape_note *rpl__note_of(struct cap_shape *s)
@@ -245,36 +319,41 @@ static inline struct rpl_shape_note *rpl__note_of(struct cap_shape *s)
 }
 
 /* launch.c. Keep a deep copy of op, the window's op index (invariant 2). 0 or -CF_ENOMEM. */
-int rpl__defer(const struct cap_op *op, uint32_t index);
+int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index);
 /* Submit what is deferred: as a graph when it is a whole segment of a candidate, else eagerly
  * (the first driver error of an eager submission). Nothing is deferred afterwards. */
-CUresult rpl__submit_deferred(enum rpl_fallback why);
+CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why);
 
 /* segment.c. Build g's graphs (its ops and plan from window w, trace graph tg), in the current
  * context; on a failure what was built stays in g for rpl__seg_destroy. */
-CUresult rpl__seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
-			const struct rpl_config *cfg);
+CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct cap_window *w,
+			const struct cap_graph *tg, const struct rpl_config *cfg);
 /* Free g's graphs, execs, events, stage buffers and plan; g is zeroed. */
-void rpl__seg_destroy(struct rpl_seg *g);
+void rpl__seg_destroy(struct rpl_engine *re, struct rpl_seg *g);
 
 /* retire.c. Retire t: its graphs go, its figures stay for the report. */
-void rpl__template_retire(struct rpl_template *t, const char *why);
+void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const char *why);
 /* After a launch: retire t when patching its moving bindings costs more than eager. */
-void rpl__check_churn(struct rpl_template *t);
+void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t);
 /* A failure of cufold's own in ctx: ctx goes to sticky passthrough (invariant 5). */
-void rpl__ctx_fail(CUcontext ctx, const char *what);
+void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what);
 
 /* template.c */
 /* The rewriter's run over the window's ops [first, first+n) (CUFOLD_OPT, CUFOLD_RULES), or NULL
  * when no rule is enabled. */
 struct rw_run *rpl__plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg);
-struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
-					 bool *own_failure);
-void rpl__template_destroy(struct rpl_template *t);
+/* Shape shape_id's template from its window w (pinned: this runs outside the engine's lock,
+ * reading only w, cfg and the driver; t->shape is set when it is published), or NULL with *why
+ * (and *own_failure when cufold itself failed). */
+struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap_window *w, uint64_t shape_id,
+					 const struct rpl_config *cfg, const char **why, bool *own_failure);
+/* Under the lock, once t->shape is set: the shape's marks say what t's rewrites did. */
+void rpl__template_mark(struct rpl_template *t);
+void rpl__template_destroy(struct rpl_engine *re, struct rpl_template *t);
 /* The most ops of one of t's segments. */
 uint32_t rpl__template_max_seg(const struct rpl_template *t);
 /* Destroy t's graphs, execs and events, keeping its figures (a retired template). */
-void rpl__template_release(struct rpl_template *t);
+void rpl__template_release(struct rpl_engine *re, struct rpl_template *t);
 /* Classify one op (what a template would make of it). */
 enum rpl_cls rpl__classify(const struct cap_op *op);
 /* Build the node-form of a kernel op's parameters into n (owned copies). 0 or -CF_ENOMEM. */
@@ -300,10 +379,10 @@ bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint6
 size_t rpl__template_bytes(const struct rpl_template *t);
 
 /* A driver call replay makes (counted). */
-void rpl__own_call(void);
+void rpl__own_call(struct rpl_engine *re);
 /* Make ctx current on this thread if it is not; *pushed says whether to pop. */
-void rpl__ctx_enter(CUcontext ctx, bool *pushed);
-void rpl__ctx_leave(bool pushed);
+void rpl__ctx_enter(struct rpl_engine *re, CUcontext ctx, bool *pushed);
+void rpl__ctx_leave(struct rpl_engine *re, bool pushed);
 
 /* gate.c. The clock window times are taken with (ns); whether it is a software device's model. */
 void rpl__gate_init(void);
@@ -319,16 +398,18 @@ bool rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t s
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings);
 const char *rpl__gate_state_name(const struct rpl_gate *g);
 
+/* retire.c: while a build is in flight, a retirement is kept for its result (rpl_build_publish
+ * applies it; more than fit mark it stale). */
+void rpl__build_note(struct rpl_engine *re, enum rpl_retirement_kind kind, uint64_t a, uint64_t b);
+
 /* deferred_errors.c: a deferred op failed when submitted (the program was told it succeeded). */
-void rpl__error_note(const struct cap_op *op, CUresult rc);
+void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc);
 /* Whether rc leaves a context unusable (the driver returns it from every later call). */
 bool rpl__error_is_sticky(CUresult rc);
 /* At exit: log the errors no call returned. */
-void rpl__errors_at_exit(void);
-/* Forget every error (fork child, fini). */
-void rpl__errors_reset(void);
+void rpl__errors_at_exit(struct rpl_engine *re);
 /* The report's "deferred_errors" member. */
-void rpl__errors_write_json(FILE *f);
+void rpl__errors_write_json(struct rpl_engine *re, FILE *f);
 /* text as the inside of a JSON string. */
 void rpl__json_text(FILE *f, const char *text);
 
@@ -344,14 +425,13 @@ void rpl__mark_event(const char *what, const char *why);
 
 /* match.c. A fallback happened (counted in totals, and in t's figures when t is not NULL): its
  * mark, and under CUFOLD_STRICT its error when it is a failure of cufold's own or a failed guard. */
-void rpl__fallback_note(struct rpl_template *t, enum rpl_fallback why);
+void rpl__fallback_note(struct rpl_engine *re, struct rpl_template *t, enum rpl_fallback why);
 /* A context went to passthrough after a failure of cufold's own (strict: an error). */
-void rpl__passthrough_note(const char *what);
+void rpl__passthrough_note(struct rpl_engine *re, const char *what);
 
 /* match.c: every live template (report). */
-struct rpl_template *rpl__templates(void);
+struct rpl_template *rpl__templates(struct rpl_engine *re);
 /* Retired templates kept for the report. */
-struct rpl_template *rpl__retired(void);
-extern struct rpl_totals rpl__totals;
+struct rpl_template *rpl__retired(struct rpl_engine *re);
 
 #endif

@@ -31,16 +31,16 @@ void rpl__json_text(FILE *f, const char *text)
 }
 
 /* A call site's name as a JSON string. */
-static void write_site(FILE *f, uint64_t site)
+static void write_site(struct rpl_engine *re, FILE *f, uint64_t site)
 {
 	fputc('"', f);
-	rpl__json_text(f, cap_callsite_name(site));
+	rpl__json_text(f, cap_callsite_name(re->cap, site));
 	fputc('"', f);
 }
 
 /* What the rewrite did: the rules that fired (how often, at which call sites), graphable ops
  * before and after by kind, bytes, and the call sites of every op it changed. */
-static void write_rewrite(FILE *f, const struct rpl_rewrite_figures *w)
+static void write_rewrite(struct rpl_engine *re, FILE *f, const struct rpl_rewrite_figures *w)
 {
 	fputs("\"rewrite\": {\"rules\": {", f);
 	for (uint32_t i = 0; i < w->nrules; i++)
@@ -51,7 +51,7 @@ static void write_rewrite(FILE *f, const struct rpl_rewrite_figures *w)
 		for (uint32_t j = 0; j < w->rules[i].nsites; j++) {
 			if (j)
 				fputs(", ", f);
-			write_site(f, w->rules[i].sites[j]);
+			write_site(re, f, w->rules[i].sites[j]);
 		}
 		fputc(']', f);
 	}
@@ -63,7 +63,7 @@ static void write_rewrite(FILE *f, const struct rpl_rewrite_figures *w)
 	for (uint32_t i = 0; i < w->nsites; i++) {
 		if (i)
 			fputs(", ", f);
-		write_site(f, w->sites[i]);
+		write_site(re, f, w->sites[i]);
 	}
 	fputs("]}", f);
 }
@@ -89,7 +89,7 @@ static void write_gate(FILE *f, const struct rpl_template *t)
 		rpl__gate_is_modeled() ? "modeled" : "monotonic");
 }
 
-static void write_template(FILE *f, const struct rpl_template *t)
+static void write_template(struct rpl_engine *re, FILE *f, const struct rpl_template *t)
 {
 	uint64_t saved = t->ops_replayed >= t->graph_launches ? t->ops_replayed - t->graph_launches : 0;
 
@@ -110,11 +110,11 @@ static void write_template(FILE *f, const struct rpl_template *t)
 	for (uint32_t i = 0; i < t->nmoved_sites; i++) {
 		if (i)
 			fputs(", ", f);
-		write_site(f, t->moved_sites[i]);
+		write_site(re, f, t->moved_sites[i]);
 	}
 	fputs("], ", f);
 	write_gate(f, t);
-	write_rewrite(f, &t->rw);
+	write_rewrite(re, f, &t->rw);
 	fputs(", \"segment_launches\": [", f);
 	for (uint32_t k = 0; k < t->nsegs; k++)
 		fprintf(f, "%s{\"first\": %u, \"ops\": %u, \"launches\": %" PRIu64 ", \"patched_launches\": %" PRIu64
@@ -125,11 +125,11 @@ static void write_template(FILE *f, const struct rpl_template *t)
 }
 
 /* Shapes replay will not replay, and why (too few ops, a failure, passthrough, churn). */
-static void write_rejected(FILE *f)
+static void write_rejected(struct rpl_engine *re, FILE *f)
 {
 	bool first = true;
 
-	for (const struct note_link *l = rpl__notes; l; l = l->next) {
+	for (const struct note_link *l = re->notes; l; l = l->next) {
 		if (!l->note.rejected || !l->shape)
 			continue;
 		fprintf(f, "%s{\"shape\": %" PRIu64 ", \"why\": \"", first ? "" : ", ", cap_shape_id(l->shape));
@@ -139,11 +139,13 @@ static void write_rejected(FILE *f)
 	}
 }
 
-void rpl_write_report_json(FILE *f)
+void rpl_write_report_json(struct rpl_engine *re, FILE *f)
 {
-	const struct rpl_totals *s = &rpl__totals;
+	struct rpl_totals tot;
+	const struct rpl_totals *s = &tot;
 	bool first = true;
 
+	rpl_get_totals(re, &tot); /* own_calls is counted atomically (builds run outside the lock) */
 	fprintf(f,
 		",\n \"replay\": {\n    \"templates_built\": %" PRIu64 ", \"templates_live\": %" PRIu64
 		", \"segments_built\": %" PRIu64 ", \"graph_launches\": %" PRIu64 ", \"ops_replayed\": %" PRIu64
@@ -155,24 +157,24 @@ void rpl_write_report_json(FILE *f)
 		s->templates, s->templates_live, s->segments, s->graph_launches, s->ops_replayed, s->ops_deferred,
 		s->ops_flushed, s->patches, s->retired,
 		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
-		s->matched_ops, rpl_host_ns_per_op(), rpl_memory_bytes(), s->failed ? "true" : "false");
+		s->matched_ops, rpl_host_ns_per_op(re), rpl_memory_bytes(re), s->failed ? "true" : "false");
 	write_fallbacks(f, s->fallbacks);
 	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    \"rejected_shapes\": [", s->polls_not_ready);
-	write_rejected(f);
+	write_rejected(re, f);
 	fputs("],\n    ", f);
-	rpl__errors_write_json(f);
+	rpl__errors_write_json(re, f);
 	fputs(",\n    \"templates\": [\n", f);
-	for (const struct rpl_template *t = rpl__templates(); t; t = t->next) {
+	for (const struct rpl_template *t = rpl__templates(re); t; t = t->next) {
 		if (!first)
 			fputs(",\n", f);
-		write_template(f, t);
+		write_template(re, f, t);
 		first = false;
 	}
-	for (const struct rpl_template *t = rpl__retired(); t; t = t->next) {
+	for (const struct rpl_template *t = rpl__retired(re); t; t = t->next) {
 		if (!first)
 			fputs(",\n", f);
-		write_template(f, t);
+		write_template(re, f, t);
 		first = false;
 	}
-	fprintf(f, "\n    ]\n  },\n \"host_ns_per_op\": %.1f", rpl_host_ns_per_op());
+	fprintf(f, "\n    ]\n  },\n \"host_ns_per_op\": %.1f", rpl_host_ns_per_op(re));
 }

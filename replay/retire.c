@@ -10,33 +10,33 @@
 
 /* ------------------------------------------------------------------ templates */
 
-static void template_unlink(struct rpl_template *t)
+static void template_unlink(struct rpl_engine *re, struct rpl_template *t)
 {
 	if (t->prev)
 		t->prev->next = t->next;
 	else
-		rpl__st.templates = t->next;
+		re->st.templates = t->next;
 	if (t->next)
 		t->next->prev = t->prev;
 	t->prev = t->next = NULL;
 }
 
 /* Drop t from the candidates (the window then follows the others, or records). */
-static void cand_forget(struct rpl_template *t)
+static void cand_forget(struct rpl_engine *re, struct rpl_template *t)
 {
 	uint32_t j = 0;
 
-	for (uint32_t i = 0; i < rpl__st.ncand; i++)
-		if (rpl__st.cand[i] != t)
-			rpl__st.cand[j++] = rpl__st.cand[i];
-	rpl__st.ncand = j;
-	if (rpl__st.ended == t)
-		rpl__st.ended = NULL;
+	for (uint32_t i = 0; i < re->st.ncand; i++)
+		if (re->st.cand[i] != t)
+			re->st.cand[j++] = re->st.cand[i];
+	re->st.ncand = j;
+	if (re->st.ended == t)
+		re->st.ended = NULL;
 }
 
 /* Retire t: its graphs go, its figures stay for the report
  * (the most recent RPL_MAX_RETIRED). */
-void rpl__template_retire(struct rpl_template *t, const char *why)
+void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const char *why)
 {
 	struct rpl_shape_note *n = rpl__note_of(t->shape);
 	struct rpl_template **pt;
@@ -44,34 +44,30 @@ void rpl__template_retire(struct rpl_template *t, const char *why)
 
 	/* a retirement inside a window (capture evicting a shape while the call that closes the
 	 * window is recorded): what is kept goes first, while t may still be the graph for it */
-	if (rpl__st.ndef) {
-		rpl__submit_deferred(RPL_FB_BOUNDARY);
+	if (re->st.ndef) {
+		rpl__submit_deferred(re, RPL_FB_BOUNDARY);
 		/* that submission may have launched t and retired it already (a failed guard, churn,
 		 * a failure of cufold's own): it must not be unlinked and released twice */
 		if (t->retired_why)
 			return;
 	}
-	cf_assert(rpl__st.ndef == 0); /* invariant 2: no deferred op outlives a candidate's retirement */
-	cand_forget(t);
-	if (rpl__st.mstate == RPL_M_MATCHING && rpl__st.ncand == 0)
-		rpl__st.mstate = RPL_M_RECORDING;
+	cf_assert(re->st.ndef == 0); /* invariant 2: no deferred op outlives a candidate's retirement */
+	cand_forget(re, t);
+	if (re->st.mstate == RPL_M_MATCHING && re->st.ncand == 0)
+		re->st.mstate = RPL_M_RECORDING;
 	if (n && n->tpl == t) {
 		n->tpl = NULL;
 		n->retired_at = cap_shape_sightings(t->shape);
 	}
-	template_unlink(t);
-	rpl__totals.templates_live--;
-	rpl__totals.retired++;
-	if (rpl__st.no_driver) {
-		rpl__template_destroy(t);
-		return;
-	}
-	rpl__template_release(t);
+	template_unlink(re, t);
+	re->totals.templates_live--;
+	re->totals.retired++;
+	rpl__template_release(re, t);
 	t->shape = NULL;
 	t->retired_why = why;
-	t->next = rpl__st.retired;
-	rpl__st.retired = t;
-	for (pt = &rpl__st.retired; *pt; pt = &(*pt)->next) {
+	t->next = re->st.retired;
+	re->st.retired = t;
+	for (pt = &re->st.retired; *pt; pt = &(*pt)->next) {
 		if (++kept > RPL_MAX_RETIRED) {
 			struct rpl_template *old = *pt;
 
@@ -79,7 +75,7 @@ void rpl__template_retire(struct rpl_template *t, const char *why)
 			while (old) {
 				struct rpl_template *nx = old->next;
 
-				rpl__template_destroy(old);
+				rpl__template_destroy(re, old);
 				old = nx;
 			}
 			break;
@@ -89,7 +85,7 @@ void rpl__template_retire(struct rpl_template *t, const char *why)
 
 /* After a launch: a template whose bindings move on most launches and whose patching costs as
  * many driver calls as submitting its ops eagerly does not pay; it goes back to eager for good. */
-void rpl__check_churn(struct rpl_template *t)
+void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t)
 {
 	struct rpl_shape_note *n;
 
@@ -98,12 +94,12 @@ void rpl__check_churn(struct rpl_template *t)
 		return;
 	n = rpl__note_of(t->shape);
 	t->fallbacks[RPL_FB_CHURN]++;
-	rpl__totals.fallbacks[RPL_FB_CHURN]++;
+	re->totals.fallbacks[RPL_FB_CHURN]++;
 	cf_log_info("replay: window shape %llu goes back to eager: its bindings change on %llu of %llu launches and "
 		    "patching costs more than it saves",
 		    (unsigned long long)t->shape_id, (unsigned long long)t->patched_launches,
 		    (unsigned long long)t->launches);
-	rpl__template_retire(t, "bindings change on most launches; patching costs more than eager submission");
+	rpl__template_retire(re, t, "bindings change on most launches; patching costs more than eager submission");
 	if (n) {
 		n->rejected = true;
 		n->why = "bindings change on most launches";
@@ -112,60 +108,77 @@ void rpl__check_churn(struct rpl_template *t)
 
 /* ------------------------------------------------------------------ sticky failure */
 
-bool rpl_ctx_is_failed(CUcontext ctx)
+bool rpl_ctx_is_failed(struct rpl_engine *re, CUcontext ctx)
 {
-	if (cf_likely(!rpl__st.nfailed))
+	if (cf_likely(!re->st.nfailed))
 		return false;
-	if (rpl__st.all_failed)
+	if (re->st.all_failed)
 		return true;
-	for (uint32_t i = 0; i < rpl__st.nfailed; i++)
-		if (rpl__st.failed[i] == ctx)
+	for (uint32_t i = 0; i < re->st.nfailed; i++)
+		if (re->st.failed[i] == ctx)
 			return true;
 	return false;
 }
 
-void rpl__ctx_fail(CUcontext ctx, const char *what)
+void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what)
 {
 	struct rpl_template *t, *next;
 
-	if (rpl_ctx_is_failed(ctx))
+	if (rpl_ctx_is_failed(re, ctx))
 		return;
 	cf_log_warn("replay: %s; cufold passes every call of this context straight to the driver from now on "
 		    "(results are unchanged)", what);
-	rpl__totals.failed = true;
-	rpl__passthrough_note(what);
-	if (rpl__st.nfailed < RPL_MAX_FAILED_CTX)
-		rpl__st.failed[rpl__st.nfailed++] = ctx;
+	re->totals.failed = true;
+	rpl__passthrough_note(re, what);
+	if (re->st.nfailed < RPL_MAX_FAILED_CTX)
+		re->st.failed[re->st.nfailed++] = ctx;
 	else
-		rpl__st.all_failed = true;
-	for (t = rpl__st.templates; t; t = next) {
+		re->st.all_failed = true;
+	for (t = re->st.templates; t; t = next) {
 		next = t->next;
-		if (rpl__st.all_failed || t->ctx == ctx) {
+		if (re->st.all_failed || t->ctx == ctx) {
 			struct rpl_shape_note *n = rpl__note_of(t->shape);
 
-			rpl__template_retire(t, "its context went to passthrough after a failure");
+			rpl__template_retire(re, t, "its context went to passthrough after a failure");
 			if (n) {
 				n->rejected = true;
 				n->why = "its context went to passthrough after a failure";
 			}
 		}
 	}
-	cf_assert(rpl_ctx_is_failed(ctx)); /* invariant 5: sticky from now on */
+	cf_assert(rpl_ctx_is_failed(re, ctx)); /* invariant 5: sticky from now on */
 }
 
-void rpl_shape_evicted(struct cap_shape *s)
+void rpl__build_note(struct rpl_engine *re, enum rpl_retirement_kind kind, uint64_t a, uint64_t b)
+{
+	struct rpl_build *bd = &re->st.build;
+
+	if (!re->st.build_due && !re->st.build_running)
+		return;
+	if (bd->nlater == RPL_BUILD_LATER) {
+		bd->stale = true;
+		return;
+	}
+	bd->later[bd->nlater++] = (struct rpl_retirement){ .kind = (uint8_t)kind, .a = a, .b = b };
+}
+
+void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s)
 {
 	struct rpl_shape_note *n = rpl__note_of(s);
 	struct note_link **pl;
 
+	if ((re->st.build_due || re->st.build_running) && re->st.build.shape == s) {
+		re->st.build.shape = NULL; /* its build is discarded at its publish */
+		re->st.build.note = NULL;
+	}
 	if (!n)
 		return;
 	if (n->tpl)
-		rpl__template_retire(n->tpl, "its window shape was evicted (CUFOLD_MAX_TEMPLATES)");
-	if (rpl__st.pend.note == n)
-		rpl__st.pend.valid = false;
+		rpl__template_retire(re, n->tpl, "its window shape was evicted (CUFOLD_MAX_TEMPLATES)");
+	if (re->st.pend.note == n)
+		re->st.pend.valid = false;
 	cap_shape_set_user(s, NULL);
-	for (pl = &rpl__notes; *pl; pl = &(*pl)->next) {
+	for (pl = &re->notes; *pl; pl = &(*pl)->next) {
 		if (&(*pl)->note == n) {
 			struct note_link *l = *pl;
 
@@ -176,23 +189,24 @@ void rpl_shape_evicted(struct cap_shape *s)
 	}
 }
 
-void rpl_memory_released(uint64_t base, uint64_t size)
+void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size)
 {
 	struct rpl_template *t, *next;
 
-	if (!rpl__st.ready || !size)
+	if (!re->st.ready || !size)
 		return;
+	rpl__build_note(re, RPL_RET_FREE, base, size); /* a build in flight gets it at its publish */
 	/* what is kept goes before any retirement, once: a submission inside the loop may launch
 	 * and retire a template (a failed guard), the one `next` points at included */
-	for (t = rpl__st.templates; t && rpl__st.ndef; t = t->next) {
+	for (t = re->st.templates; t && re->st.ndef; t = t->next) {
 		struct rpl_shape_note *n = rpl__note_of(t->shape);
 
 		if (!(n && n->patch_frees) && rpl__template_references(t, base, size)) {
-			rpl_flush();
+			rpl_flush(re);
 			break;
 		}
 	}
-	for (t = rpl__st.templates; t; t = next) {
+	for (t = re->st.templates; t; t = next) {
 		struct rpl_shape_note *n = rpl__note_of(t->shape);
 
 		next = t->next;
@@ -200,12 +214,12 @@ void rpl_memory_released(uint64_t base, uint64_t size)
 			continue;
 		if (!rpl__template_references(t, base, size))
 			continue;
-		cf_assert(rpl__st.ndef == 0); /* so the retirement below submits (and retires) nothing */
+		cf_assert(re->st.ndef == 0); /* so the retirement below submits (and retires) nothing */
 		t->fallbacks[RPL_FB_FREE]++;
-		rpl__totals.fallbacks[RPL_FB_FREE]++;
+		re->totals.fallbacks[RPL_FB_FREE]++;
 		if (n && ++n->free_retires >= RPL_FREE_RETIRES)
 			n->patch_frees = true; /* it allocates per step: patching covers the moves */
-		rpl__template_retire(t, "memory it references was freed");
+		rpl__template_retire(re, t, "memory it references was freed");
 	}
 }
 
@@ -218,35 +232,39 @@ static bool references_event(const struct rpl_template *t, CUevent e)
 	return false;
 }
 
-void rpl_event_destroyed(CUevent e)
+void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 {
 	struct rpl_template *t, *next;
 
-	if (!rpl__st.ready || !e)
+	if (!re->st.ready || !e)
 		return;
-	for (t = rpl__st.templates; t; t = next) {
+	rpl__build_note(re, RPL_RET_EVENT, (uint64_t)(uintptr_t)e, 0); /* a build in flight gets it at its publish */
+	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (references_event(t, e))
-			rpl__template_retire(t, "an event it records or waits for was destroyed");
+			rpl__template_retire(re, t, "an event it records or waits for was destroyed");
 	}
 }
 
-void rpl_functions_unloaded(void)
+void rpl_functions_unloaded(struct rpl_engine *re)
 {
-	while (rpl__st.ready && rpl__st.templates)
-		rpl__template_retire(rpl__st.templates, "a module or library was unloaded");
+	rpl__build_note(re, RPL_RET_FUNCTIONS, 0, 0); /* a build in flight gets it at its publish */
+	while (re->st.ready && re->st.templates)
+		rpl__template_retire(re, re->st.templates, "a module or library was unloaded");
 }
 
-void rpl_context_destroyed(CUcontext ctx)
+void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx)
 {
 	struct rpl_template *t, *next;
 
-	if (!rpl__st.ready)
+	if (!re->st.ready)
 		return;
-	for (t = rpl__st.templates; t; t = next) {
+	rpl__build_note(re, RPL_RET_CONTEXT, (uint64_t)(uintptr_t)ctx,
+			0); /* a build in flight gets it at its publish */
+	for (t = re->st.templates; t; t = next) {
 		next = t->next;
 		if (!ctx || t->ctx == ctx)
-			rpl__template_retire(t, "its context was destroyed");
+			rpl__template_retire(re, t, "its context was destroyed");
 	}
 }
 

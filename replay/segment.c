@@ -299,8 +299,8 @@ static bool recorded_in_part(const struct cap_window *w, const struct rpl_seg *g
 /* Add op (position i of segment g) to its part's graph, depending on the nodes d lists in the
  * same part (a dependency on another part is an event record -> wait pair: the wait is an
  * event-wait node). A folded op gets no node. */
-static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op, const struct cap_window *w,
-			 const struct pos_list *d, CUgraphNode *deps)
+static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, const struct cap_op *op,
+			 const struct cap_window *w, const struct pos_list *d, CUgraphNode *deps)
 {
 	struct rpl_node *n = &g->nodes[i];
 	struct rpl_part *pt = &g->parts[n->part];
@@ -317,7 +317,7 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 			deps[ndeps++] = g->nodes[d[i].v[k]].node;
 	if (op->stream_kind == CAP_STREAM_LEGACY)
 		pt->legacy = true;
-	rpl__own_call();
+	rpl__own_call(re);
 	switch (op->kind) {
 	case CAP_OP_KERNEL: {
 		CUDA_KERNEL_NODE_PARAMS p;
@@ -341,7 +341,7 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 			/* filled at each launch from the bytes staged at the call */
 			pt->staged = true;
 			g->staged = true;
-			rpl__own_call();
+			rpl__own_call(re);
 		}
 		rpl__copy_desc(op, n->stage, &n->copy);
 		rc = SHIM_REAL(cuGraphAddMemcpyNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &n->copy, op->ctx);
@@ -375,19 +375,19 @@ static CUresult add_node(struct rpl_seg *g, uint32_t i, const struct cap_op *op,
 }
 
 /* Instantiate part pt (its first op: op) and upload it ahead of its first launch. */
-static CUresult part_finish(struct rpl_part *pt, const struct cap_op *op)
+static CUresult part_finish(struct rpl_engine *re, struct rpl_part *pt, const struct cap_op *op)
 {
 	CUresult rc;
 
 	if (pt->staged) {
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuEventCreate)(&pt->done_ev, CU_EVENT_DISABLE_TIMING);
 		if (rc != CUDA_SUCCESS) {
 			pt->done_ev = NULL;
 			return rc;
 		}
 	}
-	rpl__own_call();
+	rpl__own_call(re);
 	rc = SHIM_REAL(cuGraphInstantiateWithFlags)(&pt->exec, pt->graph, 0);
 	if (rc != CUDA_SUCCESS) {
 		pt->exec = NULL;
@@ -395,7 +395,7 @@ static CUresult part_finish(struct rpl_part *pt, const struct cap_op *op)
 	}
 	/* only an optimization, so a refusal is not a failure */
 	if (!pt->legacy && op->stream_kind != CAP_STREAM_PER_THREAD) {
-		rpl__own_call();
+		rpl__own_call(re);
 		if (SHIM_REAL(cuGraphUpload)(pt->exec, op->stream) != CUDA_SUCCESS)
 			cf_log_debug("graph upload refused; the first launch uploads");
 	}
@@ -403,7 +403,7 @@ static CUresult part_finish(struct rpl_part *pt, const struct cap_op *op)
 }
 
 /* The graphs of g's parts, created empty; each part's first position. */
-static CUresult parts_create(struct rpl_seg *g, uint32_t nparts)
+static CUresult parts_create(struct rpl_engine *re, struct rpl_seg *g, uint32_t nparts)
 {
 	CUresult rc = CUDA_SUCCESS;
 
@@ -416,7 +416,7 @@ static CUresult parts_create(struct rpl_seg *g, uint32_t nparts)
 	for (uint32_t i = g->n; i-- > 0;)
 		g->parts[g->nodes[i].part].first = i;
 	for (uint32_t k = 0; k < nparts && rc == CUDA_SUCCESS; k++) {
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuGraphCreate)(&g->parts[k].graph, 0);
 		if (rc != CUDA_SUCCESS)
 			g->parts[k].graph = NULL;
@@ -424,8 +424,8 @@ static CUresult parts_create(struct rpl_seg *g, uint32_t nparts)
 	return rc;
 }
 
-CUresult rpl__seg_build(struct rpl_seg *g, const struct cap_window *w, const struct cap_graph *tg,
-			const struct rpl_config *cfg)
+CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct cap_window *w,
+			const struct cap_graph *tg, const struct rpl_config *cfg)
 {
 	struct pos_list *d = NULL;
 	CUgraphNode *deps = NULL;
@@ -444,7 +444,7 @@ CUresult rpl__seg_build(struct rpl_seg *g, const struct cap_window *w, const str
 	}
 	if (deps_compute(g, tg, d) != 0)
 		goto out;
-	rc = parts_create(g, split_decide(g, w, d));
+	rc = parts_create(re, g, split_decide(g, w, d));
 	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
 		const struct cap_op *op = cap_window_op(w, g->first + i);
 		struct cap_op tmp;
@@ -457,10 +457,10 @@ CUresult rpl__seg_build(struct rpl_seg *g, const struct cap_window *w, const str
 			}
 			op = &tmp;
 		}
-		rc = add_node(g, i, op, w, d, deps);
+		rc = add_node(re, g, i, op, w, d, deps);
 	}
 	for (uint32_t k = 0; k < g->nparts && rc == CUDA_SUCCESS; k++)
-		rc = part_finish(&g->parts[k], cap_window_op(w, g->first + g->parts[k].first));
+		rc = part_finish(re, &g->parts[k], cap_window_op(w, g->first + g->parts[k].first));
 out:
 	for (uint32_t i = 0; d && i < g->n; i++)
 		free(d[i].v);
@@ -469,22 +469,22 @@ out:
 	return rc;
 }
 
-void rpl__seg_destroy(struct rpl_seg *g)
+void rpl__seg_destroy(struct rpl_engine *re, struct rpl_seg *g)
 {
 	rw_run_destroy(g->run);
 	for (uint32_t k = 0; g->parts && k < g->nparts; k++) {
 		struct rpl_part *pt = &g->parts[k];
 
 		if (pt->exec) {
-			rpl__own_call();
+			rpl__own_call(re);
 			SHIM_REAL(cuGraphExecDestroy)(pt->exec);
 		}
 		if (pt->graph) {
-			rpl__own_call();
+			rpl__own_call(re);
 			SHIM_REAL(cuGraphDestroy)(pt->graph);
 		}
 		if (pt->done_ev) {
-			rpl__own_call();
+			rpl__own_call(re);
 			SHIM_REAL(cuEventDestroy_v2)(pt->done_ev);
 		}
 	}
@@ -492,7 +492,7 @@ void rpl__seg_destroy(struct rpl_seg *g)
 		free(g->nodes[i].params);
 		free(g->nodes[i].param_ptrs);
 		if (g->nodes[i].stage) {
-			rpl__own_call();
+			rpl__own_call(re);
 			SHIM_REAL(cuMemFreeHost)(g->nodes[i].stage);
 		}
 	}

@@ -425,14 +425,14 @@ static void figures_add(struct rpl_rewrite_figures *f, const struct rpl_seg *g, 
 
 /* ------------------------------------------------------------------ building */
 
-void rpl__template_release(struct rpl_template *t)
+void rpl__template_release(struct rpl_engine *re, struct rpl_template *t)
 {
 	for (uint32_t k = 0; t->segs && k < t->nsegs; k++) {
 		struct rpl_seg *g = &t->segs[k];
 		uint32_t first = g->first, n = g->n;
 		uint64_t launches = g->launches, patched = g->patched_launches, patches = g->patches;
 
-		rpl__seg_destroy(g);
+		rpl__seg_destroy(re, g);
 		g->first = first;
 		g->n = n;
 		g->launches = launches;
@@ -440,22 +440,22 @@ void rpl__template_release(struct rpl_template *t)
 		g->patches = patches;
 	}
 	if (t->join_ev) {
-		rpl__own_call();
+		rpl__own_call(re);
 		SHIM_REAL(cuEventDestroy_v2)(t->join_ev);
 		t->join_ev = NULL;
 	}
 	if (t->fork_ev) {
-		rpl__own_call();
+		rpl__own_call(re);
 		SHIM_REAL(cuEventDestroy_v2)(t->fork_ev);
 		t->fork_ev = NULL;
 	}
 }
 
-void rpl__template_destroy(struct rpl_template *t)
+void rpl__template_destroy(struct rpl_engine *re, struct rpl_template *t)
 {
 	if (!t)
 		return;
-	rpl__template_release(t);
+	rpl__template_release(re, t);
 	free(t->segs);
 	free(t->ops);
 	free(t->moved_sites);
@@ -663,7 +663,8 @@ static int cuts_make(struct rpl_template *t, const struct cap_window *w, const s
 
 /* Build every segment's graphs (and the join/fork events an unsplit multi-stream segment
  * needs) in t's context. */
-static CUresult segs_build(struct rpl_template *t, const struct cap_window *w, const struct rpl_config *cfg)
+static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
+			   const struct rpl_config *cfg)
 {
 	struct cap_graph *tg = cap_graph_build(w);
 	CUresult rc = CUDA_SUCCESS;
@@ -671,14 +672,12 @@ static CUresult segs_build(struct rpl_template *t, const struct cap_window *w, c
 
 	if (!tg)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rpl__ctx_enter(t->ctx, &pushed);
-	cap_shape_unmark(t->shape);
+	rpl__ctx_enter(re, t->ctx, &pushed);
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
-		rc = rpl__seg_build(&t->segs[k], w, tg, cfg);
+		rc = rpl__seg_build(re, &t->segs[k], w, tg, cfg);
 		if (rc != CUDA_SUCCESS)
 			break;
 		figures_add(&t->rw, &t->segs[k], w);
-		seg_mark(t->shape, &t->segs[k]);
 		if (t->segs[k].nparts > 1)
 			t->split_segs++;
 		else if (seg_streams(&t->segs[k], w) > 1)
@@ -687,22 +686,21 @@ static CUresult segs_build(struct rpl_template *t, const struct cap_window *w, c
 	if (rc == CUDA_SUCCESS && t->multi_stream) {
 		/* one event each for joining streams before launches and forking after: a wait
 		 * takes the event's state at the call, so the events are reused at once */
-		rpl__own_call();
+		rpl__own_call(re);
 		rc = SHIM_REAL(cuEventCreate)(&t->join_ev, CU_EVENT_DISABLE_TIMING);
 		if (rc == CUDA_SUCCESS) {
-			rpl__own_call();
+			rpl__own_call(re);
 			rc = SHIM_REAL(cuEventCreate)(&t->fork_ev, CU_EVENT_DISABLE_TIMING);
 		}
 	}
-	rpl__ctx_leave(pushed);
+	rpl__ctx_leave(re, pushed);
 	cap_graph_destroy(tg);
 	return rc;
 }
 
-struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_config *cfg, const char **why,
-					 bool *own_failure)
+struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap_window *w, uint64_t shape_id,
+					 const struct rpl_config *cfg, const char **why, bool *own_failure)
 {
-	const struct cap_window *w = cap_shape_last(s);
 	struct rpl_template *t = NULL;
 	uint32_t nops;
 	CUresult rc;
@@ -716,8 +714,7 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		goto out_nomem;
-	t->shape = s;
-	t->shape_id = cap_shape_id(s);
+	t->shape_id = shape_id;
 	t->built_window = cap_window_seq(w);
 	t->nops = nops;
 	t->seg_cap = cfg->segment;
@@ -736,7 +733,7 @@ struct rpl_template *rpl__template_build(struct cap_shape *s, const struct rpl_c
 		*why = "fewer graphable ops than CUFOLD_MIN_OPS";
 		goto out_reject;
 	}
-	rc = segs_build(t, w, cfg);
+	rc = segs_build(re, t, w, cfg);
 	if (rc != CUDA_SUCCESS) {
 		cf_log_debug("building a graph for window shape %llu failed: error %d", (unsigned long long)t->shape_id,
 			     (int)rc);
@@ -750,8 +747,15 @@ out_nomem:
 	*why = "out of memory";
 	*own_failure = true;
 out_reject:
-	rpl__template_destroy(t);
+	rpl__template_destroy(re, t);
 	return NULL;
+}
+
+void rpl__template_mark(struct rpl_template *t)
+{
+	cap_shape_unmark(t->shape);
+	for (uint32_t k = 0; k < t->nsegs; k++)
+		seg_mark(t->shape, &t->segs[k]);
 }
 
 /* ------------------------------------------------------------------ references */

@@ -3,7 +3,9 @@
  *
  * The PTX is compiled from the .cu files of rewrite/kernels by nvcc at build time and embedded as bytes
  * (the Makefile generates rw_kernels_ptx.h). The cache is a small table under one lock: a
- * process has few contexts, and a load happens once per context. */
+ * process has few contexts, and a load happens once per context. It is per process, not part of
+ * the engine (a template build reaches it through rewrite's derivations, which take no engine);
+ * the engine's one fork handler resets it in the child (rw_kernels_atfork_child). */
 #include <pthread.h>
 #include <string.h>
 
@@ -156,4 +158,12 @@ void rw_kernels_forget(CUcontext ctx)
 			memset(e, 0, sizeof(*e));
 	}
 	pthread_mutex_unlock(&cache.lock);
+}
+
+void rw_kernels_atfork_child(void)
+{
+	/* the forking thread is the child's only one: a lock another thread of the parent held is
+	 * made anew, and the parent's modules are forgotten (the child loads its own) */
+	pthread_mutex_init(&cache.lock, NULL);
+	memset(cache.v, 0, sizeof(cache.v));
 }

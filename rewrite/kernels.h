@@ -39,5 +39,7 @@ CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn);
 /* Forget ctx's module (NULL: every context's): call when ctx is destroyed (its modules die with
  * it), so that a new context that reuses the handle loads its own. */
 void rw_kernels_forget(CUcontext ctx);
+/* In a forked child (the engine's fork handler): the cache's lock anew, every module forgotten. */
+void rw_kernels_atfork_child(void);
 
 #endif

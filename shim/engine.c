@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/serial.h"
 #include "replay/replay.h"
+#include "rewrite/kernels.h"
 #include "rewrite/rewriter.h"
 
 enum engine_state {
@@ -36,46 +37,76 @@ enum engine_state {
 
 #define TRACE_MAX_BYTES (64u << 20) /* CUFOLD_TRACE keeps at most this much of event text */
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* orders all recording */
+/* Process-wide: which engine is current and what the process as a whole has done. Everything
+ * a recorded call changes is in the engine (engine.h); these only change at start, fork and
+ * exit (scripts/check-layers lists them, with these reasons). */
+static struct cf_engine *engine; /* the current engine, NULL before start (acquire/release) */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* one thread makes the engine */
 static int state;                /* enum engine_state (acquire/release) */
-static int captures;             /* program stream captures in progress (atomic) */
-static bool callsites;           /* CUFOLD_CALLSITES */
-static bool timestamps;            /* CUFOLD_TRACE is on: ops carry the time of the call */
 static bool is_child;            /* a forked child (outputs only with %p in the path) */
-static int atfork_child_done;    /* the child handler is registered */
 static int atfork_prepare_done;  /* the prepare and parent handlers are registered */
-static bool prepared;            /* atfork_prepare took the lock for this fork */
-static bool replaying;           /* CUFOLD_MODE=replay and replay started: calls may be deferred */
-
+static struct cf_engine *prepared; /* the engine atfork_prepare locked for this fork, or NULL */
 static int strict_registered;    /* strict_on_exit is registered (CUFOLD_STRICT=1) */
 static int exit_status = -1;     /* the status the program passed to exit (on_exit), or -1 */
-static bool exit_done;           /* engine_exit has flushed and written the outputs */
+static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit reads it) */
 
 static __thread CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
 static __thread bool tls_ctx_ok;    /* tls_ctx is known */
 
-static void lock_take(void)
+static inline void lock_hold(struct cf_engine *e)
 {
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&e->lock);
 	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
 
-/* Whether the engine still records, asked again under the lock: a thread that passed
- * recording() may have waited on the lock while exit flushed and stopped. */
-static bool still_recording(void)
+/* Take the current engine's lock; the answer is the engine it guards (held until lock_drop).
+ * Only called once the engine exists (state left IDLE). */
+static struct cf_engine *engine_get(void)
 {
-	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && cap_is_ready();
+	return __atomic_load_n(&engine, __ATOMIC_ACQUIRE);
 }
 
-static void lock_drop(void)
+static struct cf_engine *engine_lock(void)
 {
-	struct rpl_wait w;
-	bool wait = replaying && rpl_take_wait(&w);
+	struct cf_engine *e = __atomic_load_n(&engine, __ATOMIC_ACQUIRE);
 
+	lock_hold(e);
+	return e;
+}
+
+/* Whether the engine still records, asked again under the lock: a thread that passed
+ * recording() may have waited on the lock while exit flushed and stopped. */
+static bool still_recording(const struct cf_engine *e)
+{
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && cap_is_ready(e->cap);
+}
+
+static void lock_release(struct cf_engine *e)
+{
 	shim_inside_leave();
 	cf_serial_leave();
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* lock_drop in CUFOLD_MODE=replay: what replay left for after the lock goes. */
+static void __attribute__((noinline)) lock_drop_replay(struct cf_engine *e)
+{
+	struct rpl_wait w;
+	bool wait = rpl_take_wait(e->rpl, &w), build = rpl_build_take(e->rpl);
+
+	lock_release(e);
+	/* a template build replay scheduled: outside the lock, so other threads' calls go on
+	 * while it rewrites, builds, instantiates and uploads; published under the lock again
+	 * before this thread's own call goes on (the program sees the order it always did) */
+	if (cf_unlikely(build)) {
+		shim_inside_enter();
+		rpl_build_run(e->rpl);
+		shim_inside_leave();
+		lock_hold(e);
+		rpl_build_publish(e->rpl);
+		lock_drop_replay(e); /* a wait (or the next build) it left */
+	}
 	/* a synchronization replay needed: never under the lock (a host function queued before
 	 * the awaited work may wait for a thread blocked on it) */
 	if (cf_unlikely(wait)) {
@@ -83,6 +114,14 @@ static void lock_drop(void)
 		rpl_wait(&w);
 		shim_inside_leave();
 	}
+}
+
+static inline void lock_drop(struct cf_engine *e)
+{
+	if (e->rpl)
+		lock_drop_replay(e);
+	else
+		lock_release(e);
 }
 
 /* A driver call capture makes itself: counted like the program's calls, so every call the
@@ -98,65 +137,79 @@ static void note_own(enum shim_api_id id)
 
 /* A boundary under the lock: replay submits what it deferred, then the window closes before
  * the call reaches the driver. */
-static void close_window(enum cap_boundary kind, enum shim_api_id api)
+static void close_window(struct cf_engine *e, enum cap_boundary kind, enum shim_api_id api)
 {
 	struct cap_shape *s;
 
-	if (replaying)
-		rpl_flush();
-	s = cap_boundary(kind, api);
-	if (replaying)
-		rpl_window_closed(s);
+	if (e->rpl)
+		rpl_flush(e->rpl);
+	s = cap_boundary(e->cap, kind, api);
+	if (e->rpl)
+		rpl_window_closed(e->rpl, s);
 }
 
 /* Under the lock: close the window when the call can observe its work (ends), else only count
  * the call (the report's calls seen vs windows closed). */
-static void end_window_if(bool ends, enum cap_boundary kind, enum shim_api_id api)
+static void end_window_if(struct cf_engine *e, bool ends, enum cap_boundary kind, enum shim_api_id api)
 {
 	if (ends)
-		close_window(kind, api);
+		close_window(e, kind, api);
 	else
-		cap_boundary_seen(kind);
+		cap_boundary_seen(e->cap, kind);
 }
 
-/* Fork: the window ends (FORK) and the lock is held across the fork, so the child's copy of
- * the state is consistent. These handlers are registered at the first recorded op, after the
- * driver registered its own (the driver is initialized by then): prepare handlers run in
- * reverse order of registration, so cufold's lock is taken before the driver's and a thread
- * that calls the driver while holding cufold's lock can always finish. */
+/* Fork: the window ends (FORK) and the lock is held across the fork, so no thread of the parent
+ * is inside the engine when it is copied. These handlers are registered at the first recorded
+ * op, after the driver registered its own (the driver is initialized by then): prepare
+ * handlers run in reverse order of registration, so cufold's lock is taken before the
+ * driver's and a thread that calls the driver while holding cufold's lock can always finish. */
 static void atfork_prepare(void)
 {
-	prepared = false;
+	struct cf_engine *e;
+
+	prepared = NULL;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;
-	lock_take();
-	prepared = true;
-	if (still_recording())
-		close_window(CAP_BOUNDARY_FORK, SHIM_API_COUNT);
+	e = engine_lock();
+	prepared = e;
+	if (still_recording(e))
+		close_window(e, CAP_BOUNDARY_FORK, SHIM_API_COUNT);
 }
 
 static void atfork_parent(void)
 {
 	if (prepared)
-		lock_drop();
-	prepared = false;
+		lock_drop(prepared);
+	prepared = NULL;
 }
 
-static void atfork_child(void)
+static struct cf_engine *engine_create(void);
+
+/* The engine's part of the process's one fork child handler (shim.c's atfork_child): the child
+ * abandons the parent's engine (leaked: never walked, freed or unlocked, since another thread
+ * of the parent may have been inside it, and its graphs and handles are the parent's) and
+ * records into a new one. */
+void shim_engine__atfork_child(void)
 {
-	pthread_mutex_init(&lock, NULL);
+	struct cf_engine *e;
+
+	pthread_mutex_init(&start_lock, NULL);
 	cf_serial_forget();
-	prepared = false;
+	rw_kernels_atfork_child(); /* per process, not the engine's: its lock and modules anew */
+	prepared = NULL;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;
 	shim__inside = 0;
-	cap_atfork_child();
-	if (replaying)
-		rpl_atfork_child();
-	__atomic_store_n(&captures, 0, __ATOMIC_RELAXED);
 	is_child = true;
 	tls_ctx_ok = false;
 	cf_tid_forget();
+	e = engine_create();
+	if (!e) {
+		cf_log_err("out of memory starting capture in a forked child; cufold passes every call through");
+		__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_store_n(&engine, e, __ATOMIC_RELEASE);
 }
 
 /* CUFOLD_STRICT: the program exits 0 but replay fell back for a failure of its own or a failed
@@ -166,9 +219,10 @@ static void atfork_child(void)
  * program that calls CUDA from a library constructor) after them. */
 static void strict_exit(void)
 {
+	struct cf_engine *e = exited;
 	uint64_t n;
 
-	if (exit_status != 0 || !exit_done || !replaying || !(n = rpl_strict_events()))
+	if (exit_status != 0 || !e || !e->exit_done || !e->rpl || !(n = rpl_strict_events(e->rpl)))
 		return;
 	cf_log_err("CUFOLD_STRICT=1: %llu failures of cufold's own or failed rewrite guards; the program exited "
 		   "with status 0, the process exits with status 70", (unsigned long long)n);
@@ -183,23 +237,27 @@ static void strict_on_exit(int status, void *arg)
 	strict_exit();
 }
 
-static void start(void)
+static void shape_evicted(void *arg, struct cap_shape *s)
 {
-	const struct cf_config *cfg;
-	struct cap_config cc;
-	int rc;
+	rpl_shape_evicted(arg, s);
+}
 
-	rc = shim_init();
-	if (rc == -CF_EBUSY)
-		return; /* called from cufold's own initialization: decide on a later call */
-	cfg = cf_config_get();
-	lock_take();
-	if (__atomic_load_n(&state, __ATOMIC_RELAXED) != ENGINE_IDLE)
-		goto out;
-	if (rc != 0 || shim_mode() == CF_MODE_OFF) {
-		__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
-		goto out;
-	}
+static void report_extra(void *arg, FILE *f)
+{
+	rpl_write_report_json(arg, f);
+}
+
+/* A new engine as the configuration says (capture, and replay in CUFOLD_MODE=replay); NULL
+ * when out of memory. */
+static struct cf_engine *engine_create(void)
+{
+	const struct cf_config *cfg = cf_config_get();
+	struct cf_engine *e = calloc(1, sizeof(*e));
+	struct cap_config cc;
+
+	if (!e)
+		return NULL;
+	pthread_mutex_init(&e->lock, NULL);
 	memset(&cc, 0, sizeof(cc));
 	cc.max_templates = cfg->max_templates;
 	cc.barrier_kernels = cfg->barrier_kernels;
@@ -207,16 +265,12 @@ static void start(void)
 	cc.trace_max_bytes = cfg->trace[0] ? TRACE_MAX_BYTES : 0;
 	cc.mode_name = cf_mode_name(shim_mode());
 	cc.note_driver_call = note_own;
-	callsites = cfg->callsites;
-	timestamps = cfg->trace[0] != 0;
-	if (shim_mode() == CF_MODE_REPLAY) {
-		cc.shape_evicted = rpl_shape_evicted;
-		cc.report_extra = rpl_write_report_json;
-	}
-	if (cap_init(&cc) != 0) {
-		cf_log_err("out of memory starting capture; cufold passes every call through");
-		__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
-		goto out;
+	e->callsites = cfg->callsites;
+	e->timestamps = cfg->trace[0] != 0;
+	e->cap = cap_engine_create(&cc);
+	if (!e->cap) {
+		free(e);
+		return NULL;
 	}
 	if (shim_mode() == CF_MODE_REPLAY) {
 		struct rpl_config rc_ = {
@@ -224,17 +278,49 @@ static void start(void)
 			.gate = cfg->gate, .strict = cfg->strict,
 		};
 
-		replaying = rpl_init(&rc_) == 0;
-		if (replaying && cfg->strict && !__atomic_exchange_n(&strict_registered, 1, __ATOMIC_RELAXED))
+		/* without replay the engine still records (as before: trace mode's outputs) */
+		e->rpl = rpl_engine_create(e->cap, &rc_);
+		if (e->rpl)
+			cap_set_replay(e->cap, shape_evicted, report_extra, e->rpl);
+	}
+	return e;
+}
+
+static void start(void)
+{
+	const struct cf_config *cfg;
+	struct cf_engine *e;
+	int rc;
+
+	rc = shim_init();
+	if (rc == -CF_EBUSY)
+		return; /* called from cufold's own initialization: decide on a later call */
+	cfg = cf_config_get();
+	shim_inside_enter();
+	pthread_mutex_lock(&start_lock);
+	if (__atomic_load_n(&state, __ATOMIC_RELAXED) != ENGINE_IDLE)
+		goto out;
+	if (rc != 0 || shim_mode() == CF_MODE_OFF) {
+		__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
+		goto out;
+	}
+	e = engine_create();
+	if (!e) {
+		cf_log_err("out of memory starting capture; cufold passes every call through");
+		__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
+		goto out;
+	}
+	if (e->rpl) {
+		if (cfg->strict && !__atomic_exchange_n(&strict_registered, 1, __ATOMIC_RELAXED))
 			on_exit(strict_on_exit, NULL);
 		/* an unknown name in CUFOLD_RULES is reported now, not when a first plan is made */
 		(void)rw_config_has_rules(&(struct rw_config){ .opt = cfg->opt, .rules = cfg->rules });
 	}
-	if (!__atomic_exchange_n(&atfork_child_done, 1, __ATOMIC_RELAXED))
-		pthread_atfork(NULL, NULL, atfork_child);
+	__atomic_store_n(&engine, e, __ATOMIC_RELEASE);
 	__atomic_store_n(&state, ENGINE_RECORDING, __ATOMIC_RELEASE);
 out:
-	lock_drop();
+	pthread_mutex_unlock(&start_lock);
+	shim_inside_leave();
 }
 
 /* Whether to record; starts the engine on first use. */
@@ -285,110 +371,118 @@ static bool stream_capturing(const struct cap_call *c)
 
 /* ------------------------------------------------------------------ stream work */
 
-/* The op capture just recorded for r (in the open window, or in the window the call itself
- * closed), or NULL. While replay matches, no op of the window failed, so indices are exact. */
-static const struct cap_op *rec_op(const struct cap_rec *r)
-{
-	const struct cap_window *w = cap_window_current();
-
-	if (r->result != CAP_REC_RECORDED)
-		return NULL;
-	if (w && cap_window_seq(w) == r->window)
-		return cap_window_op(w, r->index);
-	if (r->closed && (w = cap_shape_last(r->closed)) && cap_window_seq(w) == r->window)
-		return cap_window_op(w, r->index);
-	return NULL;
-}
-
 /* Replay's part of a recorded call (under the lock). Returns true when replay kept the call:
  * the hook answers *rc without calling the driver. */
-static bool replay_op(struct shim_tok *t, CUresult *rc)
+static bool replay_op(struct cf_engine *e, struct shim_tok *t, CUresult *rc)
 {
-	const struct cap_op *op = rec_op(&t->rec);
+	const struct cap_op *op = t->rec.op; /* capture's answer: nothing is asked of it again */
 	enum rpl_verdict v = RPL_EAGER;
 
 	/* While the program captures a stream, nothing is kept: a wait on an event recorded in a
 	 * capture makes its stream join the capture, which the driver must see now (queries of
 	 * capture state do not flush); every call is a boundary for replay until it ends. */
-	if (op && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0)
-		v = rpl_op(op);
+	if (op && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0)
+		v = rpl_op(e->rpl, op);
 	else
-		rpl_flush(); /* not recorded (barrier, opaque, no memory), or a capture is open */
+		rpl_flush(e->rpl); /* not recorded (barrier, opaque, no memory), or a capture is open */
 	if (t->rec.closed || !op)
-		rpl_window_closed(t->rec.closed);
+		rpl_window_closed(e->rpl, t->rec.closed);
 	if (v != RPL_DEFER)
 		return false;
-	cap_op_done(&t->rec, false);
+	cap_op_done(e->cap, &t->rec, false);
 	t->active = false;
 	*rc = CUDA_SUCCESS;
 	return true;
 }
 
+/* An op on a stream the program is capturing: it passes through unrecorded (cold). */
+static void __attribute__((noinline)) op_capturing(struct cf_engine *e, const struct cap_call *c)
+{
+	lock_hold(e);
+	if (still_recording(e)) {
+		if (e->rpl)
+			rpl_flush(e->rpl); /* nothing is kept while a capture is open; never kept behind it */
+		cap_note_passthrough(e->cap, (enum shim_api_id)c->api);
+	}
+	lock_drop(e);
+}
+
+/* Replay's part of op_begin under the lock, after capture recorded the call: false when the
+ * engine answered the call itself (*rc). */
+static bool __attribute__((noinline)) op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext ctx,
+						 CUresult *rc)
+{
+	if (replay_op(e, t, rc))
+		return false;
+	/* a blocking copy observes the device: it returns what a deferred op left behind */
+	if (cf_unlikely(t->rec.ends_window && rpl_error_pending(e->rpl)))
+		t->err = rpl_error_take(e->rpl, ctx, false);
+	return true;
+}
+
 bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult *rc)
 {
+	struct cf_engine *e;
 	struct cap_who who;
+	bool go_on = true;
 
 	t->active = false;
 	t->err = CUDA_SUCCESS;
 	shim_note_call((enum shim_api_id)c->api);
 	if (!recording())
 		return true;
-	if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0 && stream_capturing(c)) {
-		lock_take();
-		if (still_recording()) {
-			if (replaying)
-				rpl_flush(); /* nothing is kept while a capture is open; never kept behind it */
-			cap_note_passthrough((enum shim_api_id)c->api);
-		}
-		lock_drop();
+	e = engine_get();
+	if (cf_unlikely(__atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) > 0) && stream_capturing(c)) {
+		op_capturing(e, c);
 		return true;
 	}
 	if (cf_unlikely(!__atomic_load_n(&atfork_prepare_done, __ATOMIC_RELAXED)) &&
 	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
 		pthread_atfork(atfork_prepare, atfork_parent, NULL);
-	who.callsite = callsites ? cap_callsite_capture() : 0;
+	who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 	who.tid = cf_tid();
-	who.t_ns = timestamps ? cf_now_ns() : 0; /* only the trace reads it */
-	lock_take();
-	if (still_recording()) {
+	who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
+	lock_hold(e);
+	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
-		if (cf_unlikely(replaying && rpl_error_pending())) {
+		if (cf_unlikely(e->rpl && rpl_error_pending(e->rpl))) {
 			/* a deferred op left this context unusable: the driver would refuse this too */
-			CUresult sticky = rpl_error_take(who.ctx, true);
-
-			if (sticky != CUDA_SUCCESS) {
-				lock_drop();
-				*rc = sticky;
-				return false;
+			*rc = rpl_error_take(e->rpl, who.ctx, true);
+			if (*rc != CUDA_SUCCESS) {
+				go_on = false;
+				goto out;
 			}
 		}
-		cap_record(c, &who, &t->rec);
+		cap_record(e->cap, c, &who, &t->rec);
+		t->e = e;
 		t->active = true;
-		if (replaying && replay_op(t, rc)) {
-			lock_drop();
-			return false;
-		}
-		/* a blocking copy observes the device: it returns what a deferred op left behind */
-		if (cf_unlikely(replaying && t->rec.ends_window && rpl_error_pending()))
-			t->err = rpl_error_take(who.ctx, false);
+		if (e->rpl)
+			go_on = op_replay(e, t, who.ctx, rc);
 	}
-	lock_drop();
-	return true;
+out:
+	lock_drop(e);
+	return go_on;
+}
+
+/* An op the driver refused: capture drops it from its window, replay is told (cold). */
+static void __attribute__((noinline)) op_refused(struct cf_engine *e, struct shim_tok *t)
+{
+	lock_hold(e);
+	cap_op_done(e->cap, &t->rec, true);
+	if (e->rpl && still_recording(e))
+		rpl_op_failed(e->rpl);
+	lock_drop(e);
 }
 
 CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc)
 {
 	if (!t->active)
 		return rc;
-	if (rc == CUDA_SUCCESS) {
-		cap_op_done(&t->rec, false);
+	if (cf_likely(rc == CUDA_SUCCESS)) {
+		cap_op_done(t->e->cap, &t->rec, false);
 		return t->err;
 	}
-	lock_take();
-	cap_op_done(&t->rec, true);
-	if (replaying && still_recording())
-		rpl_op_failed();
-	lock_drop();
+	op_refused(t->e, t);
 	return rc;
 }
 
@@ -410,52 +504,62 @@ static bool is_capture_query(enum shim_api_id api)
 	}
 }
 
+/* A query of capture state in CUFOLD_MODE=replay: what replay keeps reaches the driver first. */
+static void __attribute__((noinline)) flush_for_query(void)
+{
+	struct cf_engine *e = engine_lock();
+
+	if (still_recording(e) && rpl_has_deferred(e->rpl))
+		rpl_flush(e->rpl);
+	lock_drop(e);
+}
+
 void shim_engine_neutral(enum shim_api_id api)
 {
 	shim_note_call(api);
 	/* the capture state of a stream depends on the waits it was given: kept ones must reach
 	 * the driver first (nothing is kept while a capture is open, but a query is cheap to
 	 * make exact) */
-	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && replaying) {
-		lock_take();
-		if (still_recording() && rpl_has_deferred())
-			rpl_flush();
-		lock_drop();
-	}
+	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
+	    engine_get()->rpl)
+		flush_for_query();
 }
 
 void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct cap_target *t, struct shim_obs *o)
 {
+	struct cf_engine *e;
+
 	o->answered = false;
 	o->err = CUDA_SUCCESS;
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
-	if (!still_recording())
+	e = engine_lock();
+	if (!still_recording(e))
 		goto out;
 	t->ctx = current_ctx();
 	t->tid = cf_tid();
 	if (kind == CAP_BOUNDARY_SYNC) {
-		end_window_if(cap_window_observed(t, 0), kind, api);
+		end_window_if(e, cap_window_observed(e->cap, t, 0), kind, api);
 	} else {
 		uint32_t first;
 
 		/* a query never ends the window: background threads poll (watchdogs, allocators) at
 		 * moments no step repeats; deferred work it asks about is truly not complete yet */
-		cap_boundary_seen(kind);
-		if (replaying && rpl_deferred_from(&first) && cap_window_observed(t, first) && rpl_poll(t->tid)) {
+		cap_boundary_seen(e->cap, kind);
+		if (e->rpl && rpl_deferred_from(e->rpl, &first) && cap_window_observed(e->cap, t, first) &&
+		    rpl_poll(e->rpl, t->tid)) {
 			o->answered = true;
 			o->answer = CUDA_ERROR_NOT_READY;
 		}
 	}
-	if (replaying && rpl_error_pending()) {
-		o->err = rpl_error_take(t->ctx, false);
+	if (e->rpl && rpl_error_pending(e->rpl)) {
+		o->err = rpl_error_take(e->rpl, t->ctx, false);
 		if (o->err != CUDA_SUCCESS && o->answered)
 			o->answer = o->err;
 	}
 out:
-	lock_drop();
+	lock_drop(e);
 }
 
 CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc)
@@ -468,10 +572,11 @@ CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc)
 
 static void boundary_locked(enum cap_boundary kind, enum shim_api_id api)
 {
-	lock_take();
-	if (still_recording())
-		close_window(kind, api);
-	lock_drop();
+	struct cf_engine *e = engine_lock();
+
+	if (still_recording(e))
+		close_window(e, kind, api);
+	lock_drop(e);
 }
 
 void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api)
@@ -492,113 +597,130 @@ static bool destroys_primary(enum shim_api_id api)
 
 void shim_engine_unmodeled(enum shim_api_id api)
 {
+	struct cf_engine *e;
+
 	if (shim_is_inside())
 		return;
 	tls_ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
-	if (destroys_primary(api) && replaying && recording()) {
+	if (destroys_primary(api) && recording() && engine_get()->rpl) {
 		/* which context is not passed here: every template retires and every context's
 		 * batch module is forgotten (rare calls; a live context just loads it again) */
-		lock_take();
-		if (still_recording())
-			rpl_context_destroyed(NULL);
-		lock_drop();
+		e = engine_lock();
+		if (still_recording(e))
+			rpl_context_destroyed(e->rpl, NULL);
+		lock_drop(e);
 		rpl_context_gone(NULL);
 	}
 }
 
 void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind)
 {
+	struct cf_engine *e;
+
 	(void)api;
 	if (!recording() || !size)
 		return;
-	lock_take();
-	if (still_recording() && cap_alloc_add(base, size, kind) != 0)
+	e = engine_lock();
+	if (still_recording(e) && cap_alloc_add(e->cap, base, size, kind) != 0)
 		cf_log_warn_once("out of memory growing the allocation map; some pointers will not resolve");
-	lock_drop();
+	lock_drop(e);
 }
 
 void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t)
 {
+	struct cf_engine *e;
+
 	t->removed = false;
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
-	if (still_recording()) {
-		const struct cap_alloc *a = base ? cap_alloc_find(base) : NULL;
+	e = engine_lock();
+	if (still_recording(e)) {
+		const struct cap_alloc *a = base ? cap_alloc_find(e->cap, base) : NULL;
 
 		/* memory cufold never saw allocated may be anything the window uses */
-		end_window_if(!a || a->base != base || cap_window_references(a->base, a->size), CAP_BOUNDARY_FREE, api);
-		t->removed = base && cap_alloc_remove(base, &t->alloc) == 0;
-		if (replaying && t->removed)
-			rpl_memory_released(t->alloc.base, t->alloc.size);
+		end_window_if(e, !a || a->base != base || cap_window_references(e->cap, a->base, a->size),
+			      CAP_BOUNDARY_FREE, api);
+		t->removed = base && cap_alloc_remove(e->cap, base, &t->alloc) == 0;
+		if (e->rpl && t->removed)
+			rpl_memory_released(e->rpl, t->alloc.base, t->alloc.size);
 	}
-	lock_drop();
+	lock_drop(e);
 }
 
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc)
 {
+	struct cf_engine *e;
+
 	if (!t->removed || rc == CUDA_SUCCESS)
 		return;
-	lock_take();
-	if (still_recording())
-		cap_alloc_restore(&t->alloc);
-	lock_drop();
+	e = engine_lock();
+	if (still_recording(e))
+		cap_alloc_restore(e->cap, &t->alloc);
+	lock_drop(e);
 }
 
 void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size)
 {
+	struct cf_engine *e;
+
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
-	if (still_recording()) {
-		end_window_if(cap_window_references(base, size), CAP_BOUNDARY_FREE, api);
-		cap_alloc_remove_range(base, size);
-		if (replaying)
-			rpl_memory_released(base, size);
+	e = engine_lock();
+	if (still_recording(e)) {
+		end_window_if(e, cap_window_references(e->cap, base, size), CAP_BOUNDARY_FREE, api);
+		cap_alloc_remove_range(e->cap, base, size);
+		if (e->rpl)
+			rpl_memory_released(e->rpl, base, size);
 	}
-	lock_drop();
+	lock_drop(e);
 }
 
 void shim_engine_stream_created(CUstream s, unsigned int flags)
 {
+	struct cf_engine *e;
+
 	if (!recording())
 		return;
-	lock_take();
-	if (still_recording())
-		cap_stream_created(s, flags);
-	lock_drop();
+	e = engine_lock();
+	if (still_recording(e))
+		cap_stream_created(e->cap, s, flags);
+	lock_drop(e);
 }
 
 void shim_engine_stream_destroy(enum shim_api_id api, CUstream s)
 {
+	struct cf_engine *e;
+
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
-	if (still_recording()) {
-		close_window(CAP_BOUNDARY_DESTROY, api);
-		cap_stream_forget(s);
+	e = engine_lock();
+	if (still_recording(e)) {
+		close_window(e, CAP_BOUNDARY_DESTROY, api);
+		cap_stream_forget(e->cap, s);
 	}
-	lock_drop();
+	lock_drop(e);
 }
 
-void shim_engine_event_destroy(enum shim_api_id api, CUevent e)
+void shim_engine_event_destroy(enum shim_api_id api, CUevent ev)
 {
+	struct cf_engine *e;
+
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
-	if (still_recording()) {
-		close_window(CAP_BOUNDARY_DESTROY, api);
-		cap_event_forget(e);
-		if (replaying)
-			rpl_event_destroyed(e);
+	e = engine_lock();
+	if (still_recording(e)) {
+		close_window(e, CAP_BOUNDARY_DESTROY, api);
+		cap_event_forget(e->cap, ev);
+		if (e->rpl)
+			rpl_event_destroyed(e->rpl, ev);
 	}
-	lock_drop();
+	lock_drop(e);
 }
 
 void shim_engine_capture_begin(enum shim_api_id api)
@@ -608,17 +730,21 @@ void shim_engine_capture_begin(enum shim_api_id api)
 
 void shim_engine_capture_done(bool begin, CUresult rc)
 {
+	struct cf_engine *e = engine_get();
+
+	if (!e)
+		return; /* cufold never started (mode off, no driver): nothing is recorded */
 	if (begin) {
 		if (rc == CUDA_SUCCESS)
-			__atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
+			__atomic_fetch_add(&e->captures, 1, __ATOMIC_ACQ_REL);
 		return;
 	}
 	/* the capture ended (a graph, or an invalidated capture that the call still ends); any
 	 * other error leaves it running, and a count too high only costs queries */
 	if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
-		int n = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
+		int n = __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE);
 
-		while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, false, __ATOMIC_ACQ_REL,
+		while (n > 0 && !__atomic_compare_exchange_n(&e->captures, &n, n - 1, false, __ATOMIC_ACQ_REL,
 							     __ATOMIC_ACQUIRE))
 			;
 	}
@@ -626,42 +752,45 @@ void shim_engine_capture_done(bool begin, CUresult rc)
 
 void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
 {
+	struct cf_engine *e;
 	bool change;
 
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
+	e = engine_lock();
 	change = current_ctx() != target || !target;
-	if (still_recording()) {
+	if (still_recording(e)) {
 		/* only a thread that made ops of the open window can change what they run in (a
 		 * watchdog or allocator thread binding its context at start is no boundary) */
-		end_window_if(change && cap_window_has_thread(cf_tid()), CAP_BOUNDARY_CONTEXT, api);
+		end_window_if(e, change && cap_window_has_thread(e->cap, cf_tid()), CAP_BOUNDARY_CONTEXT, api);
 	}
-	lock_drop();
+	lock_drop(e);
 }
 
 void shim_engine_ctx_switch(enum shim_api_id api)
 {
+	struct cf_engine *e;
+
 	tls_ctx_ok = false;
 	if (api != SHIM_ID_cuCtxDestroy_v2) {
 		/* push and pop: as cuCtxSetCurrent, a boundary for a thread with ops in the window */
 		shim_note_call(api);
 		if (recording()) {
-			lock_take();
-			if (still_recording())
-				end_window_if(cap_window_has_thread(cf_tid()), CAP_BOUNDARY_CONTEXT, api);
-			lock_drop();
+			e = engine_lock();
+			if (still_recording(e))
+				end_window_if(e, cap_window_has_thread(e->cap, cf_tid()), CAP_BOUNDARY_CONTEXT, api);
+			lock_drop(e);
 		}
 		return;
 	}
 	shim_engine_boundary(CAP_BOUNDARY_CONTEXT, api);
-	if (replaying && recording()) {
+	if (recording() && engine_get()->rpl) {
 		/* which context is not passed here: every template retires (destroys are rare) */
-		lock_take();
-		if (still_recording())
-			rpl_context_destroyed(NULL);
-		lock_drop();
+		e = engine_lock();
+		if (still_recording(e))
+			rpl_context_destroyed(e->rpl, NULL);
+		lock_drop(e);
 	}
 }
 
@@ -683,49 +812,57 @@ void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now)
 
 void shim_engine_module_unload(enum shim_api_id api)
 {
+	struct cf_engine *e;
+
 	shim_note_call(api);
 	if (!recording())
 		return;
-	lock_take();
-	if (still_recording()) {
-		close_window(CAP_BOUNDARY_MODULE_UNLOAD, api);
-		cap_funcs_forget();
-		if (replaying)
-			rpl_functions_unloaded();
+	e = engine_lock();
+	if (still_recording(e)) {
+		close_window(e, CAP_BOUNDARY_MODULE_UNLOAD, api);
+		cap_funcs_forget(e->cap);
+		if (e->rpl)
+			rpl_functions_unloaded(e->rpl);
 	}
-	lock_drop();
+	lock_drop(e);
 }
 
 void shim_engine_kernels(enum shim_api_id api, const CUkernel *k, unsigned int n, bool count_call)
 {
+	struct cf_engine *e;
+
 	if (count_call)
 		shim_note_call(api);
 	if (!k || !n || !recording())
 		return;
-	lock_take();
-	if (still_recording())
+	e = engine_lock();
+	if (still_recording(e))
 		for (unsigned int i = 0; i < n; i++)
-			cap_kernel_handle_add(k[i]);
-	lock_drop();
+			cap_kernel_handle_add(e->cap, k[i]);
+	lock_drop(e);
 }
 
 bool shim_engine_totals(struct cap_totals *t)
 {
+	struct cf_engine *e;
 	bool ok = false;
 
-	lock_take();
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && cap_is_ready()) {
-		cap_get_totals(t);
+	if (!engine_get())
+		return false;
+	e = engine_lock();
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && cap_is_ready(e->cap)) {
+		cap_get_totals(e->cap, t);
 		ok = true;
 	}
-	lock_drop();
+	lock_drop(e);
 	return ok;
 }
 
 /* ------------------------------------------------------------------ exit */
 
 /* Write one output; a path that cannot be written is reported once and the program goes on. */
-static void write_output(const char *var, const char *path, int (*writer)(const char *))
+static void write_output(struct cf_engine *e, const char *var, const char *path,
+			 int (*writer)(struct cap_engine *ce, const char *path))
 {
 	const char *why;
 	int rc;
@@ -735,7 +872,7 @@ static void write_output(const char *var, const char *path, int (*writer)(const 
 	if (is_child && !strstr(path, "%p"))
 		return; /* the parent writes this path: a forked child would overwrite it */
 	errno = 0;
-	rc = writer(path);
+	rc = writer(e->cap, path);
 	if (rc == 0)
 		return;
 	switch (errno) {
@@ -755,45 +892,47 @@ static void write_output(const char *var, const char *path, int (*writer)(const 
 
 __attribute__((destructor)) static void engine_exit(void)
 {
+	struct cf_engine *e;
 	const struct cf_config *cfg;
 	char summary[1024];
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;
 	cfg = cf_config_get();
-	lock_take();
-	if (!cap_is_ready())
+	e = engine_lock();
+	if (!cap_is_ready(e->cap))
 		goto out;
-	close_window(CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
+	close_window(e, CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
 	/* calls made after this point (other threads, later destructors) pass through: the state
 	 * is asked again under the lock, and replay keeps nothing any more */
-	if (replaying)
-		rpl_stop();
+	if (e->rpl)
+		rpl_stop(e->rpl);
 	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
 	if (!cfg->secure) {
-		write_output("CUFOLD_REPORT", cfg->report, cap_write_report);
-		write_output("CUFOLD_TRACE", cfg->trace, cap_write_trace);
-		write_output("CUFOLD_DOT", cfg->dot, cap_write_dot);
+		write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
+		write_output(e, "CUFOLD_TRACE", cfg->trace, cap_write_trace);
+		write_output(e, "CUFOLD_DOT", cfg->dot, cap_write_dot);
 	}
 	if (cf_log_enabled(CF_LOG_INFO)) {
-		cap_summary(summary, sizeof(summary));
+		cap_summary(e->cap, summary, sizeof(summary));
 		cf_log_info("%s", summary);
 	}
-	if (replaying && cf_log_enabled(CF_LOG_INFO)) {
+	if (e->rpl && cf_log_enabled(CF_LOG_INFO)) {
 		struct rpl_totals rt;
 
-		rpl_get_totals(&rt);
+		rpl_get_totals(e->rpl, &rt);
 		cf_log_info("replay: %llu templates (%llu segments), %llu graph launches carried %llu ops, %llu nodes "
 			    "patched, %llu deferred ops submitted eagerly, %llu retired, matching %.0f ns per op%s",
 			    (unsigned long long)rt.templates, (unsigned long long)rt.segments,
 			    (unsigned long long)rt.graph_launches, (unsigned long long)rt.ops_replayed,
 			    (unsigned long long)rt.patches, (unsigned long long)rt.ops_flushed,
-			    (unsigned long long)rt.retired, rpl_host_ns_per_op(),
+			    (unsigned long long)rt.retired, rpl_host_ns_per_op(e->rpl),
 			    rt.failed ? "; a failure sent a context to passthrough" : "");
 	}
-	exit_done = true;
+	e->exit_done = true;
+	exited = e;
 out:
-	lock_drop();
-	if (exit_done && strict_registered)
+	lock_drop(e);
+	if (e->exit_done && strict_registered)
 		strict_exit(); /* _exit, not under the lock: no destructor after this one runs */
 }

@@ -1,6 +1,6 @@
 /* engine.h - the per-call policy between the hand-written hooks (shim/hooks_*.c) and capture
  * and replay:
- * what each kind of driver call means for the open window, under one process-wide mutex, and
+ * what each kind of driver call means for the open window, under the engine's mutex, and
  * the plumbing every hand-written hook uses. shim layer (on top of capture and replay).
  *
  * Invariants:
@@ -31,25 +31,65 @@
  *     while exit flushed passes through. Nothing waits on the device under the mutex (replay's
  *     waits after a failure are made after it is dropped).
  *  6. Fork closes the window (FORK, kept calls submitted first) with the mutex held across the
- *     fork; the child starts with nothing recorded and no templates, and writes no outputs
- *     unless their path has %p. Exit closes the window (EXIT, kept calls submitted first) and
- *     writes the outputs; calls after that pass through.
+ *     fork; the child abandons the parent's engine (never walks, frees or unlocks it: another
+ *     thread of the parent may have been changing it) and makes a new one, so it starts with
+ *     nothing recorded and no templates, and writes no outputs unless their path has %p. Exit
+ *     closes the window (EXIT, kept calls submitted first) and writes the outputs; calls after
+ *     that pass through.
  *  7. No result of the driver is lost: an error of a deferred op's submission is returned by
  *     the context's next observing call (synchronize, query, blocking copy) in place of
  *     success, as the driver reports asynchronous errors (replay/deferred_errors.c). */
 #ifndef SHIM_ENGINE_H
 #define SHIM_ENGINE_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "capture/capture.h"
 #include "common/compiler.h"
+#include "replay/replay.h"
 #include "shim/shim_int.h"
+
+/* ------------------------------------------------------------------ the engine */
+
+/* The engine: the one lock and every part that changes while a program runs. Each layer's
+ * part is opaque here (its _int.h defines it); the lock is the only thing that orders them:
+ *
+ *	struct cf_engine --lock--> cap (capture.h: windows, shapes, alloc map, functions,
+ *	                   |             streams, events, trie, call sites, trace buffer)
+ *	                   +-----> rpl (replay.h: templates, matcher, deferred ops and errors,
+ *	                                 totals, notes; it reads cap)
+ *
+ * Invariants:
+ *  1. Every capture and replay function that reads or changes a part takes it as its first
+ *     argument and is reached only through engine_lock()'s answer (engine.c), so "called with
+ *     the lock held" holds by construction; the exceptions are capture's atomic counters
+ *     (cap_op_done's success half) and call-site unwinding (cap_callsite_capture: its own
+ *     lock), which the hooks reach outside the lock.
+ *  2. A process has one current engine (engine.c's `engine`), made on the first recorded call
+ *     and replaced only in a forked child; an engine is never freed while the process runs
+ *     (a thread may still hold a pointer to it at exit).
+ *  3. Parts never point into another engine: two engines side by side share nothing
+ *     (tests/unit/test_capture_engines.c). */
+/* In a forked child, from the process's one child handler (shim.c): the child abandons the
+ * parent's engine and makes a new one (invariant 6 above). */
+void shim_engine__atfork_child(void);
+
+struct cf_engine {
+	pthread_mutex_t lock;        /* orders all recording; guards everything below */
+	struct cap_engine *cap;      /* capture's part */
+	struct rpl_engine *rpl;      /* replay's part; NULL unless CUFOLD_MODE=replay started it */
+	int captures;                /* program stream captures in progress (atomic) */
+	bool callsites;              /* CUFOLD_CALLSITES */
+	bool timestamps;             /* CUFOLD_TRACE is on: ops carry the time of the call */
+	bool exit_done;              /* engine_exit flushed and wrote the outputs */
+};
 
 /* ------------------------------------------------------------------ stream work */
 
 /* What op_begin hands op_end. */
 struct shim_tok {
+	struct cf_engine *e;         /* the engine that recorded it (op_end counts it there) */
 	struct cap_rec rec;          /* what capture did with the call */
 	bool active;                 /* op_end has work to do */
 	CUresult err;                /* a deferred op's error this call returns instead of success */

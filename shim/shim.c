@@ -30,6 +30,7 @@ static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER; /* guards phase
 static int atfork_registered; /* pthread_atfork done */
 static uint64_t counts[SHIM_API_COUNT]; /* calls per symbol (atomic increments) */
 
+/* The process's one fork child handler (registered once, at initialization). */
 static void atfork_child(void)
 {
 	/* Only this thread survives: locks held by others would never be released. */
@@ -38,6 +39,7 @@ static void atfork_child(void)
 	shim__api_atfork_child();
 	for (int i = 0; i < SHIM_API_COUNT; i++)
 		__atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
+	shim_engine__atfork_child(); /* last: it makes the child's engine from the state above */
 }
 
 static int init_slow(void)

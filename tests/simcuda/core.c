@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SIM_MAX_FAIL_RULES 16
@@ -28,6 +29,43 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct fail_rule fail_rules[SIM_MAX_FAIL_RULES];
 static int nfail_rules;
+
+/* SIMCUDA_DELAY=name:ms[,...]: every call of the entry point (or base name) sleeps ms of wall
+ * time before it enters the device, without the device lock: a slow driver call (a long
+ * cuGraphInstantiate) for tests of what other threads do meanwhile. */
+struct delay_rule {
+	char name[128];              /* entry point or base name */
+	unsigned int ms;             /* milliseconds each call sleeps */
+};
+static struct delay_rule delay_rules[SIM_MAX_FAIL_RULES];
+static int ndelay_rules;
+
+static void parse_delay_rules(const char *spec)
+{
+	char buf[1024];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+		char *end;
+		struct delay_rule *r;
+
+		if (!colon || ndelay_rules == SIM_MAX_FAIL_RULES) {
+			sim_log("SIMCUDA_DELAY: ignoring '%s' (expected name:ms)", tok);
+			continue;
+		}
+		*colon = 0;
+		r = &delay_rules[ndelay_rules];
+		snprintf(r->name, sizeof(r->name), "%s", tok);
+		r->ms = (unsigned int)strtoul(colon + 1, &end, 10);
+		if (*end || !colon[1]) {
+			sim_log("SIMCUDA_DELAY: ignoring '%s' (ms must be a number)", tok);
+			continue;
+		}
+		ndelay_rules++;
+	}
+}
 
 void sim_log(const char *fmt, ...)
 {
@@ -106,9 +144,12 @@ static void after_fork(void)
 static void init_process(void)
 {
 	const char *fail = getenv("SIMCUDA_FAIL");
+	const char *delay = getenv("SIMCUDA_DELAY");
 
 	if (fail && *fail)
 		parse_fail_rules(fail);
+	if (delay && *delay)
+		parse_delay_rules(delay);
 	pthread_atfork(before_fork, after_fork, after_fork);
 }
 
@@ -145,6 +186,9 @@ static void bind_entry(struct sim_entry *e, const char *name)
 		for (int i = 0; i < nfail_rules; i++)
 			if (!strcmp(fail_rules[i].name, name) || !strcmp(fail_rules[i].name, base))
 				e->fail_rule = i + 1;
+		for (int i = 0; i < ndelay_rules; i++)
+			if (!strcmp(delay_rules[i].name, name) || !strcmp(delay_rules[i].name, base))
+				e->delay_ms = delay_rules[i].ms;
 		__atomic_store_n(&e->ctr, sim_stats_counter("calls", name), __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&bind_lock);
@@ -162,6 +206,12 @@ static CUresult count_call(struct sim_entry *e, const char *name)
 		ctr = e->ctr;
 	}
 	sim_counter_add(ctr, 1);
+	if (e->delay_ms) {
+		struct timespec ts = { .tv_sec = e->delay_ms / 1000, .tv_nsec = (long)(e->delay_ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 	if (e->fail_rule) {
 		struct fail_rule *r = &fail_rules[e->fail_rule - 1];
 		unsigned long n = atomic_fetch_add(&r->calls, 1) + 1;

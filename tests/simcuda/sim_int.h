@@ -41,6 +41,7 @@ struct sim_entry {
 	const char *name;       /* exported symbol, from __func__ */
 	struct sim_counter *ctr; /* its call counter, bound on first call */
 	int fail_rule;          /* 1 + index of the SIMCUDA_FAIL rule naming it, 0 for none */
+	unsigned int delay_ms;  /* SIMCUDA_DELAY: wall-clock milliseconds each call sleeps first */
 };
 
 /* Count the call, apply SIMCUDA_FAIL, charge host time and take the device lock.

@@ -13,18 +13,21 @@
 #include "capture/capture.h"
 #include "common/errors.h"
 
+static struct cap_engine *ce; /* the engine part under test */
+
 static int setup(void **state)
 {
 	struct cap_config cfg = { .max_templates = 4 };
 
 	(void)state;
-	return cap_init(&cfg);
+	ce = cap_engine_create(&cfg);
+	return ce ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	cap_fini();
+	cap_engine_destroy(ce);
 	return 0;
 }
 
@@ -33,28 +36,28 @@ static void test_resolve(void **state)
 	const struct cap_alloc *a;
 
 	(void)state;
-	assert_int_equal(cap_alloc_add(0x10000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_add(0x20000, 0x100, CAP_ALLOC_HOST_PINNED), 0);
-	assert_int_equal(cap_alloc_add(0x30000, 0x10, CAP_ALLOC_MANAGED), 0);
-	assert_int_equal(cap_alloc_count(), 3);
-	a = cap_alloc_find(0x10000);
+	assert_int_equal(cap_alloc_add(ce, 0x10000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x20000, 0x100, CAP_ALLOC_HOST_PINNED), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x30000, 0x10, CAP_ALLOC_MANAGED), 0);
+	assert_int_equal(cap_alloc_count(ce), 3);
+	a = cap_alloc_find(ce, 0x10000);
 	assert_non_null(a);
 	assert_int_equal(a->base, 0x10000);
 	assert_int_equal(a->size, 0x1000);
 	assert_int_equal(a->kind, CAP_ALLOC_DEVICE);
 	assert_true(cap_alloc_is_device(a));
-	a = cap_alloc_find(0x10fff); /* last byte */
+	a = cap_alloc_find(ce, 0x10fff); /* last byte */
 	assert_non_null(a);
 	assert_int_equal(0x10fff - a->base, 0xfff);
-	assert_null(cap_alloc_find(0x11000)); /* one past */
-	assert_null(cap_alloc_find(0xffff));
-	assert_null(cap_alloc_find(0));
-	a = cap_alloc_find(0x20080);
+	assert_null(cap_alloc_find(ce, 0x11000)); /* one past */
+	assert_null(cap_alloc_find(ce, 0xffff));
+	assert_null(cap_alloc_find(ce, 0));
+	a = cap_alloc_find(ce, 0x20080);
 	assert_non_null(a);
 	assert_int_equal(a->kind, CAP_ALLOC_HOST_PINNED);
 	assert_false(cap_alloc_is_device(a));
-	assert_true(cap_alloc_is_device(cap_alloc_find(0x3000f)));
-	assert_int_equal(cap_alloc_add(0x40000, 0, CAP_ALLOC_DEVICE), -CF_EINVAL);
+	assert_true(cap_alloc_is_device(cap_alloc_find(ce, 0x3000f)));
+	assert_int_equal(cap_alloc_add(ce, 0x40000, 0, CAP_ALLOC_DEVICE), -CF_EINVAL);
 }
 
 static void test_free_and_realloc(void **state)
@@ -63,52 +66,52 @@ static void test_free_and_realloc(void **state)
 	uint64_t id1, id2;
 
 	(void)state;
-	assert_int_equal(cap_alloc_add(0x10000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	id1 = cap_alloc_find(0x10010)->id;
-	assert_int_equal(cap_alloc_remove(0x10010, NULL), -CF_ENOENT); /* not a base */
-	assert_int_equal(cap_alloc_remove(0x10000, &gone), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x10000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	id1 = cap_alloc_find(ce, 0x10010)->id;
+	assert_int_equal(cap_alloc_remove(ce, 0x10010, NULL), -CF_ENOENT); /* not a base */
+	assert_int_equal(cap_alloc_remove(ce, 0x10000, &gone), 0);
 	assert_int_equal(gone.id, id1);
-	assert_null(cap_alloc_find(0x10010));
-	assert_int_equal(cap_alloc_remove(0x10000, NULL), -CF_ENOENT);
+	assert_null(cap_alloc_find(ce, 0x10010));
+	assert_int_equal(cap_alloc_remove(ce, 0x10000, NULL), -CF_ENOENT);
 	/* the driver hands the same address out again: a new allocation */
-	assert_int_equal(cap_alloc_add(0x10000, 0x800, CAP_ALLOC_ASYNC), 0);
-	id2 = cap_alloc_find(0x10010)->id;
+	assert_int_equal(cap_alloc_add(ce, 0x10000, 0x800, CAP_ALLOC_ASYNC), 0);
+	id2 = cap_alloc_find(ce, 0x10010)->id;
 	assert_int_not_equal(id1, id2);
-	assert_null(cap_alloc_find(0x10800));
-	assert_int_equal(cap_alloc_find(0x107ff)->kind, CAP_ALLOC_ASYNC);
+	assert_null(cap_alloc_find(ce, 0x10800));
+	assert_int_equal(cap_alloc_find(ce, 0x107ff)->kind, CAP_ALLOC_ASYNC);
 	/* a failed free puts it back with its id */
-	assert_int_equal(cap_alloc_remove(0x10000, &gone), 0);
-	assert_int_equal(cap_alloc_restore(&gone), 0);
-	assert_int_equal(cap_alloc_find(0x10000)->id, id2);
+	assert_int_equal(cap_alloc_remove(ce, 0x10000, &gone), 0);
+	assert_int_equal(cap_alloc_restore(ce, &gone), 0);
+	assert_int_equal(cap_alloc_find(ce, 0x10000)->id, id2);
 }
 
 static void test_overlap_replaces(void **state)
 {
 	(void)state;
-	assert_int_equal(cap_alloc_add(0x1000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_add(0x3000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_add(0x5000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x1000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x3000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x5000, 0x1000, CAP_ALLOC_DEVICE), 0);
 	/* a range over the end of the first and all of the second: both were freed unseen */
-	assert_int_equal(cap_alloc_add(0x1800, 0x2800, CAP_ALLOC_MANAGED), 0);
-	assert_int_equal(cap_alloc_count(), 2);
-	assert_null(cap_alloc_find(0x1000));
-	assert_int_equal(cap_alloc_find(0x3fff)->base, 0x1800);
-	assert_int_equal(cap_alloc_find(0x5000)->base, 0x5000);
+	assert_int_equal(cap_alloc_add(ce, 0x1800, 0x2800, CAP_ALLOC_MANAGED), 0);
+	assert_int_equal(cap_alloc_count(ce), 2);
+	assert_null(cap_alloc_find(ce, 0x1000));
+	assert_int_equal(cap_alloc_find(ce, 0x3fff)->base, 0x1800);
+	assert_int_equal(cap_alloc_find(ce, 0x5000)->base, 0x5000);
 }
 
 static void test_remove_range(void **state)
 {
 	(void)state;
 	for (uint64_t i = 0; i < 8; i++)
-		assert_int_equal(cap_alloc_add(0x100000 + i * 0x1000, 0x1000, CAP_ALLOC_MAPPED), 0);
+		assert_int_equal(cap_alloc_add(ce, 0x100000 + i * 0x1000, 0x1000, CAP_ALLOC_MAPPED), 0);
 	/* unmapping [0x102000, 0x105000) drops the three ranges inside, nothing else */
-	assert_int_equal(cap_alloc_remove_range(0x102000, 0x3000), 3);
-	assert_int_equal(cap_alloc_count(), 5);
-	assert_non_null(cap_alloc_find(0x101fff));
-	assert_null(cap_alloc_find(0x102000));
-	assert_null(cap_alloc_find(0x104fff));
-	assert_non_null(cap_alloc_find(0x105000));
-	assert_int_equal(cap_alloc_remove_range(0x102000, 0x3000), 0);
+	assert_int_equal(cap_alloc_remove_range(ce, 0x102000, 0x3000), 3);
+	assert_int_equal(cap_alloc_count(ce), 5);
+	assert_non_null(cap_alloc_find(ce, 0x101fff));
+	assert_null(cap_alloc_find(ce, 0x102000));
+	assert_null(cap_alloc_find(ce, 0x104fff));
+	assert_non_null(cap_alloc_find(ce, 0x105000));
+	assert_int_equal(cap_alloc_remove_range(ce, 0x102000, 0x3000), 0);
 }
 
 /* Many ranges in random order: every probe agrees with a linear scan. */
@@ -133,8 +136,8 @@ static void test_many(void **state)
 		t = size[i], size[i] = size[j], size[j] = t;
 	}
 	for (int i = 0; i < N; i++)
-		assert_int_equal(cap_alloc_add(base[i], size[i], CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_count(), N);
+		assert_int_equal(cap_alloc_add(ce, base[i], size[i], CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_count(ce), N);
 	for (int k = 0; k < 20000; k++) {
 		uint64_t p, hit = 0;
 		const struct cap_alloc *a;
@@ -144,7 +147,7 @@ static void test_many(void **state)
 		for (int i = 0; i < N; i++)
 			if (p >= base[i] && p < base[i] + size[i])
 				hit = base[i];
-		a = cap_alloc_find(p);
+		a = cap_alloc_find(ce, p);
 		if (hit) {
 			assert_non_null(a);
 			assert_int_equal(a->base, hit);
@@ -154,9 +157,9 @@ static void test_many(void **state)
 	}
 	/* free every other one */
 	for (int i = 0; i < N; i += 2)
-		assert_int_equal(cap_alloc_remove(base[i], NULL), 0);
+		assert_int_equal(cap_alloc_remove(ce, base[i], NULL), 0);
 	for (int i = 0; i < N; i++)
-		assert_true((cap_alloc_find(base[i] + size[i] - 1) != NULL) == (i % 2 == 1));
+		assert_true((cap_alloc_find(ce, base[i] + size[i] - 1) != NULL) == (i % 2 == 1));
 }
 
 int main(void)

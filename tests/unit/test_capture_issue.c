@@ -20,6 +20,8 @@
 #include "driver/real.h"
 #include "shim/shim.h"
 
+static struct cap_engine *ce; /* the engine part under test */
+
 #define N 256
 
 static CUcontext ctx;
@@ -99,18 +101,18 @@ static int group_setup(void **state)
 	CK(SHIM_REAL(cuStreamCreate)(&s2, CU_STREAM_NON_BLOCKING));
 	CK(SHIM_REAL(cuMemAlloc_v2)(&dbuf, N * sizeof(float)));
 	CK(SHIM_REAL(cuMemAlloc_v2)(&dbuf2, N * sizeof(float)));
-	if (cap_init(&cfg) != 0)
+	if (!(ce = cap_engine_create(&cfg)))
 		return -1;
 	/* what the allocation hooks would have told capture */
-	cap_alloc_add(dbuf, N * sizeof(float), CAP_ALLOC_DEVICE);
-	cap_alloc_add(dbuf2, N * sizeof(float), CAP_ALLOC_DEVICE);
+	cap_alloc_add(ce, dbuf, N * sizeof(float), CAP_ALLOC_DEVICE);
+	cap_alloc_add(ce, dbuf2, N * sizeof(float), CAP_ALLOC_DEVICE);
 	return 0;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	cap_fini();
+	cap_engine_destroy(ce);
 	return 0;
 }
 
@@ -118,7 +120,7 @@ static int group_teardown(void **state)
 static int fresh_window(void **state)
 {
 	(void)state;
-	cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
+	cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
 	return 0;
 }
 
@@ -132,10 +134,10 @@ static const struct cap_op *record(const struct cap_call *c)
 	struct cap_who w = who();
 	struct cap_rec rec;
 
-	assert_int_equal(cap_record(c, &w, &rec), 0);
+	assert_int_equal(cap_record(ce, c, &w, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_RECORDED);
 	assert_false(rec.ends_window);
-	return cap_window_op(cap_window_current(), rec.index);
+	return cap_window_op(cap_window_current(ce), rec.index);
 }
 
 static void read_back(CUdeviceptr p, void *out, size_t n)
@@ -287,7 +289,7 @@ static void test_kernel_handle(void **state)
 	CK(SHIM_REAL(cuLibraryLoadData)(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
 	free(ptx);
 	CK(SHIM_REAL(cuLibraryGetKernel)(&k, lib, "fill"));
-	cap_kernel_handle_add(k);
+	cap_kernel_handle_add(ce, k);
 	c = kernel_call(SHIM_ID_cuLaunchKernel, (CUfunction)k, s1, args, NULL);
 	kernel_param_info_calls = 0;
 	op = record(&c);
@@ -327,22 +329,22 @@ static void test_barrier(void **state)
 	struct cap_call plain = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, (void *[]){ &dbuf, &a, &n }, NULL);
 
 	(void)state;
-	cap_get_totals(&t0);
+	cap_get_totals(ce, &t0);
 
 	record(&plain);
-	assert_int_equal(cap_record(&c, &w, &rec), 0);
+	assert_int_equal(cap_record(ce, &c, &w, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_BARRIER);
 	assert_non_null(rec.closed);
 	assert_int_equal(cap_window_closed_by(cap_shape_last(rec.closed)), CAP_BOUNDARY_BARRIER);
-	assert_int_equal(cap_window_nops(cap_window_current()), 0);
-	cap_op_done(&rec, false);
-	cap_get_totals(&t1);
+	assert_int_equal(cap_window_nops(cap_window_current(ce)), 0);
+	cap_op_done(ce, &rec, false);
+	cap_get_totals(ce, &t1);
 	assert_int_equal(t1.launches, t0.launches + 1);
 	assert_int_equal(t1.windows_by[CAP_BOUNDARY_BARRIER], t0.windows_by[CAP_BOUNDARY_BARRIER] + 1);
 	/* a NULL parameter pointer cannot be recorded: the window ends (the driver refuses it) */
 	record(&plain);
 	c = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, (void *[]){ &dbuf, NULL, &n }, NULL);
-	assert_int_not_equal(cap_record(&c, &w, &rec), 0);
+	assert_int_not_equal(cap_record(ce, &c, &w, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_OPAQUE);
 	assert_non_null(rec.closed);
 }
@@ -443,14 +445,14 @@ static void test_unknown_memory(void **state)
 	cf_arena_init(&arena, 0);
 	memset(host, 0, sizeof(host));
 	CK(SHIM_REAL(cuMemAlloc_v2)(&unseen, N * sizeof(float)));
-	assert_null(cap_alloc_find(unseen));
+	assert_null(cap_alloc_find(ce, unseen));
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMCPY;
 	c.api = SHIM_ID_cuMemcpyAsync;
 	c.stream = s1;
 	/* unknown device source into a known device buffer */
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf, CU_MEMORYTYPE_UNIFIED, unseen, 64);
-	cap_get_totals(&t0);
+	cap_get_totals(ce, &t0);
 	op = (struct cap_op *)record(&c);
 	assert_false(op->u.memcpy.src_pageable);
 	assert_int_equal(op->u.memcpy.dir, CAP_DIR_DTOD);
@@ -459,11 +461,11 @@ static void test_unknown_memory(void **state)
 	assert_false(op->flags & CAP_OPF_STAGED);
 	assert_null(op->u.memcpy.staged);
 	/* the same page again: answered from the cache, no second driver call */
-	cap_get_totals(&t1);
+	cap_get_totals(ce, &t1);
 	assert_int_equal(t1.own_calls, t0.own_calls + 1);
 	op = (struct cap_op *)record(&c);
 	assert_true(op->flags & CAP_OPF_NO_DEFER);
-	cap_get_totals(&t0);
+	cap_get_totals(ce, &t0);
 	assert_int_equal(t0.own_calls, t1.own_calls);
 	/* unknown device destination, pageable host source: the host side stays pageable */
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, unseen, CU_MEMORYTYPE_UNIFIED, (uint64_t)(uintptr_t)host, 64);
@@ -477,12 +479,12 @@ static void test_unknown_memory(void **state)
 	op = (struct cap_op *)record(&c);
 	assert_false(op->flags & CAP_OPF_NO_DEFER);
 	/* after a free the cache forgets: the address may be something else now */
-	cap_boundary(CAP_BOUNDARY_FREE, SHIM_ID_cuMemFree_v2);
-	cap_get_totals(&t0);
+	cap_boundary(ce, CAP_BOUNDARY_FREE, SHIM_ID_cuMemFree_v2);
+	cap_get_totals(ce, &t0);
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf, CU_MEMORYTYPE_UNIFIED, unseen, 64);
 	op = (struct cap_op *)record(&c);
 	assert_true(op->flags & CAP_OPF_NO_DEFER);
-	cap_get_totals(&t1);
+	cap_get_totals(ce, &t1);
 	assert_int_equal(t1.own_calls, t0.own_calls + 1);
 	CK(SHIM_REAL(cuCtxSynchronize)());
 	CK(SHIM_REAL(cuMemFree_v2)(unseen));

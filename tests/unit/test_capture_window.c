@@ -15,6 +15,8 @@
 #include "capture/capture.h"
 #include "capture/capture_int.h"
 
+static struct cap_engine *ce; /* the engine part under test */
+
 #define CTX ((CUcontext)0x7000)
 #define S1 ((CUstream)0x5001)
 #define S2 ((CUstream)0x5002)
@@ -27,13 +29,15 @@ static uint64_t clock_ns;
 static int start(unsigned int max_templates, uint32_t window_max_ops)
 {
 	struct cap_config cfg = { .max_templates = max_templates, .window_max_ops = window_max_ops };
-	int rc = cap_init(&cfg);
 
+	ce = cap_engine_create(&cfg);
+	if (!ce)
+		return -1;
 	/* created streams with known flags: capture never asks the (absent) driver */
-	cap_stream_created(S1, CU_STREAM_NON_BLOCKING);
-	cap_stream_created(S2, CU_STREAM_NON_BLOCKING);
-	cap_stream_created(S3, CU_STREAM_DEFAULT);
-	return rc;
+	cap_stream_created(ce, S1, CU_STREAM_NON_BLOCKING);
+	cap_stream_created(ce, S2, CU_STREAM_NON_BLOCKING);
+	cap_stream_created(ce, S3, CU_STREAM_DEFAULT);
+	return 0;
 }
 
 static int setup(void **state)
@@ -45,7 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	cap_fini();
+	cap_engine_destroy(ce);
 	return 0;
 }
 
@@ -66,7 +70,7 @@ static struct cap_rec memset_on(enum shim_api_id api, CUstream s, CUdeviceptr ds
 	c.stream = s;
 	c.u.memset = (struct cap_memset){ .dst = dst, .pitch = w * 4, .elem_size = 4, .value = 7, .width = w,
 					  .height = 1 };
-	assert_int_equal(cap_record(&c, &wh, &rec), 0);
+	assert_int_equal(cap_record(ce, &c, &wh, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_RECORDED);
 	return rec;
 }
@@ -88,7 +92,7 @@ static struct cap_rec copy(enum shim_api_id api, CUstream s, CUmemorytype dt, ui
 	c.api = (uint16_t)api;
 	c.stream = s;
 	cap_call_copy_1d(&c, dt, dst, st, src, n);
-	assert_int_equal(cap_record(&c, &wh, &rec), 0);
+	assert_int_equal(cap_record(ce, &c, &wh, &rec), 0);
 	return rec;
 }
 
@@ -103,12 +107,12 @@ static void event(enum cap_op_kind kind, CUstream s, CUevent e)
 	c.api = kind == CAP_OP_EVENT_RECORD ? SHIM_ID_cuEventRecord : SHIM_ID_cuStreamWaitEvent;
 	c.stream = s;
 	c.u.event.event = e;
-	assert_int_equal(cap_record(&c, &wh, &rec), 0);
+	assert_int_equal(cap_record(ce, &c, &wh, &rec), 0);
 }
 
 static struct cap_shape *find_shape(uint64_t id)
 {
-	for (struct cap_shape *s = cap_shape_first(); s; s = cap_shape_next(s))
+	for (struct cap_shape *s = cap_shape_first(ce); s; s = cap_shape_next(s))
 		if (cap_shape_id(s) == id)
 			return s;
 	return NULL;
@@ -128,7 +132,7 @@ static void test_alternating_shapes(void **state)
 		} else {
 			memset_async(S1, 0xa0000, 30);
 		}
-		s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 		assert_non_null(s);
 		if (i % 2 == 0) {
 			if (a)
@@ -141,7 +145,7 @@ static void test_alternating_shapes(void **state)
 		}
 	}
 	assert_ptr_not_equal(a, b);
-	assert_int_equal(cap_shape_count(), 2);
+	assert_int_equal(cap_shape_count(ce), 2);
 	assert_int_equal(cap_shape_sightings(a), 5);
 	assert_int_equal(cap_shape_sightings(b), 5);
 	assert_int_equal(cap_window_nops(cap_shape_last(a)), 2);
@@ -156,19 +160,19 @@ static void test_alternating_shapes(void **state)
 	/* a matcher can walk the trie op by op */
 	{
 		const struct cap_window *w = cap_shape_last(a);
-		const struct cap_trie_node *n = cap_trie_root();
+		const struct cap_trie_node *n = cap_trie_root(ce);
 
-		n = cap_trie_child(n, cap_window_op(w, 0)->key);
+		n = cap_trie_child(ce, n, cap_window_op(w, 0)->key);
 		assert_non_null(n);
 		assert_null(cap_trie_shape(n));
-		n = cap_trie_child(n, cap_window_op(w, 1)->key);
+		n = cap_trie_child(ce, n, cap_window_op(w, 1)->key);
 		assert_ptr_equal(cap_trie_shape(n), a);
-		assert_null(cap_trie_child(n, 12345));
+		assert_null(cap_trie_child(ce, n, 12345));
 	}
 	{
 		struct cap_totals t;
 
-		cap_get_totals(&t);
+		cap_get_totals(ce, &t);
 		assert_int_equal(t.windows, 10);
 		assert_int_equal(t.windows_by[CAP_BOUNDARY_SYNC], 10);
 		assert_int_equal(t.ops[CAP_OP_MEMSET], 15);
@@ -183,18 +187,18 @@ static void test_prefix(void **state)
 	(void)state;
 	memset_async(S1, 0x1000, 8);
 	memset_async(S1, 0x2000, 8);
-	shorter = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	shorter = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 	memset_async(S1, 0x1000, 8);
 	memset_async(S1, 0x2000, 8);
 	memset_async(S1, 0x3000, 8);
-	longer = cap_boundary(CAP_BOUNDARY_QUERY, SHIM_ID_cuStreamQuery);
+	longer = cap_boundary(ce, CAP_BOUNDARY_QUERY, SHIM_ID_cuStreamQuery);
 	assert_non_null(shorter);
 	assert_non_null(longer);
 	assert_ptr_not_equal(shorter, longer);
 	assert_int_equal(cap_window_closed_by(cap_shape_last(longer)), CAP_BOUNDARY_QUERY);
 	memset_async(S1, 0x1000, 8);
 	memset_async(S1, 0x2000, 8);
-	assert_ptr_equal(cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize), shorter);
+	assert_ptr_equal(cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize), shorter);
 	assert_int_equal(cap_shape_sightings(shorter), 2);
 	assert_int_equal(cap_shape_stable(shorter), 1);
 }
@@ -207,24 +211,24 @@ static void test_lru_eviction(void **state)
 	size_t widths[] = { 1, 2, 1, 3, 4 };
 
 	(void)state;
-	cap_fini();
+	cap_engine_destroy(ce);
 	assert_int_equal(start(2, 0), 0);
 	for (size_t i = 0; i < 5; i++) {
 		memset_async(S1, 0x1000, widths[i]);
-		s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 		assert_non_null(s);
 	}
 	/* seen: w1 (shape 1), w2 (2), w1 again, w3 (3: evicts 2), w4 (4: evicts 1) */
-	assert_int_equal(cap_shape_count(), 2);
+	assert_int_equal(cap_shape_count(ce), 2);
 	assert_null(find_shape(1));
 	assert_null(find_shape(2));
 	assert_non_null(find_shape(3));
 	assert_non_null(find_shape(4));
-	cap_get_totals(&t);
+	cap_get_totals(ce, &t);
 	assert_int_equal(t.shapes_evicted, 2);
 	/* w2 again is a new shape */
 	memset_async(S1, 0x1000, 2);
-	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 	assert_int_equal(cap_shape_id(s), 5);
 	assert_int_equal(cap_shape_sightings(s), 1);
 }
@@ -237,20 +241,20 @@ static void test_empty_and_failed(void **state)
 	struct cap_shape *s;
 
 	(void)state;
-	assert_null(cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize));
+	assert_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize));
 	r1 = memset_async(S1, 0x1000, 4);
-	cap_op_done(&r1, true);
-	assert_null(cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize));
-	assert_int_equal(cap_shape_count(), 0);
+	cap_op_done(ce, &r1, true);
+	assert_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize));
+	assert_int_equal(cap_shape_count(ce), 0);
 	r1 = memset_async(S1, 0x1000, 4);
 	r2 = memset_async(S1, 0x2000, 5);
-	cap_op_done(&r1, false);
-	cap_op_done(&r2, true);
-	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	cap_op_done(ce, &r1, false);
+	cap_op_done(ce, &r2, true);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 	assert_non_null(s);
 	assert_int_equal(cap_window_nops(cap_shape_last(s)), 1);
 	assert_int_equal(cap_window_op(cap_shape_last(s), 0)->u.memset.width, 4);
-	cap_get_totals(&t);
+	cap_get_totals(ce, &t);
 	assert_int_equal(t.boundaries[CAP_BOUNDARY_SYNC], 3);
 	assert_int_equal(t.windows, 1);
 	assert_int_equal(t.memsets, 1);
@@ -270,7 +274,7 @@ static void test_refused_after_close(void **state)
 	(void)state;
 	/* the plain shape: one memset */
 	memset_async(S1, 0x1000, 4);
-	plain = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	plain = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 	assert_non_null(plain);
 	/* memset + a DtoH that closes its own window, then is refused */
 	memset_async(S1, 0x1000, 4);
@@ -278,28 +282,28 @@ static void test_refused_after_close(void **state)
 		  0x10, 64);
 	assert_true(rc.ends_window);
 	assert_non_null(rc.closed);
-	assert_int_equal(cap_shape_count(), 2);
-	cap_op_done(&rc, true);
+	assert_int_equal(cap_shape_count(ce), 2);
+	cap_op_done(ce, &rc, true);
 	/* the two-op shape is gone; its window joined the plain one */
-	assert_int_equal(cap_shape_count(), 1);
-	assert_ptr_equal(cap_shape_first(), plain);
+	assert_int_equal(cap_shape_count(ce), 1);
+	assert_ptr_equal(cap_shape_first(ce), plain);
 	assert_int_equal(cap_shape_sightings(plain), 2);
 	assert_int_equal(cap_window_nops(cap_shape_last(plain)), 1);
 	/* another thread's boundary closes the window before the answer */
 	r1 = memset_async(S1, 0x1000, 4);
 	r2 = memset_async(S2, 0x2000, 8);
-	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 	assert_ptr_not_equal(s, plain);
-	cap_op_done(&r1, false);
-	cap_op_done(&r2, true);
-	assert_int_equal(cap_shape_count(), 1);
+	cap_op_done(ce, &r1, false);
+	cap_op_done(ce, &r2, true);
+	assert_int_equal(cap_shape_count(ce), 1);
 	assert_int_equal(cap_shape_sightings(plain), 3);
 	/* a window whose only op is refused after the close leaves nothing behind */
 	rc = copy(SHIM_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
 		  0x10, 64);
-	cap_op_done(&rc, true);
-	assert_int_equal(cap_shape_count(), 1);
-	cap_get_totals(&t);
+	cap_op_done(ce, &rc, true);
+	assert_int_equal(cap_shape_count(ce), 1);
+	cap_get_totals(ce, &t);
 	assert_int_equal(t.ops[CAP_OP_MEMCPY], 0);
 	assert_int_equal(t.ops[CAP_OP_MEMSET], 3);
 	assert_int_equal(t.windows, 3);
@@ -322,7 +326,7 @@ static void test_long_window(void **state)
 		for (int rep = 0; rep < 2; rep++) {
 			for (uint32_t i = 0; i < n; i++)
 				memset_async(i % 3 ? S1 : S2, 0x100000 + i * 64, 1 + i % 7);
-			s1 = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+			s1 = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
 			if (rep == 0)
 				s2 = s1;
 		}
@@ -341,15 +345,15 @@ static void test_window_full(void **state)
 	struct cap_totals t;
 
 	(void)state;
-	cap_fini();
+	cap_engine_destroy(ce);
 	assert_int_equal(start(16, 100), 0);
 	for (int i = 0; i < 250; i++)
 		memset_async(S1, 0x1000, 4);
-	cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
-	cap_get_totals(&t);
+	cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	cap_get_totals(ce, &t);
 	assert_int_equal(t.windows_by[CAP_BOUNDARY_FULL], 2);
 	assert_int_equal(t.windows_by[CAP_BOUNDARY_SYNC], 1);
-	assert_int_equal(cap_shape_count(), 2); /* 100 ops twice, then 50 */
+	assert_int_equal(cap_shape_count(ce), 2); /* 100 ops twice, then 50 */
 }
 
 /* Which copies and memsets end their own window. */
@@ -360,20 +364,20 @@ static void test_ends_window(void **state)
 	char host[64];
 
 	(void)state;
-	assert_int_equal(cap_alloc_add(0x200000, 0x10000, CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_add(0x300000, 0x10000, CAP_ALLOC_MANAGED), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x200000, 0x10000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x300000, 0x10000, CAP_ALLOC_MANAGED), 0);
 	/* async HtoD from pageable memory, async and sync DtoD: not host-visible */
 	r = copy(SHIM_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST,
 		 (uint64_t)(uintptr_t)host, 64);
 	assert_false(r.ends_window);
-	assert_true(cap_window_op(cap_window_current(), r.index)->u.memcpy.src_pageable);
-	assert_int_equal(cap_window_op(cap_window_current(), r.index)->u.memcpy.dir, CAP_DIR_HTOD);
+	assert_true(cap_window_op(cap_window_current(ce), r.index)->u.memcpy.src_pageable);
+	assert_int_equal(cap_window_op(cap_window_current(ce), r.index)->u.memcpy.dir, CAP_DIR_HTOD);
 	r = copy(SHIM_ID_cuMemcpyDtoD_v2, 0, CU_MEMORYTYPE_DEVICE, 0x200100, CU_MEMORYTYPE_DEVICE, 0x200000, 64);
 	assert_false(r.ends_window);
 	/* unified copy between device and managed memory: DtoD */
 	r = copy(SHIM_ID_cuMemcpyAsync, S1, CU_MEMORYTYPE_UNIFIED, 0x300000, CU_MEMORYTYPE_UNIFIED, 0x200000, 64);
 	assert_false(r.ends_window);
-	assert_int_equal(cap_window_op(cap_window_current(), r.index)->u.memcpy.dir, CAP_DIR_DTOD);
+	assert_int_equal(cap_window_op(cap_window_current(ce), r.index)->u.memcpy.dir, CAP_DIR_DTOD);
 	/* sync memset of device memory: not host-visible */
 	r = memset_on(SHIM_ID_cuMemsetD32_v2, 0, 0x200000, 4);
 	assert_false(r.ends_window);
@@ -392,7 +396,7 @@ static void test_ends_window(void **state)
 	r = copy(SHIM_ID_cuMemcpyHtoD_v2, 0, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST,
 		 (uint64_t)(uintptr_t)host, 64);
 	assert_true(r.ends_window);
-	cap_get_totals(&t);
+	cap_get_totals(ce, &t);
 	assert_int_equal(t.windows_by[CAP_BOUNDARY_HOST_COPY], 3);
 }
 
@@ -416,7 +420,7 @@ static void test_graph_edges(void **state)
 	memset_async(0, 0x4000, 1); /* 9: legacy: after 8, not after non-blocking work */
 	memset_async(S3, 0x3000, 2); /* 10: S3, after 9 */
 	memset_async(S1, 0x1000, 3); /* 11: S1, after 7 only */
-	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
 	w = cap_shape_last(s);
 	assert_int_equal(cap_window_nstreams(w), 4);
 	assert_int_equal(cap_window_nevents(w), 2);
@@ -457,25 +461,25 @@ static void test_memdeps(void **state)
 	uint64_t a_id;
 
 	(void)state;
-	assert_int_equal(cap_alloc_add(0xa0000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_add(0xb0000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	assert_int_equal(cap_alloc_add(0xc0000, 0x1000, CAP_ALLOC_DEVICE), 0);
-	a_id = cap_alloc_find(0xa0000)->id;
+	assert_int_equal(cap_alloc_add(ce, 0xa0000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0xb0000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0xc0000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	a_id = cap_alloc_find(ce, 0xa0000)->id;
 	copy(SHIM_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xb0000, CU_MEMORYTYPE_DEVICE, 0xa0000, 256);
 	memset_async(S2, 0xb0040, 4);                                    /* 1: writes B after 0 */
 	copy(SHIM_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xc0000, CU_MEMORYTYPE_DEVICE, 0xb0000, 256);
 	memset_async(S2, 0xa0000, 4);                                    /* 3: writes A, read by 0 */
 	copy(SHIM_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xa0800, CU_MEMORYTYPE_DEVICE, 0xc0000, 16);
-	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
 	w = cap_shape_last(s);
-	assert_int_equal(cap_op_accesses(cap_window_op(w, 0), acc, 4), 2);
+	assert_int_equal(cap_op_accesses(ce, cap_window_op(w, 0), acc, 4), 2);
 	assert_int_equal(acc[0].alloc, a_id);
 	assert_false(acc[0].write);
 	assert_int_equal(acc[0].len, 256);
 	assert_true(acc[1].write);
 	g = cap_graph_build(w);
 	assert_non_null(g);
-	assert_int_equal(cap_graph_add_memdeps(g, w), 5);
+	assert_int_equal(cap_graph_add_memdeps(ce, g, w), 5);
 	assert_int_equal(cap_graph_nmemdep(g, 0), 0);
 	assert_int_equal(cap_graph_nmemdep(g, 1), 1); /* WAW on B */
 	assert_int_equal(cap_graph_memdep(g, 1)[0], 0);
@@ -500,10 +504,10 @@ static void test_key_and_bindings(void **state)
 	memset_async(S1, 0x2000, 8); /* other address: same key, other bindings */
 	memset_async(S1, 0x1000, 9); /* other width: other key */
 	r = memset_async(S2, 0x1000, 8); /* other stream slot: other key */
-	a = cap_window_op(cap_window_current(), 0);
-	b = cap_window_op(cap_window_current(), 1);
-	c = cap_window_op(cap_window_current(), 2);
-	d = cap_window_op(cap_window_current(), r.index);
+	a = cap_window_op(cap_window_current(ce), 0);
+	b = cap_window_op(cap_window_current(ce), 1);
+	c = cap_window_op(cap_window_current(ce), 2);
+	d = cap_window_op(cap_window_current(ce), r.index);
 	assert_int_equal(a->key, b->key);
 	assert_int_not_equal(a->bind, b->bind);
 	assert_int_not_equal(a->key, c->key);
@@ -521,10 +525,10 @@ static void test_stream_recreated_bytes(void **state)
 	size_t before;
 
 	(void)state;
-	before = cap__streams_bytes();
+	before = cap__streams_bytes(ce);
 	for (int i = 0; i < 5; i++)
-		cap_stream_created(S1, i % 2 ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING);
-	assert_int_equal(cap__streams_bytes(), before);
+		cap_stream_created(ce, S1, i % 2 ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING);
+	assert_int_equal(cap__streams_bytes(ce), before);
 }
 
 int main(void)

@@ -20,6 +20,8 @@
 #include "capture/capture.h"
 #include "common/serial.h"
 
+static struct cap_engine *ce __attribute__((unused)); /* the engine part under test (debug builds) */
+
 #ifdef CF_DEBUG
 static void *held_elsewhere(void *arg)
 {
@@ -57,7 +59,7 @@ static int child_signal(void (*fn)(void))
 static void *boundary_elsewhere(void *arg)
 {
 	(void)arg;
-	cap_note_passthrough(SHIM_ID_cuStreamSynchronize);
+	cap_note_passthrough(ce, SHIM_ID_cuStreamSynchronize);
 	return NULL;
 }
 
@@ -66,7 +68,7 @@ static void capture_without_lock(void)
 	struct cap_config cfg = { .max_templates = 4 };
 	pthread_t t;
 
-	if (cap_init(&cfg) != 0)
+	if (!(ce = cap_engine_create(&cfg)))
 		_exit(2);
 	cf_serial_enter();
 	pthread_create(&t, NULL, boundary_elsewhere, NULL);
@@ -77,10 +79,10 @@ static void capture_with_lock(void)
 {
 	struct cap_config cfg = { .max_templates = 4 };
 
-	if (cap_init(&cfg) != 0)
+	if (!(ce = cap_engine_create(&cfg)))
 		_exit(2);
 	cf_serial_enter();
-	cap_note_passthrough(SHIM_ID_cuStreamSynchronize);
+	cap_note_passthrough(ce, SHIM_ID_cuStreamSynchronize);
 	cf_serial_leave();
 }
 #endif

@@ -17,6 +17,8 @@
 #include "capture/capture_int.h"
 #include "common/table.h"
 
+static struct cap_engine *ce; /* the engine whose call-site registry is under test */
+
 #define MANY 20000
 
 struct item {
@@ -207,7 +209,7 @@ static void test_init_forgets(void **state)
 
 static void *capture_thread(void *arg)
 {
-	*(uint64_t *)arg = cap_callsite_capture();
+	*(uint64_t *)arg = cap_callsite_capture(ce);
 	return NULL;
 }
 
@@ -219,38 +221,40 @@ static void test_callsites(void **state)
 	size_t n;
 
 	(void)state;
-	main_site = cap_callsite_capture();
+	ce = cap_engine_create(&(struct cap_config){ .callsites = true }); /* the registry is an engine's */
+	assert_non_null(ce);
+	main_site = cap_callsite_capture(ce);
 	if (!main_site)
 		skip(); /* no libunwind.so.8 here: call sites are off */
-	assert_non_null(cap_callsite_name(main_site));
-	assert_true(strlen(cap_callsite_name(main_site)) > 0);
-	again = cap_callsite_capture(); /* the same frames outside this program: the same site */
+	assert_non_null(cap_callsite_name(ce, main_site));
+	assert_true(strlen(cap_callsite_name(ce, main_site)) > 0);
+	again = cap_callsite_capture(ce); /* the same frames outside this program: the same site */
 	assert_int_equal(again, main_site);
 	/* a thread's stack starts elsewhere (libc's thread start): another site */
 	assert_int_equal(pthread_create(&th, NULL, capture_thread, &thread_site), 0);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_true(thread_site != 0);
 	assert_true(thread_site != main_site);
-	assert_non_null(cap_callsite_name(thread_site));
-	assert_null(cap_callsite_name(main_site ^ thread_site ^ 0x5a5a)); /* never captured */
+	assert_non_null(cap_callsite_name(ce, thread_site));
+	assert_null(cap_callsite_name(ce, main_site ^ thread_site ^ 0x5a5a)); /* never captured */
 	for (int i = 0; i < 3; i++)
-		cap__callsite_count(main_site);
-	cap__callsite_count(thread_site);
-	cap__callsite_count(12345); /* unknown: ignored */
-	assert_true(cap__callsite_bytes() > 0);
-	n = cap__callsite_top(top, 8);
+		cap__callsite_count(ce, main_site);
+	cap__callsite_count(ce, thread_site);
+	cap__callsite_count(ce, 12345); /* unknown: ignored */
+	assert_true(cap__callsite_bytes(ce) > 0);
+	n = cap__callsite_top(ce, top, 8);
 	assert_int_equal(n, 2);
 	assert_int_equal(top[0].hash, main_site);
 	assert_int_equal(top[0].ops, 3);
 	assert_int_equal(top[1].hash, thread_site);
 	assert_int_equal(top[1].ops, 1);
-	cap__callsite_fini();
-	assert_null(cap_callsite_name(main_site));
-	assert_int_equal(cap__callsite_top(top, 8), 0);
+	cap__callsite_fini(ce);
+	assert_null(cap_callsite_name(ce, main_site));
+	assert_int_equal(cap__callsite_top(ce, top, 8), 0);
 	/* the registry fills again after fini */
-	assert_int_equal(cap_callsite_capture(), main_site);
-	assert_non_null(cap_callsite_name(main_site));
-	cap__callsite_fini();
+	assert_int_equal(cap_callsite_capture(ce), main_site);
+	assert_non_null(cap_callsite_name(ce, main_site));
+	cap_engine_destroy(ce);
 }
 
 int main(void)

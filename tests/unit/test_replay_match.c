@@ -18,6 +18,9 @@
 #include "replay/replay.h"
 #include "shim/shim.h"
 
+static struct cap_engine *ce; /* the engine part under test */
+static struct rpl_engine *re; /* replay's part over ce */
+
 #define N 256
 
 static CUcontext ctx;
@@ -107,12 +110,12 @@ static enum rpl_verdict axpy_flags(CUdeviceptr y, CUdeviceptr x, float a, unsign
 	c.u.kernel.block[0] = (N + g - 1) / g;
 	c.u.kernel.block[1] = c.u.kernel.block[2] = 1;
 	c.u.kernel.params = args;
-	assert_int_equal(cap_record(&c, &who, &rec), 0);
+	assert_int_equal(cap_record(ce, &c, &who, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_RECORDED);
-	assert_non_null(cap_window_op(cap_window_current(), rec.index));
-	op = *cap_window_op(cap_window_current(), rec.index);
+	assert_non_null(cap_window_op(cap_window_current(ce), rec.index));
+	op = *cap_window_op(cap_window_current(ce), rec.index);
 	op.flags |= flags;
-	v = rpl_op(&op);
+	v = rpl_op(re, &op);
 	if (v == RPL_EAGER)
 		CK(SHIM_REAL(cuLaunchKernel)(f_axpy, g, 1, 1, (N + g - 1) / g, 1, 1, 0, s1, args, NULL));
 	return v;
@@ -128,9 +131,13 @@ static void sync_boundary(void)
 {
 	struct cap_shape *s;
 
-	rpl_flush();
-	s = cap_boundary(CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
-	rpl_window_closed(s);
+	rpl_flush(re);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	rpl_window_closed(re, s);
+	if (rpl_build_take(re)) { /* as the engine's lock drop does */
+		rpl_build_run(re);
+		rpl_build_publish(re);
+	}
 	CK(SHIM_REAL(cuStreamSynchronize)(s1));
 }
 
@@ -138,13 +145,18 @@ static struct rpl_totals totals(void)
 {
 	struct rpl_totals t;
 
-	rpl_get_totals(&t);
+	rpl_get_totals(re, &t);
 	return t;
+}
+
+static void shape_evicted(void *arg, struct cap_shape *s)
+{
+	rpl_shape_evicted(arg, s);
 }
 
 static int setup(void **state)
 {
-	struct cap_config cfg = { .max_templates = 2, .barrier_kernels = "nccl*", .shape_evicted = rpl_shape_evicted };
+	struct cap_config cfg = { .max_templates = 2, .barrier_kernels = "nccl*" };
 	struct rpl_config rc = { .warmup = 2, .segment = 4, .min_ops = 2 };
 	CUdevice dev;
 	char *ptx;
@@ -168,13 +180,16 @@ static int setup(void **state)
 	CK(SHIM_REAL(cuMemAlloc_v2)(&yb, N * sizeof(float)));
 	CK(SHIM_REAL(cuMemAlloc_v2)(&x1, N * sizeof(float)));
 	CK(SHIM_REAL(cuMemAlloc_v2)(&x2, N * sizeof(float)));
-	if (cap_init(&cfg) != 0 || rpl_init(&rc) != 0)
+	ce = cap_engine_create(&cfg);
+	re = ce ? rpl_engine_create(ce, &rc) : NULL;
+	if (!re)
 		return -1;
-	cap_stream_created(s1, CU_STREAM_NON_BLOCKING);
-	cap_alloc_add(ya, N * sizeof(float), CAP_ALLOC_DEVICE);
-	cap_alloc_add(yb, N * sizeof(float), CAP_ALLOC_DEVICE);
-	cap_alloc_add(x1, N * sizeof(float), CAP_ALLOC_DEVICE);
-	cap_alloc_add(x2, N * sizeof(float), CAP_ALLOC_DEVICE);
+	cap_set_replay(ce, shape_evicted, NULL, re);
+	cap_stream_created(ce, s1, CU_STREAM_NON_BLOCKING);
+	cap_alloc_add(ce, ya, N * sizeof(float), CAP_ALLOC_DEVICE);
+	cap_alloc_add(ce, yb, N * sizeof(float), CAP_ALLOC_DEVICE);
+	cap_alloc_add(ce, x1, N * sizeof(float), CAP_ALLOC_DEVICE);
+	cap_alloc_add(ce, x2, N * sizeof(float), CAP_ALLOC_DEVICE);
 	fill(x1, 1.0f);
 	fill(x2, 0.5f);
 	return 0;
@@ -183,8 +198,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	rpl_fini();
-	cap_fini();
+	rpl_engine_destroy(re);
+	cap_engine_destroy(ce);
 	return 0;
 }
 
@@ -315,10 +330,10 @@ static void test_free_retires(void **state)
 
 	(void)state;
 	t0 = totals();
-	rpl_memory_released(0x10, 0x10);
+	rpl_memory_released(re, 0x10, 0x10);
 	t = totals();
 	assert_int_equal(t.retired, t0.retired);
-	rpl_memory_released(ya, N * sizeof(float));
+	rpl_memory_released(re, ya, N * sizeof(float));
 	t = totals();
 	assert_true(t.retired > t0.retired);
 	assert_int_equal(t.fallbacks[RPL_FB_FREE] - t0.fallbacks[RPL_FB_FREE], t.retired - t0.retired);
@@ -382,10 +397,10 @@ static void test_stop_defers_nothing(void **state)
 	assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_DEFER); /* the template is live */
 	sync_boundary();
 	t0 = totals();
-	rpl_stop();
+	rpl_stop(re);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(axpy(yb, x2, 1.0f, 4), RPL_EAGER);
-	assert_false(rpl_has_deferred());
+	assert_false(rpl_has_deferred(re));
 	sync_boundary();
 	t = totals();
 	assert_int_equal(t.ops_deferred, t0.ops_deferred);

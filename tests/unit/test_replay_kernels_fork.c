@@ -1,0 +1,83 @@
+/* test_replay_kernels_fork.c - cufold's kernel cache (rewrite/kernels.c, which replay's builds
+ * load modules through) in a forked child: a thread of the parent is inside a load, holding the
+ * cache's lock, when the process forks (the software device's SIMCUDA_DELAY keeps it in
+ * cuModuleLoadData); the child, after the engine's fork handler resets the cache
+ * (rw_kernels_atfork_child), loads cufold's kernels itself instead of waiting forever on a lock
+ * no thread of its own holds. tests layer (cmocka, libcufold.a, the software device). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "driver/real.h"
+#include "rewrite/kernels.h"
+#include "shim/shim.h"
+
+static CUcontext ctx;
+static int loading;             /* the loader thread is about to load (atomic) */
+
+static void *loader(void *arg)
+{
+	CUmodule m;
+
+	(void)arg;
+	SHIM_REAL(cuCtxSetCurrent)(ctx);
+	__atomic_store_n(&loading, 1, __ATOMIC_RELEASE);
+	(void)rw_kernels_load(ctx, &m); /* holds the cache's lock through the slow load */
+	return NULL;
+}
+
+static void test_child_loads(void **state)
+{
+	struct timespec ts = { 0, 200000000 }; /* 200 ms: the loader is inside the slow load */
+	pthread_t th;
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pthread_create(&th, NULL, loader, NULL), 0);
+	while (!__atomic_load_n(&loading, __ATOMIC_ACQUIRE))
+		;
+	nanosleep(&ts, NULL);
+	pid = fork();
+	if (pid == 0) {
+		CUmodule m = NULL;
+
+		alarm(5); /* a child stuck on the parent's lock is killed: the test fails */
+		rw_kernels_atfork_child();
+		_exit(rw_kernels_load(ctx, &m) == CUDA_SUCCESS && m ? 0 : 3);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	pthread_join(th, NULL);
+}
+
+static int setup(void **state)
+{
+	CUdevice dev;
+
+	(void)state;
+	setenv("SIMCUDA_DELAY", "cuModuleLoadData:1000", 1);
+	if (shim_init() != 0 || SHIM_REAL(cuInit)(0) != CUDA_SUCCESS || SHIM_REAL(cuDeviceGet)(&dev, 0) != CUDA_SUCCESS ||
+	    SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) != CUDA_SUCCESS || SHIM_REAL(cuCtxSetCurrent)(ctx) != CUDA_SUCCESS)
+		return -1;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_child_loads),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
