@@ -230,7 +230,7 @@ $(FATBINS): $(FB_SRC)
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) $(NVFB) -o $@ $<
 
-$(B)/unit/sim_fatbin: | $(FATBINS)
+$(B)/unit/sim_fatbin $(B)/unit/sim_device_cc: | $(FATBINS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
