@@ -396,6 +396,29 @@ void cap_funcs_forget(void)
 	drop_kernel_fns();
 }
 
+bool cap_window_uses_unloading(void)
+{
+	const struct cap_window *w = cap__s.cur;
+	CUmodule mod = unload_mod;
+
+	if (!unload_known)
+		return true;
+	if (unload_lib) {
+		mod = NULL;
+		cap__own_call(SHIM_ID_cuLibraryGetModule);
+		if (!SHIM_REAL(cuLibraryGetModule) || SHIM_REAL(cuLibraryGetModule)(&mod, unload_lib) != CUDA_SUCCESS)
+			return true;
+	}
+	for (uint32_t i = 0; w && i < w->nops; i++) {
+		const struct cap_op *op = &w->ops[i];
+
+		if (op->kind == CAP_OP_KERNEL &&
+		    bind_in(cf_map_get(&by_func, (uint64_t)(uintptr_t)op->u.kernel.func), mod))
+			return true;
+	}
+	return false;
+}
+
 struct cap_func *cap__funcs_all(void)
 {
 	return all;

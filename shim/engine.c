@@ -414,9 +414,11 @@ void shim_engine_neutral(enum shim_api_id api)
 {
 	shim_note_call(api);
 	/* the capture state of a stream depends on the waits it was given: kept ones must reach
-	 * the driver first (nothing is kept while a capture is open, but a query is cheap to
-	 * make exact) */
-	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && replaying) {
+	 * the driver first. Only while a capture is open: with none, no kept call can join a
+	 * stream to one (beginning a capture is a boundary that submits what is kept), and
+	 * frameworks ask before every launch (CuPy), where a flush would end replay's window */
+	if (is_capture_query(api) && __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0 &&
+	    __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && replaying) {
 		lock_take();
 		if (still_recording() && rpl_has_deferred())
 			rpl_flush();
@@ -688,7 +690,9 @@ void shim_engine_module_unload(enum shim_api_id api)
 		return;
 	lock_take();
 	if (still_recording()) {
-		close_window(CAP_BOUNDARY_MODULE_UNLOAD, api);
+		/* the window ends only when one of its ops runs a function of the module (a framework
+		 * unloads kernels it is done with in the middle of a step) */
+		end_window_if(cap_window_uses_unloading(), CAP_BOUNDARY_MODULE_UNLOAD, api);
 		cap_funcs_forget();
 		if (replaying)
 			rpl_functions_unloaded();
