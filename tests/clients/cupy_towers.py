@@ -9,7 +9,7 @@ import cupy as cp
 import numpy as np
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-nfeat = int(sys.argv[2]) if len(sys.argv) > 2 else 6
+nfeat = int(sys.argv[2]) if len(sys.argv) > 2 else 16
 n = 256      # rows of every feature
 lr = np.float32(0.05)
 
