@@ -19,9 +19,11 @@ same_output_over_seeds "$py" tests/clients/train.py 12
 CUFOLD_REPORT="$TMP/report.json" run_cufold "$TMP/out" "$py" tests/clients/train.py 20 || fail "train.py exited $?"
 python3 - "$TMP/report.json" <<'PY' || fail "train.py was not replayed"
 import json, sys
-r = json.load(open(sys.argv[1]))["replay"]
-print("train.py, 20 steps: %d windows replayed in %d graph launches carrying %d ops"
-      % (sum(t["windows_replayed"] for t in r["templates"]), r["graph_launches"], r["ops_replayed"]))
+doc = json.load(open(sys.argv[1]))
+r = doc["replay"]
+print("train.py, 20 steps: %d windows replayed in %d graph launches carrying %d ops (%.1f %% of %d)"
+      % (sum(t["windows_replayed"] for t in r["templates"]), r["graph_launches"], r["ops_replayed"],
+         100.0 * r["ops_replayed"] / max(1, doc["totals"]["ops"]), doc["totals"]["ops"]))
 sys.exit(0 if r["ops_replayed"] > 0 else 1)
 PY
 note "cuda-python client: identical with and without cufold over $SEEDS seeds, replayed"
@@ -34,9 +36,11 @@ CUFOLD_REPORT="$TMP/numba.json" run_cufold "$TMP/nout" "$py" tests/clients/numba
 	fail "numba_train.py exited $?"
 python3 - "$TMP/numba.json" <<'PY' || fail "numba_train.py was not replayed"
 import json, sys
-r = json.load(open(sys.argv[1]))["replay"]
-print("numba_train.py, 20 steps: %d windows replayed in %d graph launches carrying %d ops"
-      % (sum(t["windows_replayed"] for t in r["templates"]), r["graph_launches"], r["ops_replayed"]))
+doc = json.load(open(sys.argv[1]))
+r = doc["replay"]
+print("numba_train.py, 20 steps: %d windows replayed in %d graph launches carrying %d ops (%.1f %% of %d)"
+      % (sum(t["windows_replayed"] for t in r["templates"]), r["graph_launches"], r["ops_replayed"],
+         100.0 * r["ops_replayed"] / max(1, doc["totals"]["ops"]), doc["totals"]["ops"]))
 sys.exit(0 if r["ops_replayed"] > 0 else 1)
 PY
 note "numba-cuda client: identical with and without cufold over 5 seeds, replayed"
