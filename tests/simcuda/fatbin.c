@@ -397,7 +397,8 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 				 "nvcc -rdc=true build for compute_XX only: relocatable code is not supported)");
 		else if (c->ptx_too_new)
 			snprintf(msg, sizeof(msg), "fatbin's PTX is for compute_%u, newer than the device's %d.%d "
-				 "(entries: %s; SIMCUDA_CC sets it)", c->too_new_arch, sim_device_cc() / 10, sim_device_cc() % 10, c->archs);
+				 "(entries: %s; SIMCUDA_CC sets it)", c->too_new_arch, sim_device_cc() / 10,
+				 sim_device_cc() % 10, c->archs);
 		else
 			snprintf(msg, sizeof(msg), "fatbin holds machine code only (%s; kernels: %s): the "
 				 "software device runs PTX only (add compute_XX to nvcc's -gencode)",
