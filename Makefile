@@ -230,7 +230,7 @@ $(FATBINS): $(FB_SRC)
 	$(call msg,NVCC,$@)
 	$(Q)$(NVCC) $(NVFB) -o $@ $<
 
-$(B)/unit/sim_fatbin: | $(FATBINS)
+$(B)/unit/sim_fatbin $(B)/unit/sim_device_cc: | $(FATBINS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
@@ -349,11 +349,14 @@ fault-sweep: all
 # (not part of make deps or make test: they need the network once, and the interpreter's time).
 CLIENTS_VENV := $(B)/clients-venv
 # numba_train.py switches cuda-core and numba-cuda to the driver's linker by private names: pinned.
-CLIENTS_PIP  := cuda-bindings==13.4.4 cuda-core==1.2.2 numba-cuda==0.30.4
+# CuPy compiles with the toolkit's NVRTC (libnvrtc.so.13, found through run.sh's LD_LIBRARY_PATH).
+CLIENTS_PIP  := cuda-bindings==13.4.4 cuda-core==1.2.2 numba-cuda==0.30.4 cupy-cuda13x==14.2.0
+# the stamp is named by the list, so a venv made from an older list is completed
+CLIENTS_STAMP := $(CLIENTS_VENV)/.installed-$(shell echo '$(CLIENTS_PIP)' | cksum | cut -d' ' -f1)
 
-deps-clients: $(CLIENTS_VENV)/.installed
+deps-clients: $(CLIENTS_STAMP)
 
-$(CLIENTS_VENV)/.installed:
+$(CLIENTS_STAMP):
 	$(call msg,VENV,$(CLIENTS_VENV))
 	$(Q)$(PYTHON) -m venv $(CLIENTS_VENV) && $(CLIENTS_VENV)/bin/pip install -q $(CLIENTS_PIP) && touch $@
 

@@ -379,6 +379,9 @@ void cap_funcs_unloading(CUmodule mod, CUlibrary lib);
 /* Forget the handles of the module the calling thread named with cap_funcs_unloading, or of
  * every module when it named none. */
 void cap_funcs_forget(struct cap_engine *ce);
+/* Whether an op of the open window runs a function of the module the calling thread named with
+ * cap_funcs_unloading (true when it named none, or a function's module is not known). */
+bool cap_window_uses_unloading(struct cap_engine *ce);
 
 /* ------------------------------------------------------------------ allocation map */
 

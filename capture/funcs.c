@@ -390,6 +390,29 @@ void cap_funcs_forget(struct cap_engine *ce)
 	drop_kernel_fns(ce);
 }
 
+bool cap_window_uses_unloading(struct cap_engine *ce)
+{
+	const struct cap_window *w = ce->cur;
+	CUmodule mod = unload_mod;
+
+	if (!unload_known)
+		return true;
+	if (unload_lib) {
+		mod = NULL;
+		cap__own_call(ce, SHIM_ID_cuLibraryGetModule);
+		if (!SHIM_REAL(cuLibraryGetModule) || SHIM_REAL(cuLibraryGetModule)(&mod, unload_lib) != CUDA_SUCCESS)
+			return true;
+	}
+	for (uint32_t i = 0; w && i < w->nops; i++) {
+		const struct cap_op *op = &w->ops[i];
+
+		if (op->kind == CAP_OP_KERNEL &&
+		    bind_in(cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)op->u.kernel.func), mod))
+			return true;
+	}
+	return false;
+}
+
 struct cap_func *cap__funcs_all(struct cap_engine *ce)
 {
 	return ce->funcs.all;

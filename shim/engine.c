@@ -518,10 +518,11 @@ void shim_engine_neutral(enum shim_api_id api)
 {
 	shim_note_call(api);
 	/* the capture state of a stream depends on the waits it was given: kept ones must reach
-	 * the driver first (nothing is kept while a capture is open, but a query is cheap to
-	 * make exact) */
+	 * the driver first. Only while a capture is open: with none, no kept call can join a
+	 * stream to one (beginning a capture is a boundary that submits what is kept), and
+	 * frameworks ask before every launch (CuPy), where a flush would end replay's window */
 	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
-	    engine_get()->rpl)
+	    engine_get()->rpl && __atomic_load_n(&engine_get()->captures, __ATOMIC_ACQUIRE) > 0)
 		flush_for_query();
 }
 
@@ -819,7 +820,9 @@ void shim_engine_module_unload(enum shim_api_id api)
 		return;
 	e = engine_lock();
 	if (still_recording(e)) {
-		close_window(e, CAP_BOUNDARY_MODULE_UNLOAD, api);
+		/* the window ends only when one of its ops runs a function of the module (a framework
+		 * unloads kernels it is done with in the middle of a step) */
+		end_window_if(e, cap_window_uses_unloading(e->cap), CAP_BOUNDARY_MODULE_UNLOAD, api);
 		cap_funcs_forget(e->cap);
 		if (e->rpl)
 			rpl_functions_unloaded(e->rpl);

@@ -1,6 +1,6 @@
 /* hooks_neutral.c - hand-written hooks of the calls that change nothing cufold tracks and let
  * the host observe nothing of the device: pure queries (attributes, names, handles, versions,
- * capture state) and the creation of events. They only count, so they do not end windows: the
+ * capture state), the creation of events and the loading of code. They only count, so they do not end windows: the
  * CUDA runtime and frameworks call several of them around every launch (cuCtxGetCurrent,
  * cuStreamGetCaptureInfo, cuPointerGetAttribute), and a boundary there would leave no window
  * longer than one op. shim layer.
@@ -86,6 +86,21 @@
 #define SHIM_NEUTRAL_cuMemGetAccess SHIM_YES
 #define SHIM_NEUTRAL_cuArrayGetDescriptor_v2 SHIM_YES
 #define SHIM_NEUTRAL_cuArray3DGetDescriptor_v2 SHIM_YES
+/* loading code (frameworks compile kernels lazily, in the middle of their first steps: CuPy,
+ * numba) adds functions and changes nothing an open window holds; a module's globals are
+ * queried, not written */
+#define SHIM_NEUTRAL_cuModuleLoad SHIM_YES
+#define SHIM_NEUTRAL_cuModuleLoadData SHIM_YES
+#define SHIM_NEUTRAL_cuModuleLoadDataEx SHIM_YES
+#define SHIM_NEUTRAL_cuModuleLoadFatBinary SHIM_YES
+#define SHIM_NEUTRAL_cuLibraryLoadData SHIM_YES
+#define SHIM_NEUTRAL_cuLibraryLoadFromFile SHIM_YES
+#define SHIM_NEUTRAL_cuLinkCreate_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuLinkAddData_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuLinkAddFile_v2 SHIM_YES
+#define SHIM_NEUTRAL_cuLinkComplete SHIM_YES
+#define SHIM_NEUTRAL_cuLinkDestroy SHIM_YES
+#define SHIM_NEUTRAL_cuModuleGetGlobal_v2 SHIM_YES
 
 #define NEUTRAL_HOOK(symbol, decls, args) \
 	SHIM_HOOK(symbol) decls \

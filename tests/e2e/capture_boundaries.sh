@@ -40,7 +40,7 @@ expected = [
     ("HOST_COPY", "cuMemcpyDtoHAsync_v2", 4), # work, record, (polled: no boundary), work, copy
     ("HOST_COPY", "cuMemcpyDtoH_v2", 2),     # (the sync after the async copy had nothing to wait for)
     ("FREE", "cuMemFree_v2", 3),             # work, keep, a memset of the freed memory
-    ("MODULE_UNLOAD", "cuModuleUnload", 1),
+    ("MODULE_UNLOAD", "cuModuleUnload", 2),     # work, a kernel of the module unloaded
     ("CONTEXT", "cuCtxPushCurrent_v2", 1),
     ("CONTEXT", "cuCtxPopCurrent_v2", 1),
     ("DESTROY", "cuStreamDestroy_v2", 1),

@@ -72,7 +72,8 @@ grep -q "^== recsys" "$TMP/bench.out" || fail "bench printed no recsys table"
 python3 - "$TMP/bench/bench.json" <<'PY' || fail "bench.json is not what the table says"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert set(d["workloads"]) == {"recsys", "transformer", "inference", "dataparallel", "dataparallel-wd", "patterns"}, d["workloads"].keys()
+# cupy-towers is there when make deps-clients made the clients' venv
+assert set(d["workloads"]) - {"cupy-towers"} == {"recsys", "transformer", "inference", "dataparallel", "dataparallel-wd", "patterns"}, d["workloads"].keys()
 for w, r in d["workloads"].items():
     e = r["configs"]["eager"]
     assert e["host_submissions"] > 100 and e["modeled_us"] > 0, (w, e)

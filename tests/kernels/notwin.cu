@@ -75,7 +75,8 @@ extern "C" __global__ void nt_sum4(float *total, unsigned int *blocks_done, cons
 	}
 }
 
-/* Per warp: votes and ballots on x[i] > 0, with divergence inside the warp. out[i] =
+/* Per warp: votes and ballots on x[i] > 0, with divergence inside the warp, and a warp barrier.
+ * out[i] =
  * popc(ballot) * 1000 + (all ? 100 : 0) + (any ? 10 : 0) + lanes active in the taken branch. */
 extern "C" __global__ void nt_votes(int *out, const float *x, int n)
 {
@@ -87,6 +88,7 @@ extern "C" __global__ void nt_votes(int *out, const float *x, int n)
 
 	if (p)
 		active = __popc(__activemask());
+	__syncwarp(); /* bar.warp.sync -1, as CuPy's scan kernels have it */
 	if (i < n)
 		out[i] = __popc(ballot) * 1000 + (all ? 100 : 0) + (any ? 10 : 0) + active;
 }

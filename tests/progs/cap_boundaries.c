@@ -127,8 +127,16 @@ int main(int argc, char **argv)
 	keep(step++);
 	CHECK(cuMemsetD32Async(tmp2, 7, 16, s));
 	CHECK(cuMemFree(tmp2));
-	/* MODULE_UNLOAD */
+	/* MODULE_UNLOAD: of a module the window runs (unloading one it does not run ends no
+	 * window: tests/e2e/shim_fw_habits.sh) */
 	work();
+	{
+		CUfunction f_sum = tl_func(extra_mod, "reduce_sum");
+		CUdeviceptr out = acc + 63 * sizeof(float);
+		void *args[] = { &out, &buf, &n };
+
+		CHECK(cuLaunchKernel(f_sum, 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
+	}
 	CHECK(cuModuleUnload(extra_mod));
 	/* CONTEXT x2: push, then pop */
 	work();

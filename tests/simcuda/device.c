@@ -1,9 +1,15 @@
 /* device.c - initialization, driver version, device queries (an H200-like device) and error
  * names. tests/simcuda layer.
  *
- * SIMCUDA_DEVICES=N (1..8, default 1) sets how many identical devices exist. */
+ * SIMCUDA_DEVICES=N (1..8, default 1) sets how many identical devices exist.
+ * SIMCUDA_CC=NN (major*10+minor, 50..199, default 90) sets the compute capability every device
+ * reports and the newest PTX a fatbin may offer (fatbin.c): a framework whose prebuilt kernels
+ * carry PTX only for a newer architecture (CuPy's CUB kernels: compute_120) loads them with
+ * SIMCUDA_CC=120; whether the interpreter can run them is decided at their first launch, which
+ * fails with one log line naming the instruction it does not model. */
 #include "sim_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +18,31 @@
 
 static bool initialized;
 static int ndevices = 1;
+
+static int device_cc = 90;
+static pthread_once_t device_cc_once = PTHREAD_ONCE_INIT;
+
+static void device_cc_read(void)
+{
+	const char *v = getenv("SIMCUDA_CC");
+	char *end;
+	long cc;
+
+	if (!v || !*v)
+		return;
+	cc = strtol(v, &end, 10);
+	if (*end || cc < 50 || cc > 199)
+		sim_log("SIMCUDA_CC=%s is not a compute capability major*10+minor in 50..199 (e.g. 120); "
+			"using 90", v);
+	else
+		device_cc = (int)cc;
+}
+
+int sim_device_cc(void)
+{
+	pthread_once(&device_cc_once, device_cc_read);
+	return device_cc;
+}
 
 bool sim_is_initialized(void)
 {
@@ -154,8 +185,8 @@ static int attribute_value(CUdevice_attribute a, CUdevice dev)
 	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 5;
 	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
 	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return sim_device_cc() / 10;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return sim_device_cc() % 10;
 	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
@@ -196,8 +227,8 @@ CUresult sim_api_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 	else
 		rc = check_device(dev);
 	if (rc == CUDA_SUCCESS) {
-		*major = 9;
-		*minor = 0;
+		*major = sim_device_cc() / 10;
+		*minor = sim_device_cc() % 10;
 	}
 	return rc;
 }

@@ -16,7 +16,13 @@
  *   context-checks 263e8860-... slot 2: a context's flags (0), slot 3: a global word (0)
  *   integrity     d4082055-...  slot 1: the answer to the runtime's challenge (see below)
  *
- * and then registers its fat binaries with the public cuLibraryLoadData/cuLibraryGetKernel
+ * NVRTC (13.0's libnvrtc, inside nvrtcCompileProgram: numba and CuPy compile with it) asks for
+ *
+ *   nvrtc         da9151d3-...  answered CUDA_ERROR_NOT_FOUND: what the real driver hands out is
+ *                               not documented anywhere we could find (ZLUDA's notes do not name
+ *                               it); NVRTC compiles without it, so it is only named, not logged
+ *
+ * The runtime then registers its fat binaries with the public cuLibraryLoadData/cuLibraryGetKernel
  * (fatbin.c reads them) and launches with cuLaunchKernel: every launch stays visible to a
  * preloaded library such as cufold. Every slot not implemented is a function that logs the
  * table and slot and returns CUDA_ERROR_NOT_SUPPORTED, so a new runtime that needs one names it
@@ -481,6 +487,10 @@ static struct et_table tables[] = {
 	  { 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b,
 	    0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2 },
 	  true, 3, integrity_slots, integrity_fns, 0 },
+	{ "nvrtc",
+	  { 0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41,
+	    0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3, 0x28 },
+	  false, 0, NULL, NULL, CUDA_ERROR_NOT_FOUND },
 };
 
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))

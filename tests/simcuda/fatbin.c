@@ -320,7 +320,7 @@ static int choose(const struct fb_entry *e, void *arg)
 		 e->kind == FB_KIND_PTX ? "compute" : e->kind == FB_KIND_ELF ? "sm" : "other", e->arch);
 	if (e->kind == FB_KIND_PTX) {
 		/* The newest PTX the device can run, as the driver JIT-compiles the best match. */
-		if (e->arch > FB_SIM_ARCH) {
+		if (e->arch > (unsigned int)sim_device_cc()) {
 			if (!c->ptx_too_new || e->arch < c->too_new_arch)
 				c->too_new_arch = e->arch;
 			c->ptx_too_new = true;
@@ -396,8 +396,9 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 			snprintf(msg, sizeof(msg), "fatbin holds no code at all (as the device-link image of an "
 				 "nvcc -rdc=true build for compute_XX only: relocatable code is not supported)");
 		else if (c->ptx_too_new)
-			snprintf(msg, sizeof(msg), "fatbin's PTX is for compute_%u, newer than the device's 9.0 "
-				 "(entries: %s)", c->too_new_arch, c->archs);
+			snprintf(msg, sizeof(msg), "fatbin's PTX is for compute_%u, newer than the device's %d.%d "
+				 "(entries: %s; SIMCUDA_CC sets it)", c->too_new_arch, sim_device_cc() / 10,
+				 sim_device_cc() % 10, c->archs);
 		else
 			snprintf(msg, sizeof(msg), "fatbin holds machine code only (%s; kernels: %s): the "
 				 "software device runs PTX only (add compute_XX to nvcc's -gencode)",

@@ -1280,7 +1280,7 @@ static int decode_insn(struct dec *d, struct dec_index *ix, char *stmt)
 			return fail(d, "shfl operands");
 		if (!strcmp(oi.op, "setp") && in->aux2 && nops != 4)
 			return fail(d, "setp bool operand");
-		for (int i = 0; i < 4 && i < nops - first; i++)
+		for (int i = 0; !nodst && i < 4 && i < nops - first; i++) /* bar.warp.sync's mask: unread */
 			if (in->s[i] == II_NONE)
 				return fail(d, "missing operand");
 		if (!nodst && nops - first < 1 && strcmp(oi.op, "activemask"))

@@ -67,6 +67,8 @@ CUresult sim_enter_unsupported(struct sim_entry *e, const char *name);
 void sim_init_once(void);
 /* Whether cuInit has succeeded; most entry points fail with CUDA_ERROR_NOT_INITIALIZED before. */
 bool sim_is_initialized(void);
+/* The compute capability every device reports, major*10+minor (SIMCUDA_CC, default 90). */
+int sim_device_cc(void);
 
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -38,10 +38,11 @@ static void test_modeled_sets(void **state)
 		SHIM_ID_cuCtxGetCurrent, SHIM_ID_cuPointerGetAttribute, SHIM_ID_cuStreamGetCaptureInfo_v3,
 		SHIM_ID_cuFuncGetParamInfo, SHIM_ID_cuEventCreate, SHIM_ID_cuOccupancyMaxPotentialBlockSize,
 		SHIM_ID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, SHIM_ID_cuMemGetAllocationGranularity,
-		SHIM_ID_cuArray3DGetDescriptor_v2,
+		SHIM_ID_cuArray3DGetDescriptor_v2, SHIM_ID_cuModuleLoadData, SHIM_ID_cuLibraryLoadData,
+		SHIM_ID_cuLinkComplete, SHIM_ID_cuModuleGetGlobal_v2,
 	};
 	static const enum shim_api_id unmodeled[] = {
-		SHIM_ID_cuInit, SHIM_ID_cuGraphLaunch, SHIM_ID_cuModuleLoadData, SHIM_ID_cuEventElapsedTime,
+		SHIM_ID_cuInit, SHIM_ID_cuGraphLaunch, SHIM_ID_cuEventElapsedTime,
 		SHIM_ID_cuFuncSetAttribute, SHIM_ID_cuMemcpyBatchAsync_v2, SHIM_ID_cuMemcpyAtoH_v2,
 		SHIM_ID_cuStreamGetCaptureInfo, SHIM_ID_cuDeviceGetUuid, SHIM_ID_cuMemCreate,
 	};
