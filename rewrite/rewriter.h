@@ -51,6 +51,10 @@ struct rw_rule {
 	/* Rewrite at node i (match said yes): edits only through rw_erase / rw_replace / rw_guard.
 	 * 0 or a negative CF_E* code (the rewrite is abandoned: the plan is the window unchanged). */
 	int (*apply)(struct rw_rewriter *rw, uint32_t i);
+	/* Nodes match reads: i .. i + reach - 1 and nothing before i or elsewhere (the original
+	 * ops aside), so a "no" at i stays true until an edit reaches those nodes and the driver
+	 * need not ask again. 0: unknown, asked at every pass. */
+	uint32_t reach;
 };
 
 #define RW_RULE_REGISTER(name) \
@@ -83,6 +87,9 @@ int rw_rules_check(const char *rules);
  * failed, NULL only when out of memory. */
 struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
 			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules);
+/* Tests: whether the driver remembers where a rule with a reach said no (default true); off, it
+ * asks every rule at every node after each application, as the plan is defined. */
+void rw__set_memo(bool on);
 
 /* ------------------------------------------------------------------ for rules */
 

@@ -88,5 +88,6 @@ const struct rw_rule rw_rule_copy_chain = {
 	.level = 1,
 	.match = chain_match,
 	.apply = chain_apply,
+	.reach = CHAIN_SCAN + 1, /* match reads i and the CHAIN_SCAN nodes after it */
 };
 RW_RULE_REGISTER(copy_chain);

@@ -92,5 +92,6 @@ const struct rw_rule rw_rule_dead_write = {
 	.level = 1,
 	.match = dead_match,
 	.apply = dead_apply,
+	.reach = DEAD_SCAN + 1, /* match reads i and the DEAD_SCAN nodes after it */
 };
 RW_RULE_REGISTER(dead_write);

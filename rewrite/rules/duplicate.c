@@ -78,5 +78,6 @@ const struct rw_rule rw_rule_duplicate = {
 	.level = 1,
 	.match = dup_match,
 	.apply = dup_apply,
+	.reach = DUP_SCAN + 1, /* match reads i and the DUP_SCAN nodes after it */
 };
 RW_RULE_REGISTER(duplicate);
