@@ -551,7 +551,7 @@ bool rpl_poll(uint32_t tid)
 static void template_make(struct cap_shape *s, struct rpl_shape_note *n)
 {
 	struct rpl_config cfg = rpl__st.cfg; /* the configuration its template is built with */
-	uint64_t build_t0 = rpl__gate_clock();
+	uint64_t build_t0 = rpl__gate_clock(), wall_t0 = cf_now_ns(), wall;
 	const char *why = NULL;
 	bool own_failure = false;
 	struct rpl_template *t;
@@ -563,6 +563,11 @@ static void template_make(struct cap_shape *s, struct rpl_shape_note *n)
 		cfg.segment = RPL_SEG_SMALL; /* its big segments lost (gate.c): small ones */
 	t = rpl__template_build(s, &cfg, &why, &own_failure);
 	rpl__mark_end();
+	wall = cf_now_ns() - wall_t0;
+	if (wall > rpl__totals.build_ns_max) { /* the report's worst window close */
+		rpl__totals.build_ns_max = wall;
+		rpl__totals.build_ops_max = cap_window_nops(cap_shape_last(s));
+	}
 	rpl__st.pend.exclude = rpl__gate_clock() - build_t0; /* the build is not the window's time */
 	if (!t) {
 		n->rejected = true;

@@ -150,12 +150,13 @@ void rpl_write_report_json(FILE *f)
 		", \"ops_deferred\": %" PRIu64 ", \"ops_flushed_eagerly\": %" PRIu64 ", \"patches\": %" PRIu64
 		", \"retired\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64 ", \"driver_calls\": %" PRIu64
 		", \"matched_ops\": %" PRIu64 ", \"host_ns_per_op\": %.1f, \"host_bytes\": %zu, "
-		"\"passthrough_after_failure\": %s,\n"
+		"\"build_ns_max\": %" PRIu64 ", \"build_ops_max\": %" PRIu64 ", \"passthrough_after_failure\": %s,\n"
 		"    \"fallbacks\": ",
 		s->templates, s->templates_live, s->segments, s->graph_launches, s->ops_replayed, s->ops_deferred,
 		s->ops_flushed, s->patches, s->retired,
 		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
-		s->matched_ops, rpl_host_ns_per_op(), rpl_memory_bytes(), s->failed ? "true" : "false");
+		s->matched_ops, rpl_host_ns_per_op(), rpl_memory_bytes(), s->build_ns_max, s->build_ops_max,
+		s->failed ? "true" : "false");
 	write_fallbacks(f, s->fallbacks);
 	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    \"rejected_shapes\": [", s->polls_not_ready);
 	write_rejected(f);
