@@ -22,6 +22,17 @@
 
 #define RW_MAX_RULES 64 /* registered rules kept (more are ignored, with an error) */
 
+/* A node's effects, worked out once (rw_need): lists in the rewriter's pool, and the bounds of
+ * what it reads and writes, so most pairs are found apart without comparing lists. */
+struct node_eff {
+	bool valid;                  /* worked out for the node now at this place */
+	bool all;                    /* may touch anything */
+	uint32_t r, nr, w, nw;       /* first pool index and count of the reads, the writes */
+	uint64_t rlo, rhi;           /* the reads lie in [rlo, rhi) (rlo == rhi: none) */
+	uint64_t wlo, whi;           /* the writes lie in [wlo, whi) */
+	bool wraps;                  /* a range ends past 2^64: the bounds say nothing */
+};
+
 struct rw_rewriter {
 	const struct cap_op *const *ops; /* the original window (by index) */
 	uint32_t norig;              /* its op count */
@@ -48,7 +59,7 @@ struct rw_rewriter {
 	uint32_t *plain_end;         /* per node i: the first k > i that is not plain after i (a
 				      * kernel, copy or memset on i's stream and context), or n */
 	bool plain_ok;               /* plain_end matches the list */
-	struct rw_eff_slot *eff;     /* per node: its effects in eff_pool, once worked out */
+	struct node_eff *eff;        /* per node: its effects in eff_pool, once worked out */
 	struct rw_range *eff_pool;   /* ranges of the slots (never shrinks during a rewrite) */
 	uint32_t eff_used, eff_cap;  /* ranges used / allocated */
 	uint32_t edit_lo;            /* since the driver last looked: the first node an edit
@@ -574,15 +585,34 @@ static int32_t snap_of(struct rw_rewriter *rw, uint32_t i)
 	return n->snap;
 }
 
-/* Node i's effects from the cache (worked out on first use); false when out of memory. */
-static bool node_effects(struct rw_rewriter *rw, uint32_t i, struct rw_eff_view *v)
+/* [*lo, *hi): the bytes ranges list[0..n) may touch (a pitched region: its span); true when a
+ * range wraps past 2^64 (then the bounds are not used). */
+static bool bounds_of(const struct rw_range *list, uint32_t n, uint64_t *lo, uint64_t *hi)
 {
-	struct rw_eff_slot *s;
+	bool wraps = false;
 
-	if (!rw->eff) {
+	*lo = *hi = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		if (!list[k].bytes)
+			continue;
+		wraps |= list[k].addr + list[k].bytes < list[k].addr;
+		if (*lo == *hi || list[k].addr < *lo)
+			*lo = list[k].addr;
+		if (list[k].addr + list[k].bytes > *hi)
+			*hi = list[k].addr + list[k].bytes;
+	}
+	return wraps;
+}
+
+/* Node i's effects from the cache (worked out on first use); NULL when out of memory. */
+static const struct node_eff *node_effects(struct rw_rewriter *rw, uint32_t i)
+{
+	struct node_eff *s;
+
+	if (cf_unlikely(!rw->eff)) {
 		rw->eff = calloc(rw->norig ? rw->norig : 1, sizeof(*rw->eff));
 		if (!rw->eff)
-			return false;
+			return NULL;
 	}
 	s = &rw->eff[i];
 	if (!s->valid) {
@@ -599,7 +629,7 @@ static bool node_effects(struct rw_rewriter *rw, uint32_t i, struct rw_eff_view 
 				cap *= 2;
 			np = realloc(rw->eff_pool, cap * sizeof(*np));
 			if (!np)
-				return false;
+				return NULL;
 			rw->eff_pool = np;
 			rw->eff_cap = cap;
 		}
@@ -612,30 +642,81 @@ static bool node_effects(struct rw_rewriter *rw, uint32_t i, struct rw_eff_view 
 		s->nw = e.nw;
 		memcpy(&rw->eff_pool[rw->eff_used], e.w, e.nw * sizeof(e.w[0]));
 		rw->eff_used += e.nw;
+		s->wraps = bounds_of(e.r, e.nr, &s->rlo, &s->rhi);
+		s->wraps |= bounds_of(e.w, e.nw, &s->wlo, &s->whi);
 		s->valid = true;
 	}
-	*v = (struct rw_eff_view){ s->all, NULL, NULL, s->nr, s->nw };
-	return true;
+	return s;
+}
+
+static bool bounds_meet(uint64_t alo, uint64_t ahi, uint64_t blo, uint64_t bhi)
+{
+	return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 
 /* A condition judged on effects alone between nodes i and j, each side's effects worked out once
- * per node; -1 when the cache cannot serve (another kind, or out of memory). */
+ * per node; -1 when the cache cannot serve (another kind, or out of memory). Two nodes whose
+ * bounds do not meet are apart without a look at their lists: the answer apart_eff would give. */
 static int need_on_effects(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t j)
 {
-	struct rw_eff_view vi, vj;
+	const struct node_eff *a, *b = NULL;
+	struct rw_eff_view va, vb;
 
 	if (kind != RW_G_UNREAD && kind != RW_G_UNWRITTEN && kind != RW_G_INDEPENDENT && kind != RW_G_COVERS)
 		return -1;
-	/* both slots first: a second slot may move the pool the first one's view points into */
-	if (!node_effects(rw, i, &vi) || (kind != RW_G_COVERS && !node_effects(rw, j, &vj)))
+	a = node_effects(rw, i);
+	if (a && kind != RW_G_COVERS)
+		b = node_effects(rw, j);
+	if (!a || (kind != RW_G_COVERS && !b))
 		return -1;
-	vi.r = &rw->eff_pool[rw->eff[i].r];
-	vi.w = &rw->eff_pool[rw->eff[i].w];
-	if (kind != RW_G_COVERS) {
-		vj.r = &rw->eff_pool[rw->eff[j].r];
-		vj.w = &rw->eff_pool[rw->eff[j].w];
+	if (kind == RW_G_COVERS && !a->wraps) {
+		struct rw_range r;
+
+		/* covers_eff: every write of a (those of any bytes) inside what op j surely writes */
+		if (a->all || !rw_op_sure_write(&rw->nodes[j].op, &r))
+			return 0;
+		return a->wlo == a->whi || (a->wlo >= r.addr && a->whi <= r.addr + r.bytes);
 	}
-	return rw_cond_holds_eff(kind, &vi, kind != RW_G_COVERS ? &vj : NULL, &rw->nodes[j].op);
+	if (kind != RW_G_COVERS) {
+		bool reads = kind != RW_G_UNWRITTEN, writes = kind != RW_G_UNREAD;
+
+		if (a->all || b->all)
+			return 0;
+		if (a->wraps || b->wraps)
+			goto lists;
+		/* b reads nothing a writes (reads); b writes nothing a touches (writes) */
+		if ((!reads || !bounds_meet(a->wlo, a->whi, b->rlo, b->rhi)) &&
+		    (!writes || (!bounds_meet(a->wlo, a->whi, b->wlo, b->whi) &&
+				 !bounds_meet(a->rlo, a->rhi, b->wlo, b->whi))))
+			return 1;
+lists:
+		vb = (struct rw_eff_view){ b->all, &rw->eff_pool[b->r], &rw->eff_pool[b->w], b->nr, b->nw };
+	}
+	va = (struct rw_eff_view){ a->all, &rw->eff_pool[a->r], &rw->eff_pool[a->w], a->nr, a->nw };
+	return rw_cond_holds_eff(kind, &va, kind != RW_G_COVERS ? &vb : NULL, &rw->nodes[j].op);
+}
+
+uint32_t rw_first_failing(const struct rw_rewriter *rw_const, enum rw_guard_kind kind, uint32_t i, uint32_t last)
+{
+	/* the effects cache is the rewriter's scratch: rules see it const, one thread rewrites */
+	struct rw_rewriter *rw = (struct rw_rewriter *)rw_const;
+	bool fast = kind == RW_G_UNREAD || kind == RW_G_UNWRITTEN || kind == RW_G_INDEPENDENT;
+	bool reads = kind != RW_G_UNWRITTEN, writes = kind != RW_G_UNREAD;
+	const struct node_eff *a = fast && i < rw->n ? node_effects(rw, i) : NULL;
+	uint32_t j;
+
+	for (j = i + 1; j <= last; j++) {
+		const struct node_eff *b;
+
+		if (a && !a->all && !a->wraps && j < rw->n && (b = node_effects(rw, j)) != NULL && !b->all && !b->wraps &&
+		    (!reads || !bounds_meet(a->wlo, a->whi, b->rlo, b->rhi)) &&
+		    (!writes || (!bounds_meet(a->wlo, a->whi, b->wlo, b->whi) &&
+				 !bounds_meet(a->rlo, a->rhi, b->wlo, b->whi))))
+			continue; /* apart by their bounds: the condition holds */
+		if (rw_need(rw, NULL, kind, i, j) != 0)
+			break;
+	}
+	return j;
 }
 
 int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard_kind kind, uint32_t i, uint32_t j)

@@ -132,6 +132,11 @@ int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard
  * stream (slot), so the only ops between them in time are those, in list order. Ops of one
  * slot name one stream handle in every window of the shape, so this needs no guard. */
 bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j);
+/* The first j in (i, last] where condition kind does not hold between nodes i and j
+ * (rw_need(rw, NULL, kind, i, j) != 0), or last + 1 when it holds for all of them: a rule's scan
+ * for the first node that stops it, at a few instructions per node where the nodes' ranges are
+ * far apart. */
+uint32_t rw_first_failing(const struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t last);
 /* Let node j run without waiting for node i (i < j): the order between them in the window is
  * dropped from the plan (the caller has recorded the guards that make that safe). Pairs not
  * dropped keep their order. Any later edit of the list forgets every dropped pair (node

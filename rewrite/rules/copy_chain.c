@@ -52,15 +52,20 @@ static int chain_conditions(const struct rw_rewriter *rw, struct rw_rewriter *re
 /* The copy reading what copy i wrote, or 0 (pure). */
 static uint32_t chain_find(const struct rw_rewriter *rw, uint32_t i)
 {
-	if (!chain_copy(rw, i) || rw_need(rw, NULL, RW_G_DISJOINT, i, i) != 0)
+	uint32_t last, stop;
+
+	if (!chain_copy(rw, i) || rw_need(rw, NULL, RW_G_DISJOINT, i, i) != 0 || i + 1 >= rw_count(rw))
 		return 0;
-	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= CHAIN_SCAN; j++) {
+	last = rw_count(rw) - 1 < i + CHAIN_SCAN ? rw_count(rw) - 1 : i + CHAIN_SCAN;
+	/* the first node that writes A or B, found in one sweep */
+	stop = rw_first_failing(rw, RW_G_UNWRITTEN, i, last);
+	for (uint32_t j = i + 1; j <= last; j++) {
 		if (!rw_plain_between(rw, i, j + 1))
 			return 0;
 		if (chain_copy(rw, j) && rw_need(rw, NULL, RW_G_WITHIN, i, j) == 0)
 			return chain_conditions(rw, NULL, i, j) == 0 ? j : 0;
 		/* something writes A or B first: the bytes C2 reads are not A's */
-		if (rw_need(rw, NULL, RW_G_UNWRITTEN, i, j) != 0)
+		if (j == stop)
 			return 0;
 	}
 	return 0;

@@ -58,11 +58,16 @@ static int dead_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec
 /* The node that overwrites node i before any read, or 0 (pure). */
 static uint32_t dead_find(const struct rw_rewriter *rw, uint32_t i)
 {
-	if (!dead_candidate(rw, i))
+	uint32_t last, stop;
+
+	if (!dead_candidate(rw, i) || i + 1 >= rw_count(rw))
 		return 0;
-	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= DEAD_SCAN; j++) {
+	last = rw_count(rw) - 1 < i + DEAD_SCAN ? rw_count(rw) - 1 : i + DEAD_SCAN;
+	/* the first node that may read the bytes, found in one sweep */
+	stop = rw_first_failing(rw, RW_G_UNREAD, i, last);
+	for (uint32_t j = i + 1; j <= last; j++) {
 		/* something that may read the bytes, or another stream, or an event: give up */
-		if (!rw_plain_between(rw, i, j + 1) || rw_need(rw, NULL, RW_G_UNREAD, i, j) != 0)
+		if (!rw_plain_between(rw, i, j + 1) || j == stop)
 			return 0;
 		if (rw_need(rw, NULL, RW_G_COVERS, i, j) == 0)
 			return dead_conditions(rw, NULL, i, j) == 0 ? j : 0;

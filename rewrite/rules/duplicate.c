@@ -38,10 +38,14 @@ static int dup_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec,
 static uint32_t dup_find(const struct rw_rewriter *rw, uint32_t i)
 {
 	const struct rw_node *x = rw_node_at(rw, i);
+	uint32_t last, stop;
 
-	if (!x || !rw_is_plain(rw, i) || rw_need(rw, NULL, RW_G_PURE, i, i) != 0)
+	if (!x || !rw_is_plain(rw, i) || rw_need(rw, NULL, RW_G_PURE, i, i) != 0 || i + 1 >= rw_count(rw))
 		return 0;
-	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= DUP_SCAN; j++) {
+	last = rw_count(rw) - 1 < i + DUP_SCAN ? rw_count(rw) - 1 : i + DUP_SCAN;
+	/* the first node that writes what X touches, found in one sweep */
+	stop = rw_first_failing(rw, RW_G_UNWRITTEN, i, last);
+	for (uint32_t j = i + 1; j <= last; j++) {
 		const struct rw_node *y = rw_node_at(rw, j);
 
 		if (!rw_plain_between(rw, i, j + 1))
@@ -50,7 +54,7 @@ static uint32_t dup_find(const struct rw_rewriter *rw, uint32_t i)
 		    rw_need(rw, NULL, RW_G_SAME_OP, i, j) == 0)
 			return dup_conditions(rw, NULL, i, j) == 0 ? j : 0;
 		/* something between writes what X touches: X' would not repeat X */
-		if (rw_need(rw, NULL, RW_G_UNWRITTEN, i, j) != 0)
+		if (j == stop)
 			return 0;
 	}
 	return 0;
