@@ -31,6 +31,8 @@ struct node_eff {
 	uint64_t rlo, rhi;           /* the reads lie in [rlo, rhi) (rlo == rhi: none) */
 	uint64_t wlo, whi;           /* the writes lie in [wlo, whi) */
 	bool wraps;                  /* a range ends past 2^64: the bounds say nothing */
+	bool sure;                   /* rw_op_sure_write says yes: it writes all of... */
+	struct rw_range sure_r;      /* ...this range */
 };
 
 struct rw_rewriter {
@@ -604,12 +606,12 @@ static bool bounds_of(const struct rw_range *list, uint32_t n, uint64_t *lo, uin
 	return wraps;
 }
 
-/* Node i's effects from the cache (worked out on first use); NULL when out of memory. */
-static const struct node_eff *node_effects(struct rw_rewriter *rw, uint32_t i)
+/* Node i's effects worked out into its slot; NULL when out of memory. */
+static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t i)
 {
 	struct node_eff *s;
 
-	if (cf_unlikely(!rw->eff)) {
+	if (!rw->eff) {
 		rw->eff = calloc(rw->norig ? rw->norig : 1, sizeof(*rw->eff));
 		if (!rw->eff)
 			return NULL;
@@ -644,14 +646,31 @@ static const struct node_eff *node_effects(struct rw_rewriter *rw, uint32_t i)
 		rw->eff_used += e.nw;
 		s->wraps = bounds_of(e.r, e.nr, &s->rlo, &s->rhi);
 		s->wraps |= bounds_of(e.w, e.nw, &s->wlo, &s->whi);
+		s->sure = rw_op_sure_write(&rw->nodes[i].op, &s->sure_r);
 		s->valid = true;
 	}
 	return s;
 }
 
+/* Node i's effects from the cache (worked out on first use); NULL when out of memory. */
+static inline const struct node_eff *node_effects(struct rw_rewriter *rw, uint32_t i)
+{
+	if (cf_likely(rw->eff && rw->eff[i].valid))
+		return &rw->eff[i];
+	return node_effects_make(rw, i);
+}
+
 static bool bounds_meet(uint64_t alo, uint64_t ahi, uint64_t blo, uint64_t bhi)
 {
 	return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+/* RW_G_COVERS from the bounds (a's do not wrap): a writes nothing outside what b surely writes. */
+static bool covers_by_bounds(const struct node_eff *a, const struct node_eff *b)
+{
+	if (a->all || !b->sure)
+		return false;
+	return a->wlo == a->whi || (a->wlo >= b->sure_r.addr && a->whi <= b->sure_r.addr + b->sure_r.bytes);
 }
 
 /* A condition judged on effects alone between nodes i and j, each side's effects worked out once
@@ -670,12 +689,10 @@ static int need_on_effects(struct rw_rewriter *rw, enum rw_guard_kind kind, uint
 	if (!a || (kind != RW_G_COVERS && !b))
 		return -1;
 	if (kind == RW_G_COVERS && !a->wraps) {
-		struct rw_range r;
-
 		/* covers_eff: every write of a (those of any bytes) inside what op j surely writes */
-		if (a->all || !rw_op_sure_write(&rw->nodes[j].op, &r))
-			return 0;
-		return a->wlo == a->whi || (a->wlo >= r.addr && a->whi <= r.addr + r.bytes);
+		b = j < rw->n ? node_effects(rw, j) : NULL;
+		if (b)
+			return covers_by_bounds(a, b);
 	}
 	if (kind != RW_G_COVERS) {
 		bool reads = kind != RW_G_UNWRITTEN, writes = kind != RW_G_UNREAD;
@@ -714,6 +731,26 @@ uint32_t rw_first_failing(const struct rw_rewriter *rw_const, enum rw_guard_kind
 				 !bounds_meet(a->rlo, a->rhi, b->wlo, b->whi))))
 			continue; /* apart by their bounds: the condition holds */
 		if (rw_need(rw, NULL, kind, i, j) != 0)
+			break;
+	}
+	return j;
+}
+
+uint32_t rw_first_holding(const struct rw_rewriter *rw_const, enum rw_guard_kind kind, uint32_t i, uint32_t last)
+{
+	struct rw_rewriter *rw = (struct rw_rewriter *)rw_const; /* the cache: as rw_first_failing */
+	const struct node_eff *a = kind == RW_G_COVERS && i < rw->n ? node_effects(rw, i) : NULL;
+	uint32_t j;
+
+	for (j = i + 1; j <= last; j++) {
+		const struct node_eff *b;
+
+		if (a && !a->wraps && j < rw->n && (b = node_effects(rw, j)) != NULL) {
+			if (covers_by_bounds(a, b))
+				break;
+			continue;
+		}
+		if (rw_need(rw, NULL, kind, i, j) == 0)
 			break;
 	}
 	return j;

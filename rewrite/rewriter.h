@@ -137,6 +137,8 @@ bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j);
  * for the first node that stops it, at a few instructions per node where the nodes' ranges are
  * far apart. */
 uint32_t rw_first_failing(const struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t last);
+/* The first j in (i, last] where condition kind holds between nodes i and j, or last + 1. */
+uint32_t rw_first_holding(const struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t last);
 /* Let node j run without waiting for node i (i < j): the order between them in the window is
  * dropped from the plan (the caller has recorded the guards that make that safe). Pairs not
  * dropped keep their order. Any later edit of the list forgets every dropped pair (node
