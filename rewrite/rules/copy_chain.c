@@ -59,14 +59,12 @@ static uint32_t chain_find(const struct rw_rewriter *rw, uint32_t i)
 	last = rw_count(rw) - 1 < i + CHAIN_SCAN ? rw_count(rw) - 1 : i + CHAIN_SCAN;
 	/* the first node that writes A or B, found in one sweep */
 	stop = rw_first_failing(rw, RW_G_UNWRITTEN, i, last);
-	for (uint32_t j = i + 1; j <= last; j++) {
-		if (!rw_plain_between(rw, i, j + 1))
-			return 0;
+	/* the second copy is looked for up to that node (something writes A or B first: the bytes
+	 * C2 reads are not A's), all on one stream: plainness only grows shorter with j, so it is
+	 * asked once, of the second copy */
+	for (uint32_t j = i + 1; j <= stop && j <= last; j++) {
 		if (chain_copy(rw, j) && rw_need(rw, NULL, RW_G_WITHIN, i, j) == 0)
-			return chain_conditions(rw, NULL, i, j) == 0 ? j : 0;
-		/* something writes A or B first: the bytes C2 reads are not A's */
-		if (j == stop)
-			return 0;
+			return rw_plain_between(rw, i, j + 1) && chain_conditions(rw, NULL, i, j) == 0 ? j : 0;
 	}
 	return 0;
 }
