@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "app_time.h" /* APP_US=N: N us of host time before every enqueue */
 
 static int nbuf = 52;     /* buffers per set: 3 * nbuf + 2 ops a step */
 #define WORDS 256         /* 32-bit words per buffer */
