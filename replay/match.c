@@ -544,6 +544,7 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 	b->note = n;
 	b->shape_id = cap_shape_id(s);
 	b->w = cap_shape_pin_last(re->cap, s);
+	b->nops = cap_window_nops(b->w);
 	b->ctx = cap_window_op(b->w, 0)->ctx;
 	re->st.build_due = true;
 }
@@ -560,12 +561,13 @@ bool rpl_build_take(struct rpl_engine *re)
 void rpl_build_run(struct rpl_engine *re)
 {
 	struct rpl_build *b = &re->st.build;
-	uint64_t t0 = rpl__gate_clock();
+	uint64_t t0 = rpl__gate_clock(), wall_t0 = cf_now_ns();
 
 	rpl__mark_build_begin(b->shape_id);
 	b->t = rpl__template_build(re, b->w, b->shape_id, &b->cfg, &b->why, &b->own_failure);
 	rpl__mark_end();
 	b->t_ns = rpl__gate_clock() - t0;
+	b->wall_ns = cf_now_ns() - wall_t0;
 }
 
 static void later_apply(struct rpl_engine *re, const struct rpl_retirement *r)
@@ -603,6 +605,10 @@ void rpl_build_publish(struct rpl_engine *re)
 	if (!b->shape || b->stale || !re->st.ready || (t && rpl_ctx_is_failed(re, t->ctx))) {
 		rpl__template_destroy(re, t);
 		return;
+	}
+	if (b->wall_ns > re->totals.build_ns_max) { /* the report's worst window close */
+		re->totals.build_ns_max = b->wall_ns;
+		re->totals.build_ops_max = b->nops;
 	}
 	if (re->st.pend.note == n)
 		re->st.pend.exclude += b->t_ns; /* the build is not the window's time */

@@ -171,6 +171,9 @@ struct rpl_totals {
 	uint64_t match_ns;           /* time spent matching the timed sample of ops */
 	uint64_t match_samples;      /* ops in the timed sample */
 	uint64_t polls_not_ready;    /* queries answered CUDA_ERROR_NOT_READY for deferred work */
+	uint64_t build_ns_max;       /* the longest template build (first, rebuild or the gate's
+				      * retrial alike: a window close's spike), ns */
+	uint64_t build_ops_max;      /* ops of the window that build was made from */
 	bool failed;                 /* some context went to sticky passthrough */
 };
 void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t);

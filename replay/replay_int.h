@@ -214,6 +214,8 @@ struct rpl_build {
 	const char *why;             /* why there is none (static text) */
 	bool own_failure;            /* cufold's own failure (not the shape's) */
 	uint64_t t_ns;               /* gate clock time the build took */
+	uint64_t wall_ns;            /* monotonic time it took (the report's worst window close) */
+	uint32_t nops;               /* ops of its window */
 };
 
 /* The matcher (match.c). */

@@ -139,25 +139,43 @@ static void write_rejected(struct rpl_engine *re, FILE *f)
 	}
 }
 
+/* What the live templates hold outside cufold's heap: pinned stage buffers (bytes) and graph
+ * nodes (the driver's memory for their execs is not visible here: counted as nodes). */
+static void held_figures(struct rpl_engine *re, uint64_t *pinned, uint64_t *nodes)
+{
+	*pinned = *nodes = 0;
+	for (const struct rpl_template *t = rpl__templates(re); t; t = t->next) {
+		for (uint32_t k = 0; k < t->nsegs; k++) {
+			*nodes += t->segs[k].n;
+			for (uint32_t i = 0; i < t->segs[k].n; i++)
+				*pinned += t->segs[k].nodes[i].stage ? t->segs[k].nodes[i].stage_bytes : 0;
+		}
+	}
+}
+
 void rpl_write_report_json(struct rpl_engine *re, FILE *f)
 {
 	struct rpl_totals tot;
 	const struct rpl_totals *s = &tot;
+	uint64_t pinned, nodes;
 	bool first = true;
 
 	rpl_get_totals(re, &tot); /* own_calls is counted atomically (builds run outside the lock) */
+	held_figures(re, &pinned, &nodes);
 	fprintf(f,
 		",\n \"replay\": {\n    \"templates_built\": %" PRIu64 ", \"templates_live\": %" PRIu64
 		", \"segments_built\": %" PRIu64 ", \"graph_launches\": %" PRIu64 ", \"ops_replayed\": %" PRIu64
 		", \"ops_deferred\": %" PRIu64 ", \"ops_flushed_eagerly\": %" PRIu64 ", \"patches\": %" PRIu64
 		", \"retired\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64 ", \"driver_calls\": %" PRIu64
 		", \"matched_ops\": %" PRIu64 ", \"host_ns_per_op\": %.1f, \"host_bytes\": %zu, "
-		"\"passthrough_after_failure\": %s,\n"
+		"\"pinned_bytes\": %" PRIu64 ", \"graph_nodes_live\": %" PRIu64 ", \"build_ns_max\": %" PRIu64
+		", \"build_ops_max\": %" PRIu64 ", \"passthrough_after_failure\": %s,\n"
 		"    \"fallbacks\": ",
 		s->templates, s->templates_live, s->segments, s->graph_launches, s->ops_replayed, s->ops_deferred,
 		s->ops_flushed, s->patches, s->retired,
 		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
-		s->matched_ops, rpl_host_ns_per_op(re), rpl_memory_bytes(re), s->failed ? "true" : "false");
+		s->matched_ops, rpl_host_ns_per_op(re), rpl_memory_bytes(re), pinned, nodes, s->build_ns_max,
+		s->build_ops_max, s->failed ? "true" : "false");
 	write_fallbacks(f, s->fallbacks);
 	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    \"rejected_shapes\": [", s->polls_not_ready);
 	write_rejected(re, f);

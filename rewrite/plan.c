@@ -41,19 +41,13 @@ static bool ranges_overlap(uint64_t a0, uint64_t an, uint64_t b0, uint64_t bn)
 
 /* ------------------------------------------------------------------ conditions on effects */
 
-/* Effects as lists (an rw_effects, or a slot of a plan's check cache). */
-struct eff_view {
-	bool all;
-	const struct rw_range *r, *w;
-	uint32_t nr, nw;
-};
 
-static struct eff_view view_of(const struct rw_effects *e)
+static struct rw_eff_view view_of(const struct rw_effects *e)
 {
-	return (struct eff_view){ e->all, e->r, e->w, e->nr, e->nw };
+	return (struct rw_eff_view){ e->all, e->r, e->w, e->nr, e->nw };
 }
 
-static bool covers_eff(const struct eff_view *ea, const struct cap_op *b)
+static bool covers_eff(const struct rw_eff_view *ea, const struct cap_op *b)
 {
 	struct rw_range r;
 
@@ -66,7 +60,7 @@ static bool covers_eff(const struct eff_view *ea, const struct cap_op *b)
 }
 
 /* b reads nothing a writes (reads), b writes nothing a touches (writes). */
-static bool apart_eff(const struct eff_view *ea, const struct eff_view *eb, bool reads, bool writes)
+static bool apart_eff(const struct rw_eff_view *ea, const struct rw_eff_view *eb, bool reads, bool writes)
 {
 	if (ea->all || eb->all)
 		return false;
@@ -85,7 +79,7 @@ static bool apart_eff(const struct eff_view *ea, const struct eff_view *eb, bool
 static bool cond_covers(const struct cap_op *a, const struct cap_op *b)
 {
 	struct rw_effects ea;
-	struct eff_view va;
+	struct rw_eff_view va;
 
 	rw_op_effects(a, &ea);
 	va = view_of(&ea);
@@ -95,13 +89,30 @@ static bool cond_covers(const struct cap_op *a, const struct cap_op *b)
 static bool cond_apart(const struct cap_op *a, const struct cap_op *b, bool reads, bool writes)
 {
 	struct rw_effects ea, eb;
-	struct eff_view va, vb;
+	struct rw_eff_view va, vb;
 
 	rw_op_effects(a, &ea);
 	rw_op_effects(b, &eb);
 	va = view_of(&ea);
 	vb = view_of(&eb);
 	return apart_eff(&va, &vb, reads, writes);
+}
+
+int rw_cond_holds_eff(enum rw_guard_kind kind, const struct rw_eff_view *ea, const struct rw_eff_view *eb,
+		      const struct cap_op *b)
+{
+	switch (kind) {
+	case RW_G_COVERS:
+		return covers_eff(ea, b);
+	case RW_G_UNREAD:
+		return apart_eff(ea, eb, true, false);
+	case RW_G_UNWRITTEN:
+		return apart_eff(ea, eb, false, true);
+	case RW_G_INDEPENDENT:
+		return apart_eff(ea, eb, true, true);
+	default:
+		return -1;
+	}
 }
 
 static bool cond_within(const struct cap_op *a, const struct cap_op *b)
@@ -313,7 +324,7 @@ static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, 
 
 /* The effects of guard side (index, snap) for this check, worked out once (slot of the cache).
  * false when out of memory (the caller then works them out itself). */
-static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op, struct eff_view *v)
+static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op, struct rw_eff_view *v)
 {
 	uint32_t k = snap >= 0 ? p->norig + (uint32_t)snap : index;
 	struct rw_eff_slot *s = &p->eff[k];
@@ -348,11 +359,11 @@ static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const stru
 		s->valid = true;
 	}
 	/* views point into the pool: take them only once every slot of the guard is made */
-	*v = (struct eff_view){ s->all, NULL, NULL, s->nr, s->nw };
+	*v = (struct rw_eff_view){ s->all, NULL, NULL, s->nr, s->nw };
 	return true;
 }
 
-static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, struct eff_view *v)
+static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, struct rw_eff_view *v)
 {
 	const struct rw_eff_slot *s = &p->eff[snap >= 0 ? p->norig + (uint32_t)snap : index];
 
@@ -365,7 +376,7 @@ static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, stru
 static int guard_on_effects(struct rw_plan *p, const struct rw_guard *g, const struct cap_op *a,
 			    const struct cap_op *b)
 {
-	struct eff_view va, vb;
+	struct rw_eff_view va, vb;
 
 	if (!p->eff || (g->kind != RW_G_UNREAD && g->kind != RW_G_UNWRITTEN && g->kind != RW_G_INDEPENDENT &&
 			g->kind != RW_G_COVERS))

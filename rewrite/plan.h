@@ -164,6 +164,19 @@ const char *rw_guard_name(enum rw_guard_kind k); /* "src_abuts" */
 
 /* Whether a condition holds between two ops (same: a and b are one op). */
 bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct cap_op *b, bool same);
+
+struct rw_range;
+/* An op's effects as lists (struct rw_effects, or a slot of a cache of them). */
+struct rw_eff_view {
+	bool all;                    /* may touch anything: the lists say nothing */
+	const struct rw_range *r, *w; /* ranges read / written */
+	uint32_t nr, nw;             /* how many */
+};
+/* rw_cond_holds for the kinds judged on effects alone (unread, unwritten, independent: a's and
+ * b's effects; covers: a's effects and op b), with effects worked out beforehand: 1 or 0, the
+ * answer rw_cond_holds gives; -1 for any other kind. */
+int rw_cond_holds_eff(enum rw_guard_kind kind, const struct rw_eff_view *ea, const struct rw_eff_view *eb,
+		      const struct cap_op *b);
 /* The op node n stands for with the bindings of ops: 0, or -CF_EINVAL (the originals are not
  * what the kind needs, or cufold's kernels cannot be loaded). out's pointers may alias ops'
  * and n's scratch; key and bind are not recomputed. */

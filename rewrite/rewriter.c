@@ -22,6 +22,19 @@
 
 #define RW_MAX_RULES 64 /* registered rules kept (more are ignored, with an error) */
 
+/* A node's effects, worked out once (rw_need): lists in the rewriter's pool, and the bounds of
+ * what it reads and writes, so most pairs are found apart without comparing lists. */
+struct node_eff {
+	bool valid;                  /* worked out for the node now at this place */
+	bool all;                    /* may touch anything */
+	uint32_t r, nr, w, nw;       /* first pool index and count of the reads, the writes */
+	uint64_t rlo, rhi;           /* the reads lie in [rlo, rhi) (rlo == rhi: none) */
+	uint64_t wlo, whi;           /* the writes lie in [wlo, whi) */
+	bool wraps;                  /* a range ends past 2^64: the bounds say nothing */
+	bool sure;                   /* rw_op_sure_write says yes: it writes all of... */
+	struct rw_range sure_r;      /* ...this range */
+};
+
 struct rw_rewriter {
 	const struct cap_op *const *ops; /* the original window (by index) */
 	uint32_t norig;              /* its op count */
@@ -43,6 +56,17 @@ struct rw_rewriter {
 	uint8_t *unordered;          /* n x n (nodes at the time): pair (i, j) may run in any order,
 				      * or NULL when none is */
 	uint32_t unordered_n;        /* the node count it was made for */
+	/* Caches of facts about the current list, so a rule's scan costs O(1) per node looked at:
+	 * kept in step with the nodes by rw_erase / rw_replace (rw_plain_between, rw_need) */
+	uint32_t *plain_end;         /* per node i: the first k > i that is not plain after i (a
+				      * kernel, copy or memset on i's stream and context), or n */
+	bool plain_ok;               /* plain_end matches the list */
+	struct node_eff *eff;        /* per node: its effects in eff_pool, once worked out */
+	struct rw_range *eff_pool;   /* ranges of the slots (never shrinks during a rewrite) */
+	uint32_t eff_used, eff_cap;  /* ranges used / allocated */
+	uint32_t edit_lo;            /* since the driver last looked: the first node an edit
+				      * touched (UINT32_MAX: none) */
+	uint32_t edit_tail;          /* and how many nodes at the end no edit touched */
 };
 
 /* ------------------------------------------------------------------ registration */
@@ -235,9 +259,19 @@ bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b)
 	return true;
 }
 
+/* Whether an entry point is an asynchronous form (its name says Async); the table is filled
+ * once, so the rules' scans do no string work per condition. */
+static bool api_async[SHIM_API_COUNT];
+static int api_async_ready;
+
 static bool is_async_api(uint16_t api)
 {
-	return api < SHIM_API_COUNT && strstr(shim_api[api].name, "Async") != NULL;
+	if (cf_unlikely(!__atomic_load_n(&api_async_ready, __ATOMIC_ACQUIRE))) {
+		for (int id = 0; id < SHIM_API_COUNT; id++)
+			api_async[id] = strstr(shim_api[id].name, "Async") != NULL;
+		__atomic_store_n(&api_async_ready, 1, __ATOMIC_RELEASE);
+	}
+	return api < SHIM_API_COUNT && api_async[api];
 }
 
 static bool is_linear_type(CUmemorytype t)
@@ -345,6 +379,19 @@ out:
 	return rc;
 }
 
+/* Nodes i .. i + count - 1 are about to change: the caches after them move with the nodes,
+ * plain_end is worked out again when next asked, and the driver learns what it must ask again. */
+static void edit_note(struct rw_rewriter *rw, uint32_t i, uint32_t count)
+{
+	uint32_t tail = rw->n - i - count;
+
+	if (i < rw->edit_lo)
+		rw->edit_lo = i;
+	if (tail < rw->edit_tail)
+		rw->edit_tail = tail;
+	rw->plain_ok = false;
+}
+
 int rw_erase(struct rw_rewriter *rw, uint32_t i)
 {
 	if (i >= rw->n)
@@ -355,7 +402,10 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i)
 		rw->erased[rw->nodes[i].orig[k]] = true;
 		rw->erased_by[rw->nodes[i].orig[k]] = rw->applying;
 	}
+	edit_note(rw, i, 1);
 	memmove(&rw->nodes[i], &rw->nodes[i + 1], (rw->n - i - 1) * sizeof(rw->nodes[0]));
+	if (rw->eff)
+		memmove(&rw->eff[i], &rw->eff[i + 1], (rw->n - i - 1) * sizeof(rw->eff[0]));
 	rw->n--;
 	return 0;
 }
@@ -419,8 +469,13 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 	order_forget(rw);
 	for (uint32_t k = 0; k < nn.norig; k++)
 		touch(rw, nn.orig[k]);
+	edit_note(rw, i, count);
 	rw->nodes[i] = nn;
 	memmove(&rw->nodes[i + 1], &rw->nodes[i + count], (rw->n - i - count) * sizeof(rw->nodes[0]));
+	if (rw->eff) {
+		rw->eff[i].valid = false;
+		memmove(&rw->eff[i + 1], &rw->eff[i + count], (rw->n - i - count) * sizeof(rw->eff[0]));
+	}
 	rw->n -= count - 1;
 	return 0;
 }
@@ -532,14 +587,188 @@ static int32_t snap_of(struct rw_rewriter *rw, uint32_t i)
 	return n->snap;
 }
 
+/* [*lo, *hi): the bytes ranges list[0..n) may touch (a pitched region: its span); true when a
+ * range wraps past 2^64 (then the bounds are not used). */
+static bool bounds_of(const struct rw_range *list, uint32_t n, uint64_t *lo, uint64_t *hi)
+{
+	bool wraps = false;
+
+	*lo = *hi = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		if (!list[k].bytes)
+			continue;
+		wraps |= list[k].addr + list[k].bytes < list[k].addr;
+		if (*lo == *hi || list[k].addr < *lo)
+			*lo = list[k].addr;
+		if (list[k].addr + list[k].bytes > *hi)
+			*hi = list[k].addr + list[k].bytes;
+	}
+	return wraps;
+}
+
+/* Node i's effects worked out into its slot; NULL when out of memory. */
+static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t i)
+{
+	struct node_eff *s;
+
+	if (!rw->eff) {
+		rw->eff = calloc(rw->norig ? rw->norig : 1, sizeof(*rw->eff));
+		if (!rw->eff)
+			return NULL;
+	}
+	s = &rw->eff[i];
+	if (!s->valid) {
+		struct rw_effects e;
+		uint32_t need;
+
+		rw_op_effects(&rw->nodes[i].op, &e);
+		need = rw->eff_used + e.nr + e.nw;
+		if (need > rw->eff_cap) {
+			uint32_t cap = rw->eff_cap ? rw->eff_cap : 256;
+			struct rw_range *np;
+
+			while (cap < need)
+				cap *= 2;
+			np = realloc(rw->eff_pool, cap * sizeof(*np));
+			if (!np)
+				return NULL;
+			rw->eff_pool = np;
+			rw->eff_cap = cap;
+		}
+		s->all = e.all;
+		s->r = rw->eff_used;
+		s->nr = e.nr;
+		memcpy(&rw->eff_pool[rw->eff_used], e.r, e.nr * sizeof(e.r[0]));
+		rw->eff_used += e.nr;
+		s->w = rw->eff_used;
+		s->nw = e.nw;
+		memcpy(&rw->eff_pool[rw->eff_used], e.w, e.nw * sizeof(e.w[0]));
+		rw->eff_used += e.nw;
+		s->wraps = bounds_of(e.r, e.nr, &s->rlo, &s->rhi);
+		s->wraps |= bounds_of(e.w, e.nw, &s->wlo, &s->whi);
+		s->sure = rw_op_sure_write(&rw->nodes[i].op, &s->sure_r);
+		s->valid = true;
+	}
+	return s;
+}
+
+/* Node i's effects from the cache (worked out on first use); NULL when out of memory. */
+static inline const struct node_eff *node_effects(struct rw_rewriter *rw, uint32_t i)
+{
+	if (cf_likely(rw->eff && rw->eff[i].valid))
+		return &rw->eff[i];
+	return node_effects_make(rw, i);
+}
+
+static bool bounds_meet(uint64_t alo, uint64_t ahi, uint64_t blo, uint64_t bhi)
+{
+	return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+/* RW_G_COVERS from the bounds (a's do not wrap): a writes nothing outside what b surely writes. */
+static bool covers_by_bounds(const struct node_eff *a, const struct node_eff *b)
+{
+	if (a->all || !b->sure)
+		return false;
+	return a->wlo == a->whi || (a->wlo >= b->sure_r.addr && a->whi <= b->sure_r.addr + b->sure_r.bytes);
+}
+
+/* A condition judged on effects alone between nodes i and j, each side's effects worked out once
+ * per node; -1 when the cache cannot serve (another kind, or out of memory). Two nodes whose
+ * bounds do not meet are apart without a look at their lists: the answer apart_eff would give. */
+static int need_on_effects(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t j)
+{
+	const struct node_eff *a, *b = NULL;
+	struct rw_eff_view va, vb;
+
+	if (kind != RW_G_UNREAD && kind != RW_G_UNWRITTEN && kind != RW_G_INDEPENDENT && kind != RW_G_COVERS)
+		return -1;
+	a = node_effects(rw, i);
+	if (a && kind != RW_G_COVERS)
+		b = node_effects(rw, j);
+	if (!a || (kind != RW_G_COVERS && !b))
+		return -1;
+	if (kind == RW_G_COVERS && !a->wraps) {
+		/* covers_eff: every write of a (those of any bytes) inside what op j surely writes */
+		b = j < rw->n ? node_effects(rw, j) : NULL;
+		if (b)
+			return covers_by_bounds(a, b);
+	}
+	if (kind != RW_G_COVERS) {
+		bool reads = kind != RW_G_UNWRITTEN, writes = kind != RW_G_UNREAD;
+
+		if (a->all || b->all)
+			return 0;
+		if (a->wraps || b->wraps)
+			goto lists;
+		/* b reads nothing a writes (reads); b writes nothing a touches (writes) */
+		if ((!reads || !bounds_meet(a->wlo, a->whi, b->rlo, b->rhi)) &&
+		    (!writes || (!bounds_meet(a->wlo, a->whi, b->wlo, b->whi) &&
+				 !bounds_meet(a->rlo, a->rhi, b->wlo, b->whi))))
+			return 1;
+lists:
+		vb = (struct rw_eff_view){ b->all, &rw->eff_pool[b->r], &rw->eff_pool[b->w], b->nr, b->nw };
+	}
+	va = (struct rw_eff_view){ a->all, &rw->eff_pool[a->r], &rw->eff_pool[a->w], a->nr, a->nw };
+	return rw_cond_holds_eff(kind, &va, kind != RW_G_COVERS ? &vb : NULL, &rw->nodes[j].op);
+}
+
+uint32_t rw_first_failing(const struct rw_rewriter *rw_const, enum rw_guard_kind kind, uint32_t i, uint32_t last)
+{
+	/* the effects cache is the rewriter's scratch: rules see it const, one thread rewrites */
+	struct rw_rewriter *rw = (struct rw_rewriter *)rw_const;
+	bool fast = kind == RW_G_UNREAD || kind == RW_G_UNWRITTEN || kind == RW_G_INDEPENDENT;
+	bool reads = kind != RW_G_UNWRITTEN, writes = kind != RW_G_UNREAD;
+	const struct node_eff *a = fast && i < rw->n ? node_effects(rw, i) : NULL;
+	uint32_t j;
+
+	for (j = i + 1; j <= last; j++) {
+		const struct node_eff *b;
+
+		if (a && !a->all && !a->wraps && j < rw->n && (b = node_effects(rw, j)) != NULL && !b->all && !b->wraps &&
+		    (!reads || !bounds_meet(a->wlo, a->whi, b->rlo, b->rhi)) &&
+		    (!writes || (!bounds_meet(a->wlo, a->whi, b->wlo, b->whi) &&
+				 !bounds_meet(a->rlo, a->rhi, b->wlo, b->whi))))
+			continue; /* apart by their bounds: the condition holds */
+		if (rw_need(rw, NULL, kind, i, j) != 0)
+			break;
+	}
+	return j;
+}
+
+uint32_t rw_first_holding(const struct rw_rewriter *rw_const, enum rw_guard_kind kind, uint32_t i, uint32_t last)
+{
+	struct rw_rewriter *rw = (struct rw_rewriter *)rw_const; /* the cache: as rw_first_failing */
+	const struct node_eff *a = kind == RW_G_COVERS && i < rw->n ? node_effects(rw, i) : NULL;
+	uint32_t j;
+
+	for (j = i + 1; j <= last; j++) {
+		const struct node_eff *b;
+
+		if (a && !a->wraps && j < rw->n && (b = node_effects(rw, j)) != NULL) {
+			if (covers_by_bounds(a, b))
+				break;
+			continue;
+		}
+		if (rw_need(rw, NULL, kind, i, j) == 0)
+			break;
+	}
+	return j;
+}
+
 int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard_kind kind, uint32_t i, uint32_t j)
 {
 	int32_t si, sj;
 
 	if (i >= rw->n || j >= rw->n)
 		return rec ? -CF_EINVAL : 1;
-	if (!rec)
-		return rw_cond_holds(kind, &rw->nodes[i].op, &rw->nodes[j].op, i == j) ? 0 : 1;
+	if (!rec) {
+		int held = need_on_effects((struct rw_rewriter *)rw, kind, i, j);
+
+		if (held < 0)
+			held = rw_cond_holds(kind, &rw->nodes[i].op, &rw->nodes[j].op, i == j);
+		return held ? 0 : 1;
+	}
 	si = snap_of(rec, i);
 	sj = snap_of(rec, j);
 	if (si < -1 || sj < -1)
@@ -547,10 +776,37 @@ int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard
 	return guard_add(rec, kind, rw->nodes[i].orig[0], rw->nodes[j].orig[0], si, sj);
 }
 
+/* Whether node k may lie between plain nodes after node i (same stream and context). */
+static bool plain_after(const struct rw_rewriter *rw, uint32_t i, uint32_t k)
+{
+	const struct cap_op *op = &rw->nodes[k].op;
+
+	return (op->kind == CAP_OP_KERNEL || op->kind == CAP_OP_MEMCPY || op->kind == CAP_OP_MEMSET) &&
+	       op->stream_slot == rw->nodes[i].op.stream_slot && op->ctx == rw->nodes[i].op.ctx;
+}
+
+/* plain_end for the current list, in one sweep from the end: when node i + 1 is plain after i
+ * it has i's stream and context, so what is plain after it is plain after i. */
+static bool plain_make(struct rw_rewriter *rw)
+{
+	if (!rw->plain_end) {
+		rw->plain_end = malloc((rw->norig ? rw->norig : 1) * sizeof(*rw->plain_end));
+		if (!rw->plain_end)
+			return false;
+	}
+	for (uint32_t i = rw->n; i-- > 0;)
+		rw->plain_end[i] = i + 1 < rw->n && plain_after(rw, i, i + 1) ? rw->plain_end[i + 1] : i + 1;
+	rw->plain_ok = true;
+	return true;
+}
+
 bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 {
 	if (i >= j || j > rw->n)
 		return false;
+	/* the cache is the rewriter's scratch: rules see it const, one thread rewrites a window */
+	if (rw->plain_ok || plain_make((struct rw_rewriter *)rw))
+		return j <= rw->plain_end[i];
 	for (uint32_t k = i + 1; k < j; k++) {
 		const struct cap_op *op = &rw->nodes[k].op;
 
@@ -801,25 +1057,79 @@ out:
 	return rc;
 }
 
+static bool memo_on = true; /* rw__set_memo (tests) */
+
+void rw__set_memo(bool on)
+{
+	memo_on = on;
+}
+
+/* What the driver knows of where rules do not match: per rule with a reach, one byte per node
+ * (1: match said no there, and no edit has reached the nodes it read since). */
+struct nomatch {
+	uint8_t *no;                 /* nrun rows of norig bytes, or NULL (ask every time) */
+	uint32_t norig;              /* bytes per row */
+};
+
+/* After an application: what edits left alone keeps its answers. Match at k reads nodes
+ * k .. k + reach - 1 only (struct rw_rule), so an answer stays true before the first edited node
+ * by more than the reach, and in the untouched tail (which moved with the nodes). */
+static void nomatch_update(struct nomatch *nm, const struct rw_rewriter *rw, const struct rw_rule *const *run,
+			   uint32_t nrun, uint32_t n_before)
+{
+	uint32_t lo = rw->edit_lo, tail = rw->edit_tail;
+
+	if (!nm->no || lo == UINT32_MAX)
+		return;
+	if (tail > rw->n)
+		tail = rw->n;
+	for (uint32_t r = 0; r < nrun; r++) {
+		uint8_t *row = &nm->no[(size_t)r * nm->norig];
+		uint32_t reach = run[r]->reach, keep = lo + 1 > reach ? lo + 1 - reach : 0;
+
+		if (!reach)
+			continue;
+		if (keep > rw->n - tail)
+			keep = rw->n - tail;
+		memmove(&row[rw->n - tail], &row[n_before - tail], tail);
+		memset(&row[keep], 0, rw->n - tail - keep);
+		memset(&row[rw->n], 0, nm->norig - rw->n);
+	}
+}
+
 /* Apply the rules until none matches: the first rule in run order that matches, at the first
  * node it matches, then again from the start. Counts each application in stats. Returns false
  * when the list must be dropped for the identity (a rule failed, the list broke an invariant,
- * or it did not settle within the budget). */
+ * or it did not settle within the budget). A match that said no is not asked again until an edit
+ * reaches the nodes it read (rules with a reach): the same answers in the same order, so the same
+ * plan, without going over the whole window again after each application. */
 static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run, uint32_t nrun,
 			struct rw_plan_stat *stats, uint32_t *nstats)
 {
 	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * rw->norig + 16;
+	struct nomatch nm = { memo_on ? calloc((size_t)nrun * (rw->norig ? rw->norig : 1), 1) : NULL,
+			      rw->norig ? rw->norig : 1 };
 	bool ok = true;
 
 	for (bool changed = nrun > 0; changed && ok;) {
 		changed = false;
 		for (uint32_t r = 0; r < nrun && !changed && ok; r++) {
+			uint8_t *no = nm.no && run[r]->reach ? &nm.no[(size_t)r * nm.norig] : NULL;
+
 			for (uint32_t i = 0; i < rw->n && !changed && ok; i++) {
+				uint32_t n_before = rw->n;
 				int rc;
 
-				if (!run[r]->match(rw, i))
+				if (no && no[i])
 					continue;
+				if (!run[r]->match(rw, i)) {
+					if (no)
+						no[i] = 1;
+					continue;
+				}
 				rw->applying = run[r]->name;
+				rw->edit_lo = UINT32_MAX;
+				rw->edit_tail = UINT32_MAX;
 				rc = run[r]->apply(rw, i);
 				if (rc != 0) {
 					cf_log_debug("rule %s failed (%s): window left unchanged", run[r]->name,
@@ -827,6 +1137,7 @@ static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run
 					ok = false;
 					break;
 				}
+				nomatch_update(&nm, rw, run, nrun, n_before);
 				count_rule(stats, nstats, run[r]->name);
 				changed = true;
 #ifdef CF_DEBUG
@@ -841,6 +1152,7 @@ static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run
 			ok = false;
 		}
 	}
+	free(nm.no);
 	return ok;
 }
 
@@ -874,6 +1186,9 @@ out:
 	free(rw.guards);
 	free(rw.gset);
 	free(rw.snaps);
+	free(rw.plain_end);
+	free(rw.eff);
+	free(rw.eff_pool);
 	cf_arena_fini(&rw.arena);
 	return p;
 }

@@ -51,6 +51,10 @@ struct rw_rule {
 	/* Rewrite at node i (match said yes): edits only through rw_erase / rw_replace / rw_guard.
 	 * 0 or a negative CF_E* code (the rewrite is abandoned: the plan is the window unchanged). */
 	int (*apply)(struct rw_rewriter *rw, uint32_t i);
+	/* Nodes match reads: i .. i + reach - 1 and nothing before i or elsewhere (the original
+	 * ops aside), so a "no" at i stays true until an edit reaches those nodes and the driver
+	 * need not ask again. 0: unknown, asked at every pass. */
+	uint32_t reach;
 };
 
 #define RW_RULE_REGISTER(name) \
@@ -83,6 +87,9 @@ int rw_rules_check(const char *rules);
  * failed, NULL only when out of memory. */
 struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
 			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules);
+/* Tests: whether the driver remembers where a rule with a reach said no (default true); off, it
+ * asks every rule at every node after each application, as the plan is defined. */
+void rw__set_memo(bool on);
 
 /* ------------------------------------------------------------------ for rules */
 
@@ -125,6 +132,13 @@ int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard
  * stream (slot), so the only ops between them in time are those, in list order. Ops of one
  * slot name one stream handle in every window of the shape, so this needs no guard. */
 bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j);
+/* The first j in (i, last] where condition kind does not hold between nodes i and j
+ * (rw_need(rw, NULL, kind, i, j) != 0), or last + 1 when it holds for all of them: a rule's scan
+ * for the first node that stops it, at a few instructions per node where the nodes' ranges are
+ * far apart. */
+uint32_t rw_first_failing(const struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t last);
+/* The first j in (i, last] where condition kind holds between nodes i and j, or last + 1. */
+uint32_t rw_first_holding(const struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t i, uint32_t last);
 /* Let node j run without waiting for node i (i < j): the order between them in the window is
  * dropped from the plan (the caller has recorded the guards that make that safe). Pairs not
  * dropped keep their order. Any later edit of the list forgets every dropped pair (node

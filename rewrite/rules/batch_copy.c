@@ -130,5 +130,6 @@ const struct rw_rule rw_rule_batch_copy = {
 	.level = 1,
 	.match = batch_match,
 	.apply = batch_apply,
+	.reach = RW_BATCH_MAX, /* match reads the run of members from i */
 };
 RW_RULE_REGISTER(batch_copy);

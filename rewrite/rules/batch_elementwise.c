@@ -75,5 +75,6 @@ const struct rw_rule rw_rule_batch_elementwise = {
 	.level = 2,
 	.match = elem_match,
 	.apply = elem_apply,
+	.reach = 2, /* match reads i and i + 1 */
 };
 RW_RULE_REGISTER(batch_elementwise);

@@ -121,5 +121,6 @@ const struct rw_rule rw_rule_coalesce = {
 	.level = 1,
 	.match = coalesce_match,
 	.apply = coalesce_apply,
+	.reach = 2, /* match reads i and i + 1 */
 };
 RW_RULE_REGISTER(coalesce);

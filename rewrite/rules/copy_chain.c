@@ -52,16 +52,19 @@ static int chain_conditions(const struct rw_rewriter *rw, struct rw_rewriter *re
 /* The copy reading what copy i wrote, or 0 (pure). */
 static uint32_t chain_find(const struct rw_rewriter *rw, uint32_t i)
 {
-	if (!chain_copy(rw, i) || rw_need(rw, NULL, RW_G_DISJOINT, i, i) != 0)
+	uint32_t last, stop;
+
+	if (!chain_copy(rw, i) || rw_need(rw, NULL, RW_G_DISJOINT, i, i) != 0 || i + 1 >= rw_count(rw))
 		return 0;
-	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= CHAIN_SCAN; j++) {
-		if (!rw_plain_between(rw, i, j + 1))
-			return 0;
+	last = rw_count(rw) - 1 < i + CHAIN_SCAN ? rw_count(rw) - 1 : i + CHAIN_SCAN;
+	/* the first node that writes A or B, found in one sweep */
+	stop = rw_first_failing(rw, RW_G_UNWRITTEN, i, last);
+	/* the second copy is looked for up to that node (something writes A or B first: the bytes
+	 * C2 reads are not A's), all on one stream: plainness only grows shorter with j, so it is
+	 * asked once, of the second copy */
+	for (uint32_t j = i + 1; j <= stop && j <= last; j++) {
 		if (chain_copy(rw, j) && rw_need(rw, NULL, RW_G_WITHIN, i, j) == 0)
-			return chain_conditions(rw, NULL, i, j) == 0 ? j : 0;
-		/* something writes A or B first: the bytes C2 reads are not A's */
-		if (rw_need(rw, NULL, RW_G_UNWRITTEN, i, j) != 0)
-			return 0;
+			return rw_plain_between(rw, i, j + 1) && chain_conditions(rw, NULL, i, j) == 0 ? j : 0;
 	}
 	return 0;
 }
@@ -88,5 +91,6 @@ const struct rw_rule rw_rule_copy_chain = {
 	.level = 1,
 	.match = chain_match,
 	.apply = chain_apply,
+	.reach = CHAIN_SCAN + 1, /* match reads i and the CHAIN_SCAN nodes after it */
 };
 RW_RULE_REGISTER(copy_chain);

@@ -58,16 +58,19 @@ static int dead_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec
 /* The node that overwrites node i before any read, or 0 (pure). */
 static uint32_t dead_find(const struct rw_rewriter *rw, uint32_t i)
 {
-	if (!dead_candidate(rw, i))
+	uint32_t last, stop, cover;
+
+	if (!dead_candidate(rw, i) || i + 1 >= rw_count(rw))
 		return 0;
-	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= DEAD_SCAN; j++) {
-		/* something that may read the bytes, or another stream, or an event: give up */
-		if (!rw_plain_between(rw, i, j + 1) || rw_need(rw, NULL, RW_G_UNREAD, i, j) != 0)
-			return 0;
-		if (rw_need(rw, NULL, RW_G_COVERS, i, j) == 0)
-			return dead_conditions(rw, NULL, i, j) == 0 ? j : 0;
-	}
-	return 0;
+	last = rw_count(rw) - 1 < i + DEAD_SCAN ? rw_count(rw) - 1 : i + DEAD_SCAN;
+	/* the first node that may read the bytes, and the first before it that overwrites them all,
+	 * each found in one sweep */
+	stop = rw_first_failing(rw, RW_G_UNREAD, i, last);
+	cover = rw_first_holding(rw, RW_G_COVERS, i, stop - 1);
+	/* nothing reads them before the overwrite, all on one stream (else: give up) */
+	if (cover >= stop || !rw_plain_between(rw, i, cover + 1))
+		return 0;
+	return dead_conditions(rw, NULL, i, cover) == 0 ? cover : 0;
 }
 
 static bool dead_match(const struct rw_rewriter *rw, uint32_t i)
@@ -92,5 +95,6 @@ const struct rw_rule rw_rule_dead_write = {
 	.level = 1,
 	.match = dead_match,
 	.apply = dead_apply,
+	.reach = DEAD_SCAN + 1, /* match reads i and the DEAD_SCAN nodes after it */
 };
 RW_RULE_REGISTER(dead_write);

@@ -38,20 +38,22 @@ static int dup_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec,
 static uint32_t dup_find(const struct rw_rewriter *rw, uint32_t i)
 {
 	const struct rw_node *x = rw_node_at(rw, i);
+	uint32_t last, stop;
 
-	if (!x || !rw_is_plain(rw, i) || rw_need(rw, NULL, RW_G_PURE, i, i) != 0)
+	if (!x || !rw_is_plain(rw, i) || rw_need(rw, NULL, RW_G_PURE, i, i) != 0 || i + 1 >= rw_count(rw))
 		return 0;
-	for (uint32_t j = i + 1; j < rw_count(rw) && j - i <= DUP_SCAN; j++) {
+	last = rw_count(rw) - 1 < i + DUP_SCAN ? rw_count(rw) - 1 : i + DUP_SCAN;
+	/* the first node that writes what X touches, found in one sweep */
+	stop = rw_first_failing(rw, RW_G_UNWRITTEN, i, last);
+	/* the repeat is looked for up to that node (something between writes what X touches: X'
+	 * would not repeat X), all on X's stream: plainness only grows shorter with j, so it is
+	 * asked once, of the repeat */
+	for (uint32_t j = i + 1; j <= stop && j <= last; j++) {
 		const struct rw_node *y = rw_node_at(rw, j);
 
-		if (!rw_plain_between(rw, i, j + 1))
-			return 0;
-		if (rw_is_plain(rw, j) && y->op.key == x->op.key && y->op.bind == x->op.bind &&
+		if (y->op.key == x->op.key && y->op.bind == x->op.bind && rw_is_plain(rw, j) &&
 		    rw_need(rw, NULL, RW_G_SAME_OP, i, j) == 0)
-			return dup_conditions(rw, NULL, i, j) == 0 ? j : 0;
-		/* something between writes what X touches: X' would not repeat X */
-		if (rw_need(rw, NULL, RW_G_UNWRITTEN, i, j) != 0)
-			return 0;
+			return rw_plain_between(rw, i, j + 1) && dup_conditions(rw, NULL, i, j) == 0 ? j : 0;
 	}
 	return 0;
 }
@@ -78,5 +80,6 @@ const struct rw_rule rw_rule_duplicate = {
 	.level = 1,
 	.match = dup_match,
 	.apply = dup_apply,
+	.reach = DUP_SCAN + 1, /* match reads i and the DUP_SCAN nodes after it */
 };
 RW_RULE_REGISTER(duplicate);

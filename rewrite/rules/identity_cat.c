@@ -41,5 +41,6 @@ const struct rw_rule rw_rule_identity_cat = {
 	.level = 1,
 	.match = cat_match,
 	.apply = cat_apply,
+	.reach = 1, /* match reads i alone */
 };
 RW_RULE_REGISTER(identity_cat);

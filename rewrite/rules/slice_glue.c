@@ -139,6 +139,7 @@ const struct rw_rule rw_rule_slice_glue = {
 	.level = 1,
 	.match = glue_match,
 	.apply = glue_apply,
+	.reach = 2 * GLUE_MAX, /* match reads the 2k copies from i, k <= GLUE_MAX */
 };
 RW_RULE_REGISTER(slice_glue);
 

@@ -32,6 +32,16 @@ assert s["modeled"]["total_ns"] > 0, "no modeled time"
 assert t["graph_launches"] == 0
 print("stats match: %d launches, %d copies" % (launches, copies))
 PY
+# the peak of device memory in use: copy_loop's pool (3 x 2 x 52 buffers of 1 KiB) and its
+# scratch word (one 256-byte span), both live at once though freed before the program exits
+SIMCUDA_STATS=$TMP/p.json $B/progs/copy_loop fixed 2 >/dev/null || fail "copy_loop exited $?"
+python3 - "$TMP/p.json" <<'PY' || fail "the device memory peak is not the program's"
+import json, sys
+got = json.load(open(sys.argv[1]))["totals"]["device_memory_peak_bytes"]
+want = 3 * 2 * 52 * 1024 + 256
+if got != want:
+    sys.exit("device_memory_peak_bytes: got %s, expected %s" % (got, want))
+PY
 # fault injection: the 2nd cuMemAlloc fails with the named error, nothing else does
 if SIMCUDA_FAIL=cuMemAlloc:2:CUDA_ERROR_OUT_OF_MEMORY $prog 1 1 >$TMP/o 2>$TMP/e; then
 	fail "program succeeded although its 2nd cuMemAlloc was made to fail"

@@ -86,6 +86,7 @@ static size_t nfree, capfree;        /* used and allocated slots of free_ext */
 static struct sim_alloc *allocs;     /* the allocation map, sorted by base */
 static size_t nallocs, capallocs;    /* used and allocated slots of allocs */
 static size_t used_bytes;            /* spans of live device and managed allocations */
+static size_t used_peak;             /* the most used_bytes ever was (SIMCUDA_STATS) */
 static uint64_t next_id = 1;         /* next buffer id */
 static struct sim_pool *default_pools[SIM_MAX_DEVICES]; /* created on first use */
 static struct sim_pool *current_pools[SIM_MAX_DEVICES]; /* cuDeviceSetMemPool, NULL: default */
@@ -334,6 +335,11 @@ size_t sim_mem_used(void)
 	return used_bytes;
 }
 
+size_t sim_mem_peak(void)
+{
+	return used_peak;
+}
+
 size_t sim_mem_total(void)
 {
 	return (size_t)SIM_TOTAL_MEM;
@@ -370,6 +376,8 @@ CUresult sim_mem_alloc(struct sim_ctx *ctx, size_t bytes, enum sim_mem_kind kind
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	used_bytes += span;
+	if (used_bytes > used_peak)
+		used_peak = used_bytes;
 	if (pool) {
 		pool->used += bytes;
 		pool->live++;
@@ -423,6 +431,8 @@ bool sim__mem_charge(size_t bytes)
 	if (bytes > SIM_TOTAL_MEM - used_bytes)
 		return false;
 	used_bytes += bytes;
+	if (used_bytes > used_peak)
+		used_peak = used_bytes;
 	return true;
 }
 

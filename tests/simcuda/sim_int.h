@@ -255,6 +255,7 @@ bool sim_mem_is_device(uintptr_t p, size_t n);
 bool sim_mem_is_pinned(const void *p, size_t n);
 /* Bytes allocated on the device now (cuMemGetInfo). */
 size_t sim_mem_used(void);
+size_t sim_mem_peak(void);   /* the most device memory ever in use (device, managed, VMM) */
 /* The device's total memory (H200-like). */
 size_t sim_mem_total(void);
 

@@ -9,7 +9,8 @@
  *                graph_launch); one graph launch is one submission
  *   executed     stream work executed, by kind (graph nodes included, joins excluded)
  *   graph_nodes  graph nodes executed, by node type
- * and totals: bytes copied and set, graph launches, and the modeled time (cost.c): the host
+ * and totals: bytes copied and set, graph launches, the peak of device memory in use (device,
+ * managed and mapped VMM allocations, by their aligned spans), and the modeled time (cost.c): the host
  * clock at exit (total_ns), the end of the last work on the device, the program's own host time
  * (app_host_ns, from simcuda_host_work), SIMCUDA_KERNEL_NS as applied, and how much throughput
  * work each shared resource served (busy_ns). */
@@ -216,7 +217,8 @@ void sim__stats_write_at_exit(void)
 	fprintf(f, "    \"graph_launches\": %llu,\n", (unsigned long long)atomic_load(&graph_launches));
 	fprintf(f, "    \"graph_nodes_executed\": %llu,\n", (unsigned long long)nodes);
 	fprintf(f, "    \"bytes_copied\": %llu,\n", (unsigned long long)atomic_load(&bytes_copied));
-	fprintf(f, "    \"bytes_set\": %llu\n  },\n", (unsigned long long)atomic_load(&bytes_set));
+	fprintf(f, "    \"bytes_set\": %llu,\n", (unsigned long long)atomic_load(&bytes_set));
+	fprintf(f, "    \"device_memory_peak_bytes\": %llu\n  },\n", (unsigned long long)sim_mem_peak());
 	fprintf(f, "  \"modeled\": {\n    \"host_ns\": %llu,\n    \"device_end_ns\": %llu,\n"
 		   "    \"total_ns\": %llu,\n    \"app_host_ns\": %llu,\n    \"kernel_extra_ns\": %llu,\n"
 		   "    \"busy_ns\": {\"sm\": %llu, \"copy\": %llu, \"link\": %llu}\n  }\n}\n",

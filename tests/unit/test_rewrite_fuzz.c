@@ -1047,13 +1047,14 @@ enum fail_kind {
 	F_P_MEMORY,     /* moved bindings, guards hold: memory differs */
 	F_RUN,          /* rw_run (replay's view of the plan) refuses or differs on its own window */
 	F_P_RUN,        /* rw_run's guards pass moved bindings (checked or cached) and it differs */
+	F_MEMO,         /* the plan differs from the one made asking every rule at every node */
 	F_KINDS
 };
 
 static const char *const fail_name[F_KINDS] = {
 	"none", "no plan", "guards fail on their own window", "node not derivable", "bad derived node",
 	"memory differs", "unordered nodes conflict", "moved bindings: bad derived node", "moved bindings: memory differs",
-	"rw_run differs", "moved bindings: rw_run differs",
+	"rw_run differs", "moved bindings: rw_run differs", "the driver's no-match memo changed the plan",
 };
 
 #define MASK_BYTES (ARENA / 8)
@@ -1438,6 +1439,27 @@ static enum fail_kind check_run(const struct win *w, const struct win *pw, const
 	return f;
 }
 
+/* The plan p made from w is the plan made with the driver asking every rule at every node after
+ * each application (rw__set_memo(false)): remembering where rules said no changes nothing. */
+static enum fail_kind check_memo(const struct rw_plan *p, const struct win *w, char *msg, size_t cap)
+{
+	static char a[8192], b[8192];
+	struct rw_plan *q;
+
+	rw__set_memo(false);
+	q = rewrite(w);
+	rw__set_memo(true);
+	if (!q)
+		return F_NOPLAN;
+	rw_plan_format(p, a, sizeof(a));
+	rw_plan_format(q, b, sizeof(b));
+	rw_plan_destroy(q);
+	if (strcmp(a, b) == 0)
+		return F_NONE;
+	say(msg, cap, "with the memo: %s\n      asking every time: %s", a, b);
+	return F_MEMO;
+}
+
 /* The whole check of window w made afresh and, when pw is given, of the plan applied to pw. */
 static enum fail_kind check_window(const struct win *w, const struct win *pw, const unsigned char *mem0, bool *held,
 				   char *msg, size_t cap)
@@ -1449,7 +1471,9 @@ static enum fail_kind check_window(const struct win *w, const struct win *pw, co
 	msg[0] = 0;
 	if (!p)
 		return F_NOPLAN;
-	f = check_orig(p, w, mem0, msg, cap);
+	f = check_memo(p, w, msg, cap);
+	if (f == F_NONE)
+		f = check_orig(p, w, mem0, msg, cap);
 	if (f == F_NONE && pw)
 		f = check_moved(p, pw, mem0, &h, NULL, msg, cap);
 	if (f == F_NONE)
