@@ -232,6 +232,20 @@ $(FATBINS): $(FB_SRC)
 
 $(B)/unit/sim_fatbin: | $(FATBINS)
 
+# Machine code only, for machine-code mode (tests/unit/sim_mcode.c): sm_90 as a fatbin and a bare
+# cubin, and sm_80 (machine code the device cannot run).
+MC_SRC  := tests/kernels/mcode.cu
+MCODES  := $(addprefix $(B)/kernels/mcode,.sm90.fatbin .sm90.cubin .sm80.fatbin)
+$(B)/kernels/mcode.sm90.fatbin: NVMC = -fatbin $(call FB_GEN,90,sm_90)
+$(B)/kernels/mcode.sm90.cubin: NVMC = -cubin $(call FB_GEN,90,sm_90)
+$(B)/kernels/mcode.sm80.fatbin: NVMC = -fatbin $(call FB_GEN,80,sm_80)
+$(MCODES): $(MC_SRC)
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) $(NVMC) -o $@ $<
+
+$(B)/unit/sim_mcode: | $(MCODES)
+
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
 # software device at run time (the runtime dlopens libcuda.so.1 from LD_LIBRARY_PATH). A
