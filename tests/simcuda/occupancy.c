@@ -246,7 +246,7 @@ static CUresult config_cluster(const struct sim_func *fn, const CUlaunchConfig *
 
 static int cluster_limit(const struct sim_func *fn)
 {
-	return fn->cluster_attr[4] ? OCC_CLUSTER_MAX : OCC_CLUSTER_PORTABLE;
+	return fn->cluster_attr[3] ? OCC_CLUSTER_MAX : OCC_CLUSTER_PORTABLE;
 }
 
 CUresult sim_api_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
