@@ -218,9 +218,12 @@ out:
 }
 
 /* Clusters (compute capability 9.0): a cluster of up to 8 blocks is portable, up to 16 with
- * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED. The model (cuBLASLt asks before its
- * sm_90 kernels' launches): a cluster's blocks share the SMs' block slots, so as many clusters
- * are active at once as the whole device's blocks divided by the cluster's size. */
+ * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED. cuBLAS asks cuOccupancyMaxActiveClusters
+ * for every size from 3 to 16 at start (its "cluster discovery"). The model: a cluster runs
+ * within one GPC, so each GPC holds as many clusters as its SMs' block slots divided by the
+ * cluster's size; the 132 SMs of an H100/H200 SXM are taken as 66 TPCs in 8 GPCs of 9, 9, 9, 9,
+ * 8, 8, 7 and 7 TPCs (144 SMs in the full GH100; which TPCs are fused off varies by part). */
+static const int occ_gpc_sms[] = { 18, 18, 18, 18, 16, 16, 14, 14 };
 #define OCC_CLUSTER_PORTABLE 8
 #define OCC_CLUSTER_MAX 16
 
@@ -266,7 +269,9 @@ CUresult sim_api_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
 		goto out;
 	bps = blocks_per_sm(fn, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
 			    config->sharedMemBytes);
-	*numClusters = bps * OCC_SMS / size;
+	*numClusters = 0;
+	for (size_t g = 0; g < sizeof(occ_gpc_sms) / sizeof(occ_gpc_sms[0]); g++)
+		*numClusters += bps * occ_gpc_sms[g] / size;
 out:
 	return rc;
 }
