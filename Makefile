@@ -109,7 +109,7 @@ CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
 .PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep \
-        install uninstall deps-clients test-clients
+        install uninstall deps-clients test-clients deps-torch test-torch
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
@@ -373,6 +373,25 @@ $(CLIENTS_VENV)/.installed:
 
 test-clients: all deps-clients
 	@B=$(B) CLIENTS_VENV=$(CLIENTS_VENV) tests/clients/run.sh
+
+# PyTorch on the software device in machine-code mode (issue 25): not part of make deps, make test
+# or CI (the wheels are about 5 GB, from PyPI). The wheel is built for CUDA 13.2, which runs on
+# the software device's 13.0 driver by minor-version compatibility; the recipe checks it is 13.x.
+TORCH_VENV := $(B)/torch-venv
+TORCH_PIP  := torch==2.15.0
+
+deps-torch: $(TORCH_VENV)/.installed
+
+$(TORCH_VENV)/.installed:
+	$(call msg,VENV,$(TORCH_VENV))
+	$(Q)$(PYTHON) -m venv $(TORCH_VENV) && $(TORCH_VENV)/bin/pip install -q $(TORCH_PIP) && \
+		$(TORCH_VENV)/bin/python -c 'import torch, sys; v = torch.version.cuda or ""; \
+			sys.exit(0 if v.startswith("13.") else "torch is built for CUDA %s, not 13.x" % v)' && touch $@
+
+# Skipped with one line when make deps-torch has not been run.
+test-torch: all
+	@B=$(B) TORCH_VENV=$(TORCH_VENV) tests/clients/torch_run.sh; \
+		rc=$$?; [ $$rc -eq 77 ] && rc=0; exit $$rc
 
 clean:
 	rm -rf build
