@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # torch_run.sh - PyTorch on the software device in machine-code mode (make test-torch): each
 # tests/clients/torch_*.py client trains eager and under cufold with identical bytes read back
-# (losses every step, parameters at the end) over SEEDS schedule seeds (default 3); then, for the
-# clients that run, cufold's replay share and host submissions per steady-state step (10 -> 30
-# steps), from cufold's report and SIMCUDA_STATS. Kernels are no-ops there (SIMCUDA_MACHINE_CODE
+# (losses every step, parameters at the end) over TORCH_SEEDS schedule seeds (default 3); then,
+# for the clients that run, cufold's replay share and host submissions per steady-state step
+# (10 -> 30 steps), from cufold's report and SIMCUDA_STATS. Kernels are no-ops there (SIMCUDA_MACHINE_CODE
 # =noop): the values are meaningless, the bytes must still match. Needs make deps-torch; skipped
 # with one line without it. tests layer.
 #
@@ -20,7 +20,7 @@ if [[ ! -x $py ]]; then
 	exit 77
 fi
 export SIMCUDA_MACHINE_CODE=noop PYTHONPATH=tests/clients
-SEEDS=${SEEDS:-3}
+SEEDS=${TORCH_SEEDS:-3} # lib.sh sets SEEDS=20; a PyTorch run takes 10-60 s here
 known=0
 
 for script in tests/clients/torch_nogemm.py tests/clients/torch_dlrm.py tests/clients/torch_transformer.py \

@@ -29,9 +29,9 @@
  * and whose parameter layouts are their EIATTR_KPARAM_INFO attributes. nv.info is a list of
  * attributes: u8 format (1 no value, 2 one byte, 3 two bytes, 4 u16 size then that many bytes),
  * u8 attribute, value, where a record without a size takes 4 bytes whatever its format (a byte
- * value is padded: seen in cuBLAS's and PyTorch's images). EIATTR_KPARAM_INFO (0x17, 12 bytes): u32 index, u16 ordinal, u16 offset,
- * u32 flags with the size in bits 18..31; EIATTR_CBANK_PARAM_SIZE (0x19, 2 bytes): the bytes of
- * all parameters (checked against `nvcc -cubin` output for char, double, pointer, a 16-aligned
+ * value is padded: seen in cuBLAS's and PyTorch's images). EIATTR_KPARAM_INFO (0x17, 12 bytes):
+ * u32 index, u16 ordinal, u16 offset, u32 flags with the size in bits 18..31;
+ * EIATTR_CBANK_PARAM_SIZE (0x19, 2 bytes): the bytes of all parameters (checked against `nvcc -cubin` output for char, double, pointer, a 16-aligned
  * struct, int, a 3-byte struct, short, and an 800-byte struct). */
 #include "sim_module_int.h"
 
@@ -388,57 +388,58 @@ static CUresult elf_globals(const unsigned char *elf, size_t len, uint64_t shoff
 			    unsigned int shnum, const unsigned char *shstr, uint64_t shstrsize, struct sim_ptx *out)
 {
 	const unsigned char *symsh = NULL;
-	uint64_t symoff, symsize, stroff, strsize;
+	uint64_t symoff, symsize, stroff = 0, strsize = 0;
 	unsigned int cap = 0, link;
+	CUresult rc = CUDA_SUCCESS;
 
 	for (unsigned int i = 0; i < shnum && !symsh; i++)
 		if (rd32(elf + shoff + (size_t)i * shentsize + 4) == 2) /* SHT_SYMTAB */
 			symsh = elf + shoff + (size_t)i * shentsize;
 	if (!symsh)
-		return CUDA_SUCCESS;
+		goto out;
 	symoff = rd64(symsh + 0x18);
 	symsize = rd64(symsh + 0x20);
 	link = rd32(symsh + 0x28);
-	if (symoff > len || symsize > len - symoff || link >= shnum)
-		return CUDA_SUCCESS;
-	stroff = rd64(elf + shoff + (size_t)link * shentsize + 0x18);
-	strsize = rd64(elf + shoff + (size_t)link * shentsize + 0x20);
-	if (stroff > len || strsize > len - stroff)
-		return CUDA_SUCCESS;
+	if (link < shnum) {
+		stroff = rd64(elf + shoff + (size_t)link * shentsize + 0x18);
+		strsize = rd64(elf + shoff + (size_t)link * shentsize + 0x20);
+	}
+	if (symoff > len || symsize > len - symoff || link >= shnum || stroff > len || strsize > len - stroff)
+		goto out; /* no usable symbol table: no variables */
 	for (uint64_t at = 0; at + 24 <= symsize; at += 24) {
-		const unsigned char *sym = elf + symoff + at;
-		uint32_t nm = rd32(sym);
+		const unsigned char *sym = elf + symoff + at, *sec;
+		uint32_t nm = rd32(sym), snm;
 		unsigned int shndx = rd16(sym + 6);
 		uint64_t value = rd64(sym + 8), size = rd64(sym + 16);
-		const unsigned char *sec;
-		const char *secname, *name = (const char *)elf + stroff + nm;
+		const char *secname, *name;
 		struct sim_mc_global *g;
-		uint32_t snm;
 
 		if ((sym[4] & 0xf) != 1 || size == 0 || size > FB_MAX_PAYLOAD || shndx == 0 || shndx >= shnum ||
-		    nm >= strsize || !memchr(name, 0, strsize - nm))
+		    nm >= strsize || !memchr(elf + stroff + nm, 0, strsize - nm))
 			continue; /* not a variable (STT_OBJECT) in a section */
+		name = (const char *)elf + stroff + nm;
 		sec = elf + shoff + (size_t)shndx * shentsize;
 		snm = rd32(sec);
-		secname = (const char *)shstr + snm;
-		if (snm >= shstrsize || !memchr(secname, 0, shstrsize - snm) ||
-		    (strncmp(secname, ".nv.global", 10) && strncmp(secname, ".nv.constant", 12)) ||
-		    !strncmp(secname, ".nv.constant0", 13))
+		if (snm >= shstrsize || !memchr(shstr + snm, 0, shstrsize - snm))
 			continue;
+		secname = (const char *)shstr + snm;
+		if ((strncmp(secname, ".nv.global", 10) && strncmp(secname, ".nv.constant", 12)) ||
+		    !strncmp(secname, ".nv.constant0", 13))
+			continue; /* constant bank 0 holds kernel parameters, not variables */
 		if (out->nglobals == cap) {
 			struct sim_mc_global *ng;
 
 			cap = cap ? cap * 2 : 8;
 			ng = realloc(out->globals, cap * sizeof(*ng));
 			if (!ng)
-				return CUDA_ERROR_OUT_OF_MEMORY;
+				goto out_oom;
 			out->globals = ng;
 		}
 		g = &out->globals[out->nglobals];
 		memset(g, 0, sizeof(*g));
 		g->name = strdup(name);
 		if (!g->name)
-			return CUDA_ERROR_OUT_OF_MEMORY;
+			goto out_oom;
 		g->size = (size_t)size;
 		out->nglobals++;
 		if (rd32(sec + 4) != 8) { /* not SHT_NOBITS: the initial bytes are there */
@@ -447,12 +448,16 @@ static CUresult elf_globals(const unsigned char *elf, size_t len, uint64_t shoff
 			if (off <= len && ssize <= len - off && value <= ssize && size <= ssize - value) {
 				g->init = malloc((size_t)size);
 				if (!g->init)
-					return CUDA_ERROR_OUT_OF_MEMORY;
+					goto out_oom;
 				memcpy(g->init, elf + off + value, (size_t)size);
 			}
 		}
 	}
-	return CUDA_SUCCESS;
+	goto out;
+out_oom:
+	rc = CUDA_ERROR_OUT_OF_MEMORY;
+out:
+	return rc;
 }
 
 /* Every kernel of an ELF cubin (a section .nv.info.<kernel> each) with its parameter layout,

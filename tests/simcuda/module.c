@@ -554,24 +554,29 @@ static CUresult module_global(struct sim_module *m, const char *name, CUdevicept
 {
 	struct sim_mc_global *g = NULL;
 	struct sim_ctx *ctx;
-	CUresult rc;
+	CUresult rc = CUDA_SUCCESS;
 
-	if (!m->machine_code)
-		return CUDA_ERROR_NOT_SUPPORTED;
-	if (!name)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!m->machine_code) {
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
+	if (!name) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
 	for (unsigned int i = 0; i < m->ptx.nglobals && !g; i++)
 		if (!strcmp(m->ptx.globals[i].name, name))
 			g = &m->ptx.globals[i];
-	if (!g)
-		return CUDA_ERROR_NOT_FOUND;
+	if (!g) {
+		rc = CUDA_ERROR_NOT_FOUND;
+		goto out;
+	}
 	if (!g->dptr) {
 		rc = sim_ctx_require(&ctx);
+		if (rc == CUDA_SUCCESS)
+			rc = sim_mem_alloc(ctx, g->size, SIM_MEM_DEVICE, NULL, &g->dptr);
 		if (rc != CUDA_SUCCESS)
-			return rc;
-		rc = sim_mem_alloc(ctx, g->size, SIM_MEM_DEVICE, NULL, &g->dptr);
-		if (rc != CUDA_SUCCESS)
-			return rc;
+			goto out;
 		if (g->init)
 			memcpy((void *)(uintptr_t)g->dptr, g->init, g->size);
 		else
@@ -581,7 +586,8 @@ static CUresult module_global(struct sim_module *m, const char *name, CUdevicept
 		*dptr = g->dptr;
 	if (bytes)
 		*bytes = g->size;
-	return CUDA_SUCCESS;
+out:
+	return rc;
 }
 
 CUresult sim_api_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
