@@ -31,8 +31,9 @@
  * u8 attribute, value, where a record without a size takes 4 bytes whatever its format (a byte
  * value is padded: seen in cuBLAS's and PyTorch's images). EIATTR_KPARAM_INFO (0x17, 12 bytes):
  * u32 index, u16 ordinal, u16 offset, u32 flags with the size in bits 18..31;
- * EIATTR_CBANK_PARAM_SIZE (0x19, 2 bytes): the bytes of all parameters (checked against `nvcc -cubin` output for char, double, pointer, a 16-aligned
- * struct, int, a 3-byte struct, short, and an 800-byte struct). */
+ * EIATTR_CBANK_PARAM_SIZE (0x19, 2 bytes): the bytes of all parameters (checked against
+ * `nvcc -cubin` output for char, double, pointer, a 16-aligned struct, int, a 3-byte struct,
+ * short, and an 800-byte struct). */
 #include "sim_module_int.h"
 
 #include <dlfcn.h>

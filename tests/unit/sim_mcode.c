@@ -3,7 +3,8 @@
  * mode is off; when on it loads every way, its kernels have their real names (one of 603
  * characters) and the parameter layouts nvcc laid out, its variables are found with their
  * initial bytes, a launch leaves memory alone but is timed and counted, and machine code for
- * another architecture loads but does not launch. The PTX reader takes the long name too. tests layer; runs against libcuda.so.1.
+ * another architecture loads but does not launch. The PTX reader takes the long name too.
+ * tests layer; runs against libcuda.so.1.
  *
  * The mode is read once per process, so main runs the refusals, then runs itself again with
  * the mode on and SIMCUDA_STATS set, and reads the launch counts from the stats it wrote. */
