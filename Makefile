@@ -109,7 +109,7 @@ CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
 .PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep \
-        install uninstall man deps-clients test-clients
+        install uninstall man deps-clients test-clients deps-torch test-torch
 all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
@@ -231,6 +231,20 @@ $(FATBINS): $(FB_SRC)
 	$(Q)$(NVCC) $(NVFB) -o $@ $<
 
 $(B)/unit/sim_fatbin $(B)/unit/sim_device_cc: | $(FATBINS)
+
+# Machine code only, for machine-code mode (tests/unit/sim_mcode.c): sm_90 as a fatbin and a bare
+# cubin, and sm_80 (machine code the device cannot run).
+MC_SRC  := tests/kernels/mcode.cu
+MCODES  := $(addprefix $(B)/kernels/mcode,.sm90.fatbin .sm90.cubin .sm80.fatbin)
+$(B)/kernels/mcode.sm90.fatbin: NVMC = -fatbin $(call FB_GEN,90,sm_90)
+$(B)/kernels/mcode.sm90.cubin: NVMC = -cubin $(call FB_GEN,90,sm_90)
+$(B)/kernels/mcode.sm80.fatbin: NVMC = -fatbin $(call FB_GEN,80,sm_80)
+$(MCODES): $(MC_SRC)
+	@mkdir -p $(dir $@)
+	$(call msg,NVCC,$@)
+	$(Q)$(NVCC) $(NVMC) -o $@ $<
+
+$(B)/unit/sim_mcode: | $(MCODES)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
@@ -362,6 +376,25 @@ $(CLIENTS_STAMP):
 
 test-clients: all deps-clients
 	@B=$(B) CLIENTS_VENV=$(CLIENTS_VENV) tests/clients/run.sh
+
+# PyTorch on the software device in machine-code mode (issue 25): not part of make deps, make test
+# or CI (the wheels are about 5 GB, from PyPI). The wheel is built for CUDA 13.2, which runs on
+# the software device's 13.0 driver by minor-version compatibility; the recipe checks it is 13.x.
+TORCH_VENV := $(B)/torch-venv
+TORCH_PIP  := torch==2.15.0
+
+deps-torch: $(TORCH_VENV)/.installed
+
+$(TORCH_VENV)/.installed:
+	$(call msg,VENV,$(TORCH_VENV))
+	$(Q)$(PYTHON) -m venv $(TORCH_VENV) && $(TORCH_VENV)/bin/pip install -q $(TORCH_PIP) && \
+		$(TORCH_VENV)/bin/python -c 'import torch, sys; v = torch.version.cuda or ""; \
+			sys.exit(0 if v.startswith("13.") else "torch is built for CUDA %s, not 13.x" % v)' && touch $@
+
+# Skipped with one line when make deps-torch has not been run.
+test-torch: all
+	@B=$(B) TORCH_VENV=$(TORCH_VENV) tests/clients/torch_run.sh; \
+		rc=$$?; [ $$rc -eq 77 ] && rc=0; exit $$rc
 
 clean:
 	rm -rf build

@@ -13,16 +13,33 @@ Modes: eager (run it under LD_PRELOAD=libcufold.so for "eager + cufold"), and co
 (torch.compile(mode="reduce-overhead") of the model; loss, backward and optimizer stay eager).
 Prints one line: torch mode=M steps=N step_us=X loss=L checksum=H (H: the final parameters and
 the per-step losses; deterministic algorithms are on so eager runs can be compared bit for bit).
-usage: gpu-check-torch.py [--mode eager|compile] [--steps N] [--warmup W] [--batch B]"""
+
+--clients [--lib PATH]: the PyTorch clients of the software device's tests (tests/clients/
+torch_*.py, issue 25) on the GPU instead, each eager and under cufold (LD_PRELOAD=PATH, default
+build/libcufold.so): the bytes they read back (losses every step, parameters at the end) must be
+identical, and their step times are printed side by side. Exit 0 when all agree, 1 otherwise.
+
+Exits 77 when there is no GPU: torch missing, no CUDA device, or only the software device
+(tests/simcuda, whose kernels do not compute: use tests/clients/torch_run.sh there).
+usage: gpu-check-torch.py [--mode eager|compile] [--steps N] [--warmup W] [--batch B]
+       gpu-check-torch.py --clients [--steps N] [--lib PATH]"""
 import argparse
 import hashlib
 import os
+import subprocess
 import sys
 import time
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
+try:
+    import torch  # noqa: E402
+    import torch.nn as nn  # noqa: E402
+except ImportError:
+    print("gpu-check-torch: torch is not installed in %s" % sys.executable, file=sys.stderr)
+    sys.exit(77)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLIENTS = ["torch_dlrm", "torch_transformer", "torch_mlp_adam", "torch_nogemm"]
 
 TABLE_ROWS = [45833188, 36746, 17245, 7413, 20243, 3, 7114, 1441, 62, 29275261, 1572176, 345138,
               10, 2209, 11267, 128, 4, 974, 14, 48937457, 11316796, 40094537, 452104, 12606, 104, 35]
@@ -75,16 +92,62 @@ def make_batches(batch, gen):
     return out
 
 
+def have_gpu():
+    """A real CUDA device: not none, and not the software device (its name says simcuda)."""
+    if not torch.cuda.is_available():
+        print("gpu-check-torch: no CUDA device", file=sys.stderr)
+        return False
+    name = torch.cuda.get_device_name(0)
+    if "simcuda" in name:
+        print("gpu-check-torch: %s is the software device, not a GPU" % name, file=sys.stderr)
+        return False
+    return True
+
+
+def run_client(name, steps, lib):
+    """One client's stdout (the bytes it read back) and its step_us line, eager or under lib."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests", "clients"))
+    env.pop("LD_PRELOAD", None)
+    if lib:
+        env["LD_PRELOAD"] = lib
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "clients", name + ".py"), str(steps)],
+                       env=env, capture_output=True, text=True)
+    us = [ln.split()[-1] for ln in p.stderr.splitlines() if " step_us " in ln]
+    return p.returncode, p.stdout, float(us[-1]) if us else float("nan"), p.stderr
+
+
+def clients(steps, lib):
+    """Every client eager and under cufold on the GPU: identical bytes, step times."""
+    if not os.path.exists(lib):
+        print("gpu-check-torch: %s not found (make)" % lib, file=sys.stderr)
+        return 1
+    bad = 0
+    print("%-20s %12s %12s  %s" % ("client", "eager us", "cufold us", "bytes read back"))
+    for name in CLIENTS:
+        rc_e, out_e, us_e, err_e = run_client(name, steps, None)
+        rc_c, out_c, us_c, err_c = run_client(name, steps, lib)
+        same = rc_e == 0 and rc_c == 0 and out_e == out_c and out_e
+        bad += not same
+        verdict = "identical" if same else "DIFFER (exit %d / %d)" % (rc_e, rc_c)
+        print("%-20s %12.1f %12.1f  %s" % (name, us_e, us_c, verdict))
+        if not same:
+            sys.stderr.write((err_e + err_c)[-2000:])
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--clients", action="store_true", help="tests/clients/torch_*.py eager and under cufold")
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "libcufold.so"))
     a = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("gpu-check-torch: no CUDA device", file=sys.stderr)
+    if not have_gpu():
         return 77
+    if a.clients:
+        return clients(a.steps, a.lib)
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True, warn_only=True)
     dev = torch.device("cuda")

@@ -3,7 +3,7 @@
  * A context owns its legacy default stream and the list of its streams (the legacy-stream rules
  * need it). A destroyed context's object is kept with its magic cleared: other threads may still
  * name it, and they must get an error, not a crash. */
-#include "sim_int.h"
+#include "sim_module_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +309,22 @@ CUresult sim_api_cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPr
 	return rc;
 }
 
+/* A context's limits as the driver reports them by default (cuda.h's documented defaults; the
+ * shared memory a context's kernels may use is the whole opt-in maximum outside a CIG context:
+ * cuBLASLt reads it at start and finds no algorithm at all when it is 0). */
+static size_t limit_default(CUlimit limit)
+{
+	switch (limit) {
+	case CU_LIMIT_STACK_SIZE: return 1024;
+	case CU_LIMIT_PRINTF_FIFO_SIZE: return 1 << 20;
+	case CU_LIMIT_MALLOC_HEAP_SIZE: return 8 << 20;
+	case CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH: return 2;
+	case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: return 2048;
+	case CU_LIMIT_SHMEM_SIZE: return SIM_SHARED_OPTIN_MAX;
+	default: return 0;
+	}
+}
+
 CUresult sim_api_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 {
 	CUresult rc = CUDA_SUCCESS;
@@ -317,7 +333,7 @@ CUresult sim_api_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 	if (!pvalue || limit >= CU_LIMIT_MAX)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if ((rc = sim_ctx_require(&c)) == CUDA_SUCCESS)
-		*pvalue = limit == CU_LIMIT_STACK_SIZE ? 1024 : limit == CU_LIMIT_MALLOC_HEAP_SIZE ? 8 << 20 : 0;
+		*pvalue = limit_default(limit);
 	return rc;
 }
 

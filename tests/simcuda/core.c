@@ -4,7 +4,12 @@
  * SIMCUDA_FAIL=rule[,rule...], rule = name:N[:error]. The Nth call (1-based) of an entry point
  * whose exported name or base name (without _vN/_ptsz/_ptds) is `name` fails with `error` (a
  * CUresult name such as CUDA_ERROR_OUT_OF_MEMORY or a number; default CUDA_ERROR_UNKNOWN). The
- * failing call has no other effect, as if the driver had refused it up front. */
+ * failing call has no other effect, as if the driver had refused it up front.
+ *
+ * SIMCUDA_MACHINE_CODE=noop (off by default) is machine-code mode: images with machine code and
+ * no usable PTX load, and launches of their kernels do nothing to memory (fatbin.c, launch.c).
+ * It is read once, at the first entry point, with one warning, since every result such kernels
+ * compute is meaningless. */
 #include "sim_int.h"
 
 #include <ctype.h>
@@ -29,6 +34,7 @@ static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct fail_rule fail_rules[SIM_MAX_FAIL_RULES];
 static int nfail_rules;
+static bool machine_code;        /* SIMCUDA_MACHINE_CODE=noop */
 
 /* SIMCUDA_DELAY=name:ms[,...]: every call of the entry point (or base name) sleeps ms of wall
  * time before it enters the device, without the device lock: a slow driver call (a long
@@ -146,16 +152,31 @@ static void init_process(void)
 	const char *fail = getenv("SIMCUDA_FAIL");
 	const char *delay = getenv("SIMCUDA_DELAY");
 
+	const char *mc = getenv("SIMCUDA_MACHINE_CODE");
+
 	if (fail && *fail)
 		parse_fail_rules(fail);
 	if (delay && *delay)
 		parse_delay_rules(delay);
+	if (mc && !strcmp(mc, "noop")) {
+		machine_code = true;
+		sim_log("WARNING: SIMCUDA_MACHINE_CODE=noop: kernels that have only machine code load and run as "
+			"no-ops (counted and timed, memory untouched): every result they compute is meaningless");
+	} else if (mc && *mc && strcmp(mc, "off")) {
+		sim_log("SIMCUDA_MACHINE_CODE: unknown value '%s' (noop or off); machine-code mode stays off", mc);
+	}
 	pthread_atfork(before_fork, after_fork, after_fork);
 }
 
 void sim_init_once(void)
 {
 	pthread_once(&init_once, init_process);
+}
+
+bool sim_machine_code_is_on(void)
+{
+	sim_init_once();
+	return machine_code;
 }
 
 /* The base name of an exported symbol: cuMemcpyHtoD_v2_ptds -> cuMemcpyHtoD. */
@@ -239,6 +260,20 @@ CUresult sim_leave(CUresult rc)
 {
 	pthread_mutex_unlock(&device_lock);
 	return rc;
+}
+
+void sim_note_error(const char *name, CUresult rc)
+{
+	static int on = -1;
+	static atomic_int logged;
+
+	if (on < 0) {
+		const char *v = getenv("SIMCUDA_LOG_ERRORS");
+
+		on = v && *v && strcmp(v, "0");
+	}
+	if (on && atomic_fetch_add(&logged, 1) < 500)
+		sim_log("%s returned %d", name, (int)rc);
 }
 
 CUresult sim_enter_unsupported(struct sim_entry *e, const char *name)

@@ -21,7 +21,19 @@
  *
  * LZ4 blocks are decoded here (the format is short and public); zstd through the system's
  * libzstd.so.1, opened on first need, since no header is installed to build against. Without it
- * a zstd entry is refused with a message saying how to build an uncompressed image. */
+ * a zstd entry is refused with a message saying how to build an uncompressed image.
+ *
+ * Machine-code mode (SIMCUDA_MACHINE_CODE=noop, core.c): an image without usable PTX loads from
+ * its machine code for the device's architecture (an ELF for sm_9x, x <= the device's minor, as
+ * the driver's binary compatibility rule says), whose kernels are the sections .nv.info.<kernel>
+ * and whose parameter layouts are their EIATTR_KPARAM_INFO attributes. nv.info is a list of
+ * attributes: u8 format (1 no value, 2 one byte, 3 two bytes, 4 u16 size then that many bytes),
+ * u8 attribute, value, where a record without a size takes 4 bytes whatever its format (a byte
+ * value is padded: seen in cuBLAS's and PyTorch's images). EIATTR_KPARAM_INFO (0x17, 12 bytes):
+ * u32 index, u16 ordinal, u16 offset, u32 flags with the size in bits 18..31;
+ * EIATTR_CBANK_PARAM_SIZE (0x19, 2 bytes): the bytes of all parameters (checked against
+ * `nvcc -cubin` output for char, double, pointer, a 16-aligned struct, int, a 3-byte struct,
+ * short, and an 800-byte struct). */
 #include "sim_module_int.h"
 
 #include <dlfcn.h>
@@ -35,8 +47,12 @@
 #define FB_KIND_ELF 2
 #define FB_FLAG_LZ4 0x2000u
 #define FB_FLAG_ZSTD 0x8000u
-#define FB_SIM_ARCH 90               /* the device reports compute capability 9.0 */
 #define FB_MAX_PAYLOAD (256u << 20)  /* a garbage guard on sizes read from an image */
+#define EIFMT_NVAL 1                 /* nv.info attribute formats */
+#define EIFMT_HVAL 3
+#define EIFMT_SVAL 4
+#define EIATTR_KPARAM_INFO 0x17
+#define EIATTR_CBANK_PARAM_SIZE 0x19
 
 struct fb_entry {
 	unsigned int kind;           /* FB_KIND_* */
@@ -299,6 +315,227 @@ static unsigned int elf_arch(const unsigned char *elf)
 	return elf[8] >= 8 ? (f >> 8) & 0xff : f & 0xff;
 }
 
+/* ------------------------------------------------------------------ ELF: parameter metadata */
+
+/* One kernel's parameters from its .nv.info.<kernel> section (sec, n bytes) into e. */
+static CUresult elf_kernel_params(const unsigned char *sec, size_t n, struct sim_ptx_entry *e)
+{
+	size_t at = 0, cbank_size = 0, end = 0;
+	unsigned int nparams = 0;
+	CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+
+	/* Two passes: count the parameters (the highest ordinal), then fill them in. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (at = 0; at + 2 <= n;) {
+			unsigned int fmt = sec[at], attr = sec[at + 1];
+			size_t vlen = 2; /* every record is 4-byte aligned: a byte value is padded */
+			const unsigned char *v;
+
+			if (fmt == EIFMT_SVAL) {
+				if (at + 4 > n)
+					goto out;
+				vlen = rd16(sec + at + 2);
+				at += 2;
+			} else if (fmt < EIFMT_NVAL || fmt > EIFMT_SVAL) {
+				goto out;
+			}
+			at += 2;
+			if (vlen > n - at)
+				goto out;
+			v = sec + at;
+			at += vlen;
+			if (attr == EIATTR_CBANK_PARAM_SIZE && fmt == EIFMT_HVAL)
+				cbank_size = rd16(v);
+			if (attr != EIATTR_KPARAM_INFO || fmt != EIFMT_SVAL || vlen < 12)
+				continue;
+			if (pass == 0) {
+				if (rd16(v + 4) >= nparams)
+					nparams = rd16(v + 4) + 1u;
+			} else {
+				struct sim_param_info *pi = &e->params[rd16(v + 4)];
+				size_t size = (rd32(v + 8) >> 18) & 0x3fff, align = 16;
+
+				pi->offset = rd16(v + 6);
+				pi->size = size;
+				/* Not recorded in the ELF: the largest power of two up to 16 that divides
+				 * the offset and does not exceed the size (only extra's padding uses it). */
+				while (align > 1 && (pi->offset % align || align > size))
+					align /= 2;
+				pi->align = align;
+				if (pi->offset + size > end)
+					end = pi->offset + size;
+			}
+		}
+		if (pass == 0 && nparams) {
+			e->params = calloc(nparams, sizeof(*e->params));
+			if (!e->params) {
+				rc = CUDA_ERROR_OUT_OF_MEMORY;
+				goto out;
+			}
+			e->nparams = nparams;
+		}
+	}
+	e->param_bytes = cbank_size > end ? cbank_size : end;
+	rc = CUDA_SUCCESS;
+out:
+	return rc;
+}
+
+/* The variables of an ELF cubin (__device__ and __constant__): objects of its symbol table in
+ * .nv.global (zeros), .nv.global.init or .nv.constantN (initial bytes) sections. A malformed
+ * symbol is skipped; only running out of memory fails. */
+static CUresult elf_globals(const unsigned char *elf, size_t len, uint64_t shoff, unsigned int shentsize,
+			    unsigned int shnum, const unsigned char *shstr, uint64_t shstrsize, struct sim_ptx *out)
+{
+	const unsigned char *symsh = NULL;
+	uint64_t symoff, symsize, stroff = 0, strsize = 0;
+	unsigned int cap = 0, link;
+	CUresult rc = CUDA_SUCCESS;
+
+	for (unsigned int i = 0; i < shnum && !symsh; i++)
+		if (rd32(elf + shoff + (size_t)i * shentsize + 4) == 2) /* SHT_SYMTAB */
+			symsh = elf + shoff + (size_t)i * shentsize;
+	if (!symsh)
+		goto out;
+	symoff = rd64(symsh + 0x18);
+	symsize = rd64(symsh + 0x20);
+	link = rd32(symsh + 0x28);
+	if (link < shnum) {
+		stroff = rd64(elf + shoff + (size_t)link * shentsize + 0x18);
+		strsize = rd64(elf + shoff + (size_t)link * shentsize + 0x20);
+	}
+	if (symoff > len || symsize > len - symoff || link >= shnum || stroff > len || strsize > len - stroff)
+		goto out; /* no usable symbol table: no variables */
+	for (uint64_t at = 0; at + 24 <= symsize; at += 24) {
+		const unsigned char *sym = elf + symoff + at, *sec;
+		uint32_t nm = rd32(sym), snm;
+		unsigned int shndx = rd16(sym + 6);
+		uint64_t value = rd64(sym + 8), size = rd64(sym + 16);
+		const char *secname, *name;
+		struct sim_mc_global *g;
+
+		if ((sym[4] & 0xf) != 1 || size == 0 || size > FB_MAX_PAYLOAD || shndx == 0 || shndx >= shnum ||
+		    nm >= strsize || !memchr(elf + stroff + nm, 0, strsize - nm))
+			continue; /* not a variable (STT_OBJECT) in a section */
+		name = (const char *)elf + stroff + nm;
+		sec = elf + shoff + (size_t)shndx * shentsize;
+		snm = rd32(sec);
+		if (snm >= shstrsize || !memchr(shstr + snm, 0, shstrsize - snm))
+			continue;
+		secname = (const char *)shstr + snm;
+		if ((strncmp(secname, ".nv.global", 10) && strncmp(secname, ".nv.constant", 12)) ||
+		    !strncmp(secname, ".nv.constant0", 13))
+			continue; /* constant bank 0 holds kernel parameters, not variables */
+		if (out->nglobals == cap) {
+			struct sim_mc_global *ng;
+
+			cap = cap ? cap * 2 : 8;
+			ng = realloc(out->globals, cap * sizeof(*ng));
+			if (!ng)
+				goto out_oom;
+			out->globals = ng;
+		}
+		g = &out->globals[out->nglobals];
+		memset(g, 0, sizeof(*g));
+		g->name = strdup(name);
+		if (!g->name)
+			goto out_oom;
+		g->size = (size_t)size;
+		out->nglobals++;
+		if (rd32(sec + 4) != 8) { /* not SHT_NOBITS: the initial bytes are there */
+			uint64_t off = rd64(sec + 0x18), ssize = rd64(sec + 0x20);
+
+			if (off <= len && ssize <= len - off && value <= ssize && size <= ssize - value) {
+				g->init = malloc((size_t)size);
+				if (!g->init)
+					goto out_oom;
+				memcpy(g->init, elf + off + value, (size_t)size);
+			}
+		}
+	}
+	goto out;
+out_oom:
+	rc = CUDA_ERROR_OUT_OF_MEMORY;
+out:
+	return rc;
+}
+
+/* Every kernel of an ELF cubin (a section .nv.info.<kernel> each) with its parameter layout,
+ * into out (empty on failure). */
+static CUresult elf_entries(const unsigned char *elf, size_t len, struct sim_ptx *out, char *err, size_t errlen)
+{
+	uint64_t shoff, stroff, strsize;
+	unsigned int shentsize, shnum, shstrndx, cap = 0;
+	const unsigned char *strsh;
+	CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+
+	memset(out, 0, sizeof(*out));
+	if (len < 64 || elf[4] != 2) {
+		snprintf(err, errlen, "machine code is not a 64-bit ELF");
+		goto out;
+	}
+	shoff = rd64(elf + 0x28);
+	shentsize = rd16(elf + 0x3a);
+	shnum = rd16(elf + 0x3c);
+	shstrndx = rd16(elf + 0x3e);
+	if (shentsize < 64 || shstrndx >= shnum || shoff > len || (uint64_t)shnum * shentsize > len - shoff)
+		goto out_bad;
+	strsh = elf + shoff + (size_t)shstrndx * shentsize;
+	stroff = rd64(strsh + 0x18);
+	strsize = rd64(strsh + 0x20);
+	if (stroff > len || strsize > len - stroff)
+		goto out_bad;
+	for (unsigned int i = 0; i < shnum; i++) {
+		const unsigned char *sh = elf + shoff + (size_t)i * shentsize;
+		uint32_t nm = rd32(sh);
+		uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20);
+		const char *s = (const char *)elf + stroff + nm;
+		struct sim_ptx_entry *e;
+
+		if (nm >= strsize || !memchr(s, 0, strsize - nm) || strncmp(s, ".nv.info.", 9) || !s[9])
+			continue;
+		if (off > len || size > len - off)
+			goto out_bad;
+		if (out->nentries == cap) {
+			struct sim_ptx_entry *ne;
+
+			cap = cap ? cap * 2 : 16;
+			ne = realloc(out->entries, cap * sizeof(*ne));
+			if (!ne)
+				goto out_oom;
+			out->entries = ne;
+		}
+		e = &out->entries[out->nentries];
+		memset(e, 0, sizeof(*e));
+		e->name = strdup(s + 9);
+		if (!e->name)
+			goto out_oom;
+		out->nentries++;
+		rc = elf_kernel_params(elf + off, (size_t)size, e);
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY)
+			goto out_oom;
+		if (rc != CUDA_SUCCESS) {
+			snprintf(err, errlen, "machine code's parameter metadata of %s is malformed", e->name);
+			goto out_fail;
+		}
+	}
+	rc = elf_globals(elf, len, shoff, shentsize, shnum, elf + stroff, strsize, out);
+	if (rc != CUDA_SUCCESS)
+		goto out_oom;
+	out->target_sm = (int)elf_arch(elf);
+	goto out;
+out_oom:
+	rc = CUDA_ERROR_OUT_OF_MEMORY;
+	snprintf(err, errlen, "out of memory");
+	goto out_fail;
+out_bad:
+	snprintf(err, errlen, "machine code is a truncated or malformed ELF");
+out_fail:
+	sim_ptx_fini(out);
+out:
+	return rc;
+}
+
 /* ------------------------------------------------------------------ choosing the PTX */
 
 struct fb_choice {
@@ -309,7 +546,20 @@ struct fb_choice {
 	char archs[160];             /* every entry, e.g. "sm_90 compute_90" */
 	char kernels[512];           /* kernel names from the ELF entries */
 	char err[200];               /* why an ELF entry could not be read (then no kernel names) */
+	bool want_names;             /* decompress every ELF for kernel names (not in machine-code mode) */
+	struct fb_entry elf;         /* the machine code the device would run (machine-code mode) */
+	bool have_elf;               /* elf is set */
+	struct fb_entry other;       /* the newest machine code of any architecture (when no elf) */
+	bool have_other;             /* other is set */
 };
+
+/* Whether machine code for sm_<arch> runs on the device: same major version, minor not above. */
+bool sim_elf_arch_runs(unsigned int arch)
+{
+	unsigned int cc = (unsigned int)sim_device_cc();
+
+	return arch / 10 == cc / 10 && arch <= cc;
+}
 
 static int choose(const struct fb_entry *e, void *arg)
 {
@@ -332,23 +582,54 @@ static int choose(const struct fb_entry *e, void *arg)
 		char *elf = NULL;
 		size_t n;
 
-		if (entry_bytes(e, &elf, &n, c->err, sizeof(c->err)) == CUDA_SUCCESS)
+		if (sim_elf_arch_runs(e->arch) && (!c->have_elf || e->arch > c->elf.arch)) {
+			c->elf = *e;
+			c->have_elf = true;
+		}
+		if (!c->have_other || e->arch > c->other.arch) {
+			c->other = *e;
+			c->have_other = true;
+		}
+		if (c->want_names && entry_bytes(e, &elf, &n, c->err, sizeof(c->err)) == CUDA_SUCCESS)
 			elf_kernels((const unsigned char *)elf, n, c->kernels, sizeof(c->kernels));
 		free(elf);
 	}
 	return 0;
 }
 
-CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **text,
-		       char *err, size_t errlen)
+/* Machine-code mode: the kernels of the ELF entry e (or of a bare ELF when e is NULL). */
+static CUresult machine_code_entries(const struct fb_entry *e, const unsigned char *elf, size_t limit,
+				     struct sim_ptx *mc, char *msg, size_t msglen)
+{
+	char *bytes = NULL;
+	size_t n = limit;
+	CUresult rc;
+
+	if (e) {
+		rc = entry_bytes(e, &bytes, &n, msg, msglen);
+		if (rc != CUDA_SUCCESS)
+			goto out;
+		elf = (const unsigned char *)bytes;
+	}
+	rc = elf_entries(elf, n, mc, msg, msglen);
+out:
+	free(bytes);
+	return rc;
+}
+
+CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **text, struct sim_ptx *mc,
+		       bool *is_mc, char *err, size_t errlen)
 {
 	const unsigned char *b = image;
 	struct fb_choice *c = NULL;
+	bool mc_on = mc && sim_machine_code_is_on();
 	size_t n;
 	CUresult rc = CUDA_SUCCESS;
 	char msg[1024] = "";
 
 	*text = NULL;
+	if (is_mc)
+		*is_mc = false;
 	if (!b) {
 		snprintf(msg, sizeof(msg), "no image");
 		rc = CUDA_ERROR_INVALID_VALUE;
@@ -369,11 +650,18 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 	}
 	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F') {
 		char kernels[512] = "";
+		size_t elf_len = limit == SIZE_MAX ? (size_t)rd64(b + 0x28) + 64u * rd16(b + 0x3c) : limit;
 
-		elf_kernels(b, limit == SIZE_MAX ? (size_t)rd64(b + 0x28) + 64u * rd16(b + 0x3c) : limit,
-			    kernels, sizeof(kernels));
+		if (mc_on) {
+			rc = machine_code_entries(NULL, b, elf_len, mc, msg, sizeof(msg));
+			if (rc == CUDA_SUCCESS && is_mc)
+				*is_mc = true;
+			goto out;
+		}
+		elf_kernels(b, elf_len, kernels, sizeof(kernels));
 		snprintf(msg, sizeof(msg), "image is an ELF cubin for sm_%u (kernels: %s) and holds no PTX: "
-			 "the software device runs PTX only (add compute_XX to nvcc's -gencode)",
+			 "the software device runs PTX only (add compute_XX to nvcc's -gencode, or set "
+			 "SIMCUDA_MACHINE_CODE=noop to run its kernels as no-ops)",
 			 elf_arch(b), kernels[0] ? kernels : "none found");
 		rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
 		goto out;
@@ -386,22 +674,35 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
+	/* In machine-code mode only the chosen ELF is decompressed: PyTorch's libraries register
+	 * thousands of images with a dozen architectures each. */
+	c->want_names = !mc_on;
 	if (fatbin_walk(b, limit, choose, c) < 0) {
 		snprintf(msg, sizeof(msg), "fatbin is truncated or malformed");
 		rc = CUDA_ERROR_INVALID_IMAGE;
+		goto out;
+	}
+	if (!c->have_ptx && mc_on && (c->have_elf || c->have_other)) {
+		rc = machine_code_entries(c->have_elf ? &c->elf : &c->other, NULL, 0, mc, msg, sizeof(msg));
+		if (rc == CUDA_SUCCESS && is_mc)
+			*is_mc = true;
 		goto out;
 	}
 	if (!c->have_ptx) {
 		if (!c->archs[0])
 			snprintf(msg, sizeof(msg), "fatbin holds no code at all (as the device-link image of an "
 				 "nvcc -rdc=true build for compute_XX only: relocatable code is not supported)");
-		else if (c->ptx_too_new)
+		else if (c->ptx_too_new && !mc_on)
 			snprintf(msg, sizeof(msg), "fatbin's PTX is for compute_%u, newer than the device's %d.%d "
 				 "(entries: %s; SIMCUDA_CC sets it)", c->too_new_arch, sim_device_cc() / 10,
 				 sim_device_cc() % 10, c->archs);
+		else if (mc_on)
+			snprintf(msg, sizeof(msg), "fatbin holds no code a device of compute capability %d.%d can "
+				 "run (entries: %s)", sim_device_cc() / 10, sim_device_cc() % 10, c->archs);
 		else
 			snprintf(msg, sizeof(msg), "fatbin holds machine code only (%s; kernels: %s): the "
-				 "software device runs PTX only (add compute_XX to nvcc's -gencode)",
+				 "software device runs PTX only (add compute_XX to nvcc's -gencode, or set "
+				 "SIMCUDA_MACHINE_CODE=noop to run its kernels as no-ops)",
 				 c->archs, c->kernels[0] ? c->kernels : c->err[0] ? c->err : "none found");
 		rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
 		goto out;

@@ -1,6 +1,7 @@
 /* launch.c - kernel launches on the software device: validation, the kernel payload (a deep
  * copy of the parameter bytes laid out as in the PTX) and running it as its twin, or through
- * the PTX interpreter (interp.h) when it has none.
+ * the PTX interpreter (interp.h) when it has none, or, for a kernel loaded from machine code
+ * (SIMCUDA_MACHINE_CODE=noop), as a no-op that is counted, timed and logged once.
  * tests/simcuda layer.
  *
  * A launch only queues work: the twin runs later, at a synchronization point, so the payload
@@ -99,7 +100,12 @@ CUresult sim_kernel_call_new(CUfunction f, struct sim_dim3 grid, struct sim_dim3
 		return CUDA_ERROR_INVALID_VALUE;
 	/* The twin when there is one (unless SIMCUDA_INTERPRET=1), else the PTX interpreter,
 	 * whose decoding (once) refuses a kernel it cannot run: the launch fails, not the run. */
-	if (sim_interp_is_forced() || !sim_func_twin(fn)) {
+	if (fn->mod->no_binary) {
+		sim_log("kernel %s: its image has machine code for sm_%d only, which a device of compute "
+			"capability 9.0 cannot run", e->name, fn->mod->ptx.target_sm);
+		return CUDA_ERROR_NO_BINARY_FOR_GPU;
+	}
+	if (!fn->mod->machine_code && (sim_interp_is_forced() || !sim_func_twin(fn))) {
 		rc = sim_interp_prepare(fn);
 		if (rc != CUDA_SUCCESS)
 			return rc;
@@ -144,6 +150,15 @@ static void kernel_run(struct sim_work *w, void *payload)
 	struct sim_launch l;
 
 	(void)w;
+	if (fn->mod->machine_code) {
+		/* SIMCUDA_MACHINE_CODE=noop: counted and timed like any kernel, memory untouched */
+		if (!fn->noop_logged) {
+			fn->noop_logged = true;
+			sim_log("kernel %s: machine code only, launched as a no-op", e->name);
+		}
+		sim_stats_count("kernels", e->name, 1);
+		return;
+	}
 	if (!fn->twin || (sim_interp_is_forced() && fn->interp)) {
 		/* sim_kernel_call_new decoded it (or refused the launch) */
 		sim_interp_run(k);

@@ -621,8 +621,8 @@ CUresult sim_api_cuMemFree_v2(CUdeviceptr dptr)
 	CUresult rc;
 
 	rc = sim_ctx_require(&ctx);
-	if (rc != CUDA_SUCCESS)
-		goto out;
+	if (rc != CUDA_SUCCESS || !dptr)
+		goto out; /* freeing 0 is a no-op success, as the runtime's cudaFree(0) idiom needs */
 	rc = sim__capture_check_sync(ctx, NULL);
 	if (rc != CUDA_SUCCESS)
 		goto out;

@@ -6,6 +6,7 @@
  * context-independent module; its functions are its kernels. See sim_module_int.h for who
  * owns what and why unloading only frees what no queued work still refers to. */
 #include "interp.h"
+#include "sim_mem_int.h"
 #include "sim_module_int.h"
 
 #include <stdio.h>
@@ -113,15 +114,19 @@ static CUresult module_create(const char *who, const void *image, size_t limit, 
 	struct sim_module *m;
 	CUresult rc;
 
-	rc = sim_image_ptx(who, image, limit, &ptx, errlog, errlen);
-	if (rc != CUDA_SUCCESS)
-		return rc;
 	m = calloc(1, sizeof(*m));
-	if (!m) {
-		free(ptx);
+	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = sim_image_ptx(who, image, limit, &ptx, &m->ptx, &m->machine_code, errlog, errlen);
+	if (rc != CUDA_SUCCESS) {
+		free(m);
+		return rc;
 	}
-	rc = sim_ptx_parse(ptx ? ptx : image, &m->ptx, err, sizeof(err));
+	if (!m->machine_code)
+		rc = sim_ptx_parse(ptx ? ptx : image, &m->ptx, err, sizeof(err));
+	/* As the driver loading lazily: an image without machine code for the device loads, and
+	 * only a launch of one of its kernels fails (cuBLAS registers such an image, sm_75 only). */
+	m->no_binary = m->machine_code && !sim_elf_arch_runs((unsigned int)m->ptx.target_sm);
 	free(ptx);
 	if (rc != CUDA_SUCCESS) {
 		sim_log("%s: image is not valid PTX: %s", who, err);
@@ -541,6 +546,64 @@ out:
 	return rc;
 }
 
+/* A variable of a machine-code module: its device memory, made (with its initial bytes) at the
+ * first lookup in the current context. Never freed: a library outlives contexts, and memory a
+ * destroyed context gave back may belong to another allocation by then. The PTX interpreter
+ * keeps PTX modules' variables in host storage of its own, not looked up by name yet. */
+static CUresult module_global(struct sim_module *m, const char *name, CUdeviceptr *dptr, size_t *bytes)
+{
+	struct sim_mc_global *g = NULL;
+	struct sim_ctx *ctx;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!m->machine_code) {
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
+	if (!name) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	for (unsigned int i = 0; i < m->ptx.nglobals && !g; i++)
+		if (!strcmp(m->ptx.globals[i].name, name))
+			g = &m->ptx.globals[i];
+	if (!g) {
+		rc = CUDA_ERROR_NOT_FOUND;
+		goto out;
+	}
+	if (!g->dptr) {
+		rc = sim_ctx_require(&ctx);
+		if (rc == CUDA_SUCCESS)
+			rc = sim_mem_alloc(ctx, g->size, SIM_MEM_DEVICE, NULL, &g->dptr);
+		if (rc != CUDA_SUCCESS)
+			goto out;
+		if (g->init)
+			memcpy((void *)(uintptr_t)g->dptr, g->init, g->size);
+		else
+			memset((void *)(uintptr_t)g->dptr, 0, g->size);
+	}
+	if (dptr)
+		*dptr = g->dptr;
+	if (bytes)
+		*bytes = g->size;
+out:
+	return rc;
+}
+
+CUresult sim_api_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	struct sim_library *l = sim_library_from(library);
+
+	return l ? module_global(l->mod, name, dptr, bytes) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult sim_api_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	struct sim_module *m = sim_module_from(hmod);
+
+	return m ? module_global(m, name, dptr, bytes) : CUDA_ERROR_INVALID_HANDLE;
+}
+
 CUresult sim_api_cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
 	struct sim_library *lib;
@@ -688,10 +751,10 @@ static CUresult attr_get(struct sim_func *fn, CUfunction_attribute attrib, int *
 		*pi = SIM_REGS_PER_THREAD;
 		break;
 	case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-		*pi = ptx->target_sm ? ptx->target_sm : 90;
+		*pi = ptx->target_sm ? ptx->target_sm : sim_device_cc();
 		break;
 	case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
-		*pi = 90; /* the device is an sm_90 */
+		*pi = sim_device_cc(); /* the device's own architecture (SIMCUDA_CC) */
 		break;
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
 		*pi = fn->max_dyn_shared;

@@ -216,3 +216,76 @@ CUresult sim_api_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize
 out:
 	return rc;
 }
+
+/* Clusters (compute capability 9.0): a cluster of up to 8 blocks is portable, up to 16 with
+ * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED. cuBLAS asks cuOccupancyMaxActiveClusters
+ * for every size from 3 to 16 at start (its "cluster discovery"). The model: a cluster runs
+ * within one GPC, so each GPC holds as many clusters as its SMs' block slots divided by the
+ * cluster's size; the 132 SMs of an H100/H200 SXM are taken as 66 TPCs in 8 GPCs of 9, 9, 9, 9,
+ * 8, 8, 7 and 7 TPCs (144 SMs in the full GH100; which TPCs are fused off varies by part). */
+static const int occ_gpc_sms[] = { 18, 18, 18, 18, 16, 16, 14, 14 };
+#define OCC_CLUSTER_PORTABLE 8
+#define OCC_CLUSTER_MAX 16
+
+/* The cluster size a launch configuration asks for: its cluster-dimension attribute, else the
+ * function's required cluster size, else 1. */
+static CUresult config_cluster(const struct sim_func *fn, const CUlaunchConfig *config, int *size)
+{
+	int n = 1;
+
+	if (fn->cluster_attr[0] > 0)
+		n = fn->cluster_attr[0] * (fn->cluster_attr[1] > 0 ? fn->cluster_attr[1] : 1) *
+		    (fn->cluster_attr[2] > 0 ? fn->cluster_attr[2] : 1);
+	for (unsigned int i = 0; i < config->numAttrs; i++) {
+		const CUlaunchAttribute *a = &config->attrs[i];
+
+		if (a->id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			continue;
+		n = (int)(a->value.clusterDim.x * a->value.clusterDim.y * a->value.clusterDim.z);
+	}
+	*size = n;
+	return n >= 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static int cluster_limit(const struct sim_func *fn)
+{
+	return fn->cluster_attr[3] ? OCC_CLUSTER_MAX : OCC_CLUSTER_PORTABLE;
+}
+
+CUresult sim_api_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+	struct sim_func *fn = NULL;
+	int size = 1, bps;
+	CUresult rc;
+
+	rc = func_get(func, &fn);
+	if (rc == CUDA_SUCCESS && (!numClusters || !config || (config->numAttrs && !config->attrs)))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		rc = config_cluster(fn, config, &size);
+	if (rc == CUDA_SUCCESS && size > cluster_limit(fn))
+		rc = CUDA_ERROR_INVALID_CLUSTER_SIZE;
+	if (rc != CUDA_SUCCESS)
+		goto out;
+	bps = blocks_per_sm(fn, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
+			    config->sharedMemBytes);
+	*numClusters = 0;
+	for (size_t g = 0; g < sizeof(occ_gpc_sms) / sizeof(occ_gpc_sms[0]); g++)
+		*numClusters += bps * occ_gpc_sms[g] / size;
+out:
+	return rc;
+}
+
+CUresult sim_api_cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config)
+{
+	struct sim_func *fn = NULL;
+	CUresult rc;
+
+	rc = func_get(func, &fn);
+	if (rc == CUDA_SUCCESS && (!clusterSize || !config))
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		*clusterSize = blocks_per_sm(fn, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
+					     config->sharedMemBytes) ? cluster_limit(fn) : 0;
+	return rc;
+}

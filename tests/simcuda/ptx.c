@@ -287,7 +287,8 @@ static CUresult add_entry(struct ptx_reader *r, const char *at, const char *name
 static CUresult parse_entry(struct ptx_reader *r)
 {
 	const char *at = r->p;
-	char name[512];
+	/* Mangled C++ names run to thousands of characters (cuBLAS's, PyTorch's): one PTX line. */
+	char name[8192];
 	struct sim_param_info *params = NULL;
 	unsigned int n = 0, cap = 0;
 	CUresult rc;
@@ -437,6 +438,11 @@ void sim_ptx_fini(struct sim_ptx *p)
 		free(p->entries[i].params);
 	}
 	free(p->entries);
+	for (unsigned int i = 0; i < p->nglobals; i++) {
+		free(p->globals[i].name);
+		free(p->globals[i].init);
+	}
+	free(p->globals);
 	free(p->text);
 	memset(p, 0, sizeof(*p));
 }

@@ -44,8 +44,13 @@
 							       \
 		if (rc == CUDA_SUCCESS)                        \
 			rc = sim_leave(sim_api_##symbol args); \
+		if (rc != CUDA_SUCCESS)                        \
+			sim_note_error(#symbol, rc);           \
 		return rc;                                     \
 	}
+
+/* SIMCUDA_LOG_ERRORS=1: one log line per failing call (the first 500), core.c. */
+void sim_note_error(const char *name, CUresult rc);
 
 /* The exported definition of a symbol the device does not implement: counted (so SIMCUDA_FAIL
  * and SIMCUDA_STATS see it), CUDA_ERROR_NOT_SUPPORTED. It takes no parameters: it reads none, and
@@ -56,7 +61,10 @@
 	{                                                      \
 		static struct sim_entry entry;                 \
 							       \
-		return sim_enter_unsupported(&entry, #symbol); \
+		CUresult rc = sim_enter_unsupported(&entry, #symbol); \
+							       \
+		sim_note_error(#symbol, rc);                   \
+		return rc;                                     \
 	}
 
 #endif

@@ -65,6 +65,8 @@ CUresult sim_enter_unsupported(struct sim_entry *e, const char *name);
 
 /* Once-per-process library set-up (environment, memory range); called by sim_enter. */
 void sim_init_once(void);
+/* SIMCUDA_MACHINE_CODE=noop: machine-code-only kernels load and launch as no-ops (core.c). */
+bool sim_machine_code_is_on(void);
 /* Whether cuInit has succeeded; most entry points fail with CUDA_ERROR_NOT_INITIALIZED before. */
 bool sim_is_initialized(void);
 /* The compute capability every device reports, major*10+minor (SIMCUDA_CC, default 90). */

@@ -26,7 +26,17 @@ struct sim_ptx_entry {
 	size_t param_bytes;          /* end of the last parameter (0 without parameters) */
 };
 
+/* A module-scope variable of machine code (__device__, __constant__), machine-code mode only. */
+struct sim_mc_global {
+	char *name;                  /* symbol name */
+	size_t size;                 /* bytes */
+	unsigned char *init;         /* initial bytes (size of them), NULL for zeros */
+	CUdeviceptr dptr;            /* its device memory, allocated at the first lookup (0 before) */
+};
+
 struct sim_ptx {
+	struct sim_mc_global *globals; /* machine code's variables (fatbin.c), NULL for PTX */
+	unsigned int nglobals;       /* globals used */
 	struct sim_ptx_entry *entries; /* every .entry, in file order */
 	unsigned int nentries;       /* entries used */
 	int target_sm;               /* from .target sm_NN (e.g. 90), 0 when absent */
@@ -39,9 +49,15 @@ struct sim_ptx {
  * best PTX entry decompressed into a new NUL-terminated buffer (*text, freed by the caller);
  * for an image without usable PTX (ELF cubin, machine code only, a newer PTX, a bad or
  * truncated fatbin) the error, with one sim_log line naming `who` and, in err, the kernels and
- * architectures it holds. limit: the bytes readable at image, SIZE_MAX when unknown. */
-CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **text,
-		       char *err, size_t errlen);
+ * architectures it holds. limit: the bytes readable at image, SIZE_MAX when unknown.
+ * In machine-code mode (sim_machine_code_is_on, and mc given), an image without usable PTX but
+ * with machine code succeeds instead with *is_mc set and its kernels' names and parameter
+ * layouts in *mc (no text; sim_ptx_fini frees it; mc->target_sm the machine code's sm, that of
+ * the device's architecture when it has one, else the newest: see sim_elf_arch_runs). */
+CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **text, struct sim_ptx *mc,
+		       bool *is_mc, char *err, size_t errlen);
+/* Whether machine code for sm_<arch> runs on the device (same major, minor not above). */
+bool sim_elf_arch_runs(unsigned int arch);
 /* Parse NUL-terminated PTX text. On failure returns CUDA_ERROR_INVALID_PTX, leaves *out
  * empty and writes a one-line reason into err (errlen bytes; err may be NULL). */
 CUresult sim_ptx_parse(const char *text, struct sim_ptx *out, char *err, size_t errlen);
@@ -73,6 +89,7 @@ struct sim_func {
 	struct sim_ifunc *interp;    /* decoded body (interp_decode.c), NULL until first needed */
 	int interp_rc;               /* CUresult of that decoding, once tried (0 before) */
 	bool interp_tried;           /* decoding was tried */
+	bool noop_logged;            /* machine code: its first launch was logged */
 };
 
 struct sim_module {
@@ -84,6 +101,8 @@ struct sim_module {
 	struct sim_func *funcs;      /* one per entry */
 	unsigned int refs;           /* 1 until unloaded + one per live kernel payload */
 	struct sim_imod *interp;     /* the interpreter's decoded functions, NULL until needed */
+	bool machine_code;           /* loaded from machine code: its launches are no-ops (launch.c) */
+	bool no_binary;              /* machine code, none for the device: launches fail (launch.c) */
 };
 
 struct sim_library {

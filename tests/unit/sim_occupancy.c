@@ -139,6 +139,52 @@ static void test_available_dynamic_smem(void **state)
 	assert_int_equal(cuOccupancyAvailableDynamicSMemPerBlock(&avail, NULL, 1, 256), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Clusters are GPC-local (8 GPCs of 18, 18, 18, 18, 16, 16, 14, 14 SMs); 8 blocks is the portable
+ * limit, 16 with the non-portable attribute. 1024-thread blocks: 2 per SM. */
+static void test_clusters(void **state)
+{
+	CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+	CUlaunchConfig cfg = { .gridDimX = 64, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1024, .blockDimY = 1,
+			       .blockDimZ = 1, .attrs = &attr, .numAttrs = 1 };
+	int n = -1;
+
+	(void)state;
+	attr.value.clusterDim.x = 2;
+	attr.value.clusterDim.y = 1;
+	attr.value.clusterDim.z = 1;
+	CHECK(cuOccupancyMaxActiveClusters(&n, fn, &cfg));
+	assert_int_equal(n, 132);
+	attr.value.clusterDim.x = 8;
+	CHECK(cuOccupancyMaxActiveClusters(&n, fn, &cfg));
+	assert_int_equal(n, 4 * 4 + 2 * 4 + 2 * 3);
+	attr.value.clusterDim.x = 16;
+	assert_int_equal(cuOccupancyMaxActiveClusters(&n, fn, &cfg), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+	CHECK(cuOccupancyMaxActiveClusters(&n, fn, &cfg));
+	assert_int_equal(n, 4 * 2 + 2 * 2 + 2 * 1);
+	CHECK(cuOccupancyMaxPotentialClusterSize(&n, fn, &cfg));
+	assert_int_equal(n, 16);
+	CHECK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+	CHECK(cuOccupancyMaxPotentialClusterSize(&n, fn, &cfg));
+	assert_int_equal(n, 8);
+}
+
+/* A context's default limits, as the driver documents them. */
+static void test_ctx_limits(void **state)
+{
+	size_t v = 0;
+
+	(void)state;
+	CHECK(cuCtxGetLimit(&v, CU_LIMIT_PRINTF_FIFO_SIZE));
+	assert_int_equal(v, 1 << 20);
+	CHECK(cuCtxGetLimit(&v, CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT));
+	assert_int_equal(v, 2048);
+	CHECK(cuCtxGetLimit(&v, CU_LIMIT_SHMEM_SIZE));
+	assert_int_equal(v, 227 * 1024);
+	CHECK(cuCtxGetLimit(&v, CU_LIMIT_CIG_ENABLED));
+	assert_int_equal(v, 0);
+}
+
 static void test_kernel_handle(void **state)
 {
 	CUlibrary lib;
@@ -163,6 +209,8 @@ int main(void)
 		cmocka_unit_test(test_potential_block_size),
 		cmocka_unit_test(test_potential_callback),
 		cmocka_unit_test(test_available_dynamic_smem),
+		cmocka_unit_test(test_clusters),
+		cmocka_unit_test(test_ctx_limits),
 		cmocka_unit_test(test_kernel_handle),
 	};
 

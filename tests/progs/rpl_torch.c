@@ -1,0 +1,126 @@
+/* rpl_torch.c - PyTorch's habits of calling the driver, in plain driver-API C, so that what keeps
+ * its steps from replaying is tested without installing PyTorch (issue 25; tests/e2e/
+ * replay_torch_habits.sh). Each mode is one habit measured on tests/clients/torch_*.py in
+ * machine-code mode; the program prints a checksum of everything it computed, which must be the
+ * same with and without cufold. usage: rpl_torch MODE [steps]   tests layer.
+ *
+ * Modes:
+ *   tocopy   each step moves its batch to the device as PyTorch's x.to("cuda") of a pageable
+ *            tensor does: one cuMemcpyHtoDAsync and one cuStreamSynchronize per tensor (8
+ *            tensors), then the step's kernels, then loss.item() (copy to host, synchronize).
+ *            cufold's report on torch_nogemm.py shows these one-copy windows ended by SYNC as
+ *            eager work (32 at set-up there; every step in a loop that moves its batch per step).
+ *   steady   the same step with the batch already on the device (torch_nogemm.py's steady state:
+ *            every step replayed), the reference for tocopy.
+ *   asyncfree the same step as steady with every activation taken from and given back to a
+ *            stream-ordered pool (cuMemAllocAsync / cuMemFreeAsync on the step's stream), as
+ *            PyTorch's PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync allocator does: measured on
+ *            torch_nogemm.py, every cuMemFreeAsync ends cufold's window (FREE), 0.5 % of ops
+ *            replayed, 412 host submissions a step with and without cufold. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#define N 1024
+#define NT 8 /* tensors in a batch */
+#define NL 6 /* layers of the step */
+
+static CUfunction f_axpy, f_relu, f_mul, f_scale;
+static uint64_t h64 = TL_HASH_INIT;
+
+static void launch(CUfunction f, CUstream s, void **args)
+{
+	CHECK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, s, args, NULL));
+}
+
+/* One training-shaped step on the batch x[0..NT): forward, backward-ish, update, loss. With
+ * pool, each layer's product goes through a temporary of the stream-ordered pool, allocated and
+ * freed on s around its two uses (a caching allocator's habit, done by the driver). */
+static void step(CUdeviceptr *x, CUdeviceptr *w, CUdeviceptr act, CUdeviceptr loss, CUstream s, bool pool)
+{
+	int n = N;
+	float lr = -0.01f, half = 0.5f, one = 1.0f;
+
+	for (int l = 0; l < NL; l++) {
+		CUdeviceptr t = act;
+		void *a1[] = { &t, &x[l % NT], &w[l], &n };
+		void *a2[] = { &act, &t, &n };
+
+		if (pool)
+			CHECK(cuMemAllocAsync(&t, N * sizeof(float), s));
+		launch(f_mul, s, a1);
+		launch(f_relu, s, a2);
+		if (pool) {
+			void *a3[] = { &act, &t, &one, &n };
+
+			launch(f_axpy, s, a3);
+			CHECK(cuMemFreeAsync(t, s));
+		}
+	}
+	for (int l = NL - 1; l >= 0; l--) {
+		void *a[] = { &w[l], &act, &lr, &n };
+
+		launch(f_axpy, s, a);
+	}
+	{
+		void *a[] = { &loss, &act, &half, &n };
+
+		launch(f_scale, s, a);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "tocopy";
+	int steps = argc > 2 ? atoi(argv[2]) : 12;
+	bool tocopy = !strcmp(mode, "tocopy"), pool = !strcmp(mode, "asyncfree");
+	CUdeviceptr x[NT], w[NL], act, loss;
+	static float host[NT][N];
+	CUmodule elem;
+	CUstream s = NULL;
+
+	if (!tocopy && !pool && strcmp(mode, "steady")) {
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree [steps]\n");
+		return 2;
+	}
+	tl_init();
+	elem = tl_load_module("elementwise");
+	f_axpy = tl_func(elem, "axpy");
+	f_relu = tl_func(elem, "relu");
+	f_mul = tl_func(elem, "mul");
+	f_scale = tl_func(elem, "scale");
+	CHECK(cuMemAlloc(&act, N * sizeof(float)));
+	CHECK(cuMemAlloc(&loss, N * sizeof(float)));
+	for (int l = 0; l < NL; l++) {
+		CHECK(cuMemAlloc(&w[l], N * sizeof(float)));
+		tl_fill_random(host[0], N, 100u + (uint32_t)l);
+		CHECK(cuMemcpyHtoD(w[l], host[0], N * sizeof(float)));
+	}
+	for (int t = 0; t < NT; t++) {
+		CHECK(cuMemAlloc(&x[t], N * sizeof(float)));
+		tl_fill_random(host[t], N, 1u + (uint32_t)t);
+		CHECK(cuMemcpyHtoD(x[t], host[t], N * sizeof(float)));
+	}
+	for (int i = 0; i < steps; i++) {
+		float l0 = 0;
+
+		if (tocopy) {
+			for (int t = 0; t < NT; t++) { /* x.to("cuda"), non_blocking=False, pageable */
+				tl_fill_random(host[t], N, 1000u * (uint32_t)i + (uint32_t)t);
+				CHECK(cuMemcpyHtoDAsync(x[t], host[t], N * sizeof(float), s));
+				CHECK(cuStreamSynchronize(s));
+			}
+		}
+		step(x, w, act, loss, s, pool);
+		CHECK(cuMemcpyDtoHAsync(&l0, loss, sizeof(l0), s)); /* loss.item() */
+		CHECK(cuStreamSynchronize(s));
+		h64 = tl_hash(&l0, sizeof(l0), h64);
+	}
+	for (int l = 0; l < NL; l++)
+		h64 = tl_hash_device(w[l], N * sizeof(float), h64);
+	printf("rpl_torch %s steps=%d hash=%016llx\n", mode, steps, (unsigned long long)h64);
+	return 0;
+}
