@@ -3,8 +3,8 @@
  * stability across repeats and the call sites that launch most; totals; what ended windows;
  * cufold's own memory. capture layer.
  *
- * The file's first key is "cufold_report": cap__out_open truncates an existing file only when
- * it starts with that marker. Per-shape figures describe one sighting (its last window). */
+ * The file's first key is "cufold_report": cap__out_open replaces an existing file only when
+ * it starts with that marker and is one complete JSON value. Per-shape figures describe one sighting (its last window). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,12 +210,13 @@ int cap_write_report(const char *path)
 	struct cap_totals t;
 	bool first = true;
 	size_t nk, nsites;
+	struct cf_out o;
 	FILE *f;
-	int rc = 0;
+	int rc;
 
-	f = cap__out_open(path, REPORT_MARKER);
-	if (!f)
+	if (cap__out_open(&o, path, REPORT_MARKER) != 0)
 		return -CF_EIO;
+	f = o.f;
 	cap_get_totals(&t);
 	fprintf(f, "{\"cufold_report\": {\"version\": 1, \"mode\": ");
 	cap__json_str(f, cap__s.cfg.mode_name ? cap__s.cfg.mode_name : "trace");
@@ -275,10 +276,7 @@ int cap_write_report(const char *path)
 	if (cap__s.cfg.report_extra)
 		cap__s.cfg.report_extra(f);
 	fprintf(f, "\n}\n");
-	if (ferror(f))
-		rc = -CF_EIO;
-	if (fclose(f) != 0)
-		rc = -CF_EIO;
+	rc = cap__out_close(&o);
 	return rc;
 }
 

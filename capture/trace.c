@@ -192,13 +192,14 @@ void cap__trace_window(const struct cap_window *w, const struct cap_shape *s)
 int cap_write_trace(const char *path)
 {
 	static const char *const kinds[] = { "legacy default", "per-thread default", "blocking", "non-blocking" };
-	FILE *f = cap__out_open(path, TRACE_MARKER);
 	long pid = (long)getpid();
+	struct cf_out o;
+	FILE *f;
 	void *v;
-	int rc = 0;
 
-	if (!f)
+	if (cap__out_open(&o, path, TRACE_MARKER) != 0)
 		return -CF_EIO;
+	f = o.f;
 	fprintf(f, "{\"cufold_trace\": {\"version\": 1, \"windows\": %llu, \"truncated\": %s, \"max_bytes\": %zu, "
 		   "\"note\": \"slices start at the host call; %s\"},\n",
 		(unsigned long long)windows_traced, truncated ? "true" : "false", cap__s.cfg.trace_max_bytes,
@@ -225,11 +226,7 @@ int cap_write_trace(const char *path)
 	if (len)
 		fwrite(buf, 1, len, f);
 	fprintf(f, "\n]}\n");
-	if (ferror(f))
-		rc = -CF_EIO;
-	if (fclose(f) != 0)
-		rc = -CF_EIO;
-	return rc;
+	return cap__out_close(&o);
 }
 
 void cap__trace_fini(void)

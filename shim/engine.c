@@ -745,12 +745,15 @@ static void write_output(const char *var, const char *path, int (*writer)(const 
 	case EEXIST:
 		why = "a file is there that is not cufold's own output; it is left alone";
 		break;
+	case EINVAL:
+		why = "it is not a regular file";
+		break;
 	default:
 		why = errno ? strerror(errno) : cf_strerror(rc);
 		break;
 	}
-	cf_log_warn("%s=%s: cannot write it (%s); nothing written there, the program is not affected", var, path,
-		    why);
+	cf_log_warn("%s=%s: cannot write it (%s); nothing written there (a file already there is left as it was), "
+		    "the program is not affected", var, path, why);
 }
 
 __attribute__((destructor)) static void engine_exit(void)
