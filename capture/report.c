@@ -12,6 +12,7 @@
 
 #include "capture/capture_int.h"
 #include "common/compiler.h"
+#include "common/config.h"
 #include "common/errors.h"
 
 #define REPORT_MARKER "{\"cufold_report\""
@@ -224,6 +225,11 @@ int cap_write_report(const char *path)
 		cap__s.cfg.max_templates);
 	cap__json_str(f, cap__s.barrier);
 	fprintf(f, ", \"callsites\": %s},\n", cap__s.cfg.callsites ? "true" : "false");
+	fprintf(f, " \"version\": ");
+	cap__json_str(f, CUFOLD_VERSION);
+	fprintf(f, ", \"run_id\": ");
+	cap__json_str(f, cf_config_get()->run_id);
+	fprintf(f, ",\n");
 	fprintf(f, " \"totals\": {\"windows\": %llu, \"shapes\": %zu, \"shapes_evicted\": %llu, \"ops\": ",
 		(unsigned long long)t.windows, cap_shape_count(), (unsigned long long)t.shapes_evicted);
 	{

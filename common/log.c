@@ -116,6 +116,7 @@ int cf_log_get_fd(void)
 
 int cf_log_open_file(const char *path, char *why, size_t cap)
 {
+	char expanded[4096];
 	int fd, old;
 
 	if (!path || !*path) {
@@ -123,8 +124,14 @@ int cf_log_open_file(const char *path, char *why, size_t cap)
 			snprintf(why, cap, "an empty path");
 		return -CF_EINVAL;
 	}
+	/* "%p": one file per process of a multi-process job */
+	if (!cf_path_expand(path, expanded, sizeof(expanded))) {
+		if (why && cap)
+			snprintf(why, cap, "too long once %%p is expanded");
+		return -CF_EINVAL;
+	}
 	/* an output: never through a planted link, never into a FIFO or a device */
-	fd = cf_file_open_regular(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644, why, cap);
+	fd = cf_file_open_regular(expanded, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644, why, cap);
 	if (fd < 0)
 		return fd;
 	__atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);

@@ -41,7 +41,8 @@ enum cf_log_level cf_log_get_level(void);
 /* Send the log to fd (not closed by the logger); -1 restores stderr. */
 void cf_log_set_fd(int fd);
 int cf_log_get_fd(void);
-/* Open path for appending (created 0644 when missing) and log there. Only a regular file is
+/* Open path ("%p" becomes the process id, "%%" a percent sign) for appending (created 0644 when
+ * missing) and log there. Only a regular file is
  * taken and a final symbolic link is not followed (common/file.h): a FIFO, a device, a
  * directory or a link is refused. On failure the log stays where it was and a negative CF_E*
  * code is returned, with why (cap bytes; may be NULL) saying why. The previous file opened by

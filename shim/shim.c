@@ -83,8 +83,8 @@ static int init_slow(void)
 			for (int id = 0; id < SHIM_API_COUNT; id++)
 				n += shim_real_has((enum shim_api_id)id);
 			/* the library loaded, which is not CUFOLD_LIBCUDA when that was refused */
-			cf_log_info("mode %s; driver %s: %d of %d entry points", cf_mode_name(mode),
-				    lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
+			cf_log_info("cufold %s; mode %s; driver %s: %d of %d entry points", CUFOLD_VERSION,
+				    cf_mode_name(mode), lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
 		}
 	}
 	shim_inside_leave();
