@@ -800,3 +800,44 @@ out:
 	if (exit_done && strict_registered)
 		strict_exit(); /* _exit, not under the lock: no destructor after this one runs */
 }
+
+/* ------------------------------------------------------------------ outputs while running */
+
+int shim_engine_write_outputs(bool final)
+{
+	const struct cf_config *cfg = cf_config_get();
+	struct timespec until;
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
+		return 0;
+	if (!final) {
+		if (pthread_mutex_trylock(&lock) != 0)
+			return -CF_EBUSY; /* another call holds it, perhaps this thread's own caller */
+	} else {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 2;
+		if (pthread_mutex_timedlock(&lock, &until) != 0) {
+			cf_log_warn("stopped by a signal: the engine's lock stayed taken for 2 s; the outputs are not "
+				    "written");
+			return -CF_ESTATE;
+		}
+	}
+	cf_serial_enter();
+	shim_inside_enter();
+	if (!still_recording() || cfg->secure)
+		goto out;
+	if (!final) {
+		write_output("CUFOLD_REPORT", cfg->report, cap_write_report);
+		goto out;
+	}
+	close_window(CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
+	if (replaying)
+		rpl_stop();
+	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
+	write_output("CUFOLD_REPORT", cfg->report, cap_write_report);
+	write_output("CUFOLD_TRACE", cfg->trace, cap_write_trace);
+	write_output("CUFOLD_DOT", cfg->dot, cap_write_dot);
+out:
+	lock_drop();
+	return 0;
+}

@@ -19,6 +19,7 @@
 #include "common/serial.h"
 #include "shim/engine.h"
 #include "shim/shim_int.h"
+#include "shim/signals.h"
 
 bool shim__passthrough;
 __thread int shim__inside __attribute__((tls_model("initial-exec")));
@@ -85,6 +86,8 @@ static int init_slow(void)
 			/* the library loaded, which is not CUFOLD_LIBCUDA when that was refused */
 			cf_log_info("cufold %s; mode %s; driver %s: %d of %d entry points", CUFOLD_VERSION,
 				    cf_mode_name(mode), lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
+			if (mode != CF_MODE_OFF)
+				shim_signals_arm(); /* outputs of a job stopped by a signal */
 		}
 	}
 	shim_inside_leave();
@@ -113,6 +116,7 @@ void shim_note_call(enum shim_api_id id)
 	if (mode == CF_MODE_OFF || (unsigned)id >= SHIM_API_COUNT)
 		return;
 	__atomic_fetch_add(&counts[id], 1, __ATOMIC_RELAXED);
+	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
 
 void shim_note_unmodeled(enum shim_api_id id)
