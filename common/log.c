@@ -166,3 +166,28 @@ const char *cf_log_level_name(enum cf_log_level level)
 {
 	return (unsigned)level <= CF_LOG_DEBUG ? level_names[level] : "?";
 }
+
+char *cf_log_printable(char *out, size_t cap, const char *text, size_t max)
+{
+	size_t n = 0, i = 0;
+
+	if (!cap)
+		return out;
+	for (; text && text[i] && i < max; i++) {
+		unsigned char c = (unsigned char)text[i];
+		bool plain = c >= 0x20 && c < 0x7f;
+
+		if (n + (plain ? 1 : 4) + 4 > cap)
+			break;
+		if (plain)
+			out[n++] = (char)c;
+		else
+			n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+	}
+	if (text && text[i] && n + 4 <= cap) {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = 0;
+	return out;
+}

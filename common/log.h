@@ -52,6 +52,11 @@ int cf_log_open_file(const char *path, char *why, size_t cap);
 void cf_log_set_stderr_fd(int fd);
 int cf_log_get_stderr_fd(void);
 
+/* A copy of text fit to print in a message: at most max of its bytes, each byte that is not
+ * printable ASCII (controls, DEL, anything >= 0x80: terminal escapes, binary data) as \xNN,
+ * and "..." when cut short; always NUL-terminated within cap bytes. Returns out. */
+char *cf_log_printable(char *out, size_t cap, const char *text, size_t max);
+
 /* Parse "err", "warn", "info", "debug"; returns 0 and sets *out, or -CF_EINVAL. */
 int cf_log_level_parse(const char *s, enum cf_log_level *out);
 const char *cf_log_level_name(enum cf_log_level level);

@@ -154,11 +154,88 @@ static void test_lookup_as_scan(void **state)
 	rw_cards_destroy(set);
 }
 
+/* Parse text as file with the log captured; the lines logged (malloc'd). */
+static char *parse_logged(const char *file, const char *text, size_t len, int *rejected)
+{
+	char path[] = "/tmp/cufold-test-hostile-XXXXXX";
+	struct rw_cards *set = rw_cards_create();
+	int fd = mkstemp(path);
+	off_t n;
+	char *log;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	cf_log_set_fd(fd);
+	*rejected = rw_cards_parse(set, file, text, len);
+	cf_log_set_fd(-1);
+	n = lseek(fd, 0, SEEK_END);
+	log = calloc(1, (size_t)n + 1);
+	assert_non_null(log);
+	assert_int_equal(pread(fd, log, (size_t)n, 0), n);
+	close(fd);
+	rw_cards_destroy(set);
+	fputs(log, stderr);
+	return log;
+}
+
+/* Every byte of the log is printable ASCII or a newline, and no line is long. */
+static void assert_clean(const char *log)
+{
+	size_t col = 0;
+
+	for (const char *c = log; *c; c++) {
+		if (*c == '\n') {
+			col = 0;
+			continue;
+		}
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			fail_msg("raw byte 0x%02x in the log", (unsigned char)*c);
+		if (++col > 600)
+			fail_msg("a log line longer than 600 characters");
+	}
+}
+
+static void test_no_raw_bytes(void **state)
+{
+	static const char escape[] = "kernel k\n  param \x1b]0;owned\x07\x1b[31mred i32\nend\n";
+	static const char passwd[] = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/false\n";
+	static const char binary[] = "\x7f" "ELF\x02\x01\x01\0\0\0\nkernel\n\xff\xfe\n";
+	char longword[2048], *log;
+	int bad;
+
+	(void)state;
+	log = parse_logged("esc.cards", escape, sizeof(escape) - 1, &bad);
+	assert_int_equal(bad, 1);
+	assert_clean(log);
+	assert_non_null(strstr(log, "\\x1b"));
+	free(log);
+
+	log = parse_logged("/etc/passwd", passwd, sizeof(passwd) - 1, &bad);
+	assert_int_equal(bad, 1);
+	assert_clean(log);
+	assert_null(strstr(log, "root:x")); /* a foreign file's first line is not echoed */
+	free(log);
+
+	log = parse_logged("lib.so", binary, sizeof(binary) - 1, &bad);
+	assert_int_equal(bad, 1);
+	assert_clean(log);
+	assert_non_null(strstr(log, "not a text file"));
+	assert_null(strchr(strchr(log, '\n') + 1, '\n')); /* one line */
+	free(log);
+
+	snprintf(longword, sizeof(longword), "kernel k\n  param %01500d i32\nend\n", 7);
+	log = parse_logged("\x1b[2Jname.cards", longword, strlen(longword), &bad);
+	assert_int_equal(bad, 1);
+	assert_clean(log);
+	free(log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_100k),
 		cmocka_unit_test(test_lookup_as_scan),
+		cmocka_unit_test(test_no_raw_bytes),
 	};
 
 	cf_log_set_level(CF_LOG_WARN);
