@@ -132,7 +132,8 @@ uint64_t shim_count(enum shim_api_id id)
 	return (unsigned)id < SHIM_API_COUNT ? __atomic_load_n(&counts[id], __ATOMIC_RELAXED) : 0;
 }
 
-/* At exit, with CUFOLD_LOG=info: every intercepted call, by exported symbol. */
+/* At exit, with CUFOLD_LOG=info: the calls intercepted, one line of the short summary; with
+ * CUFOLD_LOG=debug also one line per exported symbol called. */
 __attribute__((destructor)) static void report_counts(void)
 {
 	uint64_t total = 0;
@@ -153,6 +154,6 @@ __attribute__((destructor)) static void report_counts(void)
 		uint64_t n = shim_count((enum shim_api_id)id);
 
 		if (n)
-			cf_log_info("calls %s %llu", shim_api[id].name, (unsigned long long)n);
+			cf_log_debug("calls %s %llu", shim_api[id].name, (unsigned long long)n);
 	}
 }
