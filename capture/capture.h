@@ -228,6 +228,8 @@ const char *cap_boundary_label(enum cap_boundary b); /* "synchronize" */
 
 struct cap_shape;
 
+struct cf_json;
+
 struct cap_config {
 	unsigned int max_templates;  /* window shapes kept (CUFOLD_MAX_TEMPLATES); least recently used go */
 	const char *barrier_kernels; /* CUFOLD_BARRIER_KERNELS: glob[,glob] (copied) */
@@ -239,9 +241,9 @@ struct cap_config {
 	void (*note_driver_call)(enum shim_api_id id);
 	/* A shape is about to be evicted (replay drops its template); may be NULL. */
 	void (*shape_evicted)(struct cap_shape *s);
-	/* Writing the report: append members (each after ",\n ") at the end of its top-level
-	 * object, e.g. replay's figures (may be NULL). Called with the caller's lock held. */
-	void (*report_extra)(FILE *f);
+	/* Writing the report: append members (keys and values, common/json.h) at the end of its
+	 * top-level object, e.g. replay's figures (may be NULL). Called with the caller's lock held. */
+	void (*report_extra)(struct cf_json *j);
 };
 
 /* Start recording (idempotent per cap_fini). 0 or -CF_ENOMEM. */

@@ -209,8 +209,6 @@ int cap__out_openat(struct cf_out *o, int dirfd, const char *name, const char *m
 int cap__out_close(struct cf_out *o);
 /* path with "%p" (and "%%") expanded into out; false when it does not fit. */
 bool cap__path_expand(const char *path, char *out, size_t cap);
-/* Write s as a JSON string (quoted, escaped). */
-void cap__json_str(FILE *f, const char *s);
 
 /* Call sites by ops recorded (callsite.c): fills up to max (hash, ops), most first; returns
  * how many there are. */

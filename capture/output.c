@@ -1,4 +1,4 @@
-/* output.c - writing output files safely, and JSON strings. capture layer.
+/* output.c - writing output files safely (JSON is written with common/json.h). capture layer.
  *
  * cufold writes where the user points it, often in shared folders: it must never be the tool
  * that follows a planted symlink, clobbers someone's file or leaves a torn one. Every output is
@@ -44,20 +44,4 @@ int cap__out_openat(struct cf_out *o, int dirfd, const char *name, const char *m
 int cap__out_close(struct cf_out *o)
 {
 	return cf_out_commit(o) == 0 ? 0 : -CF_EIO;
-}
-
-void cap__json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
 }

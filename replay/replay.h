@@ -169,10 +169,12 @@ void rpl_get_totals(struct rpl_totals *t);
 uint64_t rpl_strict_events(void);
 /* Measured matching cost per op (ns), 0 when nothing was matched. */
 double rpl_host_ns_per_op(void);
-/* Write replay's members of the JSON report, each after ",\n ": "replay" (per template:
- * segments, launches, fallbacks with reasons, patches, moved call sites, submissions saved;
- * totals) and "host_ns_per_op" (the measured matching cost, which scripts/bench reads). */
-void rpl_write_report_json(FILE *f);
+/* Write replay's members of the JSON report (common/json.h, inside its top-level object):
+ * "replay" (per template: segments, launches, fallbacks with reasons, patches, moved call sites,
+ * submissions saved; totals) and "host_ns_per_op" (the measured matching cost, which
+ * scripts/bench reads). */
+struct cf_json;
+void rpl_write_report_json(struct cf_json *j);
 /* Bytes of host memory replay holds. */
 size_t rpl_memory_bytes(void);
 

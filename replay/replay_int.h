@@ -327,10 +327,8 @@ bool rpl__error_is_sticky(CUresult rc);
 void rpl__errors_at_exit(void);
 /* Forget every error (fork child, fini). */
 void rpl__errors_reset(void);
-/* The report's "deferred_errors" member. */
-void rpl__errors_write_json(FILE *f);
-/* text as the inside of a JSON string. */
-void rpl__json_text(FILE *f, const char *text);
+/* The report's "deferred_errors" member (key and value, common/json.h). */
+void rpl__errors_write_json(struct cf_json *j);
 
 /* markers.c: NVTX ranges and marks in the "cufold" domain; each returns at once when no NVTX tool
  * is attached. Ranges nest: every *_begin is closed by one rpl__mark_end. */
