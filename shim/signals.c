@@ -3,7 +3,9 @@
  * The handler is async-signal-safe: it writes one byte (the signal's number) to a pipe and waits
  * (poll, at most 10 s) for the watcher to end the process; the thread it interrupted does not
  * run on, as it would not under the default disposition (a program that raises a signal on
- * itself does not see raise return). When there is no watcher to read it (a forked child before
+ * itself does not see raise return). A thread interrupted inside cufold (shim__inside: it may
+ * hold the engine's lock) is not held: it finishes its call, and the watcher, which waits for
+ * the lock at most 2 s, ends the process after. When there is no watcher to read it (a forked child before
  * it re-armed, a failed start) it restores the default disposition and raises the signal again
  * at once. The watcher
  * thread, with every signal blocked, waits on the pipe (with CUFOLD_REPORT_EVERY, for at most
@@ -29,6 +31,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "shim/engine.h"
+#include "shim/shim.h"
 
 #define HANDLER_WAIT_MS 10000 /* the longest a stopped thread waits for the watcher */
 
@@ -58,11 +61,17 @@ static void on_signal(int sig)
 	unsigned char b = (unsigned char)sig;
 
 	/* This thread stops here, as the signal's default effect would stop it: the watcher writes
-	 * the outputs and raises the signal again, which ends the process. Should the watcher not
-	 * get there in time (stuck behind a lock this thread holds), the default effect comes
-	 * from here. Without a watcher (a forked child before its first call) it comes at once. */
-	if (fd >= 0 && getpid() == __atomic_load_n(&watcher_pid, __ATOMIC_RELAXED) && write(fd, &b, 1) == 1)
-		poll(NULL, 0, HANDLER_WAIT_MS);
+	 * the outputs and raises the signal again, which ends the process (a thread running
+	 * cufold's own code goes on to the end of its call instead). Without a watcher (a forked
+	 * child before its first call) the default effect comes at once. */
+	if (fd >= 0 && getpid() == __atomic_load_n(&watcher_pid, __ATOMIC_RELAXED) && write(fd, &b, 1) == 1) {
+		/* inside cufold, perhaps holding the engine's lock the watcher needs: return, let
+		 * it finish its call; the watcher ends the process once the lock is free */
+		if (!shim__inside)
+			poll(NULL, 0, HANDLER_WAIT_MS);
+		errno = saved;
+		return;
+	}
 	to_default(sig);
 	raise(sig); /* blocked in this handler: delivered when it returns */
 	errno = saved;
