@@ -107,6 +107,17 @@ bool cf_path_expand(const char *path, char *out, size_t cap)
 	return true;
 }
 
+bool cf_path_has_pid(const char *path)
+{
+	for (const char *p = path; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p')
+			return true;
+		if (p[0] == '%' && p[1] == '%')
+			p++;
+	}
+	return false;
+}
+
 #define OURS_MAX (1ull << 30) /* larger files are not taken for cufold's */
 
 /* The JSON scanner's state across the chunks of a file. */

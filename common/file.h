@@ -21,6 +21,8 @@ int cf_file_open_regular(const char *path, int flags, unsigned mode, char *why, 
 /* Copy path into out (cap bytes) with "%p" replaced by the process id and "%%" by one '%' (any
  * other '%' is kept as it is); false when the result does not fit. */
 bool cf_path_expand(const char *path, char *out, size_t cap);
+/* Whether cf_path_expand would put the process id into path ("%p", not "%%p"). */
+bool cf_path_has_pid(const char *path);
 
 /* Writing an output file atomically: the text goes to a temporary file in the same folder
  * (".NAME.PID.N.tmp", created O_EXCL|O_NOFOLLOW, 0644 less the umask), which is flushed,

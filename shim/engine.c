@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/errors.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/serial.h"
 #include "replay/replay.h"
@@ -732,7 +733,7 @@ static void write_output(const char *var, const char *path, int (*writer)(const 
 
 	if (!path[0])
 		return;
-	if (is_child && !strstr(path, "%p"))
+	if (is_child && !cf_path_has_pid(path))
 		return; /* the parent writes this path: a forked child would overwrite it */
 	errno = 0;
 	rc = writer(path);
