@@ -65,12 +65,15 @@ static void on_signal(int sig)
 	 * cufold's own code goes on to the end of its call instead). Without a watcher (a forked
 	 * child before its first call) the default effect comes at once. */
 	if (fd >= 0 && getpid() == __atomic_load_n(&watcher_pid, __ATOMIC_RELAXED) && write(fd, &b, 1) == 1) {
-		/* inside cufold, perhaps holding the engine's lock the watcher needs: return, let
-		 * it finish its call; the watcher ends the process once the lock is free */
-		if (!shim__inside)
-			poll(NULL, 0, HANDLER_WAIT_MS);
-		errno = saved;
-		return;
+		if (shim__inside) {
+			/* inside cufold, perhaps holding the engine's lock the watcher needs: let it
+			 * finish its call; the watcher ends the process once the lock is free */
+			errno = saved;
+			return;
+		}
+		poll(NULL, 0, HANDLER_WAIT_MS);
+		/* the watcher did not end the process in time (stuck behind something this
+		 * thread holds, malloc's lock say): the default effect, without the outputs */
 	}
 	to_default(sig);
 	raise(sig); /* blocked in this handler: delivered when it returns */
