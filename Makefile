@@ -130,6 +130,10 @@ $(SIM_OBJ) $(CF_OBJ) $(TLIB_OBJ): | $(B)/gen/cuda_errors.h
 
 # cufold's objects are compiled with hidden visibility: only the version script's names leave.
 $(CF_OBJ): CFLAGS += -fvisibility=hidden
+# the version (one line in VERSION): in the library's first log line and in the report
+CUFOLD_VERSION := $(shell cat VERSION)
+$(CF_OBJ): CPPFLAGS += -DCUFOLD_VERSION='"$(CUFOLD_VERSION)"'
+$(CF_OBJ): VERSION
 
 $(B)/gen/libcufold.map: driver/cuda_api.def
 	@mkdir -p $(dir $@)

@@ -233,6 +233,8 @@ const char *cap_boundary_label(enum cap_boundary b); /* "synchronize" */
 
 struct cap_shape;
 
+struct cf_json;
+
 struct cap_config {
 	unsigned int max_templates;  /* window shapes kept (CUFOLD_MAX_TEMPLATES); least recently used go */
 	const char *barrier_kernels; /* CUFOLD_BARRIER_KERNELS: glob[,glob] (copied) */
@@ -244,9 +246,9 @@ struct cap_config {
 	void (*note_driver_call)(enum shim_api_id id);
 	/* A shape is about to be evicted (replay drops its template); may be NULL. */
 	void (*shape_evicted)(void *arg, struct cap_shape *s);
-	/* Writing the report: append members (each after ",\n ") at the end of its top-level
-	 * object, e.g. replay's figures (may be NULL). Called with the caller's lock held. */
-	void (*report_extra)(void *arg, FILE *f);
+	/* Writing the report: append members (keys and values, common/json.h) at the end of its
+	 * top-level object, e.g. replay's figures (may be NULL). Called with the caller's lock held. */
+	void (*report_extra)(void *arg, struct cf_json *j);
 	void *arg;                   /* passed to shape_evicted and report_extra */
 };
 
@@ -262,7 +264,7 @@ struct cap_engine *cap_engine_create(const struct cap_config *cfg);
 void cap_engine_destroy(struct cap_engine *ce);
 /* Replay's callbacks (capture is made first, replay over it): see struct cap_config. */
 void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
-		    void (*report_extra)(void *arg, FILE *f), void *arg);
+		    void (*report_extra)(void *arg, struct cf_json *j), void *arg);
 /* What every caller may read of a capture part without a call: struct cap_engine begins with
  * it (the engine asks it under the lock on every recorded call). */
 struct cap_engine_head {

@@ -9,6 +9,7 @@
 
 #include "capture/capture.h"
 #include "common/arena.h"
+#include "common/file.h"
 #include "common/map.h"
 #include "common/serial.h"
 #include "common/table.h"
@@ -241,16 +242,19 @@ size_t cap__trace_bytes(struct cap_engine *ce);
 
 /* ------------------------------------------------------------------ output helpers (output.c) */
 
-/* Open path for writing: created new (O_EXCL, never through a symlink), or an existing regular
- * file that starts with marker (cufold's own earlier output) truncated. "%p" in path becomes the
- * process id. Returns a stream, or NULL with errno set. */
-FILE *cap__out_open(const char *path, const char *marker);
-/* The same for name inside the folder dirfd (openat; "%p" is not expanded). */
-FILE *cap__out_openat(int dirfd, const char *name, const char *marker);
-/* path with "%p" expanded into out; false when it does not fit. */
+/* Start writing path atomically (common/file.h, cf_out): the text goes to o->f, a temporary
+ * file in the same folder, renamed over path by cap__out_close once complete. An existing path
+ * is replaced only when it is cufold's own output of that kind (it starts with marker, ends with
+ * a closing brace and, for JSON, is one complete value). "%p" in path becomes the process id.
+ * Returns 0, or -CF_EIO with errno set (EEXIST: someone else's file; ELOOP: a symlink). */
+int cap__out_open(struct cf_out *o, const char *path, const char *marker);
+/* The same for name inside the folder dirfd ("%p" is not expanded). */
+int cap__out_openat(struct cf_out *o, int dirfd, const char *name, const char *marker);
+/* Flush, fsync and rename into place; 0, or -CF_EIO with errno (the temporary file removed, the
+ * old file, if any, left as it was). */
+int cap__out_close(struct cf_out *o);
+/* path with "%p" (and "%%") expanded into out; false when it does not fit. */
 bool cap__path_expand(const char *path, char *out, size_t cap);
-/* Write s as a JSON string (quoted, escaped). */
-void cap__json_str(FILE *f, const char *s);
 
 /* Call sites by ops recorded (callsite.c): fills up to max (hash, ops), most first; returns
  * how many there are. */

@@ -4,7 +4,7 @@
  * or rewrote marked as replay told (cap_shape_mark). capture layer.
  *
  * Files are dir/shape-<id>.dot; each starts with the marker line "// cufold window shape", the
- * only kind of existing file cap__out_openat lets this overwrite. The folder ("%p" expanded) is
+ * only kind of existing file cap__out_openat lets this replace (written whole, then renamed). The folder ("%p" expanded) is
  * created if missing (one level), then opened once without following a symlink, and every file
  * is created relative to that descriptor: a folder swapped for a symlink afterwards is not
  * followed either. */
@@ -62,8 +62,9 @@ static int write_shape(int dfd, const struct cap_shape *s)
 	const struct cap_window *w = cap_shape_last(s);
 	struct cap_graph *g = cap_graph_build(w);
 	char path[CF_PATH_MAX];
+	struct cf_out o;
 	FILE *f;
-	int rc = 0;
+	int rc;
 
 	if (!g)
 		return -CF_ENOMEM;
@@ -72,11 +73,11 @@ static int write_shape(int dfd, const struct cap_shape *s)
 		errno = ENAMETOOLONG;
 		return -CF_EIO;
 	}
-	f = cap__out_openat(dfd, path, DOT_MARKER);
-	if (!f) {
+	if (cap__out_openat(&o, dfd, path, DOT_MARKER) != 0) {
 		cap_graph_destroy(g);
 		return -CF_EIO;
 	}
+	f = o.f;
 	fprintf(f, "%s %llu: %u ops, %llu sightings, %u streams\n", DOT_MARKER, (unsigned long long)cap_shape_id(s),
 		cap_window_nops(w), (unsigned long long)cap_shape_sightings(s), cap_window_nstreams(w));
 	fprintf(f, "digraph shape_%llu {\n", (unsigned long long)cap_shape_id(s));
@@ -128,10 +129,7 @@ static int write_shape(int dfd, const struct cap_shape *s)
 		}
 	}
 	fprintf(f, "}\n");
-	if (ferror(f))
-		rc = -CF_EIO;
-	if (fclose(f) != 0)
-		rc = -CF_EIO;
+	rc = cap__out_close(&o);
 	cap_graph_destroy(g);
 	return rc;
 }

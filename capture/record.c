@@ -212,7 +212,7 @@ struct cap_engine *cap_engine_create(const struct cap_config *cfg)
 }
 
 void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
-		    void (*report_extra)(void *arg, FILE *f), void *arg)
+		    void (*report_extra)(void *arg, struct cf_json *j), void *arg)
 {
 	ce->cfg.shape_evicted = shape_evicted;
 	ce->cfg.report_extra = report_extra;

@@ -3,8 +3,8 @@
  * stability across repeats and the call sites that launch most; totals; what ended windows;
  * cufold's own memory. capture layer.
  *
- * The file's first key is "cufold_report": cap__out_open truncates an existing file only when
- * it starts with that marker. Per-shape figures describe one sighting (its last window). */
+ * The file's first key is "cufold_report": cap__out_open replaces an existing file only when
+ * it starts with that marker and is one complete JSON value. Per-shape figures describe one sighting (its last window). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,9 @@
 
 #include "capture/capture_int.h"
 #include "common/compiler.h"
+#include "common/config.h"
 #include "common/errors.h"
+#include "common/json.h"
 
 #define REPORT_MARKER "{\"cufold_report\""
 #define TOP_MOVED 5   /* ops listed per shape whose bindings change most */
@@ -100,50 +102,20 @@ static void shape_stats_free(struct shape_stats *st)
 	free(st->sites);
 }
 
-static void write_kinds(FILE *f, const uint64_t *by_kind)
+static void write_kinds(struct cf_json *j, const uint64_t *by_kind)
 {
-	fputc('{', f);
+	cf_json_obj_begin(j);
 	for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
-		fprintf(f, "%s\"%s\": %llu", k ? ", " : "", cap_op_kind_name((enum cap_op_kind)k),
-			(unsigned long long)by_kind[k]);
-	fputc('}', f);
+		cf_json_ku64(j, cap_op_kind_name((enum cap_op_kind)k), by_kind[k]);
+	cf_json_obj_end(j);
 }
 
-static void write_shape(struct cap_engine *ce, FILE *f, const struct cap_shape *s, bool first)
+/* The ops of s's last window whose bindings changed most often (at most TOP_MOVED, most first):
+ * their indexes into order, their count returned. */
+static uint32_t most_moved(const struct cap_shape *s, uint32_t n, uint32_t order[TOP_MOVED])
 {
-	const struct cap_window *w = cap_shape_last(s);
-	uint32_t n = cap_window_nops(w), order[TOP_MOVED], nmoved = 0;
-	uint64_t repeats = cap_shape_sightings(s) - 1;
-	struct shape_stats st;
+	uint32_t nmoved = 0;
 
-	shape_stats(ce, s, &st);
-	fprintf(f, "%s\n    {\"id\": %llu, \"sightings\": %llu, \"ops\": %u, \"ops_by_kind\": ", first ? "" : ",",
-		(unsigned long long)cap_shape_id(s), (unsigned long long)cap_shape_sightings(s), n);
-	write_kinds(f, st.by_kind);
-	fprintf(f, ",\n     \"streams\": %u, \"events\": %u, \"bytes_copied\": %llu, \"bytes_set\": %llu,",
-		cap_window_nstreams(w), cap_window_nevents(w), (unsigned long long)st.bytes_copied,
-		(unsigned long long)st.bytes_set);
-	fprintf(f, "\n     \"first_window\": %llu, \"last_window\": %llu, \"closed_by\": ",
-		(unsigned long long)s->first_window, (unsigned long long)s->last_window);
-	cap__json_str(f, cap_boundary_name(cap_window_closed_by(w)));
-	fprintf(f, ", \"closed_by_api\": ");
-	cap__json_str(f, cap_window_closed_api(w) < SHIM_API_COUNT ? shim_api[cap_window_closed_api(w)].name : "?");
-	fprintf(f, ", \"closed_by_site\": ");
-	if (cap_window_closed_site(w) && cap_callsite_name(ce, cap_window_closed_site(w)))
-		cap__json_str(f, cap_callsite_name(ce, cap_window_closed_site(w)));
-	else
-		fputs("null", f);
-	fprintf(f, ",\n     \"distinct_kernels\": %zu, \"kernels\": {", st.nkernels);
-	for (size_t i = 0; i < st.nkernels && i < TOP_KERNELS; i++) {
-		fprintf(f, "%s", i ? ", " : "");
-		cap__json_str(f, st.kernels[i].name);
-		fprintf(f, ": %llu", (unsigned long long)st.kernels[i].n);
-	}
-	fprintf(f, "},\n     \"pointer_stability\": {\"repeats\": %llu, \"identical\": %llu, \"last_identical\": %s, "
-		   "\"moved_ops\": [",
-		(unsigned long long)repeats, (unsigned long long)cap_shape_stable(s),
-		cap_shape_last_stable(s) ? "true" : "false");
-	/* the ops whose bindings changed most often */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t m = cap_shape_moved(s, i), j;
 
@@ -157,26 +129,81 @@ static void write_shape(struct cap_engine *ce, FILE *f, const struct cap_shape *
 			order[j] = order[j - 1];
 		order[j] = i;
 	}
-	for (uint32_t j = 0; j < nmoved; j++) {
-		const struct cap_op *op = cap_window_op(w, order[j]);
-		const char *site = op->callsite ? cap_callsite_name(ce, op->callsite) : NULL;
+	return nmoved;
+}
 
-		fprintf(f, "%s{\"op\": %u, \"name\": ", j ? ", " : "", order[j]);
-		cap__json_str(f, cap_op_name(op));
-		fprintf(f, ", \"moved\": %u, \"call_site\": ", cap_shape_moved(s, order[j]));
-		if (site)
-			cap__json_str(f, site);
-		else
-			fprintf(f, "null");
-		fputc('}', f);
+static void write_stability(struct cap_engine *ce, struct cf_json *j, const struct cap_shape *s)
+{
+	const struct cap_window *w = cap_shape_last(s);
+	uint32_t order[TOP_MOVED], nmoved = most_moved(s, cap_window_nops(w), order);
+
+	cf_json_obj_begin(j);
+	cf_json_ku64(j, "repeats", cap_shape_sightings(s) - 1);
+	cf_json_ku64(j, "identical", cap_shape_stable(s));
+	cf_json_kbool(j, "last_identical", cap_shape_last_stable(s));
+	cf_json_key(j, "moved_ops");
+	cf_json_arr_begin(j);
+	for (uint32_t k = 0; k < nmoved; k++) {
+		const struct cap_op *op = cap_window_op(w, order[k]);
+
+		cf_json_obj_begin(j);
+		cf_json_ku64(j, "op", order[k]);
+		cf_json_kstr(j, "name", cap_op_name(op));
+		cf_json_ku64(j, "moved", cap_shape_moved(s, order[k]));
+		cf_json_kstr(j, "call_site", op->callsite ? cap_callsite_name(ce, op->callsite) : NULL);
+		cf_json_obj_end(j);
 	}
-	fprintf(f, "]},\n     \"call_sites\": [");
+	cf_json_arr_end(j);
+	cf_json_obj_end(j);
+}
+
+static void write_shape(struct cap_engine *ce, struct cf_json *j, const struct cap_shape *s)
+{
+	const struct cap_window *w = cap_shape_last(s);
+	uint64_t closed_site = cap_window_closed_site(w);
+	struct shape_stats st;
+
+	shape_stats(ce, s, &st);
+	cf_json_nl(j, 4);
+	cf_json_obj_begin(j);
+	cf_json_ku64(j, "id", cap_shape_id(s));
+	cf_json_ku64(j, "sightings", cap_shape_sightings(s));
+	cf_json_ku64(j, "ops", cap_window_nops(w));
+	cf_json_key(j, "ops_by_kind");
+	write_kinds(j, st.by_kind);
+	cf_json_nl(j, 5);
+	cf_json_ku64(j, "streams", cap_window_nstreams(w));
+	cf_json_ku64(j, "events", cap_window_nevents(w));
+	cf_json_ku64(j, "bytes_copied", st.bytes_copied);
+	cf_json_ku64(j, "bytes_set", st.bytes_set);
+	cf_json_nl(j, 5);
+	cf_json_ku64(j, "first_window", s->first_window);
+	cf_json_ku64(j, "last_window", s->last_window);
+	cf_json_kstr(j, "closed_by", cap_boundary_name(cap_window_closed_by(w)));
+	cf_json_kstr(j, "closed_by_api",
+		     cap_window_closed_api(w) < SHIM_API_COUNT ? shim_api[cap_window_closed_api(w)].name : "?");
+	cf_json_kstr(j, "closed_by_site", closed_site ? cap_callsite_name(ce, closed_site) : NULL);
+	cf_json_nl(j, 5);
+	cf_json_ku64(j, "distinct_kernels", st.nkernels);
+	cf_json_key(j, "kernels");
+	cf_json_obj_begin(j);
+	for (size_t i = 0; i < st.nkernels && i < TOP_KERNELS; i++)
+		cf_json_ku64(j, st.kernels[i].name, st.kernels[i].n);
+	cf_json_obj_end(j);
+	cf_json_nl(j, 5);
+	cf_json_key(j, "pointer_stability");
+	write_stability(ce, j, s);
+	cf_json_nl(j, 5);
+	cf_json_key(j, "call_sites");
+	cf_json_arr_begin(j);
 	for (size_t i = 0; i < st.nsites && i < TOP_SITES; i++) {
-		fprintf(f, "%s{\"site\": ", i ? ", " : "");
-		cap__json_str(f, st.sites[i].name);
-		fprintf(f, ", \"ops\": %llu}", (unsigned long long)st.sites[i].n);
+		cf_json_obj_begin(j);
+		cf_json_kstr(j, "site", st.sites[i].name);
+		cf_json_ku64(j, "ops", st.sites[i].n);
+		cf_json_obj_end(j);
 	}
-	fprintf(f, "]}");
+	cf_json_arr_end(j);
+	cf_json_obj_end(j);
 	shape_stats_free(&st);
 }
 
@@ -203,82 +230,139 @@ static size_t kernel_launches(struct cap_engine *ce, struct name_count **out)
 	return merge_names(v, i);
 }
 
-int cap_write_report(struct cap_engine *ce, const char *path)
+/* X(key, field): the capture totals written after "ops_by_kind", in order (struct cap_totals) */
+#define CAP_REPORT_TOTALS(X) \
+	X("launches", launches) \
+	X("copies", copies) \
+	X("memsets", memsets) \
+	X("bytes_copied", bytes_copied) \
+	X("bytes_set", bytes_set) \
+	X("passed_through_in_capture", passthrough) \
+	X("driver_calls_own", own_calls)
+
+static void write_totals(struct cap_engine *ce, struct cf_json *j, const struct cap_totals *t)
+{
+	uint64_t all = 0;
+
+	for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
+		all += t->ops[k];
+	cf_json_obj_begin(j);
+	cf_json_ku64(j, "windows", t->windows);
+	cf_json_ku64(j, "shapes", cap_shape_count(ce));
+	cf_json_ku64(j, "shapes_evicted", t->shapes_evicted);
+	cf_json_ku64(j, "ops", all);
+	cf_json_key(j, "ops_by_kind");
+	write_kinds(j, t->ops);
+	cf_json_nl(j, 2);
+#define CAP_REPORT_TOTAL_(key, field) cf_json_ku64(j, key, t->field);
+	CAP_REPORT_TOTALS(CAP_REPORT_TOTAL_)
+#undef CAP_REPORT_TOTAL_
+	cf_json_obj_end(j);
+}
+
+static void write_boundaries(struct cf_json *j, const struct cap_totals *t)
+{
+	cf_json_obj_begin(j);
+	for (int b = 0; b < CAP_BOUNDARY_COUNT; b++) {
+		cf_json_nl(j, 2);
+		cf_json_key(j, cap_boundary_name((enum cap_boundary)b));
+		cf_json_obj_begin(j);
+		cf_json_kstr(j, "label", cap_boundary_label((enum cap_boundary)b));
+		cf_json_ku64(j, "windows_closed", t->windows_by[b]);
+		cf_json_ku64(j, "calls", t->boundaries[b]);
+		cf_json_obj_end(j);
+	}
+	cf_json_obj_end(j);
+}
+
+/* The report's members after "cufold_report" and "version"/"run_id". */
+static void write_body(struct cap_engine *ce, struct cf_json *j)
 {
 	struct cap_site_count sites[20];
 	struct name_count *kl = NULL;
 	struct cap_totals t;
-	bool first = true;
 	size_t nk, nsites;
-	FILE *f;
-	int rc = 0;
 
-	f = cap__out_open(path, REPORT_MARKER);
-	if (!f)
-		return -CF_EIO;
 	cap_get_totals(ce, &t);
-	fprintf(f, "{\"cufold_report\": {\"version\": 1, \"mode\": ");
-	cap__json_str(f, ce->cfg.mode_name ? ce->cfg.mode_name : "trace");
-	fprintf(f, ", \"pid\": %ld, \"max_templates\": %u, \"barrier_kernels\": ", (long)getpid(),
-		ce->cfg.max_templates);
-	cap__json_str(f, ce->barrier);
-	fprintf(f, ", \"callsites\": %s},\n", ce->cfg.callsites ? "true" : "false");
-	fprintf(f, " \"totals\": {\"windows\": %llu, \"shapes\": %zu, \"shapes_evicted\": %llu, \"ops\": ",
-		(unsigned long long)t.windows, cap_shape_count(ce), (unsigned long long)t.shapes_evicted);
-	{
-		uint64_t all = 0;
-
-		for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
-			all += t.ops[k];
-		fprintf(f, "%llu, \"ops_by_kind\": ", (unsigned long long)all);
-	}
-	write_kinds(f, t.ops);
-	fprintf(f, ",\n  \"launches\": %llu, \"copies\": %llu, \"memsets\": %llu, \"bytes_copied\": %llu, "
-		   "\"bytes_set\": %llu, \"passed_through_in_capture\": %llu, \"driver_calls_own\": %llu},\n",
-		(unsigned long long)t.launches, (unsigned long long)t.copies, (unsigned long long)t.memsets,
-		(unsigned long long)t.bytes_copied, (unsigned long long)t.bytes_set,
-		(unsigned long long)t.passthrough, (unsigned long long)t.own_calls);
-	fprintf(f, " \"boundaries\": {");
-	for (int b = 0; b < CAP_BOUNDARY_COUNT; b++) {
-		fprintf(f, "%s\n  ", b ? "," : "");
-		cap__json_str(f, cap_boundary_name((enum cap_boundary)b));
-		fprintf(f, ": {\"label\": ");
-		cap__json_str(f, cap_boundary_label((enum cap_boundary)b));
-		fprintf(f, ", \"windows_closed\": %llu, \"calls\": %llu}", (unsigned long long)t.windows_by[b],
-			(unsigned long long)t.boundaries[b]);
-	}
-	fprintf(f, "},\n \"launches_by_kernel\": {");
+	cf_json_nl(j, 1);
+	cf_json_key(j, "totals");
+	write_totals(ce, j, &t);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "boundaries");
+	write_boundaries(j, &t);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "launches_by_kernel");
+	cf_json_obj_begin(j);
 	nk = kernel_launches(ce, &kl);
 	for (size_t i = 0; i < nk; i++) {
-		fprintf(f, "%s\n  ", i ? "," : "");
-		cap__json_str(f, kl[i].name);
-		fprintf(f, ": %llu", (unsigned long long)kl[i].n);
+		cf_json_nl(j, 2);
+		cf_json_ku64(j, kl[i].name, kl[i].n);
 	}
 	free(kl);
-	fprintf(f, "},\n \"memory\": {\"cufold_host_bytes\": %zu, \"allocations_live\": %zu},\n",
-		cap_memory_bytes(ce), cap_alloc_count(ce));
-	fprintf(f, " \"call_sites\": [");
+	cf_json_obj_end(j);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "memory");
+	cf_json_obj_begin(j);
+	cf_json_ku64(j, "cufold_host_bytes", cap_memory_bytes(ce));
+	cf_json_ku64(j, "allocations_live", cap_alloc_count(ce));
+	cf_json_obj_end(j);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "call_sites");
+	cf_json_arr_begin(j);
 	nsites = cap__callsite_top(ce, sites, CF_ARRAY_SIZE(sites));
 	for (size_t i = 0; i < nsites && i < CF_ARRAY_SIZE(sites); i++) {
 		const char *name = cap_callsite_name(ce, sites[i].hash);
 
-		fprintf(f, "%s\n  {\"site\": ", i ? "," : "");
-		cap__json_str(f, name ? name : "?");
-		fprintf(f, ", \"ops\": %llu}", (unsigned long long)sites[i].ops);
+		cf_json_nl(j, 2);
+		cf_json_obj_begin(j);
+		cf_json_kstr(j, "site", name ? name : "?");
+		cf_json_ku64(j, "ops", sites[i].ops);
+		cf_json_obj_end(j);
 	}
-	fprintf(f, "],\n \"shapes\": [");
-	for (struct cap_shape *s = cap_shape_first(ce); s; s = cap_shape_next(s)) {
-		write_shape(ce, f, s, first);
-		first = false;
-	}
-	fprintf(f, "\n ]");
+	cf_json_arr_end(j);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "shapes");
+	cf_json_arr_begin(j);
+	for (struct cap_shape *s = cap_shape_first(ce); s; s = cap_shape_next(s))
+		write_shape(ce, j, s);
+	cf_json_nl(j, 1);
+	cf_json_arr_end(j);
+}
+
+int cap_write_report(struct cap_engine *ce, const char *path)
+{
+	struct cf_out o;
+	struct cf_json j;
+	int rc;
+
+	if (cap__out_open(&o, path, REPORT_MARKER) != 0)
+		return -CF_EIO;
+	cf_json_init_file(&j, o.f);
+	cf_json_obj_begin(&j);
+	/* the marker: this key first, so that an earlier report is recognized (REPORT_MARKER) */
+	cf_json_key(&j, "cufold_report");
+	cf_json_obj_begin(&j);
+	cf_json_ku64(&j, "version", 1);
+	cf_json_kstr(&j, "mode", ce->cfg.mode_name ? ce->cfg.mode_name : "trace");
+	cf_json_ku64(&j, "pid", (uint64_t)getpid());
+	cf_json_ku64(&j, "max_templates", ce->cfg.max_templates);
+	cf_json_kstr(&j, "barrier_kernels", ce->barrier);
+	cf_json_kbool(&j, "callsites", ce->cfg.callsites);
+	cf_json_obj_end(&j);
+	cf_json_nl(&j, 1);
+	cf_json_kstr(&j, "version", CUFOLD_VERSION);
+	cf_json_kstr(&j, "run_id", cf_config_get()->run_id);
+	write_body(ce, &j);
 	if (ce->cfg.report_extra)
-		ce->cfg.report_extra(ce->cfg.arg, f);
-	fprintf(f, "\n}\n");
-	if (ferror(f))
-		rc = -CF_EIO;
-	if (fclose(f) != 0)
-		rc = -CF_EIO;
+		ce->cfg.report_extra(ce->cfg.arg, &j);
+	cf_json_nl(&j, 0);
+	cf_json_obj_end(&j);
+	fputc('\n', o.f);
+	if (cf_json_failed(&j)) {
+		cf_out_abort(&o);
+		return -CF_EIO;
+	}
+	rc = cap__out_close(&o);
 	return rc;
 }
 

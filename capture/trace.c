@@ -15,6 +15,7 @@
 
 #include "capture/capture_int.h"
 #include "common/errors.h"
+#include "common/json.h"
 
 #define TRACE_MARKER "{\"cufold_trace\""
 #define SLICE_MAX_NS 1000
@@ -65,63 +66,116 @@ static bool put(struct cap_engine *ce, const char *fmt, ...)
 	}
 }
 
-/* A JSON-safe copy of a name (kernel names are identifiers; anything else is replaced). */
-static const char *safe(const char *s, char *out, size_t n)
-{
-	size_t i = 0;
+#define EVENT_MAX 2048 /* one event's text */
 
-	for (; s && s[i] && i + 1 < n; i++)
-		out[i] = (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
-				 ? '?'
-				 : s[i];
-	out[i] = 0;
-	return out;
+/* Append one event (the writer's text) to the buffer, after ",\n". */
+static bool put_event(struct cap_engine *ce, const struct cf_json *j, const char *text)
+{
+	return !cf_json_failed(j) && put(ce, ",\n%s", text);
+}
+
+/* An event's common members: name, category, phase, time (µs), process and track. */
+static void event_head(struct cap_engine *ce, struct cf_json *j, const char *name, const char *cat, const char *ph, uint64_t t_ns)
+{
+	cf_json_obj_begin(j);
+	cf_json_kstr(j, "name", name);
+	cf_json_kstr(j, "cat", cat);
+	cf_json_kstr(j, "ph", ph);
+	cf_json_key(j, "ts");
+	cf_json_f64(j, (double)(t_ns - ce->trace.base_ns) / 1000.0, 3);
+}
+
+/* A pointer or handle, as text. */
+static void hex(struct cf_json *j, const char *key, uint64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "0x%llx", (unsigned long long)v);
+	cf_json_kstr(j, key, t);
 }
 
 static bool op_event(struct cap_engine *ce, const struct cap_window *w, uint32_t i, uint64_t dur_ns)
 {
 	const struct cap_op *op = &w->ops[i];
 	const struct cap_wstream *ws = &w->streams[op->stream_slot];
-	char name[256];
-	double ts = (double)(op->t_ns - ce->trace.base_ns) / 1000.0;
-	bool ok;
+	struct cf_json j;
+	char text[EVENT_MAX], dims[40];
 
-	ok = put(ce, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%ld,\"tid\":%u,"
-		 "\"args\":{\"window\":%llu,\"op\":%u,\"api\":\"%s\",\"thread\":%u",
-		 safe(cap_op_name(op), name, sizeof(name)), cap_op_kind_name((enum cap_op_kind)op->kind), ts,
-		 (double)dur_ns / 1000.0, (long)getpid(), ws->id, (unsigned long long)w->seq, i,
-		 shim_api[op->api].name, op->tid);
+	cf_json_init_buf(&j, text, sizeof(text));
+	event_head(ce, &j, cap_op_name(op), cap_op_kind_name((enum cap_op_kind)op->kind), "X", op->t_ns);
+	cf_json_key(&j, "dur");
+	cf_json_f64(&j, (double)dur_ns / 1000.0, 3);
+	cf_json_ku64(&j, "pid", (uint64_t)getpid());
+	cf_json_ku64(&j, "tid", ws->id);
+	cf_json_key(&j, "args");
+	cf_json_obj_begin(&j);
+	cf_json_ku64(&j, "window", w->seq);
+	cf_json_ku64(&j, "op", i);
+	cf_json_kstr(&j, "api", shim_api[op->api].name);
+	cf_json_ku64(&j, "thread", op->tid);
 	switch (op->kind) {
 	case CAP_OP_KERNEL: {
 		const struct cap_kernel *k = &op->u.kernel;
 
-		ok = ok && put(ce, ",\"grid\":\"%ux%ux%u\",\"block\":\"%ux%ux%u\",\"shared\":%u,\"param_bytes\":%u",
-			       k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
-			       k->shared_bytes, k->param_size);
+		snprintf(dims, sizeof(dims), "%ux%ux%u", k->grid[0], k->grid[1], k->grid[2]);
+		cf_json_kstr(&j, "grid", dims);
+		snprintf(dims, sizeof(dims), "%ux%ux%u", k->block[0], k->block[1], k->block[2]);
+		cf_json_kstr(&j, "block", dims);
+		cf_json_ku64(&j, "shared", k->shared_bytes);
+		cf_json_ku64(&j, "param_bytes", k->param_size);
 		break;
 	}
 	case CAP_OP_MEMCPY: {
 		static const char *const dirs[] = { "HtoD", "DtoH", "DtoD", "HtoH" };
 		const struct cap_memcpy *c = &op->u.memcpy;
 
-		ok = ok && put(ce, ",\"dir\":\"%s\",\"bytes\":%llu,\"src\":\"0x%llx\",\"dst\":\"0x%llx\"",
-			       dirs[c->dir & 3], (unsigned long long)c->bytes, (unsigned long long)c->src_first,
-			       (unsigned long long)c->dst_first);
+		cf_json_kstr(&j, "dir", dirs[c->dir & 3]);
+		cf_json_ku64(&j, "bytes", c->bytes);
+		hex(&j, "src", c->src_first);
+		hex(&j, "dst", c->dst_first);
 		break;
 	}
 	case CAP_OP_MEMSET:
-		ok = ok && put(ce, ",\"dst\":\"0x%llx\",\"value\":%u,\"elem\":%u,\"bytes\":%llu",
-			       (unsigned long long)op->u.memset.dst, op->u.memset.value, op->u.memset.elem_size,
-			       (unsigned long long)cap_op_bytes(op));
+		hex(&j, "dst", op->u.memset.dst);
+		cf_json_ku64(&j, "value", op->u.memset.value);
+		cf_json_ku64(&j, "elem", op->u.memset.elem_size);
+		cf_json_ku64(&j, "bytes", cap_op_bytes(op));
 		break;
 	case CAP_OP_EVENT_RECORD:
 	case CAP_OP_EVENT_WAIT:
-		ok = ok && put(ce, ",\"event\":\"%p\",\"event_slot\":%u", (void *)op->u.event.event, op->u.event.slot);
+		hex(&j, "event", (uint64_t)(uintptr_t)op->u.event.event);
+		cf_json_ku64(&j, "event_slot", op->u.event.slot);
 		break;
 	default:
 		break;
 	}
-	return ok && put(ce, "}}");
+	cf_json_obj_end(&j);
+	cf_json_obj_end(&j);
+	return put_event(ce, &j, text);
+}
+
+/* The instant event at a window's end, naming what ended it. */
+static bool end_event(struct cap_engine *ce, const struct cap_window *w, const struct cap_shape *s)
+{
+	struct cf_json j;
+	char text[EVENT_MAX], name[160];
+
+	snprintf(name, sizeof(name), "window %llu ends: %s", (unsigned long long)w->seq,
+		 cap_boundary_label((enum cap_boundary)w->closed_by));
+	cf_json_init_buf(&j, text, sizeof(text));
+	event_head(ce, &j, name, "boundary", "i", w->t_end);
+	cf_json_kstr(&j, "s", "p");
+	cf_json_ku64(&j, "pid", (uint64_t)getpid());
+	cf_json_ku64(&j, "tid", 0);
+	cf_json_key(&j, "args");
+	cf_json_obj_begin(&j);
+	cf_json_ku64(&j, "window", w->seq);
+	cf_json_ku64(&j, "shape", s ? s->id : 0);
+	cf_json_ku64(&j, "ops", w->nops);
+	cf_json_kstr(&j, "by", w->closed_api < SHIM_API_COUNT ? shim_api[w->closed_api].name : "?");
+	cf_json_obj_end(&j);
+	cf_json_obj_end(&j);
+	return put_event(ce, &j, text);
 }
 
 static void note_track(struct cap_engine *ce, const struct cap_wstream *ws)
@@ -164,14 +218,7 @@ void cap__trace_window(struct cap_engine *ce, const struct cap_window *w, const 
 		next_t[op->stream_slot] = op->t_ns;
 	}
 	free(next_t);
-	ok = ok &&
-	     put(ce,
-		 ",\n{\"name\":\"window %llu ends: %s\",\"cat\":\"boundary\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%.3f,"
-		 "\"pid\":%ld,\"tid\":0,\"args\":{\"window\":%llu,\"shape\":%llu,\"ops\":%u,\"by\":\"%s\"}}",
-		 (unsigned long long)w->seq, cap_boundary_label((enum cap_boundary)w->closed_by),
-		 (double)(w->t_end - ce->trace.base_ns) / 1000.0, (long)getpid(), (unsigned long long)w->seq,
-		 (unsigned long long)(s ? s->id : 0), w->nops,
-		 w->closed_api < SHIM_API_COUNT ? shim_api[w->closed_api].name : "?");
+	ok = ok && end_event(ce, w, s);
 	if (!ok) {
 		ce->trace.len = mark; /* whole windows only */
 		if (ce->trace.buf)
@@ -184,49 +231,76 @@ void cap__trace_window(struct cap_engine *ce, const struct cap_window *w, const 
 	ce->trace.windows_traced++;
 }
 
+/* A metadata event naming a track (or setting its order). */
+static void meta(struct cf_json *j, const char *what, uint32_t tid, const char *name, int64_t sort_index)
+{
+	cf_json_nl(j, 0);
+	cf_json_obj_begin(j);
+	cf_json_kstr(j, "name", what);
+	cf_json_kstr(j, "ph", "M");
+	cf_json_ku64(j, "pid", (uint64_t)getpid());
+	cf_json_ku64(j, "tid", tid);
+	cf_json_key(j, "args");
+	cf_json_obj_begin(j);
+	if (name)
+		cf_json_kstr(j, "name", name);
+	else
+		cf_json_ku64(j, "sort_index", (uint64_t)sort_index);
+	cf_json_obj_end(j);
+	cf_json_obj_end(j);
+}
+
 int cap_write_trace(struct cap_engine *ce, const char *path)
 {
 	static const char *const kinds[] = { "legacy default", "per-thread default", "blocking", "non-blocking" };
-	FILE *f = cap__out_open(path, TRACE_MARKER);
-	long pid = (long)getpid();
+	char name[160];
+	struct cf_json j;
+	struct cf_out o;
 	void *v;
-	int rc = 0;
 
-	if (!f)
+	if (cap__out_open(&o, path, TRACE_MARKER) != 0)
 		return -CF_EIO;
-	fprintf(f,
-		"{\"cufold_trace\": {\"version\": 1, \"windows\": %llu, \"truncated\": %s, \"max_bytes\": %zu, "
-		"\"note\": \"slices start at the host call; %s\"},\n",
-		(unsigned long long)ce->trace.windows_traced, ce->trace.truncated ? "true" : "false",
-		ce->cfg.trace_max_bytes,
-		ce->trace.truncated ? "collection stopped at the byte cap: only the first windows are here"
-				    : "every window is here");
-	fprintf(f, " \"displayTimeUnit\": \"ns\",\n \"traceEvents\": [\n");
-	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":0,\"args\":{\"name\":\"cufold %s "
-		   "(pid %ld)\"}},\n",
-		pid, ce->cfg.mode_name ? ce->cfg.mode_name : "trace", pid);
-	fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":0,\"args\":{\"name\":\"window "
-		   "boundaries\"}}",
-		pid);
+	cf_json_init_file(&j, o.f);
+	cf_json_obj_begin(&j);
+	cf_json_key(&j, "cufold_trace"); /* first: the marker (TRACE_MARKER) */
+	cf_json_obj_begin(&j);
+	cf_json_ku64(&j, "version", 1);
+	cf_json_ku64(&j, "windows", ce->trace.windows_traced);
+	cf_json_kbool(&j, "truncated", ce->trace.truncated);
+	cf_json_ku64(&j, "max_bytes", ce->cfg.trace_max_bytes);
+	cf_json_kstr(&j, "note", ce->trace.truncated ? "slices start at the host call; collection stopped at the byte cap: only "
+					     "the first windows are here"
+					   : "slices start at the host call; every window is here");
+	cf_json_obj_end(&j);
+	cf_json_nl(&j, 1);
+	cf_json_kstr(&j, "displayTimeUnit", "ns");
+	cf_json_nl(&j, 1);
+	cf_json_key(&j, "traceEvents");
+	cf_json_arr_begin(&j);
+	snprintf(name, sizeof(name), "cufold %s (pid %ld)", ce->cfg.mode_name ? ce->cfg.mode_name : "trace",
+		 (long)getpid());
+	meta(&j, "process_name", 0, name, 0);
+	meta(&j, "thread_name", 0, "window boundaries", 0);
 	for (size_t i = 0; cf_map_next(&ce->trace.tracks, &i, NULL, &v);) {
 		const struct trace_stream *t = v;
 
-		fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%u,\"args\":{\"name\":\"stream %u "
-			   "(%s%s, handle %p)\"}}",
-			pid, t->id, t->id, kinds[t->kind & 3], t->kind == CAP_STREAM_PER_THREAD ? " of a thread" : "",
-			(void *)t->handle);
-		fprintf(f, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%u,\"args\":"
-			   "{\"sort_index\":%u}}",
-			pid, t->id, t->id);
+		snprintf(name, sizeof(name), "stream %u (%s%s, handle %p)", t->id, kinds[t->kind & 3],
+			 t->kind == CAP_STREAM_PER_THREAD ? " of a thread" : "", (void *)t->handle);
+		meta(&j, "thread_name", t->id, name, 0);
+		meta(&j, "thread_sort_index", t->id, NULL, t->id);
 	}
+	/* the events, collected as text by the same writer, each after ",\n" */
 	if (ce->trace.len)
-		fwrite(ce->trace.buf, 1, ce->trace.len, f);
-	fprintf(f, "\n]}\n");
-	if (ferror(f))
-		rc = -CF_EIO;
-	if (fclose(f) != 0)
-		rc = -CF_EIO;
-	return rc;
+		fwrite(ce->trace.buf, 1, ce->trace.len, o.f);
+	cf_json_nl(&j, 0);
+	cf_json_arr_end(&j);
+	cf_json_obj_end(&j);
+	fputc('\n', o.f);
+	if (cf_json_failed(&j)) {
+		cf_out_abort(&o);
+		return -CF_EIO;
+	}
+	return cap__out_close(&o);
 }
 
 void cap__trace_fini(struct cap_engine *ce)

@@ -134,15 +134,18 @@ static bool rules_are_valid(const char *s)
 	return true;
 }
 
-/* sep-separated non-empty items of printable characters other than space. */
-static bool list_is_valid(const char *s, char sep)
+/* sep-separated items of printable characters other than space: non-empty ones, or with
+ * allow_empty any number of empty ones (what "$VAR:item" gives when VAR is unset) as long as one
+ * item is not. */
+static bool list_is_valid(const char *s, char sep, bool allow_empty)
 {
-	size_t item = 0;
+	size_t item = 0, items = 0;
 
 	for (const char *p = s; *p; p++) {
 		if (*p == sep) {
-			if (item == 0)
+			if (item == 0 && !allow_empty)
 				return false;
+			items += item > 0;
 			item = 0;
 		} else if (!isgraph((unsigned char)*p)) {
 			return false;
@@ -150,7 +153,20 @@ static bool list_is_valid(const char *s, char sep)
 			item++;
 		}
 	}
-	return item > 0;
+	return allow_empty ? items + (item > 0) > 0 : item > 0;
+}
+
+/* 1 to CF_RUN_ID_MAX of letters, digits, '.', '_', '-': safe in a file name and a JSON string. */
+static bool run_id_is_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > CF_RUN_ID_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+			return false;
+	return true;
 }
 
 static bool path_is_valid(const char *s)
@@ -320,11 +336,11 @@ int cf_config_parse(struct cf_config *cfg)
 	}
 	parse_numbers(cfg);
 	if ((v = get(CF_VAR_CARDS))) {
-		if (!list_is_valid(v, ':') || !copy_value(cfg->cards, sizeof(cfg->cards), v))
+		if (!list_is_valid(v, ':', true) || !copy_value(cfg->cards, sizeof(cfg->cards), v))
 			report_bad(cfg, CF_VAR_CARDS, v, "path[:path] of card files", "no user cards");
 	}
 	if ((v = get(CF_VAR_BARRIER_KERNELS))) {
-		if (!list_is_valid(v, ',') || !copy_value(cfg->barrier_kernels, sizeof(cfg->barrier_kernels), v))
+		if (!list_is_valid(v, ',', false) || !copy_value(cfg->barrier_kernels, sizeof(cfg->barrier_kernels), v))
 			report_bad(cfg, CF_VAR_BARRIER_KERNELS, v, "pattern[,pattern] of kernel names, * and ? as wildcards",
 				   CF_DEFAULT_BARRIER_KERNELS);
 	}
@@ -334,6 +350,18 @@ int cf_config_parse(struct cf_config *cfg)
 			report_bad(cfg, CF_VAR_LOG, v, "err, warn, info, debug", "warn");
 	}
 	parse_paths(cfg);
+	if ((v = get(CF_VAR_RUN_ID))) {
+		if (!run_id_is_valid(v) || !copy_value(cfg->run_id, sizeof(cfg->run_id), v))
+			report_bad(cfg, CF_VAR_RUN_ID, v, "1 to 64 of letters, digits, '.', '_', '-'", "no run id");
+	}
+	if ((v = get(CF_VAR_REPORT_EVERY))) {
+		if (strcmp(v, "off") == 0)
+			cfg->report_every = 0;
+		else if (parse_uint(v, 0, CF_REPORT_EVERY_MAX, &u) == 0)
+			cfg->report_every = u;
+		else
+			report_bad(cfg, CF_VAR_REPORT_EVERY, v, "off, or seconds from 0 (off) to 86400", "off");
+	}
 	return __builtin_popcount(cfg->bad);
 }
 

@@ -37,7 +37,9 @@ enum cf_mode {
 	X(REPORT, "CUFOLD_REPORT") \
 	X(TRACE, "CUFOLD_TRACE") \
 	X(DOT, "CUFOLD_DOT") \
-	X(LIBCUDA, "CUFOLD_LIBCUDA")
+	X(LIBCUDA, "CUFOLD_LIBCUDA") \
+	X(RUN_ID, "CUFOLD_RUN_ID") \
+	X(REPORT_EVERY, "CUFOLD_REPORT_EVERY")
 
 enum cf_config_var {
 #define CF_CONFIG_VAR_ENUM_(id, name) CF_VAR_##id,
@@ -55,6 +57,13 @@ enum cf_config_var {
 #define CF_DEFAULT_MAX_TEMPLATES 256
 #define CF_DEFAULT_BARRIER_KERNELS "nccl*"
 #define CF_DEFAULT_LIBCUDA "libcuda.so.1"
+#define CF_RUN_ID_MAX 64           /* longest CUFOLD_RUN_ID */
+#define CF_REPORT_EVERY_MAX 86400  /* longest CUFOLD_REPORT_EVERY period, seconds */
+
+/* cufold's version, from the top-level VERSION file (the Makefile passes it). */
+#ifndef CUFOLD_VERSION
+#define CUFOLD_VERSION "unknown"
+#endif
 
 struct cf_config {
 	enum cf_mode mode;             /* CUFOLD_MODE: off|trace|replay */
@@ -64,18 +73,24 @@ struct cf_config {
 	unsigned segment;              /* CUFOLD_SEGMENT: most ops per graph segment */
 	unsigned min_ops;              /* CUFOLD_MIN_OPS: shorter windows stay eager */
 	unsigned max_templates;        /* CUFOLD_MAX_TEMPLATES: templates kept (LRU) */
-	char cards[CF_PATH_MAX];       /* CUFOLD_CARDS: path[:path] of kernel cards; "" none */
+	char cards[CF_PATH_MAX];       /* CUFOLD_CARDS: path[:path] of kernel cards (empty entries
+				        * skipped); "" none */
 	char barrier_kernels[1024];    /* CUFOLD_BARRIER_KERNELS: pattern[,pattern] (glob) */
 	bool callsites;                /* CUFOLD_CALLSITES: 0|1, hash call sites with libunwind */
 	bool gate;                     /* CUFOLD_GATE: 0|1, replay a shape only while it pays (1) */
 	bool strict;                   /* CUFOLD_STRICT: 0|1, a failure of cufold's own or a failed
 				        * guard is an error and exit status 70 (0) */
 	enum cf_log_level log_level;   /* CUFOLD_LOG: err|warn|info|debug */
-	char log_file[CF_PATH_MAX];    /* CUFOLD_LOG_FILE: log destination; "" is stderr */
+	char log_file[CF_PATH_MAX];    /* CUFOLD_LOG_FILE: log destination ("%p" expanded when
+				        * opened); "" is stderr */
 	char report[CF_PATH_MAX];      /* CUFOLD_REPORT: JSON summary at exit; "" none */
 	char trace[CF_PATH_MAX];       /* CUFOLD_TRACE: Chrome trace file; "" none */
 	char dot[CF_PATH_MAX];         /* CUFOLD_DOT: directory for Graphviz files; "" none */
 	char libcuda[CF_PATH_MAX];     /* CUFOLD_LIBCUDA: the real driver to dlopen */
+	char run_id[CF_RUN_ID_MAX + 1]; /* CUFOLD_RUN_ID: [A-Za-z0-9._-]{1,64} the wrapper sets per
+				        * run, copied into the report; "" none */
+	unsigned report_every;         /* CUFOLD_REPORT_EVERY: rewrite the report at most every so
+				        * many seconds while the program runs; 0 only at exit */
 	unsigned bad;                  /* bit (1 << CF_VAR_x) per rejected value */
 	bool secure;                   /* setuid/setgid process: environment ignored, no files */
 };

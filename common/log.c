@@ -116,6 +116,7 @@ int cf_log_get_fd(void)
 
 int cf_log_open_file(const char *path, char *why, size_t cap)
 {
+	char expanded[4096];
 	int fd, old;
 
 	if (!path || !*path) {
@@ -123,8 +124,14 @@ int cf_log_open_file(const char *path, char *why, size_t cap)
 			snprintf(why, cap, "an empty path");
 		return -CF_EINVAL;
 	}
+	/* "%p": one file per process of a multi-process job */
+	if (!cf_path_expand(path, expanded, sizeof(expanded))) {
+		if (why && cap)
+			snprintf(why, cap, "too long once %%p is expanded");
+		return -CF_EINVAL;
+	}
 	/* an output: never through a planted link, never into a FIFO or a device */
-	fd = cf_file_open_regular(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644, why, cap);
+	fd = cf_file_open_regular(expanded, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644, why, cap);
 	if (fd < 0)
 		return fd;
 	__atomic_store_n(&log_fd, fd, __ATOMIC_RELAXED);
@@ -158,4 +165,29 @@ int cf_log_level_parse(const char *s, enum cf_log_level *out)
 const char *cf_log_level_name(enum cf_log_level level)
 {
 	return (unsigned)level <= CF_LOG_DEBUG ? level_names[level] : "?";
+}
+
+char *cf_log_printable(char *out, size_t cap, const char *text, size_t max)
+{
+	size_t n = 0, i = 0;
+
+	if (!cap)
+		return out;
+	for (; text && text[i] && i < max; i++) {
+		unsigned char c = (unsigned char)text[i];
+		bool plain = c >= 0x20 && c < 0x7f;
+
+		if (n + (plain ? 1 : 4) + 4 > cap)
+			break;
+		if (plain)
+			out[n++] = (char)c;
+		else
+			n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+	}
+	if (text && text[i] && n + 4 <= cap) {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = 0;
+	return out;
 }

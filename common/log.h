@@ -41,7 +41,8 @@ enum cf_log_level cf_log_get_level(void);
 /* Send the log to fd (not closed by the logger); -1 restores stderr. */
 void cf_log_set_fd(int fd);
 int cf_log_get_fd(void);
-/* Open path for appending (created 0644 when missing) and log there. Only a regular file is
+/* Open path ("%p" becomes the process id, "%%" a percent sign) for appending (created 0644 when
+ * missing) and log there. Only a regular file is
  * taken and a final symbolic link is not followed (common/file.h): a FIFO, a device, a
  * directory or a link is refused. On failure the log stays where it was and a negative CF_E*
  * code is returned, with why (cap bytes; may be NULL) saying why. The previous file opened by
@@ -50,6 +51,11 @@ int cf_log_open_file(const char *path, char *why, size_t cap);
 /* The descriptor configuration errors go to: stderr (2) unless a test redirects it. */
 void cf_log_set_stderr_fd(int fd);
 int cf_log_get_stderr_fd(void);
+
+/* A copy of text fit to print in a message: at most max of its bytes, each byte that is not
+ * printable ASCII (controls, DEL, anything >= 0x80: terminal escapes, binary data) as \xNN,
+ * and "..." when cut short; always NUL-terminated within cap bytes. Returns out. */
+char *cf_log_printable(char *out, size_t cap, const char *text, size_t max);
 
 /* Parse "err", "warn", "info", "debug"; returns 0 and sets *out, or -CF_EINVAL. */
 int cf_log_level_parse(const char *s, enum cf_log_level *out);

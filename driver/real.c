@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/compiler.h"
 #include "common/config.h"
@@ -130,6 +132,35 @@ static bool is_cufold(const void *addr, const char **own_name)
 	return own.dli_fbase == other.dli_fbase;
 }
 
+/* What path is when dlopen would open something that is not a regular file (a FIFO, whose open
+ * blocks until a writer comes, a device, a directory), as a phrase; NULL when it is a regular
+ * file or cannot be found (dlopen then says why). A name without '/' is looked for in
+ * LD_LIBRARY_PATH's folders, as dlopen looks first (the system folders hold libraries only). */
+static const char *not_regular(const char *path)
+{
+	const char *dirs = strchr(path, '/') ? NULL : getenv("LD_LIBRARY_PATH");
+	char cand[4096];
+	struct stat st;
+	bool found;
+
+	if (!dirs) {
+		found = stat(path, &st) == 0;
+	} else {
+		for (found = false; *dirs && !found;) {
+			size_t n = strcspn(dirs, ":");
+
+			found = n && snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, dirs, path) < (int)sizeof(cand) &&
+				stat(cand, &st) == 0;
+			dirs += n + (dirs[n] == ':');
+		}
+	}
+	if (!found || S_ISREG(st.st_mode))
+		return NULL;
+	if (S_ISFIFO(st.st_mode))
+		return "a FIFO";
+	return S_ISDIR(st.st_mode) ? "a directory" : "a device or special file";
+}
+
 /* dlopen path and look every symbol up into addr[]; refuse (warning, handle closed) a library
  * that is cufold itself, whose calls would come back to the hooks and wait forever on their own
  * initialization, or that lacks what every CUDA driver exports. NULL when refused or not
@@ -137,11 +168,20 @@ static bool is_cufold(const void *addr, const char **own_name)
 static void *driver_open(const char *path, void *addr[SHIM_API_COUNT])
 {
 	static const enum shim_api_id needed[] = { SHIM_ID_cuInit, SHIM_ID_cuDriverGetVersion };
-	const char *own = NULL;
+	const char *own = NULL, *kind;
 	char missing[96] = "";
 	void *h;
 
 	memset(addr, 0, sizeof(void *) * SHIM_API_COUNT);
+	/* never open a FIFO or a device: dlopen's open would block (a FIFO without a writer hangs
+	 * the program before its first driver call) or have effects */
+	if ((kind = not_regular(path))) {
+		char shown[200];
+
+		cf_log_err("cannot use %s as the CUDA driver: it is %s, not a regular file; not opened",
+			   cf_log_printable(shown, sizeof(shown), path, 160), kind);
+		return NULL;
+	}
 	h = shim_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *why = dlerror();

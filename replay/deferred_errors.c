@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
 
@@ -114,28 +115,29 @@ void rpl__errors_at_exit(struct rpl_engine *re)
 	}
 }
 
-void rpl__errors_write_json(struct rpl_engine *re, FILE *f)
+void rpl__errors_write_json(struct rpl_engine *re, struct cf_json *j)
 {
-	fprintf(f, "\"deferred_errors\": {\"failed\": %" PRIu64 ", \"returned\": %" PRIu64 ", \"unseen_at_exit\": %" PRIu64
-		   ", \"first\": [",
-		re->errs.failures, re->errs.reported, re->errs.unseen_at_exit);
+	cf_json_key(j, "deferred_errors");
+	cf_json_obj_begin(j);
+	cf_json_ku64(j, "failed", re->errs.failures);
+	cf_json_ku64(j, "returned", re->errs.reported);
+	cf_json_ku64(j, "unseen_at_exit", re->errs.unseen_at_exit);
+	cf_json_key(j, "first");
+	cf_json_arr_begin(j);
 	for (uint32_t i = 0; i < re->errs.nhist; i++) {
 		const struct rpl_failure *h = &re->errs.hist[i];
-		const char *site = h->callsite ? cap_callsite_name(re->cap, h->callsite) : NULL;
 
-		fprintf(f, "%s{\"op\": %" PRIu64 ", \"name\": \"", i ? ", " : "", h->seq);
-		rpl__json_text(f, h->name);
-		fprintf(f, "\", \"api\": \"%s\", \"error\": %d, \"sticky\": %s, \"returned\": %s, \"call_site\": ",
-			shim_api[h->api].name, (int)h->rc, rpl__error_is_sticky(h->rc) ? "true" : "false",
-			h->reported ? "true" : "false");
-		if (site) {
-			fputc('"', f);
-			rpl__json_text(f, site);
-			fputc('"', f);
-		} else {
-			fputs("null", f);
-		}
-		fputc('}', f);
+		cf_json_obj_begin(j);
+		cf_json_ku64(j, "op", h->seq);
+		cf_json_kstr(j, "name", h->name ? h->name : "?");
+		cf_json_kstr(j, "api", shim_api[h->api].name);
+		cf_json_key(j, "error");
+		cf_json_i64(j, (int64_t)h->rc);
+		cf_json_kbool(j, "sticky", rpl__error_is_sticky(h->rc));
+		cf_json_kbool(j, "returned", h->reported);
+		cf_json_kstr(j, "call_site", h->callsite ? cap_callsite_name(re->cap, h->callsite) : NULL);
+		cf_json_obj_end(j);
 	}
-	fputs("]}", f);
+	cf_json_arr_end(j);
+	cf_json_obj_end(j);
 }

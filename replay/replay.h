@@ -183,10 +183,12 @@ void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t);
 uint64_t rpl_strict_events(struct rpl_engine *re);
 /* Measured matching cost per op (ns), 0 when nothing was matched. */
 double rpl_host_ns_per_op(struct rpl_engine *re);
-/* Write replay's members of the JSON report, each after ",\n ": "replay" (per template:
- * segments, launches, fallbacks with reasons, patches, moved call sites, submissions saved;
- * totals) and "host_ns_per_op" (the measured matching cost, which scripts/bench reads). */
-void rpl_write_report_json(struct rpl_engine *re, FILE *f);
+/* Write replay's members of the JSON report (common/json.h, inside its top-level object):
+ * "replay" (per template: segments, launches, fallbacks with reasons, patches, moved call sites,
+ * submissions saved; totals) and "host_ns_per_op" (the measured matching cost, which
+ * scripts/bench reads). */
+struct cf_json;
+void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j);
 /* Bytes of host memory replay holds. */
 size_t rpl_memory_bytes(struct rpl_engine *re);
 

@@ -410,10 +410,8 @@ void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc
 bool rpl__error_is_sticky(CUresult rc);
 /* At exit: log the errors no call returned. */
 void rpl__errors_at_exit(struct rpl_engine *re);
-/* The report's "deferred_errors" member. */
-void rpl__errors_write_json(struct rpl_engine *re, FILE *f);
-/* text as the inside of a JSON string. */
-void rpl__json_text(FILE *f, const char *text);
+/* The report's "deferred_errors" member (key and value, common/json.h). */
+void rpl__errors_write_json(struct rpl_engine *re, struct cf_json *j);
 
 /* markers.c: NVTX ranges and marks in the "cufold" domain; each returns at once when no NVTX tool
  * is attached. Ranges nest: every *_begin is closed by one rpl__mark_end. */

@@ -4,139 +4,191 @@
  * and after, call sites of the ops it changed); totals; the measured matching cost. replay layer. */
 #include <inttypes.h>
 
+#include "common/json.h"
 #include "replay/replay_int.h"
 
-static void write_fallbacks(FILE *f, const uint64_t *fb)
+static void write_fallbacks(struct cf_json *j, const uint64_t *fb)
 {
-	bool first = true;
-
-	fputc('{', f);
-	for (int i = 0; i < RPL_FB_COUNT; i++) {
-		if (!fb[i])
-			continue;
-		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", rpl_fallback_name((enum rpl_fallback)i), fb[i]);
-		first = false;
-	}
-	fputc('}', f);
+	cf_json_obj_begin(j);
+	for (int i = 0; i < RPL_FB_COUNT; i++)
+		if (fb[i])
+			cf_json_ku64(j, rpl_fallback_name((enum rpl_fallback)i), fb[i]);
+	cf_json_obj_end(j);
 }
 
-void rpl__json_text(FILE *f, const char *text)
+/* Call sites by hash as an array of their names. */
+static void write_sites(struct rpl_engine *re, struct cf_json *j, const uint64_t *sites, uint32_t n)
 {
-	for (const char *p = text ? text : "?"; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fputc('\\', f);
-		if ((unsigned char)*p >= 0x20)
-			fputc(*p, f);
+	cf_json_arr_begin(j);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *name = cap_callsite_name(re->cap, sites[i]);
+
+		cf_json_str(j, name ? name : "?");
 	}
+	cf_json_arr_end(j);
 }
 
-/* A call site's name as a JSON string. */
-static void write_site(struct rpl_engine *re, FILE *f, uint64_t site)
+/* [before, after] */
+static void write_pair(struct cf_json *j, const char *key, uint64_t before, uint64_t after)
 {
-	fputc('"', f);
-	rpl__json_text(f, cap_callsite_name(re->cap, site));
-	fputc('"', f);
+	cf_json_key(j, key);
+	cf_json_arr_begin(j);
+	cf_json_u64(j, before);
+	cf_json_u64(j, after);
+	cf_json_arr_end(j);
 }
 
 /* What the rewrite did: the rules that fired (how often, at which call sites), graphable ops
  * before and after by kind, bytes, and the call sites of every op it changed. */
-static void write_rewrite(struct rpl_engine *re, FILE *f, const struct rpl_rewrite_figures *w)
+static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct rpl_rewrite_figures *w)
 {
-	fputs("\"rewrite\": {\"rules\": {", f);
+	cf_json_key(j, "rewrite");
+	cf_json_obj_begin(j);
+	cf_json_key(j, "rules");
+	cf_json_obj_begin(j);
 	for (uint32_t i = 0; i < w->nrules; i++)
-		fprintf(f, "%s\"%s\": %u", i ? ", " : "", w->rules[i].rule, w->rules[i].count);
-	fputs("}, \"rule_call_sites\": {", f);
+		cf_json_ku64(j, w->rules[i].rule, w->rules[i].count);
+	cf_json_obj_end(j);
+	cf_json_key(j, "rule_call_sites");
+	cf_json_obj_begin(j);
 	for (uint32_t i = 0; i < w->nrules; i++) {
-		fprintf(f, "%s\"%s\": [", i ? ", " : "", w->rules[i].rule);
-		for (uint32_t j = 0; j < w->rules[i].nsites; j++) {
-			if (j)
-				fputs(", ", f);
-			write_site(re, f, w->rules[i].sites[j]);
-		}
-		fputc(']', f);
+		cf_json_key(j, w->rules[i].rule);
+		write_sites(re, j, w->rules[i].sites, w->rules[i].nsites);
 	}
-	fprintf(f,
-		"}, \"kernels\": [%u, %u], \"copies\": [%u, %u], \"memsets\": [%u, %u], \"bytes\": [%" PRIu64
-		", %" PRIu64 "], \"call_sites\": [",
-		w->kernels[0], w->kernels[1], w->copies[0], w->copies[1], w->memsets[0], w->memsets[1], w->bytes[0],
-		w->bytes[1]);
-	for (uint32_t i = 0; i < w->nsites; i++) {
-		if (i)
-			fputs(", ", f);
-		write_site(re, f, w->sites[i]);
-	}
-	fputs("]}", f);
+	cf_json_obj_end(j);
+	write_pair(j, "kernels", w->kernels[0], w->kernels[1]);
+	write_pair(j, "copies", w->copies[0], w->copies[1]);
+	write_pair(j, "memsets", w->memsets[0], w->memsets[1]);
+	write_pair(j, "bytes", w->bytes[0], w->bytes[1]);
+	cf_json_key(j, "call_sites");
+	write_sites(re, j, w->sites, w->nsites);
+	cf_json_obj_end(j);
 }
 
 /* Whether replaying the template's shape pays (gate.c): its state, the time per window eager and
  * replayed that the last decision compared, and when it was taken (the shape's sighting). */
-static void write_gate(FILE *f, const struct rpl_template *t)
+static void write_gate(struct cf_json *j, const struct rpl_template *t)
 {
 	const struct rpl_shape_note *n = t->shape ? cap_shape_user(t->shape) : NULL;
 	const struct rpl_gate *g;
 
+	cf_json_key(j, "gate");
 	if (!n) {
-		fputs("\"gate\": null, ", f);
+		cf_json_null(j);
 		return;
 	}
 	g = &n->gate;
-	fprintf(f,
-		"\"gate\": {\"state\": \"%s\", \"eager_ns_per_window\": %" PRIu64 ", \"replayed_ns_per_window\": %" PRIu64
-		", \"decided_at_sighting\": %" PRIu64 ", \"trials_lost\": %u, \"eager_samples\": %u, \"replayed_samples\": %u, "
-		"\"small_cuts\": %s, \"big_cuts_replayed_ns_per_window\": %" PRIu64 ", \"clock\": \"%s\"}, ",
-		rpl__gate_state_name(g), g->eager_med, g->replay_med, g->decided_at, g->trials, g->neager, g->nreplayed,
-		g->cuts ? "true" : "false", g->big_med,
-		rpl__gate_is_modeled() ? "modeled" : "monotonic");
+	cf_json_obj_begin(j);
+	cf_json_kstr(j, "state", rpl__gate_state_name(g));
+	cf_json_ku64(j, "eager_ns_per_window", g->eager_med);
+	cf_json_ku64(j, "replayed_ns_per_window", g->replay_med);
+	cf_json_ku64(j, "decided_at_sighting", g->decided_at);
+	cf_json_ku64(j, "trials_lost", g->trials);
+	cf_json_ku64(j, "eager_samples", g->neager);
+	cf_json_ku64(j, "replayed_samples", g->nreplayed);
+	cf_json_kbool(j, "small_cuts", g->cuts);
+	cf_json_ku64(j, "big_cuts_replayed_ns_per_window", g->big_med);
+	cf_json_kstr(j, "clock", rpl__gate_is_modeled() ? "modeled" : "monotonic");
+	cf_json_obj_end(j);
 }
 
-static void write_template(struct rpl_engine *re, FILE *f, const struct rpl_template *t)
-{
-	uint64_t saved = t->ops_replayed >= t->graph_launches ? t->ops_replayed - t->graph_launches : 0;
+/* X(key, expression): a template's counters, in the report's order (t is the template) */
+#define RPL_TEMPLATE_FIGURES(X) \
+	X("shape", t->shape_id) \
+	X("built_from_window", t->built_window) \
+	X("ops", t->nops) \
+	X("graph_ops", t->ngraph) \
+	X("segments", t->nsegs) \
+	X("segment_cap", t->seg_cap) \
+	X("split_segments", t->split_segs) \
+	X("windows_replayed", t->windows) \
+	X("launches", t->launches) \
+	X("ops_replayed", t->ops_replayed) \
+	X("patches", t->patches) \
+	X("host_submissions_saved", t->ops_replayed >= t->graph_launches ? t->ops_replayed - t->graph_launches : 0)
 
-	fprintf(f,
-		"      {\"shape\": %" PRIu64 ", \"built_from_window\": %" PRIu64 ", \"ops\": %u, \"graph_ops\": %u, "
-		"\"segments\": %u, \"segment_cap\": %u, \"split_segments\": %u, \"windows_replayed\": %" PRIu64 ", \"launches\": %" PRIu64
-		", \"ops_replayed\": %" PRIu64 ", \"patches\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64
-		", \"fallbacks\": ",
-		t->shape_id, t->built_window, t->nops, t->ngraph, t->nsegs, t->seg_cap, t->split_segs, t->windows, t->launches, t->ops_replayed,
-		t->patches, saved);
-	write_fallbacks(f, t->fallbacks);
-	fputs(", \"retired\": ", f);
-	if (t->retired_why)
-		fprintf(f, "\"%s\"", t->retired_why);
-	else
-		fputs("null", f);
-	fputs(", \"moved_call_sites\": [", f);
-	for (uint32_t i = 0; i < t->nmoved_sites; i++) {
-		if (i)
-			fputs(", ", f);
-		write_site(re, f, t->moved_sites[i]);
+static void write_template(struct rpl_engine *re, struct cf_json *j, const struct rpl_template *t)
+{
+	cf_json_nl(j, 6);
+	cf_json_obj_begin(j);
+#define RPL_TEMPLATE_FIGURE_(key, v) cf_json_ku64(j, key, (uint64_t)(v));
+	RPL_TEMPLATE_FIGURES(RPL_TEMPLATE_FIGURE_)
+#undef RPL_TEMPLATE_FIGURE_
+	cf_json_key(j, "fallbacks");
+	write_fallbacks(j, t->fallbacks);
+	cf_json_kstr(j, "retired", t->retired_why);
+	cf_json_key(j, "moved_call_sites");
+	write_sites(re, j, t->moved_sites, t->nmoved_sites);
+	write_gate(j, t);
+	write_rewrite(re, j, &t->rw);
+	cf_json_key(j, "segment_launches");
+	cf_json_arr_begin(j);
+	for (uint32_t k = 0; k < t->nsegs; k++) {
+		cf_json_obj_begin(j);
+		cf_json_ku64(j, "first", t->segs[k].first);
+		cf_json_ku64(j, "ops", t->segs[k].n);
+		cf_json_ku64(j, "launches", t->segs[k].launches);
+		cf_json_ku64(j, "patched_launches", t->segs[k].patched_launches);
+		cf_json_ku64(j, "patches", t->segs[k].patches);
+		cf_json_obj_end(j);
 	}
-	fputs("], ", f);
-	write_gate(f, t);
-	write_rewrite(re, f, &t->rw);
-	fputs(", \"segment_launches\": [", f);
-	for (uint32_t k = 0; k < t->nsegs; k++)
-		fprintf(f, "%s{\"first\": %u, \"ops\": %u, \"launches\": %" PRIu64 ", \"patched_launches\": %" PRIu64
-			   ", \"patches\": %" PRIu64 "}",
-			k ? ", " : "", t->segs[k].first, t->segs[k].n, t->segs[k].launches, t->segs[k].patched_launches,
-			t->segs[k].patches);
-	fputs("]}", f);
+	cf_json_arr_end(j);
+	cf_json_obj_end(j);
 }
 
 /* Shapes replay will not replay, and why (too few ops, a failure, passthrough, churn). */
-static void write_rejected(struct rpl_engine *re, FILE *f)
+static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 {
-	bool first = true;
-
+	cf_json_key(j, "rejected_shapes");
+	cf_json_arr_begin(j);
 	for (const struct note_link *l = re->notes; l; l = l->next) {
 		if (!l->note.rejected || !l->shape)
 			continue;
-		fprintf(f, "%s{\"shape\": %" PRIu64 ", \"why\": \"", first ? "" : ", ", cap_shape_id(l->shape));
-		rpl__json_text(f, l->note.why);
-		fputs("\"}", f);
-		first = false;
+		cf_json_obj_begin(j);
+		cf_json_ku64(j, "shape", cap_shape_id(l->shape));
+		cf_json_kstr(j, "why", l->note.why ? l->note.why : "?");
+		cf_json_obj_end(j);
 	}
+	cf_json_arr_end(j);
+}
+
+/* X(kind, key, expression): replay's totals in the report, in order (s is struct rpl_totals);
+ * kind u64 or f1 (a double with one decimal) or flag (a bool). scripts/cufold merges them by key. */
+#define RPL_REPORT_TOTALS(X) \
+	X(u64, "templates_built", s->templates) \
+	X(u64, "templates_live", s->templates_live) \
+	X(u64, "segments_built", s->segments) \
+	X(u64, "graph_launches", s->graph_launches) \
+	X(u64, "ops_replayed", s->ops_replayed) \
+	X(u64, "ops_deferred", s->ops_deferred) \
+	X(u64, "ops_flushed_eagerly", s->ops_flushed) \
+	X(u64, "patches", s->patches) \
+	X(u64, "retired", s->retired) \
+	X(u64, "host_submissions_saved", s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0) \
+	X(u64, "driver_calls", s->own_calls) \
+	X(u64, "matched_ops", s->matched_ops) \
+	X(f1, "host_ns_per_op", rpl_host_ns_per_op(re)) \
+	X(u64, "host_bytes", rpl_memory_bytes(re)) \
+	X(u64, "pinned_bytes", pinned) \
+	X(u64, "graph_nodes_live", nodes) \
+	X(u64, "build_ns_max", s->build_ns_max) \
+	X(u64, "build_ops_max", s->build_ops_max) \
+	X(flag, "passthrough_after_failure", s->failed)
+
+static void total_u64(struct cf_json *j, const char *key, uint64_t v)
+{
+	cf_json_ku64(j, key, v);
+}
+
+static void total_f1(struct cf_json *j, const char *key, double v)
+{
+	cf_json_key(j, key);
+	cf_json_f64(j, v, 1);
+}
+
+static void total_flag(struct cf_json *j, const char *key, bool v)
+{
+	cf_json_kbool(j, key, v);
 }
 
 /* What the live templates hold outside cufold's heap: pinned stage buffers (bytes) and graph
@@ -153,46 +205,42 @@ static void held_figures(struct rpl_engine *re, uint64_t *pinned, uint64_t *node
 	}
 }
 
-void rpl_write_report_json(struct rpl_engine *re, FILE *f)
+void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j)
 {
 	struct rpl_totals tot;
 	const struct rpl_totals *s = &tot;
 	uint64_t pinned, nodes;
-	bool first = true;
 
 	rpl_get_totals(re, &tot); /* own_calls is counted atomically (builds run outside the lock) */
 	held_figures(re, &pinned, &nodes);
-	fprintf(f,
-		",\n \"replay\": {\n    \"templates_built\": %" PRIu64 ", \"templates_live\": %" PRIu64
-		", \"segments_built\": %" PRIu64 ", \"graph_launches\": %" PRIu64 ", \"ops_replayed\": %" PRIu64
-		", \"ops_deferred\": %" PRIu64 ", \"ops_flushed_eagerly\": %" PRIu64 ", \"patches\": %" PRIu64
-		", \"retired\": %" PRIu64 ", \"host_submissions_saved\": %" PRIu64 ", \"driver_calls\": %" PRIu64
-		", \"matched_ops\": %" PRIu64 ", \"host_ns_per_op\": %.1f, \"host_bytes\": %zu, "
-		"\"pinned_bytes\": %" PRIu64 ", \"graph_nodes_live\": %" PRIu64 ", \"build_ns_max\": %" PRIu64
-		", \"build_ops_max\": %" PRIu64 ", \"passthrough_after_failure\": %s,\n"
-		"    \"fallbacks\": ",
-		s->templates, s->templates_live, s->segments, s->graph_launches, s->ops_replayed, s->ops_deferred,
-		s->ops_flushed, s->patches, s->retired,
-		s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0, s->own_calls,
-		s->matched_ops, rpl_host_ns_per_op(re), rpl_memory_bytes(re), pinned, nodes, s->build_ns_max,
-		s->build_ops_max, s->failed ? "true" : "false");
-	write_fallbacks(f, s->fallbacks);
-	fprintf(f, ", \"queries_answered_not_ready\": %" PRIu64 ",\n    \"rejected_shapes\": [", s->polls_not_ready);
-	write_rejected(re, f);
-	fputs("],\n    ", f);
-	rpl__errors_write_json(re, f);
-	fputs(",\n    \"templates\": [\n", f);
-	for (const struct rpl_template *t = rpl__templates(re); t; t = t->next) {
-		if (!first)
-			fputs(",\n", f);
-		write_template(re, f, t);
-		first = false;
-	}
-	for (const struct rpl_template *t = rpl__retired(re); t; t = t->next) {
-		if (!first)
-			fputs(",\n", f);
-		write_template(re, f, t);
-		first = false;
-	}
-	fprintf(f, "\n    ]\n  },\n \"host_ns_per_op\": %.1f", rpl_host_ns_per_op(re));
+
+	cf_json_nl(j, 1);
+	cf_json_key(j, "replay");
+	cf_json_obj_begin(j);
+	cf_json_nl(j, 4);
+#define RPL_REPORT_TOTAL_(kind, key, v) total_##kind(j, key, v);
+	RPL_REPORT_TOTALS(RPL_REPORT_TOTAL_)
+#undef RPL_REPORT_TOTAL_
+	cf_json_nl(j, 4);
+	cf_json_key(j, "fallbacks");
+	write_fallbacks(j, s->fallbacks);
+	cf_json_ku64(j, "queries_answered_not_ready", s->polls_not_ready);
+	cf_json_nl(j, 4);
+	write_rejected(re, j);
+	cf_json_nl(j, 4);
+	rpl__errors_write_json(re, j);
+	cf_json_nl(j, 4);
+	cf_json_key(j, "templates");
+	cf_json_arr_begin(j);
+	for (const struct rpl_template *t = rpl__templates(re); t; t = t->next)
+		write_template(re, j, t);
+	for (const struct rpl_template *t = rpl__retired(re); t; t = t->next)
+		write_template(re, j, t);
+	cf_json_nl(j, 4);
+	cf_json_arr_end(j);
+	cf_json_nl(j, 2);
+	cf_json_obj_end(j);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "host_ns_per_op");
+	cf_json_f64(j, rpl_host_ns_per_op(re), 1);
 }

@@ -103,10 +103,15 @@ static void reject(struct parser *p, unsigned line, const char *fmt, ...)
 	char why[ERR_MAX];
 	va_list ap;
 
+	char shown[ERR_MAX * 2], file[200];
+
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	cf_log_warn("%s:%u: kernel card rejected: %s", p->file, line, why);
+	/* the reason quotes the file's words: never its raw bytes (terminal escapes, binary) */
+	cf_log_printable(shown, sizeof(shown), why, ERR_MAX);
+	cf_log_printable(file, sizeof(file), p->file, 120);
+	cf_log_warn("%s:%u: kernel card rejected: %s", file, line, shown);
 	p->rejected++;
 	p->bad = true;
 }
@@ -592,6 +597,15 @@ static void card_finish(struct parser *p)
 	p->card = NULL; /* owned by the set now (or freed) */
 }
 
+/* Whether w may be quoted in a message as the statement it was meant to be: a short word of
+ * letters, digits and '_' (the first word of some other kind of file, "root:x:0:0:...", is not). */
+static bool is_word(const char *w)
+{
+	size_t n = strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+
+	return n > 0 && n <= 32 && !w[n];
+}
+
 static void statement(struct parser *p, char *buf, const char *line)
 {
 	struct words ws;
@@ -614,7 +628,10 @@ static void statement(struct parser *p, char *buf, const char *line)
 	}
 	if (!p->card && !p->bad) {
 		if (!p->stray) {
-			reject(p, p->line, "'%s' outside a card (cards start with 'kernel')", w);
+			if (is_word(w))
+				reject(p, p->line, "'%s' outside a card (cards start with 'kernel')", w);
+			else
+				reject(p, p->line, "a line that is not a card statement (cards start with 'kernel')");
 			p->bad = false;
 			p->stray = true;
 		}
@@ -645,7 +662,7 @@ static void statement(struct parser *p, char *buf, const char *line)
 	else if (!strcmp(w, "split"))
 		stmt_table(p, &ws, TBL_SPLIT);
 	else
-		reject(p, p->line, "unknown statement '%s'", w);
+		reject(p, p->line, is_word(w) ? "unknown statement '%s'" : "unknown statement%s", is_word(w) ? w : "");
 }
 
 int rw_cards_parse(struct rw_cards *set, const char *file, const char *text, size_t len)
@@ -654,6 +671,11 @@ int rw_cards_parse(struct rw_cards *set, const char *file, const char *text, siz
 	size_t at = 0;
 	int rc;
 
+	if (memchr(text, 0, len)) {
+		/* a binary file (a library, an image): one line, not a warning per line of noise */
+		reject(&p, 1, "not a text file (it holds NUL bytes); nothing read from it");
+		return p.rejected;
+	}
 	while (at < len && !p.nomem) {
 		const char *nl = memchr(text + at, '\n', len - at);
 		size_t end = nl ? (size_t)(nl - text) : len, n = end - at;

@@ -6,7 +6,12 @@
  *  1. A card, once in a set, never changes and is freed only with the set, so a card pointer
  *     handed out stays valid for the set's life (the process's set lives until exit).
  *  2. Lookup goes newest card first: a card loaded later overrides earlier ones.
- *  3. The cache maps a name to its answer, NULL included; adding cards empties it. */
+ *  3. The cache maps a name to its answer, NULL included; adding cards empties it.
+ *  4. Every pattern is in the pattern index, keyed by its text, naming the newest card that has
+ *     it; patterns with a wildcard ('*', '?', '[', or '\\') are also in the glob list in load
+ *     order. So loading is O(n) (an override is found by one lookup, not by comparing with every
+ *     earlier card) and a lookup costs three hash probes plus the wildcard patterns newer than
+ *     the best literal match, not a pass over every card. */
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -37,12 +42,28 @@ struct cache_ent {
 	char name[];                 /* the key, NUL-terminated */
 };
 
+/* One pattern text in the pattern index (invariant 4). */
+struct pat_ent {
+	struct cf_table_link link;   /* in rw_cards.pats, keyed by the pattern (the card's copy) */
+	unsigned idx;                /* the newest card with this pattern: its index in cards */
+	bool glob;                   /* the pattern has a wildcard */
+};
+
+/* A wildcard pattern, in load order. */
+struct glob_ent {
+	unsigned idx;                /* its card's index in cards */
+	const char *pat;             /* the card's copy of the pattern */
+};
+
 struct rw_cards {
 	pthread_mutex_t lock;        /* guards everything below */
 	struct rw_card **cards;      /* in load order */
 	unsigned n;                  /* cards used */
 	unsigned cap;                /* room in cards */
 	struct cf_table cache;       /* name -> struct cache_ent */
+	struct cf_table pats;        /* pattern text -> struct pat_ent */
+	struct glob_ent *globs;      /* wildcard patterns in load order */
+	unsigned nglobs, globs_cap;  /* used and room in globs */
 };
 
 /* ------------------------------------------------------------------ cards */
@@ -127,6 +148,12 @@ void rw_cards_destroy(struct rw_cards *set)
 		rw__card_free(set->cards[i]);
 	free(set->cards);
 	cache_clear(set);
+	for (struct cf_table_link *l = set->pats.head, *next; l; l = next) {
+		next = cf_table_next(l);
+		free(CF_TABLE_ENTRY(l, struct pat_ent, link));
+	}
+	cf_table_fini(&set->pats);
+	free(set->globs);
 	pthread_mutex_destroy(&set->lock);
 	free(set);
 }
@@ -136,23 +163,51 @@ unsigned rw_cards_count(const struct rw_cards *set)
 	return set->n;
 }
 
-/* Log (info) each pattern of card that an earlier card already has. */
-static void note_overrides(const struct rw_cards *set, const struct rw_card *card)
+static bool is_glob(const char *pat)
+{
+	return strpbrk(pat, "*?[\\") != NULL;
+}
+
+/* Put the patterns of card (index idx) into the index, logging (info) each one an earlier card
+ * already has: that card is overridden for it. On -CF_ENOMEM the index may hold some of them. */
+static int index_patterns(struct rw_cards *set, const struct rw_card *card, unsigned idx)
 {
 	for (unsigned p = 0; p < card->npatterns; p++) {
-		for (unsigned i = set->n; i-- > 0;) {
-			const struct rw_card *old = set->cards[i];
-			bool same = false;
+		const char *pat = card->patterns[p];
+		struct pat_ent *e = CF_TABLE_ENTRY(cf_table_find_str(&set->pats, pat), struct pat_ent, link);
 
-			for (unsigned q = 0; q < old->npatterns && !same; q++)
-				same = !strcmp(old->patterns[q], card->patterns[p]);
-			if (same) {
-				cf_log_info("%s:%u: kernel card for '%s' overrides the one at %s:%u",
-					    card->file, card->line, card->patterns[p], old->file, old->line);
-				break;
+		if (e) {
+			const struct rw_card *old = set->cards[e->idx];
+
+			if (e->idx != idx)
+				cf_log_info("%s:%u: kernel card for '%s' overrides the one at %s:%u", card->file,
+					    card->line, pat, old->file, old->line);
+			e->idx = idx;
+		} else {
+			e = malloc(sizeof(*e));
+			if (!e)
+				return -CF_ENOMEM;
+			e->idx = idx;
+			e->glob = is_glob(pat);
+			if (cf_table_add(&set->pats, &e->link, pat, strlen(pat)) != 0) {
+				free(e);
+				return -CF_ENOMEM;
 			}
 		}
+		if (!e->glob)
+			continue;
+		if (set->nglobs == set->globs_cap) {
+			unsigned cap = set->globs_cap ? set->globs_cap * 2 : 16;
+			struct glob_ent *grown = realloc(set->globs, cap * sizeof(*grown));
+
+			if (!grown)
+				return -CF_ENOMEM;
+			set->globs = grown;
+			set->globs_cap = cap;
+		}
+		set->globs[set->nglobs++] = (struct glob_ent){ idx, pat };
 	}
+	return 0;
 }
 
 int rw__cards_add(struct rw_cards *set, struct rw_card *card)
@@ -172,8 +227,10 @@ int rw__cards_add(struct rw_cards *set, struct rw_card *card)
 		set->cards = grown;
 		set->cap = cap;
 	}
-	note_overrides(set, card);
-	set->cards[set->n++] = card;
+	set->cards[set->n] = card;
+	/* out of memory in the index: the card stays (it is in cards) but lookups may miss it */
+	rc = index_patterns(set, card, set->n);
+	set->n++;
 	cache_clear(set);
 out_unlock:
 	pthread_mutex_unlock(&set->lock);
@@ -464,24 +521,38 @@ int rw_demangle_base(const char *name, char *qual, size_t size)
 
 /* ------------------------------------------------------------------ lookup */
 
+/* The index of the newest card with a literal pattern equal to key, or -1. */
+static long literal(const struct rw_cards *set, const char *key)
+{
+	const struct pat_ent *e = CF_TABLE_ENTRY(cf_table_find_str(&set->pats, key), struct pat_ent, link);
+
+	return e && !e->glob ? (long)e->idx : -1;
+}
+
+/* The newest card with a pattern matching name, its qualified name or its plain name
+ * (invariant 2): the best literal match by three lookups, then the wildcard patterns of newer
+ * cards, newest first. */
 static const struct rw_card *search(const struct rw_cards *set, const char *name)
 {
 	char qual[QUAL_MAX];
 	int base = rw_demangle_base(name, qual, sizeof(qual));
+	long best = literal(set, name);
 
-	for (unsigned i = set->n; i-- > 0;) {
-		const struct rw_card *c = set->cards[i];
+	if (base >= 0) {
+		long q = literal(set, qual), b = literal(set, qual + base);
 
-		for (unsigned p = 0; p < c->npatterns; p++) {
-			const char *pat = c->patterns[p];
+		best = q > best ? q : best;
+		best = b > best ? b : best;
+	}
+	for (unsigned i = set->nglobs; i-- > 0 && (long)set->globs[i].idx > best;) {
+		const char *pat = set->globs[i].pat;
 
-			if (!fnmatch(pat, name, 0))
-				return c;
-			if (base >= 0 && (!fnmatch(pat, qual, 0) || !fnmatch(pat, qual + base, 0)))
-				return c;
+		if (!fnmatch(pat, name, 0) || (base >= 0 && (!fnmatch(pat, qual, 0) || !fnmatch(pat, qual + base, 0)))) {
+			best = set->globs[i].idx;
+			break;
 		}
 	}
-	return NULL;
+	return best >= 0 ? set->cards[best] : NULL;
 }
 
 const struct rw_card *rw_cards_find(struct rw_cards *set, const char *name)

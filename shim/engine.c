@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/errors.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/serial.h"
 #include "replay/replay.h"
@@ -242,9 +243,9 @@ static void shape_evicted(void *arg, struct cap_shape *s)
 	rpl_shape_evicted(arg, s);
 }
 
-static void report_extra(void *arg, FILE *f)
+static void report_extra(void *arg, struct cf_json *j)
 {
-	rpl_write_report_json(arg, f);
+	rpl_write_report_json(arg, j);
 }
 
 /* A new engine as the configuration says (capture, and replay in CUFOLD_MODE=replay); NULL
@@ -872,7 +873,7 @@ static void write_output(struct cf_engine *e, const char *var, const char *path,
 
 	if (!path[0])
 		return;
-	if (is_child && !strstr(path, "%p"))
+	if (is_child && !cf_path_has_pid(path))
 		return; /* the parent writes this path: a forked child would overwrite it */
 	errno = 0;
 	rc = writer(e->cap, path);
@@ -885,12 +886,15 @@ static void write_output(struct cf_engine *e, const char *var, const char *path,
 	case EEXIST:
 		why = "a file is there that is not cufold's own output; it is left alone";
 		break;
+	case EINVAL:
+		why = "it is not a regular file";
+		break;
 	default:
 		why = errno ? strerror(errno) : cf_strerror(rc);
 		break;
 	}
-	cf_log_warn("%s=%s: cannot write it (%s); nothing written there, the program is not affected", var, path,
-		    why);
+	cf_log_warn("%s=%s: cannot write it (%s); nothing written there (a file already there is left as it was), "
+		    "the program is not affected", var, path, why);
 }
 
 __attribute__((destructor)) static void engine_exit(void)
@@ -938,4 +942,47 @@ out:
 	lock_drop(e);
 	if (e->exit_done && strict_registered)
 		strict_exit(); /* _exit, not under the lock: no destructor after this one runs */
+}
+
+/* ------------------------------------------------------------------ outputs while running */
+
+int shim_engine_write_outputs(bool final)
+{
+	const struct cf_config *cfg = cf_config_get();
+	struct cf_engine *e;
+	struct timespec until;
+
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
+		return 0;
+	e = engine_get();
+	if (!final) {
+		if (pthread_mutex_trylock(&e->lock) != 0)
+			return -CF_EBUSY; /* another call holds it, perhaps this thread's own caller */
+	} else {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 2;
+		if (pthread_mutex_timedlock(&e->lock, &until) != 0) {
+			cf_log_warn("stopped by a signal: the engine's lock stayed taken for 2 s; the outputs are not "
+				    "written");
+			return -CF_ESTATE;
+		}
+	}
+	cf_serial_enter();
+	shim_inside_enter();
+	if (!still_recording(e) || cfg->secure)
+		goto out;
+	if (!final) {
+		write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
+		goto out;
+	}
+	close_window(e, CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
+	if (e->rpl)
+		rpl_stop(e->rpl);
+	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
+	write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
+	write_output(e, "CUFOLD_TRACE", cfg->trace, cap_write_trace);
+	write_output(e, "CUFOLD_DOT", cfg->dot, cap_write_dot);
+out:
+	lock_drop(e);
+	return 0;
 }

@@ -214,4 +214,15 @@ bool shim_engine_totals(struct cap_totals *t);
 		return shim_engine_op_end(&t_, rc_); \
 	}
 
+/* ------------------------------------------------------------------ outputs while running */
+
+/* Write the outputs now (shim/signals.c). final: the program is being stopped by a signal: the
+ * window closes (EXIT, kept calls submitted first), replay stops, calls after this pass through,
+ * and the report, trace and pictures are written, as at exit; the lock is waited for at most
+ * about 2 s. Not final: only the report is rewritten (CUFOLD_REPORT_EVERY), and only when the
+ * lock is free at once. Returns 0 (written, or nothing to write), -CF_EBUSY (the lock was not
+ * free: try again later) or -CF_ESTATE (the final wait ran out; nothing written, said in the
+ * log). */
+int shim_engine_write_outputs(bool final);
+
 #endif

@@ -19,6 +19,7 @@
 #include "common/serial.h"
 #include "shim/engine.h"
 #include "shim/shim_int.h"
+#include "shim/signals.h"
 
 bool shim__passthrough;
 __thread int shim__inside __attribute__((tls_model("initial-exec")));
@@ -39,6 +40,7 @@ static void atfork_child(void)
 	shim__api_atfork_child();
 	for (int i = 0; i < SHIM_API_COUNT; i++)
 		__atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
+	shim_signals_atfork_child();
 	shim_engine__atfork_child(); /* last: it makes the child's engine from the state above */
 }
 
@@ -85,8 +87,10 @@ static int init_slow(void)
 			for (int id = 0; id < SHIM_API_COUNT; id++)
 				n += shim_real_has((enum shim_api_id)id);
 			/* the library loaded, which is not CUFOLD_LIBCUDA when that was refused */
-			cf_log_info("mode %s; driver %s: %d of %d entry points", cf_mode_name(mode),
-				    lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
+			cf_log_info("cufold %s; mode %s; driver %s: %d of %d entry points", CUFOLD_VERSION,
+				    cf_mode_name(mode), lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
+			if (mode != CF_MODE_OFF)
+				shim_signals_arm(); /* outputs of a job stopped by a signal */
 		}
 	}
 	shim_inside_leave();
@@ -115,6 +119,7 @@ void shim_note_call(enum shim_api_id id)
 	if (mode == CF_MODE_OFF || (unsigned)id >= SHIM_API_COUNT)
 		return;
 	__atomic_fetch_add(&counts[id], 1, __ATOMIC_RELAXED);
+	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
 
 void shim_note_unmodeled(enum shim_api_id id)
@@ -130,7 +135,8 @@ uint64_t shim_count(enum shim_api_id id)
 	return (unsigned)id < SHIM_API_COUNT ? __atomic_load_n(&counts[id], __ATOMIC_RELAXED) : 0;
 }
 
-/* At exit, with CUFOLD_LOG=info: every intercepted call, by exported symbol. */
+/* At exit, with CUFOLD_LOG=info: the calls intercepted, one line of the short summary; with
+ * CUFOLD_LOG=debug also one line per exported symbol called. */
 __attribute__((destructor)) static void report_counts(void)
 {
 	uint64_t total = 0;
@@ -151,6 +157,6 @@ __attribute__((destructor)) static void report_counts(void)
 		uint64_t n = shim_count((enum shim_api_id)id);
 
 		if (n)
-			cf_log_info("calls %s %llu", shim_api[id].name, (unsigned long long)n);
+			cf_log_debug("calls %s %llu", shim_api[id].name, (unsigned long long)n);
 	}
 }

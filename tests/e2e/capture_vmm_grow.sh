@@ -35,14 +35,14 @@ print("-- %d referenced unmaps ended their windows, %d spare ones did not; %d op
 PY
 
 # every VMM entry point the program calls reaches the device through cufold, counted as such
-env SIMCUDA_STATS="$TMP/stats.json" CUFOLD_MODE=trace CUFOLD_LOG=info LD_PRELOAD="$CUFOLD" "$prog" 12 \
+env SIMCUDA_STATS="$TMP/stats.json" CUFOLD_MODE=trace CUFOLD_LOG=debug LD_PRELOAD="$CUFOLD" "$prog" 12 \
 	>"$TMP/trace.out" 2>"$TMP/trace.err" || { cat "$TMP/trace.err"; fail "vmm_grow failed in trace mode"; }
 python3 - "$TMP/trace.err" "$TMP/stats.json" <<'PY' || fail "trace counts of the VMM entry points differ from the device's"
 import json, re, sys
 dev = json.load(open(sys.argv[2]))["calls"]
 cf = {}
 for line in open(sys.argv[1]):
-    m = re.search(r"\] I shim\.c:\d+: calls (\S+) (\d+)$", line.rstrip("\n"))
+    m = re.search(r"\] [ID] shim\.c:\d+: calls (\S+) (\d+)$", line.rstrip("\n"))
     if m:
         cf[m.group(1)] = cf.get(m.group(1), 0) + int(m.group(2))
 names = ["cuMemGetAllocationGranularity", "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate",

@@ -31,7 +31,7 @@ env LD_PRELOAD="$CUFOLD" CUFOLD_MDOE=off "$prog" >"$TMP/out" 2>"$TMP/err" || fai
 grep -q 'CUFOLD_MDOE is not a cufold variable' "$TMP/err" || fail "unknown variable not reported"
 
 # the log file gets the log, stderr stays quiet
-env LD_PRELOAD="$CUFOLD" CUFOLD_MODE=trace CUFOLD_LOG=info CUFOLD_LOG_FILE="$TMP/log" "$prog" >"$TMP/out" \
+env LD_PRELOAD="$CUFOLD" CUFOLD_MODE=trace CUFOLD_LOG=debug CUFOLD_LOG_FILE="$TMP/log" "$prog" >"$TMP/out" \
 	2>"$TMP/err" || fail "CUFOLD_LOG_FILE broke the run"
 [[ ! -s "$TMP/err" ]] || { cat "$TMP/err"; fail "stderr not quiet with CUFOLD_LOG_FILE"; }
 grep -q 'calls cuInit 1$' "$TMP/log" || fail "the log file did not get the counts"

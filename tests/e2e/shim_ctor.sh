@@ -11,7 +11,7 @@ export ICPT_PLUGIN_DIR="$ROOT/$B/plugins"
 
 same_output_over_seeds "$prog" dlopen
 env LD_PRELOAD="$lib" "$prog" preloaded >"$TMP/plain" || fail "preloaded library failed without cufold"
-env LD_PRELOAD="$CUFOLD $lib" CUFOLD_MODE=trace CUFOLD_LOG=info "$prog" preloaded >"$TMP/hooked" 2>"$TMP/err" ||
+env LD_PRELOAD="$CUFOLD $lib" CUFOLD_MODE=trace CUFOLD_LOG=debug "$prog" preloaded >"$TMP/hooked" 2>"$TMP/err" ||
 	{ cat "$TMP/err"; fail "preloaded library failed with cufold"; }
 cmp -s "$TMP/plain" "$TMP/hooked" || fail "output differs with cufold (preloaded library)"
 grep -q 'calls cuInit 1$' "$TMP/err" || fail "the constructor's cuInit was not intercepted"

@@ -21,7 +21,7 @@ ICPT_EXPECT=driver CUFOLD_MODE=off run_cufold "$TMP/off" "$prog" || fail "in mod
 cmp -s "$TMP/plain" "$TMP/off" || fail "output differs with CUFOLD_MODE=off"
 
 # the two launches were counted on two different hooks
-CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold "$TMP/trace" "$prog" 2>"$TMP/trace.err" || fail "trace run failed"
+CUFOLD_MODE=trace CUFOLD_LOG=debug run_cufold "$TMP/trace" "$prog" 2>"$TMP/trace.err" || fail "trace run failed"
 grep -q 'calls cuLaunchKernel_ptsz 1$' "$TMP/trace.err" || fail "the per-thread launch did not reach the _ptsz hook"
 grep -Eq 'calls cuLaunchKernel [0-9]+$' "$TMP/trace.err" || fail "the legacy launches did not reach the legacy hook"
 note "runtime-style discovery routed by identity"

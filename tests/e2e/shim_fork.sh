@@ -8,7 +8,7 @@ prog="$B/progs/icpt_fork"
 
 same_output_over_seeds "$prog"
 run_plain "$TMP/plain" "$prog" || fail "icpt_fork failed without cufold"
-CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold "$TMP/hooked" "$prog" 2>"$TMP/err" || fail "icpt_fork failed with cufold"
+CUFOLD_MODE=trace CUFOLD_LOG=debug run_cufold "$TMP/hooked" "$prog" 2>"$TMP/err" || fail "icpt_fork failed with cufold"
 cmp -s "$TMP/plain" "$TMP/hooked" || fail "output differs with cufold"
 # two reports, one per process; the child's launches (25 rounds x 2) are its own
 [[ $(grep -c 'driver calls intercepted' "$TMP/err") == 2 ]] || { cat "$TMP/err"; fail "expected one report per process"; }

@@ -22,7 +22,7 @@ env LD_PRELOAD="$CUFOLD" "$prog" dlopen >"$TMP/hooked" || fail "dlopen case fail
 cmp -s "$TMP/plain" "$TMP/hooked" || { diff "$TMP/plain" "$TMP/hooked"; fail "RTLD_NEXT from a dlopen'ed library differs"; }
 
 # a before cufold: its RTLD_NEXT lookup of cuDriverGetVersion finds cufold's export
-env LD_PRELOAD="$P/icpt_next_a.so $CUFOLD $P/icpt_next_b.so" CUFOLD_MODE=trace CUFOLD_LOG=info "$prog" preloaded \
+env LD_PRELOAD="$P/icpt_next_a.so $CUFOLD $P/icpt_next_b.so" CUFOLD_MODE=trace CUFOLD_LOG=debug "$prog" preloaded \
 	>"$TMP/stacked" 2>"$TMP/err" || fail "failed with a before cufold"
 grep -q '^driver version through RTLD_NEXT from a: 13000$' "$TMP/stacked" || fail "wrong driver version"
 grep -q 'calls cuDriverGetVersion 1$' "$TMP/err" || { cat "$TMP/err"; fail "a's RTLD_NEXT call did not reach cufold"; }

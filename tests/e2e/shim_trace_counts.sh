@@ -14,7 +14,7 @@ err, stats, label = sys.argv[1:4]
 dev = {k: v for k, v in json.load(open(stats))["calls"].items() if v}
 cf, total, reported = {}, 0, None
 for line in open(err):
-    m = re.search(r"\] I shim\.c:\d+: calls (\S+) (\d+)$", line.rstrip("\n"))
+    m = re.search(r"\] [ID] shim\.c:\d+: calls (\S+) (\d+)$", line.rstrip("\n"))
     if m:
         cf[m.group(1)] = cf.get(m.group(1), 0) + int(m.group(2))
         total += int(m.group(2))
@@ -37,7 +37,7 @@ check() { # label, mode, command...
 	local label=$1 mode=$2
 	shift 2
 	rm -f "$TMP/stats.json"
-	env SIMCUDA_STATS="$TMP/stats.json" CUFOLD_MODE="$mode" CUFOLD_LOG=info "$@" >"$TMP/out" 2>"$TMP/err" ||
+	env SIMCUDA_STATS="$TMP/stats.json" CUFOLD_MODE="$mode" CUFOLD_LOG=debug "$@" >"$TMP/out" 2>"$TMP/err" ||
 		{ cat "$TMP/err"; fail "$label failed"; }
 	[[ -f "$TMP/stats.json" ]] || fail "$label: the device wrote no SIMCUDA_STATS"
 	compare "$TMP/err" "$TMP/stats.json" "$label" || fail "$label: counts differ"
@@ -53,7 +53,7 @@ check "icpt_ctor dlopen" trace env LD_PRELOAD="$CUFOLD" "$B/progs/icpt_ctor" dlo
 check "icpt_ctor preloaded" trace env LD_PRELOAD="$CUFOLD $P/icpt_ctor.so" "$B/progs/icpt_ctor" preloaded
 check "icpt_cudart (replay)" replay env LD_PRELOAD="$CUFOLD" "$B/progs/icpt_cudart"
 
-env CUFOLD_MODE=off CUFOLD_LOG=info LD_PRELOAD="$CUFOLD" "$B/progs/icpt_cudart" >"$TMP/out" 2>"$TMP/err" ||
+env CUFOLD_MODE=off CUFOLD_LOG=debug LD_PRELOAD="$CUFOLD" "$B/progs/icpt_cudart" >"$TMP/out" 2>"$TMP/err" ||
 	fail "icpt_cudart failed in mode off"
 ! grep -q 'calls \|intercepted' "$TMP/err" || fail "mode off counted calls"
 note "mode off counts nothing"

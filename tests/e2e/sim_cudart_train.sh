@@ -73,11 +73,11 @@ if t["graph_launches"] != 6 or t["kernels_executed"] != 24:
 PY
 
 # the per-thread build reached the _ptsz entry points, the legacy ones the plain ones
-CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-ptds" 2 2>"$TMP/ptds.err" ||
+CUFOLD_MODE=trace CUFOLD_LOG=debug run_cufold /dev/null "$B/cudart/train-ptds" 2 2>"$TMP/ptds.err" ||
 	fail "train-ptds trace run failed"
 grep -q 'calls cuLaunchKernel_ptsz [0-9]' "$TMP/ptds.err" ||
 	fail "per-thread launches did not reach cuLaunchKernel_ptsz"
-SIMCUDA_STATS="$TMP/legacy.stats" CUFOLD_MODE=trace CUFOLD_LOG=info run_cufold /dev/null "$B/cudart/train-shared" 2 \
+SIMCUDA_STATS="$TMP/legacy.stats" CUFOLD_MODE=trace CUFOLD_LOG=debug run_cufold /dev/null "$B/cudart/train-shared" 2 \
 	2>"$TMP/legacy.err" || fail "train-shared trace run failed"
 grep -q 'calls cuLaunchKernel [0-9]' "$TMP/legacy.err" || fail "legacy launches did not reach cuLaunchKernel"
 # cuGetExportTable goes through cufold's generated hook to the driver, every call of it

@@ -30,14 +30,14 @@ print("-- no window ended by the occupancy queries; %d ops replayed in %d graph 
       % (rp["ops_replayed"], rp["graph_launches"]))
 PY
 
-env SIMCUDA_STATS="$TMP/stats.json" CUFOLD_MODE=trace CUFOLD_LOG=info LD_PRELOAD="$CUFOLD" "$prog" 6 \
+env SIMCUDA_STATS="$TMP/stats.json" CUFOLD_MODE=trace CUFOLD_LOG=debug LD_PRELOAD="$CUFOLD" "$prog" 6 \
 	>"$TMP/trace.out" 2>"$TMP/trace.err" || { cat "$TMP/trace.err"; fail "entry_points failed in trace mode"; }
 python3 - "$TMP/trace.err" "$TMP/stats.json" <<'PY' || fail "trace counts of the new entry points differ from the device's"
 import json, re, sys
 dev = json.load(open(sys.argv[2]))["calls"]
 cf = {}
 for line in open(sys.argv[1]):
-    m = re.search(r"\] I shim\.c:\d+: calls (\S+) (\d+)$", line.rstrip("\n"))
+    m = re.search(r"\] [ID] shim\.c:\d+: calls (\S+) (\d+)$", line.rstrip("\n"))
     if m:
         cf[m.group(1)] = cf.get(m.group(1), 0) + int(m.group(2))
 names = ["cuLinkCreate_v2", "cuLinkAddData_v2", "cuLinkComplete", "cuLinkDestroy",

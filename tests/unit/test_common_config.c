@@ -148,6 +148,20 @@ static void test_valid_values(void **state)
 	assert_string_equal(c.libcuda, "/usr/lib/libcuda.so.1");
 	assert_int_equal(reported(), 0);
 
+	/* what "$CUFOLD_CARDS:mine.cards" gives when CUFOLD_CARDS is unset: mine.cards */
+	setenv("CUFOLD_CARDS", ":mine.cards", 1);
+	setenv("CUFOLD_RUN_ID", "job-42.rank_3", 1);
+	setenv("CUFOLD_REPORT_EVERY", "30", 1);
+	assert_int_equal(cf_config_parse(&c), 0);
+	assert_string_equal(c.cards, ":mine.cards");
+	assert_string_equal(c.run_id, "job-42.rank_3");
+	assert_int_equal(c.report_every, 30);
+	setenv("CUFOLD_REPORT_EVERY", "off", 1);
+	assert_int_equal(cf_config_parse(&c), 0);
+	assert_int_equal(c.report_every, 0);
+	unsetenv("CUFOLD_RUN_ID");
+	unsetenv("CUFOLD_REPORT_EVERY");
+
 	setenv("CUFOLD_MODE", "trace", 1);
 	setenv("CUFOLD_LOG", "err", 1);
 	assert_int_equal(cf_config_parse(&c), 0);
@@ -204,7 +218,14 @@ static void test_bad_values(void **state)
 	check_bad("CUFOLD_SEGMENT", "99999999999999999999", "an integer from 1 to 1000000", CF_VAR_SEGMENT);
 	check_bad("CUFOLD_MIN_OPS", "eight", "an integer from 0 to 1000000", CF_VAR_MIN_OPS);
 	check_bad("CUFOLD_MAX_TEMPLATES", " 5", "an integer from 1 to 1000000", CF_VAR_MAX_TEMPLATES);
-	check_bad("CUFOLD_CARDS", "a::b", "path[:path]", CF_VAR_CARDS);
+	check_bad("CUFOLD_CARDS", "::", "path[:path]", CF_VAR_CARDS);
+	check_bad("CUFOLD_CARDS", "a b:c", "path[:path]", CF_VAR_CARDS);
+	check_bad("CUFOLD_RUN_ID", "a/b", "letters, digits", CF_VAR_RUN_ID);
+	check_bad("CUFOLD_RUN_ID", "x\x1b[31m", "letters, digits", CF_VAR_RUN_ID);
+	check_bad("CUFOLD_RUN_ID", "12345678901234567890123456789012345678901234567890123456789012345",
+		  "letters, digits", CF_VAR_RUN_ID);
+	check_bad("CUFOLD_REPORT_EVERY", "5s", "seconds from 0", CF_VAR_REPORT_EVERY);
+	check_bad("CUFOLD_REPORT_EVERY", "86401", "seconds from 0", CF_VAR_REPORT_EVERY);
 	check_bad("CUFOLD_BARRIER_KERNELS", "nccl*,,x", "pattern[,pattern]", CF_VAR_BARRIER_KERNELS);
 	check_bad("CUFOLD_CALLSITES", "yes", "0, 1", CF_VAR_CALLSITES);
 	check_bad("CUFOLD_GATE", "off", "0, 1", CF_VAR_GATE);
@@ -273,7 +294,9 @@ static void test_names(void **state)
 	assert_string_equal(cf_mode_name(CF_MODE_REPLAY), "replay");
 	assert_string_equal(cf_config_var_name(CF_VAR_LIBCUDA), "CUFOLD_LIBCUDA");
 	assert_string_equal(cf_config_var_name(CF_VAR_MODE), "CUFOLD_MODE");
-	assert_int_equal(CF_VAR_COUNT, 18);
+	assert_string_equal(cf_config_var_name(CF_VAR_RUN_ID), "CUFOLD_RUN_ID");
+	assert_string_equal(cf_config_var_name(CF_VAR_REPORT_EVERY), "CUFOLD_REPORT_EVERY");
+	assert_int_equal(CF_VAR_COUNT, 20);
 }
 
 int main(void)
