@@ -91,6 +91,8 @@ struct rpl_seg {
 	uint64_t launches;           /* launches (of all its parts) */
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
+	CUevent stand_ev;            /* the template's stand-in event (not owned): event nodes are
+				      * built with it and set to the program's event at each launch */
 	struct rw_run *run;          /* the rewrite plan of its ops (CUFOLD_OPT >= 1), or NULL: a
 				      * plan node stands at its first op's position; the other ops
 				      * it covers and the ops it erased get no graph node */
@@ -129,6 +131,9 @@ struct rpl_template {
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or
 				      * RPL_SEG_SMALL after the gate's first lost trial) */
 	CUevent join_ev, fork_ev;    /* replay's own events for stream joins and forks */
+	CUevent stand_ev;            /* replay's own event that event nodes are built with (the
+				      * program's events are bindings: a per-step event may be
+				      * destroyed before the build runs or between launches) */
 	uint64_t windows;            /* windows matched to the end */
 	uint64_t launches;           /* segment launches */
 	uint64_t graph_launches;     /* graph launches (a split segment's launch is one per part) */

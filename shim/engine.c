@@ -716,7 +716,10 @@ void shim_engine_event_destroy(enum shim_api_id api, CUevent ev)
 		return;
 	e = engine_lock();
 	if (still_recording(e)) {
-		close_window(e, CAP_BOUNDARY_DESTROY, api);
+		/* a per-step event (created, recorded, queried, destroyed every step) is a binding:
+		 * its destroy ends the window only when an op of it names the event, so a deferred
+		 * record or wait reaches the driver before the destroy does */
+		end_window_if(e, cap_window_has_event(e->cap, ev), CAP_BOUNDARY_DESTROY, api);
 		cap_event_forget(e->cap, ev);
 		if (e->rpl)
 			rpl_event_destroyed(e->rpl, ev);
