@@ -367,9 +367,6 @@ void cap_stream_created(struct cap_engine *ce, CUstream s, unsigned int flags);
 /* A stream or event is being destroyed: forget it (its handle may be reused). */
 void cap_stream_forget(struct cap_engine *ce, CUstream s);
 void cap_event_forget(struct cap_engine *ce, CUevent e);
-/* Whether an op of the open window records or waits for e (its destroy must then reach the
- * driver after those ops: the window ends; otherwise the destroy ends nothing). */
-bool cap_window_has_event(struct cap_engine *ce, CUevent e);
 /* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. */
 void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k);
 /* A module or library is about to be unloaded: its function handles may be reused, forget

@@ -162,15 +162,6 @@ struct cap_event_rec *cap__event_get(struct cap_engine *ce, CUevent e)
 	return r;
 }
 
-bool cap_window_has_event(struct cap_engine *ce, CUevent e)
-{
-	const struct cap_event_rec *r = cap__event_find(ce, e);
-
-	cf_assert(cf_serial_is_held());
-	/* a slot is assigned in the window of the event's first record or wait (record.c) */
-	return r && ce->cur && r->win == ce->cur->seq;
-}
-
 void cap_event_forget(struct cap_engine *ce, CUevent e)
 {
 	struct cap_event_rec *r;

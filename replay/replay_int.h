@@ -14,6 +14,7 @@
 #define RPL_MAX_FAILED_CTX 16 /* contexts in sticky passthrough remembered (more: all) */
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
+#define RPL_LATER_EVENTS 16   /* event destroys held back behind deferred ops (more: those are flushed) */
 #define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
 #define RPL_SEG_LAST_SHARE 32  /* segments shrink toward a window's end down to 1/32 of its ops */
 #define RPL_SEG_LAST_MAX 32    /* ... or down to this many, whichever is fewer (segment_size) */
@@ -253,6 +254,9 @@ struct rpl_state {
 	uint32_t ndef, capdef;       /* used and allocated entries of def */
 	uint32_t def_first;          /* window index of def[0] */
 	struct cf_arena arena;       /* parameter bytes of deferred ops */
+	CUevent later_ev[RPL_LATER_EVENTS]; /* events the program destroyed while deferred ops named
+					     * them: destroyed once those are submitted (def_clear) */
+	uint32_t nlater_ev;          /* used entries of later_ev */
 	CUcontext failed[RPL_MAX_FAILED_CTX]; /* contexts in sticky passthrough */
 	uint32_t nfailed;            /* used entries of failed */
 	bool all_failed;             /* more failed contexts than fit: every context passes through */

@@ -234,14 +234,35 @@ static void forget_event(struct rpl_template *t, CUevent e)
 				t->segs[k].nodes[i].event = NULL;
 }
 
+bool rpl_event_destroy_later(struct rpl_engine *re, CUevent e)
+{
+	bool named = false;
+
+	if (!re->st.ready || !e)
+		return false;
+	for (uint32_t i = 0; i < re->st.ndef && !named; i++) {
+		const struct cap_op *op = &re->st.def[i];
+
+		named = (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT) && op->u.event.event == e;
+	}
+	if (!named)
+		return false;
+	if (re->st.nlater_ev == RPL_LATER_EVENTS) {
+		rpl_flush(re); /* submits the deferred ops (and the destroys held so far): e goes now */
+		return false;
+	}
+	re->st.later_ev[re->st.nlater_ev++] = e;
+	return true;
+}
+
 void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 {
 	if (!re->st.ready || !e)
 		return;
 	rpl__build_note(re, RPL_RET_EVENT, (uint64_t)(uintptr_t)e, 0); /* a build in flight gets it at its publish */
 	/* an event is a binding (event nodes are built with the template's stand-in and set to the
-	 * launch's event by patch()): a per-step event retires nothing. What the open window
-	 * defers and names e was submitted before this call (the engine ends the window). */
+	 * launch's event by patch()): a per-step event retires nothing. A destroy while deferred
+	 * ops name e is made after they are submitted (rpl_event_destroy_later). */
 	for (struct rpl_template *t = re->st.templates; t; t = t->next)
 		forget_event(t, e);
 }
