@@ -26,6 +26,13 @@ static void def_clear(struct rpl_engine *re)
 	re->st.ndef = 0;
 	re->st.poll_t0 = 0;
 	cf_arena_reset(&re->st.arena);
+	/* the program's destroys of events those ops named, held back until they were submitted
+	 * (the program was answered CUDA_SUCCESS: a destroy of a valid event cannot fail) */
+	for (uint32_t i = 0; i < re->st.nlater_ev; i++) {
+		rpl__own_call(re);
+		SHIM_REAL(cuEventDestroy_v2)(re->st.later_ev[i]);
+	}
+	re->st.nlater_ev = 0;
 }
 
 /* Keep a deep copy of op. 0 or -CF_ENOMEM. */

@@ -142,8 +142,12 @@ void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s);
 void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s);
 /* The program frees or unmaps [base, base+size): templates whose graphs reference it retire. */
 void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size);
-/* The program destroys an event: templates with nodes naming it retire (the handle may be
- * reused for another event). */
+/* The program destroys an event: nodes naming it are set again at their next launch (the
+ * handle may be reused for another event); no template retires. */
+/* ... and before that: true when deferred ops name e, so replay keeps the destroy and makes it
+ * once they are submitted (the caller answers CUDA_SUCCESS and must not destroy e); false: the
+ * caller destroys it now (nothing deferred names it, or it was submitted first). */
+bool rpl_event_destroy_later(struct rpl_engine *re, CUevent e);
 void rpl_event_destroyed(struct rpl_engine *re, CUevent e);
 /* A module or library is unloaded: every template retires (its functions may be gone). */
 void rpl_functions_unloaded(struct rpl_engine *re);

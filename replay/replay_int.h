@@ -14,6 +14,7 @@
 #define RPL_MAX_FAILED_CTX 16 /* contexts in sticky passthrough remembered (more: all) */
 #define RPL_FREE_RETIRES 2    /* after this many retirements by frees, a shape's template patches instead */
 #define RPL_MAX_RETIRED 64    /* retired templates kept for the report */
+#define RPL_LATER_EVENTS 16   /* event destroys held back behind deferred ops (more: those are flushed) */
 #define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
 #define RPL_SEG_LAST_SHARE 32  /* segments shrink toward a window's end down to 1/32 of its ops */
 #define RPL_SEG_LAST_MAX 32    /* ... or down to this many, whichever is fewer (segment_size) */
@@ -91,6 +92,8 @@ struct rpl_seg {
 	uint64_t launches;           /* launches (of all its parts) */
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
+	CUevent stand_ev;            /* the template's stand-in event (not owned): event nodes are
+				      * built with it and set to the program's event at each launch */
 	struct rw_run *run;          /* the rewrite plan of its ops (CUFOLD_OPT >= 1), or NULL: a
 				      * plan node stands at its first op's position; the other ops
 				      * it covers and the ops it erased get no graph node */
@@ -129,6 +132,9 @@ struct rpl_template {
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or
 				      * RPL_SEG_SMALL after the gate's first lost trial) */
 	CUevent join_ev, fork_ev;    /* replay's own events for stream joins and forks */
+	CUevent stand_ev;            /* replay's own event that event nodes are built with (the
+				      * program's events are bindings: a per-step event may be
+				      * destroyed before the build runs or between launches) */
 	uint64_t windows;            /* windows matched to the end */
 	uint64_t launches;           /* segment launches */
 	uint64_t graph_launches;     /* graph launches (a split segment's launch is one per part) */
@@ -248,6 +254,9 @@ struct rpl_state {
 	uint32_t ndef, capdef;       /* used and allocated entries of def */
 	uint32_t def_first;          /* window index of def[0] */
 	struct cf_arena arena;       /* parameter bytes of deferred ops */
+	CUevent later_ev[RPL_LATER_EVENTS]; /* events the program destroyed while deferred ops named
+					     * them: destroyed once those are submitted (def_clear) */
+	uint32_t nlater_ev;          /* used entries of later_ev */
 	CUcontext failed[RPL_MAX_FAILED_CTX]; /* contexts in sticky passthrough */
 	uint32_t nfailed;            /* used entries of failed */
 	bool all_failed;             /* more failed contexts than fit: every context passes through */

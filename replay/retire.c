@@ -1,5 +1,6 @@
-/* retire.c - retiring templates: frees, churn, eviction, destroyed events, unloads, destroyed
- * contexts, and the contexts in sticky passthrough after a failure of cufold's own. replay layer;
+/* retire.c - retiring templates: frees, churn, eviction, unloads, destroyed
+ * contexts, and the contexts in sticky passthrough after a failure of cufold's own; a destroyed
+ * event retires nothing (its nodes are set again at their next launch). replay layer;
  * works on match.c's state (invariant 5). */
 #include <stdlib.h>
 
@@ -223,27 +224,47 @@ void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size)
 	}
 }
 
-static bool references_event(const struct rpl_template *t, CUevent e)
+/* Forget e in t's event nodes: each is set again before its next launch (the handle may be
+ * reused for another event). */
+static void forget_event(struct rpl_template *t, CUevent e)
 {
 	for (uint32_t k = 0; k < t->nsegs; k++)
 		for (uint32_t i = 0; i < t->segs[k].n; i++)
-			if (t->segs[k].nodes[i].event == e)
-				return true;
-	return false;
+			if (t->segs[k].nodes && t->segs[k].nodes[i].event == e)
+				t->segs[k].nodes[i].event = NULL;
+}
+
+bool rpl_event_destroy_later(struct rpl_engine *re, CUevent e)
+{
+	bool named = false;
+
+	if (!re->st.ready || !e)
+		return false;
+	for (uint32_t i = 0; i < re->st.ndef && !named; i++) {
+		const struct cap_op *op = &re->st.def[i];
+
+		named = (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT) && op->u.event.event == e;
+	}
+	if (!named)
+		return false;
+	if (re->st.nlater_ev == RPL_LATER_EVENTS) {
+		rpl_flush(re); /* submits the deferred ops (and the destroys held so far): e goes now */
+		return false;
+	}
+	re->st.later_ev[re->st.nlater_ev++] = e;
+	return true;
 }
 
 void rpl_event_destroyed(struct rpl_engine *re, CUevent e)
 {
-	struct rpl_template *t, *next;
-
 	if (!re->st.ready || !e)
 		return;
 	rpl__build_note(re, RPL_RET_EVENT, (uint64_t)(uintptr_t)e, 0); /* a build in flight gets it at its publish */
-	for (t = re->st.templates; t; t = next) {
-		next = t->next;
-		if (references_event(t, e))
-			rpl__template_retire(re, t, "an event it records or waits for was destroyed");
-	}
+	/* an event is a binding (event nodes are built with the template's stand-in and set to the
+	 * launch's event by patch()): a per-step event retires nothing. A destroy while deferred
+	 * ops name e is made after they are submitted (rpl_event_destroy_later). */
+	for (struct rpl_template *t = re->st.templates; t; t = t->next)
+		forget_event(t, e);
 }
 
 void rpl_functions_unloaded(struct rpl_engine *re)

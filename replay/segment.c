@@ -351,7 +351,9 @@ static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, c
 		rc = SHIM_REAL(cuGraphAddMemsetNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &n->set, op->ctx);
 		break;
 	case CAP_OP_EVENT_RECORD:
-		n->event = op->u.event.event;
+		/* built with the stand-in, never the program's event (a binding, set at each launch:
+		 * it may be destroyed by now); n->event names what the exec holds */
+		n->event = g->stand_ev ? g->stand_ev : op->u.event.event;
 		rc = SHIM_REAL(cuGraphAddEventRecordNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, n->event);
 		break;
 	case CAP_OP_EVENT_WAIT:
@@ -362,7 +364,7 @@ static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, c
 			n->empty = true;
 			rc = SHIM_REAL(cuGraphAddEmptyNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps);
 		} else {
-			n->event = op->u.event.event;
+			n->event = g->stand_ev ? g->stand_ev : op->u.event.event;
 			rc = SHIM_REAL(cuGraphAddEventWaitNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps,
 								n->event);
 		}

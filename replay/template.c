@@ -449,6 +449,12 @@ void rpl__template_release(struct rpl_engine *re, struct rpl_template *t)
 		SHIM_REAL(cuEventDestroy_v2)(t->fork_ev);
 		t->fork_ev = NULL;
 	}
+	if (t->stand_ev) {
+		/* after the segments' graphs and execs, whose event nodes may name it */
+		rpl__own_call(re);
+		SHIM_REAL(cuEventDestroy_v2)(t->stand_ev);
+		t->stand_ev = NULL;
+	}
 }
 
 void rpl__template_destroy(struct rpl_engine *re, struct rpl_template *t)
@@ -673,7 +679,14 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	if (!tg)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rpl__ctx_enter(re, t->ctx, &pushed);
+	if (cap_window_nevents(w)) {
+		rpl__own_call(re);
+		rc = SHIM_REAL(cuEventCreate)(&t->stand_ev, CU_EVENT_DISABLE_TIMING);
+		if (rc != CUDA_SUCCESS)
+			t->stand_ev = NULL;
+	}
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
+		t->segs[k].stand_ev = t->stand_ev;
 		rc = rpl__seg_build(re, &t->segs[k], w, tg, cfg);
 		if (rc != CUDA_SUCCESS)
 			break;

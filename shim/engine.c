@@ -708,21 +708,28 @@ void shim_engine_stream_destroy(enum shim_api_id api, CUstream s)
 	lock_drop(e);
 }
 
-void shim_engine_event_destroy(enum shim_api_id api, CUevent ev)
+bool shim_engine_event_destroy(enum shim_api_id api, CUevent ev)
 {
 	struct cf_engine *e;
+	bool later = false;
 
 	shim_note_call(api);
 	if (!recording())
-		return;
+		return false;
 	e = engine_lock();
 	if (still_recording(e)) {
-		close_window(e, CAP_BOUNDARY_DESTROY, api);
+		/* an event is a binding (a per-step event: created, recorded, queried and destroyed
+		 * every step): its destroy ends no window; while deferred ops name it, replay makes
+		 * the destroy after them, as the driver completes a destroyed event's record */
+		cap_boundary_seen(e->cap, CAP_BOUNDARY_DESTROY);
 		cap_event_forget(e->cap, ev);
-		if (e->rpl)
+		if (e->rpl) {
+			later = rpl_event_destroy_later(e->rpl, ev);
 			rpl_event_destroyed(e->rpl, ev);
+		}
 	}
 	lock_drop(e);
+	return later;
 }
 
 void shim_engine_capture_begin(enum shim_api_id api)

@@ -144,9 +144,12 @@ void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size);
 
 /* A stream was created with flags (counted as neutral). */
 void shim_engine_stream_created(CUstream s, unsigned int flags);
-/* A stream or event is being destroyed: boundary (DESTROY), then capture forgets it. */
+/* A stream is being destroyed: boundary (DESTROY), then capture forgets it. */
 void shim_engine_stream_destroy(enum shim_api_id api, CUstream s);
-void shim_engine_event_destroy(enum shim_api_id api, CUevent e);
+/* An event is being destroyed: no boundary (an event is a binding); capture forgets it. True:
+ * replay holds the destroy back behind deferred ops naming the event and makes it after them
+ * (the hook answers CUDA_SUCCESS and does not call the driver). */
+bool shim_engine_event_destroy(enum shim_api_id api, CUevent e);
 
 /* The program begins or ends a stream capture: boundary (CAPTURE) before; after the call,
  * shim_engine_capture_done with the result keeps the count of active captures. */

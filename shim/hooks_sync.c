@@ -165,7 +165,7 @@ SHIM_HOOK(cuStreamDestroy_v2)(CUstream s)
 
 SHIM_HOOK(cuEventDestroy_v2)(CUevent e)
 {
-	if (!shim_is_inside())
-		shim_engine_event_destroy(SHIM_ID_cuEventDestroy_v2, e);
+	if (!shim_is_inside() && shim_engine_event_destroy(SHIM_ID_cuEventDestroy_v2, e))
+		return CUDA_SUCCESS; /* held back behind deferred ops naming it; made after them */
 	return shim_real.p_cuEventDestroy_v2(e);
 }

@@ -12,6 +12,10 @@
  *   plain    the same step with none of that (the reference for lazy)
  *   events   every step creates an event, records it after its kernels, queries it until done
  *            and destroys it before the read-back (CuPy's float(x) / .item())
+ *   evmid    every step hands work between two streams through events created in the middle of
+ *            the step and destroyed right after the other stream waits on them, with work
+ *            depending on the wait after the destroy (legal in CUDA: a destroyed event's record
+ *            and waits still complete)
  *   pool     every step's arrays sit at other addresses of a pool, in an order with no short
  *            cycle (most pointer parameters move every step), and one scalar is the step number
  * tests layer. */
@@ -28,6 +32,7 @@
 
 static CUfunction f_fill, f_axpy, f_mul, f_scale, f_tanh, f_extra;
 static CUstream s;
+static CUstream s2;              /* evmid: the second stream */
 static int mode_lazy;
 static CUmodule unused;          /* lazy: loaded at the start, never run, unloaded in step 4 */
 
@@ -60,6 +65,17 @@ static void launch(CUfunction f, void **args, CUdeviceptr first)
 	CHECK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, s, args, NULL));
 }
 
+/* evmid: `from` records an event, `to` waits on it, and the event is destroyed at once. */
+static void handoff(CUstream from, CUstream to)
+{
+	CUevent e;
+
+	CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuEventRecord(e, from));
+	CHECK(cuStreamWaitEvent(to, e, 0));
+	CHECK(cuEventDestroy(e));
+}
+
 /* One step over arrays a[0..NARR-1]; returns the loss read back. */
 static float step(CUdeviceptr *a, int stepno, const char *mode)
 {
@@ -79,7 +95,15 @@ static float step(CUdeviceptr *a, int stepno, const char *mode)
 	launch(f_fill, fill_args, a[0]);
 	for (int layer = 0; layer < LAYERS; layer++) {
 		launch(f_tanh, tanh_args, a[1]);
-		launch(f_mul, mul_args, a[2]);
+		if (!strcmp(mode, "evmid")) {
+			/* mul runs on s2 between two handoffs; a kernel that ignored either wait would
+			 * read or write a[1], a[2] while s is still using them */
+			handoff(s, s2);
+			CHECK(cuLaunchKernel(f_mul, N / 256, 1, 1, 256, 1, 1, 0, s2, mul_args, NULL));
+			handoff(s2, s);
+		} else {
+			launch(f_mul, mul_args, a[2]);
+		}
 		launch(f_scale, scale_args, a[3]);
 		if (!strcmp(mode, "pool"))
 			launch(f_scale, kscale_args, a[3]);
@@ -121,8 +145,9 @@ int main(int argc, char **argv)
 	CUdeviceptr pool[POOL], a[NARR];
 	uint64_t h = TL_HASH_INIT;
 
-	if (strcmp(mode, "lazy") && strcmp(mode, "plain") && strcmp(mode, "events") && strcmp(mode, "pool")) {
-		fprintf(stderr, "usage: fw_habits lazy|plain|events|pool STEPS\n");
+	if (strcmp(mode, "lazy") && strcmp(mode, "plain") && strcmp(mode, "events") && strcmp(mode, "evmid") &&
+	    strcmp(mode, "pool")) {
+		fprintf(stderr, "usage: fw_habits lazy|plain|events|evmid|pool STEPS\n");
 		return 2;
 	}
 	mode_lazy = !strcmp(mode, "lazy");
@@ -138,6 +163,8 @@ int main(int argc, char **argv)
 	if (mode_lazy)
 		unused = tl_load_module("linalg");
 	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	if (!strcmp(mode, "evmid"))
+		CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
 	for (int i = 0; i < POOL; i++) {
 		CHECK(cuMemAlloc(&pool[i], N * sizeof(float)));
 		CHECK(cuMemsetD32(pool[i], 0, N));
