@@ -54,14 +54,14 @@ want cupy || exit 0
 # which load with SIMCUDA_CC=120 (checked last).
 export CUPY_COMPILE_WITH_PTX=1 CUPY_ACCELERATORS= CUPY_CACHE_DIR="$TMP/cupy-cache"
 
-# cupy_figures NAME: replay share of the long run and host submissions per step (steps 6..16)
-# eager and under cufold, printed (the targets of issue 21, >= 80 % and >= 5x fewer, wait for
-# its parts 1 and 2: cheap patching of moving bindings and per-step events).
+# cupy_figures NAME [MIN_SHARE MIN_FACTOR]: replay share of the long run and host submissions per
+# step (steps 6..16) eager and under cufold, printed; with the minimums, asserted (issue 21's
+# targets for the towers: >= 80 % of ops replayed, >= 5x fewer submissions per step).
 cupy_figures() {
 	local eager cufold
 	eager=$(per_step "$1.plain" host_submissions) && cufold=$(per_step "$1.cufold" host_submissions) ||
 		fail "$1: cannot read the counters"
-	python3 - "$TMP/$1.cufold.$STEPS_LONG.report" "$1" "$eager" "$cufold" <<'PY'
+	python3 - "$TMP/$1.cufold.$STEPS_LONG.report" "$1" "$eager" "$cufold" "${2:-0}" "${3:-0}" <<'PY' ||
 import json, sys
 r = json.load(open(sys.argv[1]))
 ops, rep = r["totals"]["ops"], r["replay"]["ops_replayed"]
@@ -69,11 +69,18 @@ closed = {k: v["windows_closed"] for k, v in r["boundaries"].items() if v["windo
 print("-- %s: %.1f %% of ops replayed (%d of %d); host submissions per step: eager %s, cufold %s;"
       " windows closed by %s" % (sys.argv[2], 100.0 * rep / ops if ops else 0, rep, ops,
                                  sys.argv[3], sys.argv[4], closed))
+share, factor = 100.0 * rep / ops if ops else 0, float(sys.argv[3]) / max(float(sys.argv[4]), 1e-9)
+if share < float(sys.argv[5]) or factor < float(sys.argv[6]):
+    print("-- %s: below its target (%.1f %% < %s %% or %.1fx < %sx fewer submissions)"
+          % (sys.argv[2], share, sys.argv[5], factor, sys.argv[6]))
+    sys.exit(1)
 PY
+		fail "$1: replay below its target"
 }
 
-# NAME:SCRIPT[:FEATURES]; towers6 is the towers program with 6 features, whose windows replay
-# today (the 16-feature one retires its template every step: issue 21 part 2)
+# NAME:SCRIPT[:FEATURES]; towers6 is the towers program with 6 features. The 16-feature towers are held to
+# issue 21's targets; optim and reduce read a value back after almost every kernel (their windows
+# are a few ops long), so their figures are printed only.
 for spec in towers:towers towers6:towers:6 optim:optim reduce:reduce; do
 	IFS=: read -r prog script extra <<<"$spec"
 	seeds=5
@@ -83,7 +90,7 @@ for spec in towers:towers towers6:towers:6 optim:optim reduce:reduce; do
 	count_steps cupy_$prog.cufold cufold "$py" tests/clients/cupy_$script.py @STEPS@ $extra
 	cmp -s "$TMP/cupy_$prog.plain.$STEPS_LONG.out" "$TMP/cupy_$prog.cufold.$STEPS_LONG.out" ||
 		fail "cupy_$script.py $extra: output differs with cufold ($STEPS_LONG steps)"
-	cupy_figures cupy_$prog
+	if [[ $prog == towers ]]; then cupy_figures cupy_$prog 80 5; else cupy_figures cupy_$prog; fi
 	note "CuPy $prog: identical with and without cufold over ${CUPY_SEEDS:-$seeds} seeds"
 done
 
