@@ -89,6 +89,45 @@ static void write_gate(FILE *f, const struct rpl_template *t)
 		rpl__gate_is_modeled() ? "modeled" : "monotonic");
 }
 
+/* What patching cost (per launch of a segment, on the gate clock) against eager submission
+ * (the churn check's figures, retire.c), and the bindings that moved most: op index in the
+ * window, kernel name (or node kind), parameter index (-1: the whole node), launches. */
+static void write_patching(struct rpl_engine *re, FILE *f, const struct rpl_template *t)
+{
+	double l = t->launches ? (double)t->launches : 1.0;
+	uint32_t order[RPL_MOVED], nshow = 0;
+
+	fprintf(f,
+		"\"patching\": {\"nodes_patched_per_launch\": %.2f, \"patch_ns_per_launch\": %.0f, \"launch_ns_per_launch\": "
+		"%.0f, \"replayed_ns_per_op\": %.1f, \"eager_ns_per_op\": %.1f, \"clock\": \"%s\"}, \"moved_bindings\": [",
+		(double)t->patches / l, (double)t->patch_ns / l, (double)t->launch_ns / l,
+		t->ops_replayed ? (double)(t->patch_ns + t->launch_ns) / (double)t->ops_replayed + rpl_host_ns_per_op(re)
+				: 0.0,
+		re->eager_kernels ? (double)re->eager_ns / (double)re->eager_kernels : 0.0,
+		rpl__gate_is_modeled() ? "modeled" : "monotonic");
+	for (uint32_t i = 0; i < t->nmoved; i++) {
+		uint32_t j = nshow < 8 ? nshow++ : 8; /* the 8 that moved on most launches, most first */
+
+		if (j == 8 && t->moved[i].launches <= t->moved[order[7]].launches)
+			continue;
+		if (j == 8)
+			j = 7;
+		while (j > 0 && t->moved[order[j - 1]].launches < t->moved[i].launches) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	for (uint32_t k = 0; k < nshow; k++) {
+		const struct rpl_moved *m = &t->moved[order[k]];
+
+		fprintf(f, "%s{\"op\": %u, \"kernel\": \"", k ? ", " : "", m->op);
+		rpl__json_text(f, m->what);
+		fprintf(f, "\", \"param\": %d, \"launches\": %" PRIu64 "}", m->param, m->launches);
+	}
+	fputs("], ", f);
+}
+
 static void write_template(struct rpl_engine *re, FILE *f, const struct rpl_template *t)
 {
 	uint64_t saved = t->ops_replayed >= t->graph_launches ? t->ops_replayed - t->graph_launches : 0;
@@ -113,6 +152,7 @@ static void write_template(struct rpl_engine *re, FILE *f, const struct rpl_temp
 		write_site(re, f, t->moved_sites[i]);
 	}
 	fputs("], ", f);
+	write_patching(re, f, t);
 	write_gate(f, t);
 	write_rewrite(re, f, &t->rw);
 	fputs(", \"segment_launches\": [", f);

@@ -1804,6 +1804,7 @@ static CUresult exec_node(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNode
 	if (!xn || xn->body.type != type)
 		return CUDA_ERROR_INVALID_VALUE;
 	*out = xn;
+	sim_cost_exec_update(); /* every per-node exec update comes through here */
 	return CUDA_SUCCESS;
 }
 
