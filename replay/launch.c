@@ -140,9 +140,14 @@ static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const
 {
 	struct rpl_moved *m;
 
-	for (uint32_t i = 0; i < t->nmoved; i++)
+	if (t->nmoved == RPL_MOVED && op > t->moved_max_op)
+		return; /* not followed (a full table's bindings are mostly the first ops') */
+	/* a launch patches in op order, so its next moved binding is most often the entry after
+	 * the last one found: the search starts there (a patch stays O(nodes)) */
+	for (uint32_t j = 0, i = t->moved_cursor; j < t->nmoved; j++, i = i + 1 < t->nmoved ? i + 1 : 0)
 		if (t->moved[i].op == op && t->moved[i].param == param) {
 			t->moved[i].launches++;
+			t->moved_cursor = i + 1 < t->nmoved ? i + 1 : 0;
 			return;
 		}
 	if (!t->moved) {
@@ -153,6 +158,8 @@ static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const
 	if (t->nmoved == RPL_MOVED)
 		return; /* the first RPL_MOVED bindings seen moving are followed */
 	m = &t->moved[t->nmoved++];
+	if (op > t->moved_max_op)
+		t->moved_max_op = op;
 	m->op = op;
 	m->param = param;
 	m->launches = 1;

@@ -144,7 +144,9 @@ struct rpl_template {
 	uint64_t launch_ns;          /* gate clock spent launching graphs (joins, stages included) */
 	bool churn_probed;           /* one launch went eagerly to measure eager cost (retire.c) */
 	struct rpl_moved *moved;     /* bindings that moved (report), RPL_MOVED entries, or NULL */
-	uint32_t nmoved;             /* used entries */
+	uint32_t nmoved;             /* used entries (the first RPL_MOVED bindings seen moving) */
+	uint32_t moved_cursor;       /* where note_moved's next search starts (launch.c) */
+	uint32_t moved_max_op;       /* the largest op index in moved[] */
 	struct rpl_template *prev, *next; /* every live template */
 };
 
