@@ -17,6 +17,9 @@
  *                                 SetParams + cuGraphLaunch beat one cuLaunchKernel, s3); no per-call
  *                                 figure is published (s11). SIMCUDA_EXEC_UPDATE_NS=N replaces it (tests
  *                                 of a device where patching costs more than eager submission)
+ *  host_graph_update_node_ns 100   per node of the graph in a cuGraphExecUpdate: 36 us over ~350-node
+ *                                 graphs, V100 (lablup/mlxcel#1545, s3/s9); cufold does not use it:
+ *                                 the source graph's moved nodes must be set first, a call each
  *  dev_kernel_eager_ns    2100    tiny kernel per launch on a stream, H100 (Hazy Research 2025, s2)
  *  dev_kernel_graph_ns    1300    the same kernel as a graph node, H100 (same source, s2)
  *  dev_threads_per_ns      270    132 SMs x 2048 resident threads turned over about once per us
@@ -31,7 +34,8 @@
  *
  * Host: one host clock. Every entry point advances it by host_call_ns; a call that enqueues
  * stream work adds host_submit_ns; a graph launch adds host_graph_launch_ns plus per-node cost;
- * an update of one node of an instantiated graph adds host_exec_update_ns.
+ * an update of one node of an instantiated graph adds host_exec_update_ns, a whole-graph update
+ * host_graph_update_node_ns per node of the graph.
  * The program's own host time between its calls (framework code, Python: PyTorch eager spends
  * 5-15 us per op) is charged by the program itself through simcuda_host_work (simcuda.h; the
  * workloads' --app-us, the test programs' APP_US), before each call that enqueues work, so the
@@ -93,6 +97,7 @@ const struct sim_cost_model sim_cost = {
 	.host_graph_launch_ns = 2200,
 	.host_graph_node_ns = 1,
 	.host_exec_update_ns = 200,
+	.host_graph_update_node_ns = 100,
 	.dev_kernel_eager_ns = 2100,
 	.dev_kernel_graph_ns = 1300,
 	.dev_threads_per_ns = 270.0,
@@ -269,6 +274,11 @@ void sim_cost_exec_update(void)
 {
 	pthread_once(&update_once, read_exec_update);
 	sim_host_charge(exec_update_ns);
+}
+
+void sim_cost_graph_exec_update(uint64_t nodes)
+{
+	sim_host_charge(nodes * sim_cost.host_graph_update_node_ns);
 }
 
 /* ------------------------------------------------------------------ kernels */

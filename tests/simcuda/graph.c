@@ -879,6 +879,7 @@ static CUresult exec_update(struct sim_gexec *x, struct sim_graph *g, CUgraphExe
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
+	sim_cost_graph_exec_update(g->n); /* the driver compares every node, updated or not */
 	if (!update_matches(x, g, map, info)) {
 		rc = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
 		goto out;

@@ -2,7 +2,8 @@
  * program's own host time (simcuda_host_work) moves the modeled host clock, SIMCUDA_KERNEL_NS
  * adds device time to every kernel but cufold's own, and concurrent kernels share the SMs, so
  * two streams of big kernels take the sum of their throughput parts, not the larger one; an
- * update of one node of an instantiated graph costs the host 0.5 us (host_exec_update_ns).
+ * update of one node of an instantiated graph costs the host 0.5 us (host_exec_update_ns), a
+ * whole-graph update 0.1 us per node.
  * Intervals are read with events (an event's time is its record's modeled end).
  * tests layer; runs against the software device's libcuda.so.1. */
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #define FLOOR_NS 2100u               /* cost.c: dev_kernel_eager_ns */
 #define THREADS_PER_NS 270u          /* cost.c: dev_threads_per_ns */
 #define UPDATE_NS 200u               /* cost.c: host_exec_update_ns */
+#define GRAPH_UPDATE_NODE_NS 100u    /* cost.c: host_graph_update_node_ns */
 #define BIG_BLOCKS 105469u           /* x 256 threads = 100 us of SM throughput */
 #define BIG_WORK_NS (BIG_BLOCKS * 256u / THREADS_PER_NS)
 
@@ -190,6 +192,13 @@ static void test_exec_update_cost(void **state)
 	t0 = simcuda_host_now_ns();
 	assert_int_not_equal(cuGraphExecEventRecordNodeSetEvent(x, kn, e), CUDA_SUCCESS);
 	assert_int_equal(simcuda_host_now_ns() - t0, CALL_NS);
+	t0 = simcuda_host_now_ns();
+	{
+		CUgraphExecUpdateResultInfo info;
+
+		CHECK(cuGraphExecUpdate(x, g, &info)); /* the whole graph: 0.1 us per node */
+	}
+	assert_int_equal(simcuda_host_now_ns() - t0, CALL_NS + 2 * GRAPH_UPDATE_NODE_NS);
 	CHECK(cuGraphExecDestroy(x));
 	CHECK(cuGraphDestroy(g));
 }
