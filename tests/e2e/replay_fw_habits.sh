@@ -65,9 +65,9 @@ for m in ("plain", "events", "pool", "pool0", "costly"):
         want("%s: the report names moved bindings (op, kernel, parameter)" % m,
              t and t["moved_bindings"] and all(b["kernel"] not in ("", "?") and b["param"] >= 0
                                                 and b["launches"] >= 1 for b in t["moved_bindings"]))
-        if m == "pool":
-            want("pool: nodes whose bindings did not move are not patched",
-                 t and 0 < t["patches"] < t["ops_replayed"])
+        if m == "pool0":  # one node per op: the fill and tanh kernels' bindings never move
+            want("pool0: nodes whose bindings did not move are not patched",
+                 t and 0 < t["patches"] <= t["ops_replayed"] * 0.9)
     if m == "costly":
         ret = [t for t in r["replay"]["templates"] if t.get("retired")]
         want("costly patching: the shape goes back to eager for CHURN", r["replay"]["fallbacks"].get("CHURN", 0) >= 1
