@@ -1,6 +1,7 @@
 /* launch.c - submitting deferred ops: their deep copies, the eager flush in program order, and
  * segment launches (patching changed nodes, stage buffers, stream joins and forks). replay layer;
  * works on match.c's state and keeps its invariants 1, 2 and 5-9. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,7 +97,16 @@ static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, const st
 			continue;
 
 		op_ctx_enter(re, op, &pushed);
-		rc = cap_op_issue(op);
+		if (op->kind == CAP_OP_KERNEL) {
+			/* the churn check's eager cost: a kernel launch as the driver charges it */
+			uint64_t t0 = rpl__gate_clock();
+
+			rc = cap_op_issue(op);
+			re->eager_ns += rpl__gate_clock() - t0;
+			re->eager_kernels++;
+		} else {
+			rc = cap_op_issue(op);
+		}
 		rpl__ctx_leave(re, pushed);
 		if (rc != CUDA_SUCCESS) {
 			/* the program was told it succeeded: its next observing call returns it */
@@ -132,7 +142,57 @@ static void note_moved_site(struct rpl_template *t, uint64_t site)
 		t->moved_sites[t->nmoved_sites++] = site;
 }
 
-/* Patch the nodes of g whose bindings differ from the deferred ops'. 0, or a driver error. */
+/* Count one launch's change of binding (op, param) of t (report); what names the node. */
+static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const char *what)
+{
+	struct rpl_moved *m;
+
+	if (t->nmoved == RPL_MOVED && op > t->moved_max_op)
+		return; /* not followed (a full table's bindings are mostly the first ops') */
+	/* a launch patches in op order, so its next moved binding is most often the entry after
+	 * the last one found: the search starts there (a patch stays O(nodes)) */
+	for (uint32_t j = 0, i = t->moved_cursor; j < t->nmoved; j++, i = i + 1 < t->nmoved ? i + 1 : 0)
+		if (t->moved[i].op == op && t->moved[i].param == param) {
+			t->moved[i].launches++;
+			t->moved_cursor = i + 1 < t->nmoved ? i + 1 : 0;
+			return;
+		}
+	if (!t->moved) {
+		t->moved = calloc(RPL_MOVED, sizeof(*t->moved));
+		if (!t->moved)
+			return;
+	}
+	if (t->nmoved == RPL_MOVED)
+		return; /* the first RPL_MOVED bindings seen moving are followed */
+	m = &t->moved[t->nmoved++];
+	if (op > t->moved_max_op)
+		t->moved_max_op = op;
+	m->op = op;
+	m->param = param;
+	m->launches = 1;
+	snprintf(m->what, sizeof(m->what), "%s", what ? what : "?");
+}
+
+/* Which parameters of kernel node n the launch's op changes (before n takes them). */
+static void note_moved_kernel(struct rpl_template *t, uint32_t opi, const struct rpl_node *n, const struct cap_op *op)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	const struct cap_func *fi = k->info;
+	const char *name = fi && fi->name ? fi->name : "?";
+
+	if (n->func != k->func || n->param_size != k->param_size || !fi || !fi->layout_known || k->via_extra ||
+	    !fi->nparams || fi->param_bytes > k->param_size) {
+		note_moved(t, opi, -1, name);
+		return;
+	}
+	for (uint32_t p = 0; p < fi->nparams; p++)
+		if (memcmp((const char *)n->params + fi->offset[p], (const char *)k->params + fi->offset[p],
+			   fi->size[p]) != 0)
+			note_moved(t, opi, (int32_t)p, name);
+}
+
+/* Patch the nodes of g whose bindings differ from the deferred ops' (a node whose bindings did
+ * not change is not touched). 0, or a driver error. */
 static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t *npatched)
 {
 	CUresult rc = CUDA_SUCCESS;
@@ -159,6 +219,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			if (n->func == op->u.kernel.func && n->param_size == op->u.kernel.param_size &&
 			    memcmp(n->params, op->u.kernel.params, n->param_size) == 0)
 				continue;
+			note_moved_kernel(t, g->first + i, n, op);
 			if (rpl__node_set_kernel(n, op) != 0)
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
@@ -172,6 +233,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			rpl__copy_desc(op, n->stage, &d);
 			if (rpl__copy_equal(&n->copy, &d))
 				continue;
+			note_moved(t, g->first + i, -1, "copy");
 			n->copy = d;
 			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(exec, n->node, &n->copy, op->ctx);
@@ -183,6 +245,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			rpl__memset_params(op, &p);
 			if (rpl__memset_equal(&n->set, &p))
 				continue;
+			note_moved(t, g->first + i, -1, "memset");
 			n->set = p;
 			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecMemsetNodeSetParams)(exec, n->node, &n->set, op->ctx);
@@ -191,6 +254,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 		case CAP_OP_EVENT_RECORD:
 			if (n->event == op->u.event.event)
 				continue;
+			note_moved(t, g->first + i, -1, "event record");
 			n->event = op->u.event.event;
 			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecEventRecordNodeSetEvent)(exec, n->node, n->event);
@@ -198,6 +262,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 		case CAP_OP_EVENT_WAIT:
 			if (n->empty || n->event == op->u.event.event)
 				continue;
+			note_moved(t, g->first + i, -1, "event wait");
 			n->event = op->u.event.event;
 			rpl__own_call(re);
 			rc = SHIM_REAL(cuGraphExecEventWaitNodeSetEvent)(exec, n->node, n->event);
@@ -418,6 +483,7 @@ static void launch_seg_now(struct rpl_engine *re, struct rpl_template *t, uint32
 	CUstream launch = NULL, others[RPL_MAX_JOIN];
 	uint32_t npatched = 0;
 	CUcontext ctx = first->ctx;
+	uint64_t t0, t1;
 	bool pushed;
 	int nothers = 0;
 	CUresult rc;
@@ -447,7 +513,15 @@ static void launch_seg_now(struct rpl_engine *re, struct rpl_template *t, uint32
 		rpl__template_retire(re, t, "a rewrite guard failed on a launch's bindings");
 		return;
 	}
+	if (rpl__churn_needs_probe(re, t)) {
+		/* the churn check compares patching with eager submission: measure the latter once */
+		flush_eager(re, RPL_FB_PROBE);
+		return;
+	}
+	t0 = rpl__gate_clock();
 	rc = patch(re, t, g, &npatched);
+	t1 = rpl__gate_clock();
+	t->patch_ns += t1 - t0;
 	if (rc != CUDA_SUCCESS) {
 		flush_eager(re, RPL_FB_PATCH);
 		rpl__ctx_fail(re, ctx, "patching a graph node failed");
@@ -474,6 +548,7 @@ static void launch_seg_now(struct rpl_engine *re, struct rpl_template *t, uint32
 		rc = launch_joined(re, g, launch, others, nothers, t, ctx, pushed);
 	else
 		rc = launch_parts(re, g, ctx, pushed);
+	t->launch_ns += rpl__gate_clock() - t1; /* stage buffers' fill and the joins included */
 	if (rc == CUDA_SUCCESS)
 		launch_count(re, t, g, npatched);
 }

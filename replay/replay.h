@@ -64,7 +64,8 @@ enum rpl_verdict {
 	X(CHURN, "bindings change on most launches (cheaper eager)") \
 	X(GUARD, "a rewrite guard failed on the call's bindings") \
 	X(BUSY, "a stage buffer was still read by the previous launch") \
-	X(POLL, "a query polled deferred work that was not growing")
+	X(POLL, "a query polled deferred work that was not growing") \
+	X(PROBE, "submitted eagerly once to measure eager submission's cost (churn check)")
 
 enum rpl_fallback {
 #define RPL_FALLBACK_ENUM_(name, label) RPL_FB_##name,

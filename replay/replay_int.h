@@ -146,7 +146,25 @@ struct rpl_template {
 	struct rpl_rewrite_figures rw; /* what the rewrite did */
 	uint64_t *moved_sites;       /* call sites of patched ops (report), up to RPL_SITES */
 	uint32_t nmoved_sites;       /* used entries */
+	uint64_t patch_ns;           /* gate clock spent patching nodes, over all launches (churn) */
+	uint64_t launch_ns;          /* gate clock spent launching graphs (joins, stages included) */
+	bool churn_probed;           /* one launch went eagerly to measure eager cost (retire.c) */
+	struct rpl_moved *moved;     /* bindings that moved (report), RPL_MOVED entries, or NULL */
+	uint32_t nmoved;             /* used entries (the first RPL_MOVED bindings seen moving) */
+	uint32_t moved_cursor;       /* where note_moved's next search starts (launch.c) */
+	uint32_t moved_max_op;       /* the largest op index in moved[] */
 	struct rpl_template *prev, *next; /* every live template */
+};
+
+/* A binding of a template that patching had to change: a kernel parameter, or a whole node
+ * (param -1: a copy, memset or event node, a kernel whose function or layout changed, or a
+ * kernel whose parameter layout is unknown). */
+#define RPL_MOVED 32
+struct rpl_moved {
+	uint32_t op;                 /* its op's index in the window */
+	int32_t param;               /* parameter index, or -1 */
+	uint64_t launches;           /* launches that changed it */
+	char what[48];               /* the kernel's name, or the node's kind */
 };
 
 #define RPL_SITES 8
@@ -321,6 +339,8 @@ struct rpl_engine {
 	uint64_t strict_events;      /* fallbacks CUFOLD_STRICT counts (rpl_strict_events) */
 	uint32_t strict_logged;      /* bit per fallback kind logged, bit RPL_FB_COUNT: passthrough */
 	struct rpl_errors errs;      /* deferred_errors.c */
+	uint64_t eager_ns;           /* gate clock spent issuing deferred kernels eagerly (launch.c) */
+	uint64_t eager_kernels;      /* how many: their mean is the churn check's eager cost */
 };
 
 /* What replay remembers of s (NULL: nothing yet, or no shape). */
@@ -346,6 +366,8 @@ void rpl__seg_destroy(struct rpl_engine *re, struct rpl_seg *g);
 void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const char *why);
 /* After a launch: retire t when patching its moving bindings costs more than eager. */
 void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t);
+/* Whether t's next launch goes eagerly once so that the churn check has an eager cost to compare. */
+bool rpl__churn_needs_probe(const struct rpl_engine *re, struct rpl_template *t);
 /* A failure of cufold's own in ctx: ctx goes to sticky passthrough (invariant 5). */
 void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what);
 

@@ -107,6 +107,58 @@ static void write_gate(struct cf_json *j, const struct rpl_template *t)
 	X("patches", t->patches) \
 	X("host_submissions_saved", t->ops_replayed >= t->graph_launches ? t->ops_replayed - t->graph_launches : 0)
 
+/* What patching cost (per launch of a segment, on the gate clock) against eager submission
+ * (the churn check's figures, retire.c), and the bindings that moved most: op index in the
+ * window, kernel name (or node kind), parameter index (-1: the whole node), launches. */
+static void write_patching(struct rpl_engine *re, struct cf_json *j, const struct rpl_template *t)
+{
+	double l = t->launches ? (double)t->launches : 1.0;
+	uint32_t order[RPL_MOVED], nshow = 0;
+
+	cf_json_key(j, "patching");
+	cf_json_obj_begin(j);
+	cf_json_key(j, "nodes_patched_per_launch");
+	cf_json_f64(j, (double)t->patches / l, 2);
+	cf_json_key(j, "patch_ns_per_launch");
+	cf_json_f64(j, (double)t->patch_ns / l, 0);
+	cf_json_key(j, "launch_ns_per_launch");
+	cf_json_f64(j, (double)t->launch_ns / l, 0);
+	cf_json_key(j, "replayed_ns_per_op");
+	cf_json_f64(j, t->ops_replayed ? (double)(t->patch_ns + t->launch_ns) / (double)t->ops_replayed +
+					       rpl_host_ns_per_op(re) : 0.0, 1);
+	cf_json_key(j, "eager_ns_per_op");
+	cf_json_f64(j, re->eager_kernels ? (double)re->eager_ns / (double)re->eager_kernels : 0.0, 1);
+	cf_json_kstr(j, "clock", rpl__gate_is_modeled() ? "modeled" : "monotonic");
+	cf_json_obj_end(j);
+	for (uint32_t i = 0; i < t->nmoved; i++) {
+		uint32_t k = nshow < 8 ? nshow++ : 8; /* the 8 that moved on most launches, most first */
+
+		if (k == 8 && t->moved[i].launches <= t->moved[order[7]].launches)
+			continue;
+		if (k == 8)
+			k = 7;
+		while (k > 0 && t->moved[order[k - 1]].launches < t->moved[i].launches) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = i;
+	}
+	cf_json_key(j, "moved_bindings");
+	cf_json_arr_begin(j);
+	for (uint32_t k = 0; k < nshow; k++) {
+		const struct rpl_moved *m = &t->moved[order[k]];
+
+		cf_json_obj_begin(j);
+		cf_json_ku64(j, "op", m->op);
+		cf_json_kstr(j, "kernel", m->what);
+		cf_json_key(j, "param");
+		cf_json_i64(j, m->param);
+		cf_json_ku64(j, "launches", m->launches);
+		cf_json_obj_end(j);
+	}
+	cf_json_arr_end(j);
+}
+
 static void write_template(struct rpl_engine *re, struct cf_json *j, const struct rpl_template *t)
 {
 	cf_json_nl(j, 6);
@@ -119,6 +171,7 @@ static void write_template(struct rpl_engine *re, struct cf_json *j, const struc
 	cf_json_kstr(j, "retired", t->retired_why);
 	cf_json_key(j, "moved_call_sites");
 	write_sites(re, j, t->moved_sites, t->nmoved_sites);
+	write_patching(re, j, t);
 	write_gate(j, t);
 	write_rewrite(re, j, &t->rw);
 	cf_json_key(j, "segment_launches");

@@ -84,26 +84,55 @@ void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const c
 	}
 }
 
-/* After a launch: a template whose bindings move on most launches and whose patching costs as
- * many driver calls as submitting its ops eagerly does not pay; it goes back to eager for good. */
+/* Churn: a template whose bindings move on most of its launches is judged on its measured
+ * costs, per template (so per shape), after RPL_CHURN_LAUNCHES launches and after every launch
+ * from then on:
+ *   replayed: the gate clock (gate.c: the software device's modeled host clock, else the
+ *             monotonic clock) spent patching its nodes and launching its graphs, plus cufold's
+ *             own matching cost per op (rpl_host_ns_per_op) for every op replayed;
+ *   eager:    the ops it replayed, each at the mean gate-clock cost of one eager kernel launch
+ *             (every kernel launch.c submits eagerly is timed; when none has been yet, the
+ *             template's next launch goes eagerly once, a PROBE fallback, to measure it).
+ * It goes back to eager only when replaying costs at least as much: moving bindings alone do not
+ * retire it while patching the nodes that moved (unchanged ones are skipped) and one launch per
+ * segment are cheaper than submitting its ops one by one. */
+static bool churn_due(const struct rpl_template *t)
+{
+	return t->launches >= RPL_CHURN_LAUNCHES && t->patched_launches * 2 > t->launches;
+}
+
+bool rpl__churn_needs_probe(const struct rpl_engine *re, struct rpl_template *t)
+{
+	if (!churn_due(t) || re->eager_kernels || t->churn_probed)
+		return false;
+	t->churn_probed = true; /* once: a segment without kernels measures nothing */
+	return true;
+}
+
 void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t)
 {
 	struct rpl_shape_note *n;
+	double replay_ns, eager_ns;
 
-	if (t->launches < RPL_CHURN_LAUNCHES || t->patched_launches * 2 <= t->launches ||
-	    t->launches + t->patches < t->ops_replayed)
+	if (!churn_due(t) || !re->eager_kernels || !t->ops_replayed)
+		return;
+	replay_ns = (double)(t->patch_ns + t->launch_ns) + rpl_host_ns_per_op(re) * (double)t->ops_replayed;
+	eager_ns = (double)re->eager_ns / (double)re->eager_kernels * (double)t->ops_replayed;
+	if (replay_ns < eager_ns)
 		return;
 	n = rpl__note_of(t->shape);
 	t->fallbacks[RPL_FB_CHURN]++;
 	re->totals.fallbacks[RPL_FB_CHURN]++;
 	cf_log_info("replay: window shape %llu goes back to eager: its bindings change on %llu of %llu launches and "
-		    "patching costs more than it saves",
+		    "patching them costs more than eager submission (%.2f us per op replayed, %.2f us eager; %.1f nodes "
+		    "patched per launch)",
 		    (unsigned long long)t->shape_id, (unsigned long long)t->patched_launches,
-		    (unsigned long long)t->launches);
+		    (unsigned long long)t->launches, replay_ns / 1e3 / (double)t->ops_replayed,
+		    eager_ns / 1e3 / (double)t->ops_replayed, (double)t->patches / (double)t->launches);
 	rpl__template_retire(re, t, "bindings change on most launches; patching costs more than eager submission");
 	if (n) {
 		n->rejected = true;
-		n->why = "bindings change on most launches";
+		n->why = "bindings change on most launches; patching costs more than eager submission";
 	}
 }
 

@@ -465,6 +465,7 @@ void rpl__template_destroy(struct rpl_engine *re, struct rpl_template *t)
 	free(t->segs);
 	free(t->ops);
 	free(t->moved_sites);
+	free(t->moved);
 	free(t);
 }
 

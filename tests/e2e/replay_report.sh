@@ -1,6 +1,7 @@
 # replay_report.sh - replay's part of CUFOLD_REPORT: per template its segments, launches, ops
 # replayed, patches, host submissions saved and fallbacks with their reasons (a mismatch mid-
-# window; a template whose bindings move on every launch goes back to eager and names its
+# window; a template whose bindings move on every launch goes back to eager where patching costs more
+# than eager submission (SIMCUDA_EXEC_UPDATE_NS=5000) and names its
 # window and call sites; a freed buffer retires its template; a failing graph launch sends the
 # context to passthrough), and the top-level host_ns_per_op that scripts/bench reads; the counts
 # agree with the software device's own. tests layer.
@@ -19,7 +20,7 @@ rep() { # name mode steps [env...]
 }
 rep train train 16
 rep mismatch mismatch 16 CUFOLD_SEGMENT=16
-rep churn churn 30 CUFOLD_CALLSITES=1
+rep churn churn 30 CUFOLD_CALLSITES=1 SIMCUDA_EXEC_UPDATE_NS=5000 # patching dearer than eager
 rep free free 16
 rep fault train 12 SIMCUDA_FAIL=cuGraphLaunch:3
 python3 - "$TMP" <<'PY' || fail "the report does not say what replay did"

@@ -16,8 +16,9 @@
  *            the step and destroyed right after the other stream waits on them, with work
  *            depending on the wait after the destroy (legal in CUDA: a destroyed event's record
  *            and waits still complete)
- *   pool     every step's arrays sit at other addresses of a pool, in an order with no short
- *            cycle (most pointer parameters move every step), and one scalar is the step number
+ *   pool     every step most arrays sit at other addresses of a pool, in an order with no short
+ *            cycle (most pointer parameters move every step; the first two arrays, and so the
+ *            kernels that use only them, stay), and one scalar is the step number
  * tests layer. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@
 #define N 4096           /* elements of every array */
 #define NARR 6           /* arrays a step uses */
 #define LAYERS 4         /* times a step runs its chain of kernels */
-#define POOL 13          /* pool slots (prime: the order below has period 13 * 12) */
+#define POOL 13          /* pool slots (two fixed, 11 for the moving arrays: prime, so the order
+			  * below has period 11 * 10) */
 
 static CUfunction f_fill, f_axpy, f_mul, f_scale, f_tanh, f_extra;
 static CUstream s;
@@ -173,9 +175,13 @@ int main(int argc, char **argv)
 		float loss;
 
 		for (int i = 0; i < NARR; i++) {
-			/* pool: slot (i * 5 + st * 7 + st / POOL) mod POOL, no two arrays on one slot and a
-			 * different assignment every step for 13 * 12 steps; the others: fixed slots */
-			int slot = !strcmp(mode, "pool") ? (i * 5 + st * 7 + st / POOL) % POOL : i;
+			/* pool: arrays 0 and 1 stay (a framework's parameters), the others move: slot
+			 * 2 + (i * 5 + st * 7 + st / 11) mod 11, no two arrays on one slot and a different
+			 * assignment every step for 11 * 10 steps; the other modes: fixed slots */
+			int slot = i;
+
+			if (!strcmp(mode, "pool") && i >= 2)
+				slot = 2 + (i * 5 + st * 7 + st / (POOL - 2)) % (POOL - 2);
 
 			a[i] = pool[slot];
 		}

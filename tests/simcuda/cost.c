@@ -11,6 +11,15 @@
  *  host_graph_launch_ns   2200    + host_call = 2.5 us per cuGraphLaunch (CUDA 12.6 constant-time
  *                                 launch of straight-line graphs, NVIDIA blog 2024, s3)
  *  host_graph_node_ns        1    ~1 ns per node in that launch (same source)
+ *  host_exec_update_ns     200    + host_call = 0.5 us per update of one node of an instantiated graph
+ *                                 (cuGraphExec*NodeSetParams/SetEvent, cuGraphExecNodeSetParams): the
+ *                                 reference's estimate (s9; NVIDIA calls it "minimal cost", and on B200
+ *                                 SetParams + cuGraphLaunch beat one cuLaunchKernel, s3); no per-call
+ *                                 figure is published (s11). SIMCUDA_EXEC_UPDATE_NS=N replaces it (tests
+ *                                 of a device where patching costs more than eager submission)
+ *  host_graph_update_node_ns 100   per node of the graph in a cuGraphExecUpdate: 36 us over ~350-node
+ *                                 graphs, V100 (lablup/mlxcel#1545, s3/s9); cufold does not use it:
+ *                                 the source graph's moved nodes must be set first, a call each
  *  dev_kernel_eager_ns    2100    tiny kernel per launch on a stream, H100 (Hazy Research 2025, s2)
  *  dev_kernel_graph_ns    1300    the same kernel as a graph node, H100 (same source, s2)
  *  dev_threads_per_ns      270    132 SMs x 2048 resident threads turned over about once per us
@@ -24,7 +33,9 @@
  *  dev_graph_node_gap_ns   560    an empty / event node in a graph, 0.56 us (NVIDIA blog 2024, s3)
  *
  * Host: one host clock. Every entry point advances it by host_call_ns; a call that enqueues
- * stream work adds host_submit_ns; a graph launch adds host_graph_launch_ns plus per-node cost.
+ * stream work adds host_submit_ns; a graph launch adds host_graph_launch_ns plus per-node cost;
+ * an update of one node of an instantiated graph adds host_exec_update_ns, a whole-graph update
+ * host_graph_update_node_ns per node of the graph.
  * The program's own host time between its calls (framework code, Python: PyTorch eager spends
  * 5-15 us per op) is charged by the program itself through simcuda_host_work (simcuda.h; the
  * workloads' --app-us, the test programs' APP_US), before each call that enqueues work, so the
@@ -85,6 +96,8 @@ const struct sim_cost_model sim_cost = {
 	.host_submit_ns = 2300,
 	.host_graph_launch_ns = 2200,
 	.host_graph_node_ns = 1,
+	.host_exec_update_ns = 200,
+	.host_graph_update_node_ns = 100,
 	.dev_kernel_eager_ns = 2100,
 	.dev_kernel_graph_ns = 1300,
 	.dev_threads_per_ns = 270.0,
@@ -234,6 +247,38 @@ void sim_res_forget_before(uint64_t before)
 uint64_t sim_res_busy_ns(enum sim_res r)
 {
 	return r > SIM_RES_NONE && r < SIM_RES_COUNT ? timelines[r].served_ns : 0;
+}
+
+/* ------------------------------------------------------------------ exec node updates */
+
+static pthread_once_t update_once = PTHREAD_ONCE_INIT;
+static uint64_t exec_update_ns; /* sim_cost.host_exec_update_ns, or SIMCUDA_EXEC_UPDATE_NS */
+
+static void read_exec_update(void)
+{
+	const char *v = getenv("SIMCUDA_EXEC_UPDATE_NS");
+	char *end = NULL;
+
+	exec_update_ns = sim_cost.host_exec_update_ns;
+	if (!v || !*v)
+		return;
+	exec_update_ns = strtoull(v, &end, 10);
+	if (*end || *v == '-') {
+		sim_log("SIMCUDA_EXEC_UPDATE_NS=%s is not a number of ns; using %llu", v,
+			(unsigned long long)sim_cost.host_exec_update_ns);
+		exec_update_ns = sim_cost.host_exec_update_ns;
+	}
+}
+
+void sim_cost_exec_update(void)
+{
+	pthread_once(&update_once, read_exec_update);
+	sim_host_charge(exec_update_ns);
+}
+
+void sim_cost_graph_exec_update(uint64_t nodes)
+{
+	sim_host_charge(nodes * sim_cost.host_graph_update_node_ns);
 }
 
 /* ------------------------------------------------------------------ kernels */

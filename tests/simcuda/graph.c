@@ -879,6 +879,7 @@ static CUresult exec_update(struct sim_gexec *x, struct sim_graph *g, CUgraphExe
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
+	sim_cost_graph_exec_update(g->n); /* the driver compares every node, updated or not */
 	if (!update_matches(x, g, map, info)) {
 		rc = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
 		goto out;
@@ -1804,6 +1805,7 @@ static CUresult exec_node(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNode
 	if (!xn || xn->body.type != type)
 		return CUDA_ERROR_INVALID_VALUE;
 	*out = xn;
+	sim_cost_exec_update(); /* every per-node exec update comes through here */
 	return CUDA_SUCCESS;
 }
 

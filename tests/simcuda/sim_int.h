@@ -362,6 +362,8 @@ extern const struct sim_cost_model {
 	uint64_t host_submit_ns;      /* extra for a call that enqueues stream work */
 	uint64_t host_graph_launch_ns; /* a cuGraphLaunch, before per-node cost */
 	uint64_t host_graph_node_ns;  /* per node of a launched graph */
+	uint64_t host_exec_update_ns; /* extra for an update of one node of an instantiated graph */
+	uint64_t host_graph_update_node_ns; /* per node of a whole-graph update (cuGraphExecUpdate) */
 	uint64_t dev_kernel_eager_ns; /* device time of a tiny kernel launched on a stream */
 	uint64_t dev_kernel_graph_ns; /* the same kernel as a node of a graph */
 	double dev_threads_per_ns;    /* thread throughput beyond the floor */
@@ -375,5 +377,9 @@ extern const struct sim_cost_model {
 } sim_cost;
 
 void sim_cost_kernel(const struct sim_kernel_call *k, bool in_graph, struct sim_cost_parts *out);
+/* Charge the host clock for an update of one node of an instantiated graph (cost.c). */
+void sim_cost_exec_update(void);
+/* Charge the host clock for a whole-graph update (cuGraphExecUpdate) of a graph of n nodes. */
+void sim_cost_graph_exec_update(uint64_t nodes);
 
 #endif

@@ -1,7 +1,9 @@
 /* sim_cost.c - unit tests of the software device's cost model (tests/simcuda/cost.c): the
  * program's own host time (simcuda_host_work) moves the modeled host clock, SIMCUDA_KERNEL_NS
  * adds device time to every kernel but cufold's own, and concurrent kernels share the SMs, so
- * two streams of big kernels take the sum of their throughput parts, not the larger one.
+ * two streams of big kernels take the sum of their throughput parts, not the larger one; an
+ * update of one node of an instantiated graph costs the host 0.5 us (host_exec_update_ns), a
+ * whole-graph update 0.1 us per node.
  * Intervals are read with events (an event's time is its record's modeled end).
  * tests layer; runs against the software device's libcuda.so.1. */
 #include <setjmp.h>
@@ -21,6 +23,8 @@
 #define SUBMIT_NS 2300u              /* cost.c: host_submit_ns */
 #define FLOOR_NS 2100u               /* cost.c: dev_kernel_eager_ns */
 #define THREADS_PER_NS 270u          /* cost.c: dev_threads_per_ns */
+#define UPDATE_NS 200u               /* cost.c: host_exec_update_ns */
+#define GRAPH_UPDATE_NODE_NS 100u    /* cost.c: host_graph_update_node_ns */
 #define BIG_BLOCKS 105469u           /* x 256 threads = 100 us of SM throughput */
 #define BIG_WORK_NS (BIG_BLOCKS * 256u / THREADS_PER_NS)
 
@@ -155,12 +159,57 @@ static void test_contention_bounds_overlap(void **state)
 	CHECK(cuStreamDestroy(s2));
 }
 
+/* Patching a kernel node of an instantiated graph costs a call plus host_exec_update_ns on the
+ * modeled host clock (0.5 us, costs.md s9), an event node's event likewise; a failed update
+ * (a node of the wrong type) only the call. */
+static void test_exec_update_cost(void **state)
+{
+	CUgraph g;
+	CUgraphExec x;
+	CUgraphNode kn, en;
+	CUevent e = event();
+	float v = 2.0f;
+	int n = 256;
+	void *a[] = {&buf, &v, &n};
+	CUDA_KERNEL_NODE_PARAMS p = {
+		.func = f_fill, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+		.blockDimX = 256, .blockDimY = 1, .blockDimZ = 1, .kernelParams = a,
+	};
+	uint64_t t0;
+
+	(void)state;
+	CHECK(cuGraphCreate(&g, 0));
+	CHECK(cuGraphAddKernelNode(&kn, g, NULL, 0, &p));
+	CHECK(cuGraphAddEventRecordNode(&en, g, &kn, 1, e));
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	v = 3.0f;
+	t0 = simcuda_host_now_ns();
+	CHECK(cuGraphExecKernelNodeSetParams(x, kn, &p));
+	assert_int_equal(simcuda_host_now_ns() - t0, CALL_NS + UPDATE_NS);
+	t0 = simcuda_host_now_ns();
+	CHECK(cuGraphExecEventRecordNodeSetEvent(x, en, e));
+	assert_int_equal(simcuda_host_now_ns() - t0, CALL_NS + UPDATE_NS);
+	t0 = simcuda_host_now_ns();
+	assert_int_not_equal(cuGraphExecEventRecordNodeSetEvent(x, kn, e), CUDA_SUCCESS);
+	assert_int_equal(simcuda_host_now_ns() - t0, CALL_NS);
+	t0 = simcuda_host_now_ns();
+	{
+		CUgraphExecUpdateResultInfo info;
+
+		CHECK(cuGraphExecUpdate(x, g, &info)); /* the whole graph: 0.1 us per node */
+	}
+	assert_int_equal(simcuda_host_now_ns() - t0, CALL_NS + 2 * GRAPH_UPDATE_NODE_NS);
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_host_work_moves_the_clock),
 		cmocka_unit_test(test_kernel_extra_time),
 		cmocka_unit_test(test_contention_bounds_overlap),
+		cmocka_unit_test(test_exec_update_cost),
 	};
 
 	/* read once by the device, at the first kernel it times */
