@@ -13,8 +13,12 @@
 #           loaded to 10 on 2 cores, 22 %: replay's gate turned the template off).
 #   asyncfree (PyTorch's cudaMallocAsync backend: a temporary from the stream-ordered pool per
 #           layer, cuMemAllocAsync and cuMemFreeAsync on the step's stream)
-#           every cuMemFreeAsync ends the window (FREE): nothing replayed, 32 a step both ways.
-#           A stream-ordered free is ordered after the window's work by the stream itself.
+#           32 a step eager, 12 under cufold; 57 % of ops replayed (before the stream-ordered free
+#           stopped ending the window: nothing replayed, 32 a step both ways). The frees are held
+#           behind replay's deferred work (shim_engine_free_async); the 12 are 5 segment graphs,
+#           the 6 frees and the loss copy. The checksum covers a deferred kernel reading a pool
+#           temporary that is then freed and the next layer's allocated in the same window: with
+#           the free sent to the driver at once it differs (seed 1).
 # Target of issue 25 for each habit: >= 80 % of ops replayed and >= 5x fewer host submissions
 # per step (tocopy: at most 5.6 a step), results identical. tests layer.
 source "$(dirname "$0")/lib.sh"
@@ -28,7 +32,7 @@ for mode in tocopy steady asyncfree; do
 		SIMCUDA_STATS="$TMP/$mode.c$n" CUFOLD_REPORT="$TMP/$mode.r$n" run_cufold /dev/null "$prog" $mode $n ||
 			fail "rpl_torch $mode exited $? under cufold"
 	done
-	python3 - "$TMP/$mode" "$mode" <<'PY' || fail "rpl_torch $mode: nothing replayed"
+	python3 - "$TMP/$mode" "$mode" <<'PY' || fail "rpl_torch $mode: too little replayed"
 import json, sys
 base, mode = sys.argv[1], sys.argv[2]
 tot = lambda p: json.load(open(p))["totals"]
@@ -38,6 +42,8 @@ ops, replayed = rep["totals"]["ops"], rep["replay"]["ops_replayed"]
 ep, cp = per("p"), per("c")
 print("rpl_torch %s: %.1f %% of ops replayed (%d of %d); host submissions per step: eager %.1f, cufold %.1f "
       "(%.1fx fewer; target >= 80 %% and >= 5x)" % (mode, 100.0 * replayed / ops, replayed, ops, ep, cp, ep / cp))
-sys.exit(0 if replayed > 0 or mode == "asyncfree" else 1)  # asyncfree: nothing replays today
+if mode == "asyncfree" and (replayed < 0.40 * ops or cp * 2 > ep):
+    sys.exit("asyncfree: want >= 40 % of ops replayed and >= 2x fewer submissions (57 %, 2.7x when written)")
+sys.exit(0 if replayed > 0 else 1)
 PY
 done

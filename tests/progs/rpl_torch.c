@@ -15,8 +15,10 @@
  *   asyncfree the same step as steady with every activation taken from and given back to a
  *            stream-ordered pool (cuMemAllocAsync / cuMemFreeAsync on the step's stream), as
  *            PyTorch's PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync allocator does: measured on
- *            torch_nogemm.py, every cuMemFreeAsync ends cufold's window (FREE), 0.5 % of ops
- *            replayed, 412 host submissions a step with and without cufold. */
+ *            torch_nogemm.py, every cuMemFreeAsync ended cufold's window (FREE), 0.5 % of ops
+ *            replayed, 412 host submissions a step with and without cufold. Each temporary is
+ *            read by a kernel replay defers, then freed, then the next layer's is allocated:
+ *            the checksum is wrong if the free reaches the driver before that kernel. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
