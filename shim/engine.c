@@ -720,6 +720,24 @@ bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, str
 	return held;
 }
 
+bool shim_engine_frees_release(void)
+{
+	struct cf_engine *e;
+	bool any = false;
+
+	if (!recording())
+		return false; /* under the lock only: an allocation failing is rare */
+	e = engine_lock();
+	if (still_recording(e) && e->nheld) {
+		if (e->rpl)
+			rpl_flush(e->rpl);
+		frees_issue(e);
+		any = true;
+	}
+	lock_drop(e);
+	return any;
+}
+
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc)
 {
 	struct cf_engine *e;

@@ -157,6 +157,9 @@ void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
  * when it was held: the hook answers CUDA_SUCCESS without calling the driver. Else the hook
  * calls the driver and shim_engine_free_end. */
 bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t);
+/* An allocation failed for want of memory: the deferred work and the frees held behind it
+ * reach the driver. Returns true when there were held frees (the hook tries once more). */
+bool shim_engine_frees_release(void);
 /* cuMemUnmap: every mapped range inside [base, base+size) leaves the map; the window ends first
  * (FREE) when one of its ops names the range. */
 void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size);

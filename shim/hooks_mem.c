@@ -20,6 +20,8 @@
 			return shim_real.p_##symbol args; \
 		shim_engine_neutral(SHIM_ID_##symbol); \
 		rc = shim_real.p_##symbol args; \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && shim_engine_frees_release()) \
+			rc = shim_real.p_##symbol args; /* the frees cufold held may make room */ \
 		if (rc == CUDA_SUCCESS && (out)) \
 			shim_engine_alloc(SHIM_ID_##symbol, U64(*(out)), (size), CAP_ALLOC_##kind); \
 		return rc; \
