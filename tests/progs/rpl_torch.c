@@ -18,7 +18,10 @@
  *            torch_nogemm.py, every cuMemFreeAsync ended cufold's window (FREE), 0.5 % of ops
  *            replayed, 412 host submissions a step with and without cufold. Each temporary is
  *            read by a kernel replay defers, then freed, then the next layer's is allocated:
- *            the checksum is wrong if the free reaches the driver before that kernel. */
+ *            the checksum is wrong if the free reaches the driver before that kernel.
+ *   sidefree the same as asyncfree with each temporary's last use on a side stream (joined by
+ *            events, as PyTorch's record_stream does), where it is freed: the free on the side
+ *            stream must follow that stream's deferred kernel, not only the main stream's. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,8 @@
 #define NL 6 /* layers of the step */
 
 static CUfunction f_axpy, f_relu, f_mul, f_scale;
+static CUstream side;      /* sidefree: the stream of each temporary's last use and free */
+static CUevent ev_in, ev_out; /* sidefree: main -> side and side -> main */
 static uint64_t h64 = TL_HASH_INIT;
 
 static void launch(CUfunction f, CUstream s, void **args)
@@ -55,7 +60,16 @@ static void step(CUdeviceptr *x, CUdeviceptr *w, CUdeviceptr act, CUdeviceptr lo
 			CHECK(cuMemAllocAsync(&t, N * sizeof(float), s));
 		launch(f_mul, s, a1);
 		launch(f_relu, s, a2);
-		if (pool) {
+		if (pool && side) {
+			void *a3[] = { &act, &t, &one, &n };
+
+			CHECK(cuEventRecord(ev_in, s));
+			CHECK(cuStreamWaitEvent(side, ev_in, 0));
+			launch(f_axpy, side, a3);
+			CHECK(cuMemFreeAsync(t, side));
+			CHECK(cuEventRecord(ev_out, side));
+			CHECK(cuStreamWaitEvent(s, ev_out, 0));
+		} else if (pool) {
 			void *a3[] = { &act, &t, &one, &n };
 
 			launch(f_axpy, s, a3);
@@ -78,17 +92,23 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "tocopy";
 	int steps = argc > 2 ? atoi(argv[2]) : 12;
-	bool tocopy = !strcmp(mode, "tocopy"), pool = !strcmp(mode, "asyncfree");
+	bool tocopy = !strcmp(mode, "tocopy"), sidefree = !strcmp(mode, "sidefree");
+	bool pool = sidefree || !strcmp(mode, "asyncfree");
 	CUdeviceptr x[NT], w[NL], act, loss;
 	static float host[NT][N];
 	CUmodule elem;
 	CUstream s = NULL;
 
 	if (!tocopy && !pool && strcmp(mode, "steady")) {
-		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree [steps]\n");
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree [steps]\n");
 		return 2;
 	}
 	tl_init();
+	if (sidefree) {
+		CHECK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+		CHECK(cuEventCreate(&ev_in, CU_EVENT_DISABLE_TIMING));
+		CHECK(cuEventCreate(&ev_out, CU_EVENT_DISABLE_TIMING));
+	}
 	elem = tl_load_module("elementwise");
 	f_axpy = tl_func(elem, "axpy");
 	f_relu = tl_func(elem, "relu");
