@@ -8,6 +8,11 @@
 #   tocopy  (x.to("cuda") per tensor: a pageable copy and a stream synchronize each, 8 a step)
 #           28 submissions a step eager, 14 under cufold; 57 % of ops replayed. The 8 one-copy
 #           windows ended by cuStreamSynchronize stay eager (fewer ops than CUFOLD_MIN_OPS).
+#           The step between them replays as steady does (6 of the 14). Each synchronize
+#           observes its copy (the copy must be complete when it returns: work on another stream
+#           may read the tensor next), so no copy can be held past it, and a one-copy window as a
+#           graph is still one submission: 14 is this habit's floor under cufold (2x); the
+#           program's fix is pinned memory and non_blocking=True (one window for the batch).
 #   steady  (the batch already on the device: torch_nogemm.py's steady state)
 #           20 a step eager, 6 under cufold; 78 % of ops replayed at 16 steps (once, on a machine
 #           loaded to 10 on 2 cores, 22 %: replay's gate turned the template off).
