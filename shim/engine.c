@@ -135,6 +135,8 @@ static void note_own(enum shim_api_id id)
 	shim__inside = saved;
 }
 
+static CUcontext current_ctx(void);
+
 /* Under the lock, once replay holds nothing deferred: the stream-ordered frees held behind
  * deferred work reach the driver, in the program's order, after that work (shim_engine_
  * free_async). A free of the legacy stream goes in the context it was called in. */
@@ -142,16 +144,19 @@ static void frees_issue(struct cf_engine *e)
 {
 	for (unsigned int i = 0; i < e->nheld; i++) {
 		const struct shim_held_free *h = &e->held[i];
-		CUcontext cur = NULL, dummy;
+		CUcontext dummy;
 		bool pushed = false;
 		CUresult rc;
 
-		if ((!h->stream || h->stream == CU_STREAM_LEGACY) && h->ctx &&
-		    (SHIM_REAL(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || cur != h->ctx))
+		if ((!h->stream || h->stream == CU_STREAM_LEGACY) && h->ctx && h->ctx != current_ctx()) {
+			note_own(SHIM_ID_cuCtxPushCurrent_v2);
 			pushed = SHIM_REAL(cuCtxPushCurrent_v2)(h->ctx) == CUDA_SUCCESS;
-		rc = SHIM_REAL(cuMemFreeAsync)(h->p, h->stream);
-		if (pushed)
+		}
+		rc = SHIM_REAL(cuMemFreeAsync)(h->p, h->stream); /* the program's call, counted then */
+		if (pushed) {
+			note_own(SHIM_ID_cuCtxPopCurrent_v2);
 			SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
+		}
 		if (rc != CUDA_SUCCESS)
 			cf_log_warn_once("a stream-ordered free cufold held behind deferred work failed (%d) when "
 					 "it reached the driver; the program was told it succeeded", (int)rc);
