@@ -149,10 +149,14 @@ static void frees_issue(struct cf_engine *e)
 		CUresult rc;
 
 		if ((!h->stream || h->stream == CU_STREAM_LEGACY) && h->ctx && h->ctx != current_ctx()) {
+			/* (a _ptsz free held here names its stream: no NULL, which is per-thread) */
 			note_own(SHIM_ID_cuCtxPushCurrent_v2);
 			pushed = SHIM_REAL(cuCtxPushCurrent_v2)(h->ctx) == CUDA_SUCCESS;
 		}
-		rc = SHIM_REAL(cuMemFreeAsync)(h->p, h->stream); /* the program's call, counted then */
+		if (h->ptsz) /* the program's call, counted then */
+			rc = SHIM_REAL(cuMemFreeAsync_ptsz)(h->p, h->stream);
+		else
+			rc = SHIM_REAL(cuMemFreeAsync)(h->p, h->stream);
 		if (pushed) {
 			note_own(SHIM_ID_cuCtxPopCurrent_v2);
 			SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
@@ -697,6 +701,7 @@ bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, str
 	if (still_recording(e)) {
 		const struct cap_alloc *a = base ? cap_alloc_find(e->cap, base) : NULL;
 		bool known = a && a->base == base && a->kind == CAP_ALLOC_ASYNC;
+		bool per_thread = s == CU_STREAM_PER_THREAD || (!s && api == SHIM_ID_cuMemFreeAsync_ptsz);
 
 		/* stream work after the stream's earlier work, which may read the range: the window
 		 * goes on. Memory cufold never saw come from a pool may be anything: a boundary. */
@@ -705,15 +710,18 @@ bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, str
 		t->removed = base && cap_alloc_remove(e->cap, base, &t->alloc) == 0;
 		if (e->rpl && t->removed)
 			rpl_memory_released(e->rpl, t->alloc.base, t->alloc.size);
-		if (known && s != CU_STREAM_PER_THREAD && e->rpl && rpl_has_deferred(e->rpl)) {
+		if (known && e->rpl && rpl_has_deferred(e->rpl)) {
 			/* the deferred work may read the range: the free follows it to the driver.
 			 * Known pool memory only, whose free the driver takes (so its answer now is
-			 * the driver's). */
-			if (e->nheld == SHIM_HELD_FREES) {
+			 * the driver's). A per-thread default stream can only be named by its own
+			 * thread: that free goes now, after everything deferred. */
+			if (per_thread || e->nheld == SHIM_HELD_FREES) {
 				rpl_flush(e->rpl);
 				frees_issue(e);
 			} else {
-				e->held[e->nheld++] = (struct shim_held_free){ base, s, current_ctx() };
+				e->held[e->nheld++] = (struct shim_held_free){
+					base, s, current_ctx(), api == SHIM_ID_cuMemFreeAsync_ptsz
+				};
 				held = true;
 				t->removed = false; /* it stays out of the map: the program freed it */
 			}

@@ -82,6 +82,7 @@ struct shim_held_free {
 	CUdeviceptr p;               /* what the program freed */
 	CUstream stream;             /* on its stream (never a per-thread one) */
 	CUcontext ctx;               /* the calling thread's context (the legacy stream's) */
+	bool ptsz;                   /* called as cuMemFreeAsync_ptsz */
 };
 
 struct cf_engine {
@@ -150,10 +151,12 @@ struct shim_free_tok {
 };
 void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t);
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
-/* A stream-ordered free (cuMemFreeAsync on a stream any thread may name) is stream work,
- * ordered after the stream's earlier work: it never ends the window. The allocation leaves the
- * map; while replay holds deferred work the free is held too, and reaches the driver after that
- * work (at the next op that finds nothing deferred, or when the window closes). Returns true
+/* A stream-ordered free (cuMemFreeAsync, _ptsz) of memory cufold saw come from a pool is stream
+ * work, ordered after the stream's earlier work: it never ends the window. The allocation leaves
+ * the map; while replay holds deferred work the free is held too, and reaches the driver after
+ * that work (at the next op that finds nothing deferred, or when the window closes); on a
+ * per-thread default stream, which no other thread may name, the deferred work is submitted
+ * first instead. Returns true
  * when it was held: the hook answers CUDA_SUCCESS without calling the driver. Else the hook
  * calls the driver and shim_engine_free_end. */
 bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t);

@@ -21,7 +21,9 @@
  *            the checksum is wrong if the free reaches the driver before that kernel.
  *   sidefree the same as asyncfree with each temporary's last use on a side stream (joined by
  *            events, as PyTorch's record_stream does), where it is freed: the free on the side
- *            stream must follow that stream's deferred kernel, not only the main stream's. */
+ *            stream must follow that stream's deferred kernel, not only the main stream's.
+ *   ptfree   asyncfree on the per-thread default stream (CU_STREAM_PER_THREAD): its ops and
+ *            frees are issued in place, never held (no other thread may name that stream). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,16 +95,18 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "tocopy";
 	int steps = argc > 2 ? atoi(argv[2]) : 12;
 	bool tocopy = !strcmp(mode, "tocopy"), sidefree = !strcmp(mode, "sidefree");
-	bool pool = sidefree || !strcmp(mode, "asyncfree");
+	bool ptfree = !strcmp(mode, "ptfree"), pool = sidefree || ptfree || !strcmp(mode, "asyncfree");
 	CUdeviceptr x[NT], w[NL], act, loss;
 	static float host[NT][N];
 	CUmodule elem;
 	CUstream s = NULL;
 
 	if (!tocopy && !pool && strcmp(mode, "steady")) {
-		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree [steps]\n");
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree [steps]\n");
 		return 2;
 	}
+	if (ptfree)
+		s = CU_STREAM_PER_THREAD;
 	tl_init();
 	if (sidefree) {
 		CHECK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
