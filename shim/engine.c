@@ -136,6 +136,39 @@ static void note_own(enum shim_api_id id)
 	shim__inside = saved;
 }
 
+static CUcontext current_ctx(void);
+
+/* Under the lock, once replay holds nothing deferred: the stream-ordered frees held behind
+ * deferred work reach the driver, in the program's order, after that work (shim_engine_
+ * free_async). A free of the legacy stream goes in the context it was called in. */
+static void frees_issue(struct cf_engine *e)
+{
+	for (unsigned int i = 0; i < e->nheld; i++) {
+		const struct shim_held_free *h = &e->held[i];
+		CUcontext dummy;
+		bool pushed = false;
+		CUresult rc;
+
+		if ((!h->stream || h->stream == CU_STREAM_LEGACY) && h->ctx && h->ctx != current_ctx()) {
+			/* (a _ptsz free held here names its stream: no NULL, which is per-thread) */
+			note_own(SHIM_ID_cuCtxPushCurrent_v2);
+			pushed = SHIM_REAL(cuCtxPushCurrent_v2)(h->ctx) == CUDA_SUCCESS;
+		}
+		if (h->ptsz) /* the program's call, counted then */
+			rc = SHIM_REAL(cuMemFreeAsync_ptsz)(h->p, h->stream);
+		else
+			rc = SHIM_REAL(cuMemFreeAsync)(h->p, h->stream);
+		if (pushed) {
+			note_own(SHIM_ID_cuCtxPopCurrent_v2);
+			SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
+		}
+		if (rc != CUDA_SUCCESS)
+			cf_log_warn_once("a stream-ordered free cufold held behind deferred work failed (%d) when "
+					 "it reached the driver; the program was told it succeeded", (int)rc);
+	}
+	e->nheld = 0;
+}
+
 /* A boundary under the lock: replay submits what it deferred, then the window closes before
  * the call reaches the driver. */
 static void close_window(struct cf_engine *e, enum cap_boundary kind, enum shim_api_id api)
@@ -144,6 +177,8 @@ static void close_window(struct cf_engine *e, enum cap_boundary kind, enum shim_
 
 	if (e->rpl)
 		rpl_flush(e->rpl);
+	if (e->nheld)
+		frees_issue(e);
 	s = cap_boundary(e->cap, kind, api);
 	if (e->rpl)
 		rpl_window_closed(e->rpl, s);
@@ -459,6 +494,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		t->active = true;
 		if (e->rpl)
 			go_on = op_replay(e, t, who.ctx, rc);
+		if (cf_unlikely(e->nheld) && !(e->rpl && rpl_has_deferred(e->rpl)))
+			frees_issue(e); /* the work before them was submitted: they follow it */
 	}
 out:
 	lock_drop(e);
@@ -650,6 +687,69 @@ void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_fre
 			rpl_memory_released(e->rpl, t->alloc.base, t->alloc.size);
 	}
 	lock_drop(e);
+}
+
+bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t)
+{
+	struct cf_engine *e;
+	bool held = false;
+
+	t->removed = false;
+	shim_note_call(api);
+	if (!recording())
+		return false;
+	e = engine_lock();
+	if (still_recording(e)) {
+		const struct cap_alloc *a = base ? cap_alloc_find(e->cap, base) : NULL;
+		bool known = a && a->base == base && a->kind == CAP_ALLOC_ASYNC;
+		bool per_thread = s == CU_STREAM_PER_THREAD || (!s && api == SHIM_ID_cuMemFreeAsync_ptsz);
+
+		/* stream work after the stream's earlier work, which may read the range: the window
+		 * goes on. Memory cufold never saw come from a pool may be anything: a boundary. */
+		end_window_if(e, !known && (!a || a->base != base || cap_window_references(e->cap, a->base, a->size)),
+			      CAP_BOUNDARY_FREE, api);
+		t->removed = base && cap_alloc_remove(e->cap, base, &t->alloc) == 0;
+		if (e->rpl && t->removed)
+			rpl_memory_released(e->rpl, t->alloc.base, t->alloc.size);
+		if (known && e->rpl && rpl_has_deferred(e->rpl)) {
+			/* the deferred work may read the range: the free follows it to the driver.
+			 * Known pool memory only, whose free the driver takes (so its answer now is
+			 * the driver's). A per-thread default stream can only be named by its own
+			 * thread: that free goes now, after everything deferred. */
+			if (per_thread || e->nheld == SHIM_HELD_FREES) {
+				rpl_flush(e->rpl);
+				frees_issue(e);
+			} else {
+				e->held[e->nheld++] = (struct shim_held_free){
+					base, s, current_ctx(), api == SHIM_ID_cuMemFreeAsync_ptsz
+				};
+				held = true;
+				t->removed = false; /* it stays out of the map: the program freed it */
+			}
+		} else if (e->nheld) {
+			frees_issue(e); /* nothing deferred: earlier held frees go first */
+		}
+	}
+	lock_drop(e);
+	return held;
+}
+
+bool shim_engine_frees_release(void)
+{
+	struct cf_engine *e;
+	bool any = false;
+
+	if (!recording())
+		return false; /* under the lock only: an allocation failing is rare */
+	e = engine_lock();
+	if (still_recording(e) && e->nheld) {
+		if (e->rpl)
+			rpl_flush(e->rpl);
+		frees_issue(e);
+		any = true;
+	}
+	lock_drop(e);
+	return any;
 }
 
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc)

@@ -75,6 +75,16 @@
  * parent's engine and makes a new one (invariant 6 above). */
 void shim_engine__atfork_child(void);
 
+#define SHIM_HELD_FREES 64 /* stream-ordered frees held behind replay's deferred work at most */
+
+/* A cuMemFreeAsync replay holds until the deferred work before it reaches the driver. */
+struct shim_held_free {
+	CUdeviceptr p;               /* what the program freed */
+	CUstream stream;             /* on its stream (never a per-thread one) */
+	CUcontext ctx;               /* the calling thread's context (the legacy stream's) */
+	bool ptsz;                   /* called as cuMemFreeAsync_ptsz */
+};
+
 struct cf_engine {
 	pthread_mutex_t lock;        /* orders all recording; guards everything below */
 	struct cap_engine *cap;      /* capture's part */
@@ -83,6 +93,9 @@ struct cf_engine {
 	bool callsites;              /* CUFOLD_CALLSITES */
 	bool timestamps;             /* CUFOLD_TRACE is on: ops carry the time of the call */
 	bool exit_done;              /* engine_exit flushed and wrote the outputs */
+	struct shim_held_free held[SHIM_HELD_FREES]; /* stream-ordered frees behind deferred work, in
+						     * the program's order (engine.c: frees_issue) */
+	unsigned int nheld;          /* entries of held */
 };
 
 /* ------------------------------------------------------------------ stream work */
@@ -138,6 +151,18 @@ struct shim_free_tok {
 };
 void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t);
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
+/* A stream-ordered free (cuMemFreeAsync, _ptsz) of memory cufold saw come from a pool is stream
+ * work, ordered after the stream's earlier work: it never ends the window. The allocation leaves
+ * the map; while replay holds deferred work the free is held too, and reaches the driver after
+ * that work (at the next op that finds nothing deferred, or when the window closes); on a
+ * per-thread default stream, which no other thread may name, the deferred work is submitted
+ * first instead. Returns true
+ * when it was held: the hook answers CUDA_SUCCESS without calling the driver. Else the hook
+ * calls the driver and shim_engine_free_end. */
+bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t);
+/* An allocation failed for want of memory: the deferred work and the frees held behind it
+ * reach the driver. Returns true when there were held frees (the hook tries once more). */
+bool shim_engine_frees_release(void);
 /* cuMemUnmap: every mapped range inside [base, base+size) leaves the map; the window ends first
  * (FREE) when one of its ops names the range. */
 void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size);

@@ -20,6 +20,8 @@
 			return shim_real.p_##symbol args; \
 		shim_engine_neutral(SHIM_ID_##symbol); \
 		rc = shim_real.p_##symbol args; \
+		if (rc == CUDA_ERROR_OUT_OF_MEMORY && shim_engine_frees_release()) \
+			rc = shim_real.p_##symbol args; /* the frees cufold held may make room */ \
 		if (rc == CUDA_SUCCESS && (out)) \
 			shim_engine_alloc(SHIM_ID_##symbol, U64(*(out)), (size), CAP_ALLOC_##kind); \
 		return rc; \
@@ -89,5 +91,21 @@ SHIM_HOOK(cuMemUnmap)(CUdeviceptr_v2 ptr, size_t size)
 FREE_HOOK(cuMemFree_v2, (CUdeviceptr_v2 p), (p), p)
 FREE_HOOK(cuMemFreeHost, (void *p), (p), p)
 FREE_HOOK(cuMemHostUnregister, (void *p), (p), p)
-FREE_HOOK(cuMemFreeAsync, (CUdeviceptr_v2 p, CUstream s), (p, s), p)
-FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr_v2 p, CUstream s), (p, s), p)
+
+/* A stream-ordered free: held behind replay's deferred work (engine.h), never a boundary. */
+#define FREE_ASYNC_HOOK(symbol) \
+	SHIM_HOOK(symbol)(CUdeviceptr_v2 p, CUstream s) \
+	{ \
+		struct shim_free_tok t; \
+		CUresult rc; \
+		if (shim_is_inside()) \
+			return shim_real.p_##symbol(p, s); \
+		if (shim_engine_free_async(SHIM_ID_##symbol, U64(p), s, &t)) \
+			return CUDA_SUCCESS; \
+		rc = shim_real.p_##symbol(p, s); \
+		shim_engine_free_end(&t, rc); \
+		return rc; \
+	}
+
+FREE_ASYNC_HOOK(cuMemFreeAsync)
+FREE_ASYNC_HOOK(cuMemFreeAsync_ptsz)

@@ -15,8 +15,15 @@
  *   asyncfree the same step as steady with every activation taken from and given back to a
  *            stream-ordered pool (cuMemAllocAsync / cuMemFreeAsync on the step's stream), as
  *            PyTorch's PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync allocator does: measured on
- *            torch_nogemm.py, every cuMemFreeAsync ends cufold's window (FREE), 0.5 % of ops
- *            replayed, 412 host submissions a step with and without cufold. */
+ *            torch_nogemm.py, every cuMemFreeAsync ended cufold's window (FREE), 0.5 % of ops
+ *            replayed, 412 host submissions a step with and without cufold. Each temporary is
+ *            read by a kernel replay defers, then freed, then the next layer's is allocated:
+ *            the checksum is wrong if the free reaches the driver before that kernel.
+ *   sidefree the same as asyncfree with each temporary's last use on a side stream (joined by
+ *            events, as PyTorch's record_stream does), where it is freed: the free on the side
+ *            stream must follow that stream's deferred kernel, not only the main stream's.
+ *   ptfree   asyncfree on the per-thread default stream (CU_STREAM_PER_THREAD): its ops and
+ *            frees are issued in place, never held (no other thread may name that stream). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +36,8 @@
 #define NL 6 /* layers of the step */
 
 static CUfunction f_axpy, f_relu, f_mul, f_scale;
+static CUstream side;      /* sidefree: the stream of each temporary's last use and free */
+static CUevent ev_in, ev_out; /* sidefree: main -> side and side -> main */
 static uint64_t h64 = TL_HASH_INIT;
 
 static void launch(CUfunction f, CUstream s, void **args)
@@ -53,7 +62,16 @@ static void step(CUdeviceptr *x, CUdeviceptr *w, CUdeviceptr act, CUdeviceptr lo
 			CHECK(cuMemAllocAsync(&t, N * sizeof(float), s));
 		launch(f_mul, s, a1);
 		launch(f_relu, s, a2);
-		if (pool) {
+		if (pool && side) {
+			void *a3[] = { &act, &t, &one, &n };
+
+			CHECK(cuEventRecord(ev_in, s));
+			CHECK(cuStreamWaitEvent(side, ev_in, 0));
+			launch(f_axpy, side, a3);
+			CHECK(cuMemFreeAsync(t, side));
+			CHECK(cuEventRecord(ev_out, side));
+			CHECK(cuStreamWaitEvent(s, ev_out, 0));
+		} else if (pool) {
 			void *a3[] = { &act, &t, &one, &n };
 
 			launch(f_axpy, s, a3);
@@ -76,17 +94,25 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "tocopy";
 	int steps = argc > 2 ? atoi(argv[2]) : 12;
-	bool tocopy = !strcmp(mode, "tocopy"), pool = !strcmp(mode, "asyncfree");
+	bool tocopy = !strcmp(mode, "tocopy"), sidefree = !strcmp(mode, "sidefree");
+	bool ptfree = !strcmp(mode, "ptfree"), pool = sidefree || ptfree || !strcmp(mode, "asyncfree");
 	CUdeviceptr x[NT], w[NL], act, loss;
 	static float host[NT][N];
 	CUmodule elem;
 	CUstream s = NULL;
 
 	if (!tocopy && !pool && strcmp(mode, "steady")) {
-		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree [steps]\n");
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree [steps]\n");
 		return 2;
 	}
+	if (ptfree)
+		s = CU_STREAM_PER_THREAD;
 	tl_init();
+	if (sidefree) {
+		CHECK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+		CHECK(cuEventCreate(&ev_in, CU_EVENT_DISABLE_TIMING));
+		CHECK(cuEventCreate(&ev_out, CU_EVENT_DISABLE_TIMING));
+	}
 	elem = tl_load_module("elementwise");
 	f_axpy = tl_func(elem, "axpy");
 	f_relu = tl_func(elem, "relu");
