@@ -541,9 +541,23 @@ static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_a
 	/* zeroed padding, so equal parameters are equal bytes */
 	memset(buf, 0, f->param_bytes);
 	for (uint32_t i = 0; i < f->nparams; i++) {
-		if (!c->u.kernel.params[i])
+		const void *src = c->u.kernel.params[i];
+		char *dst = buf + f->offset[i];
+
+		if (!src)
 			return -CF_EINVAL;
-		memcpy(buf + f->offset[i], c->u.kernel.params[i], f->size[i]);
+		/* pointers and ints, most parameters, as one move each rather than a call (issue 22) */
+		switch (f->size[i]) {
+		case 8:
+			memcpy(dst, src, 8);
+			break;
+		case 4:
+			memcpy(dst, src, 4);
+			break;
+		default:
+			memcpy(dst, src, f->size[i]);
+			break;
+		}
 	}
 	k->params = buf;
 	k->param_size = f->param_bytes;
