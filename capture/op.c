@@ -176,8 +176,8 @@ void cap_op_hash(struct cap_op *op)
 		const struct cap_memcpy *c = &op->u.memcpy;
 
 		k = cf_hash_step(k, ((uint64_t)c->d.srcMemoryType << 24) | ((uint64_t)c->d.dstMemoryType << 16) |
-					       ((uint64_t)c->dir << 8) | ((uint64_t)c->src_pageable << 1) |
-					       c->dst_pageable);
+					    ((uint64_t)c->dir << 8) | ((uint64_t)c->src_pageable << 1) |
+					    c->dst_pageable);
 		k = cf_hash_step(k, c->d.WidthInBytes);
 		k = cf_hash_step(k, c->d.Height);
 		k = cf_hash_step(k, c->d.Depth);

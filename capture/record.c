@@ -583,11 +583,10 @@ static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_
 
 /* One side of a copy: its first byte, span, whether it is device memory and pageable. Inlined:
  * the call with thirteen arguments cost more than its body (issue 22). */
-static inline __attribute__((always_inline)) void resolve_side(struct cap_engine *ce, CUmemorytype type,
-								 uint64_t base, uint64_t x, uint64_t y, uint64_t z,
-								 uint64_t pitch, uint64_t rows, const CUDA_MEMCPY3D *d,
-								 uint64_t *first, uint64_t *span, bool *dev,
-								 bool *pageable, bool *unknown)
+static inline __attribute__((always_inline)) void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base,
+							       uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
+							       uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first,
+							       uint64_t *span, bool *dev, bool *pageable, bool *unknown)
 {
 	const struct cap_alloc *a;
 	uint64_t w = d->WidthInBytes, h = d->Height, dp = d->Depth;

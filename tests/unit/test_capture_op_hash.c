@@ -16,8 +16,8 @@
 
 static struct cap_func fn_a = { .id = 1, .layout_known = true, .name = "a" }; /* a kernel */
 static struct cap_func fn_b = { .id = 2, .layout_known = true, .name = "b" }; /* another */
-static unsigned char params[24];                                               /* parameter bytes */
-static unsigned char params2[24];                                              /* other bytes */
+static unsigned char params[24];                                              /* parameter bytes */
+static unsigned char params2[24];                                             /* other bytes */
 
 static struct cap_op base(enum cap_op_kind kind)
 {
