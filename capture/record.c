@@ -565,7 +565,7 @@ static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_a
 }
 
 /* Bytes from the first to one past the last byte of a w x h x d box; false on overflow. */
-static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_t rows, uint64_t *out)
+static inline bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_t rows, uint64_t *out)
 {
 	uint64_t slices, tail;
 
