@@ -541,9 +541,23 @@ static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_a
 	/* zeroed padding, so equal parameters are equal bytes */
 	memset(buf, 0, f->param_bytes);
 	for (uint32_t i = 0; i < f->nparams; i++) {
-		if (!c->u.kernel.params[i])
+		const void *src = c->u.kernel.params[i];
+		char *dst = buf + f->offset[i];
+
+		if (!src)
 			return -CF_EINVAL;
-		memcpy(buf + f->offset[i], c->u.kernel.params[i], f->size[i]);
+		/* pointers and ints, most parameters, as one move each rather than a call (issue 22) */
+		switch (f->size[i]) {
+		case 8:
+			memcpy(dst, src, 8);
+			break;
+		case 4:
+			memcpy(dst, src, 4);
+			break;
+		default:
+			memcpy(dst, src, f->size[i]);
+			break;
+		}
 	}
 	k->params = buf;
 	k->param_size = f->param_bytes;
@@ -551,22 +565,28 @@ static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_a
 }
 
 /* Bytes from the first to one past the last byte of a w x h x d box; false on overflow. */
-static bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_t rows, uint64_t *out)
+static inline bool box_span(uint64_t w, uint64_t h, uint64_t d, uint64_t pitch, uint64_t rows, uint64_t *out)
 {
 	uint64_t slices, tail;
 
 	*out = 0;
 	if (w == 0 || h == 0 || d == 0)
 		return true;
+	if (h == 1 && d == 1) { /* a row: most copies, and what follows gives w too */
+		*out = w;
+		return true;
+	}
 	return !__builtin_mul_overflow(d - 1, rows, &slices) && !__builtin_mul_overflow(slices, pitch, &slices) &&
 	       !__builtin_mul_overflow(h - 1, pitch, &tail) && !__builtin_add_overflow(slices, tail, &tail) &&
 	       !__builtin_add_overflow(tail, w, out);
 }
 
-/* One side of a copy: its first byte, span, whether it is device memory and pageable. */
-static void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base, uint64_t x, uint64_t y, uint64_t z,
-			 uint64_t pitch, uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first, uint64_t *span,
-			 bool *dev, bool *pageable, bool *unknown)
+/* One side of a copy: its first byte, span, whether it is device memory and pageable. Inlined:
+ * the call with thirteen arguments cost more than its body (issue 22). */
+static inline __attribute__((always_inline)) void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base,
+							       uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
+							       uint64_t rows, const CUDA_MEMCPY3D *d, uint64_t *first,
+							       uint64_t *span, bool *dev, bool *pageable, bool *unknown)
 {
 	const struct cap_alloc *a;
 	uint64_t w = d->WidthInBytes, h = d->Height, dp = d->Depth;
@@ -596,6 +616,7 @@ static void resolve_side(struct cap_engine *ce, CUmemorytype type, uint64_t base
 	}
 }
 
+/* Writes every field of op->u.memcpy (op_clear leaves a copy's part as the slot had it). */
 static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c)
 {
 	struct cap_memcpy *m = &op->u.memcpy;
@@ -732,6 +753,36 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	}
 }
 
+/* A slot about to hold an op of this kind, cleared: every header field, and of the union the
+ * member the kind uses, except a copy's, which build_memcpy writes whole (clearing the whole op
+ * cost a sixth of recording one, issue 22). Padding is left as it is: nothing compares ops
+ * bytewise. */
+static void op_clear(struct cap_op *op, enum cap_op_kind kind)
+{
+	op->flags = 0;
+	op->stream_kind = 0;
+	op->stream_slot = 0;
+	op->key = op->bind = op->seq = 0;
+	/* a constant size per case, so each is a few stores rather than a call */
+	switch (kind) {
+	case CAP_OP_MEMCPY:
+		break;
+	case CAP_OP_KERNEL:
+		memset(&op->u.kernel, 0, sizeof(op->u.kernel));
+		break;
+	case CAP_OP_MEMSET:
+		memset(&op->u.memset, 0, sizeof(op->u.memset));
+		break;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		memset(&op->u.event, 0, sizeof(op->u.event));
+		break;
+	default:
+		memset(&op->u.host_fn, 0, sizeof(op->u.host_fn));
+		break;
+	}
+}
+
 int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
 {
 	struct cap_window *w = ce->cur;
@@ -765,7 +816,7 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	if (rc != 0)
 		goto out_nomem;
 	op = &w->ops[w->nops];
-	memset(op, 0, sizeof(*op));
+	op_clear(op, c->kind);
 	op->kind = c->kind;
 	op->api = c->api;
 	op->tid = who->tid;

@@ -12,8 +12,7 @@
 
 struct cf_arena_block {
 	struct cf_arena_block *next; /* older block */
-	size_t size;                 /* payload bytes */
-	size_t off;                  /* first free payload byte */
+	size_t size;                 /* payload bytes (the head's free part is the arena's cur..end) */
 	_Alignas(16) unsigned char data[]; /* payload */
 };
 
@@ -34,6 +33,7 @@ void cf_arena_fini(struct cf_arena *a)
 	a->head = NULL;
 	a->used = 0;
 	a->reserved = 0;
+	a->cur = a->end = NULL;
 }
 
 void cf_arena_reset(struct cf_arena *a)
@@ -53,51 +53,52 @@ void cf_arena_reset(struct cf_arena *a)
 	a->head = keep;
 	a->used = 0;
 	a->reserved = 0;
+	a->cur = a->end = NULL;
 	if (keep) {
 		keep->next = NULL;
-		keep->off = 0;
 		a->reserved = keep->size;
+		a->cur = keep->data;
+		a->end = keep->data + keep->size;
 	}
 }
 
-void *cf_arena_alloc(struct cf_arena *a, size_t n)
+void *cf__arena_alloc_slow(struct cf_arena *a, size_t n)
 {
-	struct cf_arena_block *b = a->head;
-	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+	struct cf_arena_block *b;
+	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1), room = (size_t)(a->end - a->cur), size;
 	void *p;
 
 	if (need < n)
 		return NULL;
 	if (need == 0)
 		need = ARENA_ALIGN;
-	if (!b || b->size - b->off < need) {
-		size_t size = need > a->block_size ? need : a->block_size;
-
-		if (size > SIZE_MAX - sizeof(*b))
-			return NULL;
-		b = malloc(sizeof(*b) + size);
-		if (!b)
-			return NULL;
-		b->size = size;
-		b->off = 0;
-		if (a->head && need > a->block_size && a->head->size - a->head->off >= ARENA_ALIGN) {
-			/* a big one-off: slot it behind the current block, which still has room */
-			b->next = a->head->next;
-			a->head->next = b;
-			b->off = need;
-			a->used += need;
-			a->reserved += size;
-			return b->data;
-		}
-		b->next = a->head;
-		a->head = b;
-		a->reserved += size;
+	if (need <= room) {
+		p = a->cur;
+		a->cur += need;
+		a->used += need;
+		return p;
 	}
-	p = b->data + b->off;
-	b->off += need;
+	size = need > a->block_size ? need : a->block_size;
+	if (size > SIZE_MAX - sizeof(*b))
+		return NULL;
+	b = malloc(sizeof(*b) + size);
+	if (!b)
+		return NULL;
+	b->size = size;
 	a->used += need;
-	cf_assert(((uintptr_t)p & (ARENA_ALIGN - 1)) == 0 && b->off <= b->size && a->used <= a->reserved);
-	return p;
+	a->reserved += size;
+	if (a->head && need > a->block_size && room >= ARENA_ALIGN) {
+		/* a big one-off: slot it behind the current block, which still has room */
+		b->next = a->head->next;
+		a->head->next = b;
+		return b->data;
+	}
+	b->next = a->head;
+	a->head = b;
+	a->cur = b->data + need;
+	a->end = b->data + size;
+	cf_assert(((uintptr_t)b->data & (ARENA_ALIGN - 1)) == 0 && a->used <= a->reserved);
+	return b->data;
 }
 
 void *cf_arena_dup(struct cf_arena *a, const void *p, size_t n)
@@ -123,10 +124,13 @@ void cf_arena_move(struct cf_arena *dst, struct cf_arena *src)
 		dst->head->next = src->head;
 	} else {
 		dst->head = src->head;
+		dst->cur = src->cur;
+		dst->end = src->end;
 	}
 	dst->used += src->used;
 	dst->reserved += src->reserved;
 	src->head = NULL;
 	src->used = 0;
 	src->reserved = 0;
+	src->cur = src->end = NULL;
 }

@@ -1,6 +1,7 @@
 /* launch.c - submitting deferred ops: their deep copies, the eager flush in program order, and
  * segment launches (patching changed nodes, stage buffers, stream joins and forks). replay layer;
  * works on match.c's state and keeps its invariants 1, 2 and 5-9. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,32 @@ static void def_clear(struct rpl_engine *re)
 }
 
 /* Keep a deep copy of op. 0 or -CF_ENOMEM. */
+/* *c = *op, of the union only the member op's kind uses (a copy of the whole op was half of
+ * what deferring one cost, issue 22); each size a constant, so no call. */
+static void op_copy(struct cap_op *c, const struct cap_op *op)
+{
+	const size_t head = offsetof(struct cap_op, u);
+
+	switch (op->kind) {
+	case CAP_OP_KERNEL:
+		memcpy(c, op, head + sizeof(op->u.kernel));
+		break;
+	case CAP_OP_MEMCPY:
+		memcpy(c, op, head + sizeof(op->u.memcpy));
+		break;
+	case CAP_OP_MEMSET:
+		memcpy(c, op, head + sizeof(op->u.memset));
+		break;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		memcpy(c, op, head + sizeof(op->u.event));
+		break;
+	default:
+		*c = *op;
+		break;
+	}
+}
+
 int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
 {
 	struct cap_op *c;
@@ -55,7 +82,7 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
 		re->st.capdef = ncap;
 	}
 	c = &re->st.def[re->st.ndef];
-	*c = *op;
+	op_copy(c, op);
 	if (op->kind == CAP_OP_KERNEL) {
 		c->u.kernel.params = cf_arena_dup(&re->st.arena, op->u.kernel.params, op->u.kernel.param_size);
 		if (!c->u.kernel.params)

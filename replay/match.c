@@ -333,21 +333,28 @@ static bool agrees(const struct rpl_template *t, const struct cap_op *op, uint32
 	return d < t->nops && t->ops[d].key == op->key && t->ops[d].cls == cls;
 }
 
-/* Keep the candidates that agree with op at position d; when none does, keep them all (the
- * deferred run may still be a whole segment of one of them) and return false. */
+/* Keep the candidates that agree with op at position d, in order, and note the last of them
+ * that ends there (re->st.ended); when none does, keep them all (the deferred run may still be
+ * a whole segment of one of them) and return false. One pass: the compaction writes nothing
+ * until a candidate agrees, so a pass with none leaves the list as it was. */
 static bool filter_candidates(struct rpl_engine *re, const struct cap_op *op, uint32_t d, enum rpl_cls cls)
 {
+	struct rpl_template *ended = NULL;
 	uint32_t j = 0;
 
-	for (uint32_t i = 0; i < re->st.ncand; i++)
-		j += agrees(re->st.cand[i], op, d, cls);
+	for (uint32_t i = 0; i < re->st.ncand; i++) {
+		struct rpl_template *t = re->st.cand[i];
+
+		if (!agrees(t, op, d, cls))
+			continue;
+		re->st.cand[j++] = t;
+		if (t->nops == d + 1)
+			ended = t;
+	}
 	if (!j)
 		return false;
-	j = 0;
-	for (uint32_t i = 0; i < re->st.ncand; i++)
-		if (agrees(re->st.cand[i], op, d, cls))
-			re->st.cand[j++] = re->st.cand[i];
 	re->st.ncand = j;
+	re->st.ended = ended;
 	return true;
 }
 
@@ -409,10 +416,6 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op)
 	}
 	re->st.depth = d + 1;
 	cf_assert(re->st.ncand > 0 && re->st.ncand <= RPL_MAX_CAND); /* invariant 3 */
-	re->st.ended = NULL;
-	for (uint32_t i = 0; i < re->st.ncand; i++)
-		if (re->st.cand[i]->nops == d + 1)
-			re->st.ended = re->st.cand[i];
 	if (cls == RPL_CLS_EAGER) {
 		/* the run before it goes first: as a candidate's graph when it is one of its whole
 		 * segments, else eagerly (invariant 3) */

@@ -1,0 +1,195 @@
+/* test_capture_op_hash.c - an op's key and bindings (capture/op.c, cap_op_hash) and the hash map
+ * (common/map.c) after issue 22 made both cheaper: every field the key names changes the key and
+ * not the bindings, every binding changes the bindings and not the key, and the map finds every
+ * key it holds (pointers a page apart, keys differing only in their top bits) through growth and
+ * deletions. tests layer (cmocka, libcufold.a; no driver). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "capture/capture.h"
+#include "common/map.h"
+
+static struct cap_func fn_a = { .id = 1, .layout_known = true, .name = "a" }; /* a kernel */
+static struct cap_func fn_b = { .id = 2, .layout_known = true, .name = "b" }; /* another */
+static unsigned char params[24];                                              /* parameter bytes */
+static unsigned char params2[24];                                             /* other bytes */
+
+static struct cap_op base(enum cap_op_kind kind)
+{
+	struct cap_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.kind = (uint8_t)kind;
+	op.api = 7;
+	op.stream_slot = 1;
+	op.stream_kind = 1;
+	op.stream = (CUstream)0x5001;
+	op.ctx = (CUcontext)0x7000;
+	switch (kind) {
+	case CAP_OP_KERNEL:
+		op.u.kernel.info = &fn_a;
+		op.u.kernel.handle = op.u.kernel.func = (CUfunction)0x9000;
+		op.u.kernel.grid[0] = op.u.kernel.block[0] = 32;
+		op.u.kernel.grid[1] = op.u.kernel.grid[2] = op.u.kernel.block[1] = op.u.kernel.block[2] = 1;
+		op.u.kernel.params = params;
+		op.u.kernel.param_size = sizeof(params);
+		break;
+	case CAP_OP_MEMCPY:
+		op.u.memcpy.d.srcMemoryType = op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		op.u.memcpy.d.WidthInBytes = 4096;
+		op.u.memcpy.d.Height = op.u.memcpy.d.Depth = 1;
+		op.u.memcpy.src_first = 0x10000;
+		op.u.memcpy.dst_first = 0x20000;
+		break;
+	case CAP_OP_MEMSET:
+		op.u.memset.dst = 0x30000;
+		op.u.memset.elem_size = 4;
+		op.u.memset.width = 256;
+		op.u.memset.height = 1;
+		break;
+	default:
+		op.u.event.event = (CUevent)0x6001;
+		break;
+	}
+	return op;
+}
+
+enum { BIND, KEY, BOTH }; /* what a change must change: the bindings alone, the key alone, both */
+
+/* Hash b and x (b with one field changed): what changed must be what key_field says. */
+static void check(struct cap_op b, struct cap_op x, int key_field, const char *what)
+{
+	cap_op_hash(&b);
+	cap_op_hash(&x);
+	if (key_field == BOTH && (x.key == b.key || x.bind == b.bind))
+		fail_msg("%s: must change the key and the bindings", what);
+	if (key_field == KEY && (x.key == b.key || x.bind != b.bind))
+		fail_msg("%s: a key field must change the key and only the key", what);
+	if (key_field == BIND && (x.bind == b.bind || x.key != b.key))
+		fail_msg("%s: a binding must change the bindings and only the bindings", what);
+}
+
+#define MUT(kind, stmt, key_field)                                                                           \
+	do {                                                                                                   \
+		struct cap_op b_ = base(kind), x_ = base(kind);                                                \
+		struct cap_op *o = &x_;                                                                        \
+		stmt;                                                                                          \
+		check(b_, x_, key_field, #kind ": " #stmt);                                                    \
+	} while (0)
+
+static void test_common_fields(void **state)
+{
+	(void)state;
+	for (int k = CAP_OP_KERNEL; k <= CAP_OP_MEMSET; k++) {
+		MUT(k, o->api = 8, KEY);
+		MUT(k, o->stream_slot = 2, KEY);
+		MUT(k, o->stream_kind = 2, KEY);
+		MUT(k, o->stream = (CUstream)0x5002, BIND);
+		MUT(k, o->ctx = (CUcontext)0x7001, BIND);
+	}
+}
+
+static void test_copy_fields(void **state)
+{
+	(void)state;
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_UNIFIED, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_UNIFIED, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.dir = 3, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.src_pageable = true, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.dst_pageable = true, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.WidthInBytes = 4097, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.Height = 2, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.Depth = 2, KEY);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.src_first += 8, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.dst_first += 8, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.srcPitch = 8192, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.dstPitch = 8192, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.srcHeight = 4, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.d.dstHeight = 4, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.src_ctx = (CUcontext)0x7001, BIND);
+	MUT(CAP_OP_MEMCPY, o->u.memcpy.dst_ctx = (CUcontext)0x7001, BIND);
+	/* the same values in two fields are not the same op */
+	MUT(CAP_OP_MEMCPY, (o->u.memcpy.src_first = 0x20000, o->u.memcpy.dst_first = 0x10000), BIND);
+}
+
+static void test_memset_event_fields(void **state)
+{
+	(void)state;
+	MUT(CAP_OP_MEMSET, o->u.memset.elem_size = 2, KEY);
+	MUT(CAP_OP_MEMSET, o->u.memset.width = 257, KEY);
+	MUT(CAP_OP_MEMSET, o->u.memset.height = 2, KEY);
+	MUT(CAP_OP_MEMSET, o->u.memset.dst += 4, BIND);
+	MUT(CAP_OP_MEMSET, o->u.memset.pitch = 2048, BIND);
+	MUT(CAP_OP_MEMSET, o->u.memset.value = 1, BIND);
+	MUT(CAP_OP_EVENT_RECORD, o->u.event.slot = 1, KEY);
+	MUT(CAP_OP_EVENT_RECORD, o->u.event.flags = 1, KEY);
+	MUT(CAP_OP_EVENT_RECORD, o->u.event.event = (CUevent)0x6002, BIND);
+}
+
+static void test_kernel_fields(void **state)
+{
+	(void)state;
+	MUT(CAP_OP_KERNEL, o->u.kernel.info = &fn_b, KEY);
+	for (int i = 0; i < 3; i++) {
+		MUT(CAP_OP_KERNEL, o->u.kernel.grid[i] = 64, KEY);
+		MUT(CAP_OP_KERNEL, o->u.kernel.block[i] = 64, KEY);
+	}
+	MUT(CAP_OP_KERNEL, o->u.kernel.shared_bytes = 128, KEY);
+	MUT(CAP_OP_KERNEL, o->u.kernel.param_size = 16, BOTH); /* fewer bytes hashed too */
+	MUT(CAP_OP_KERNEL, o->u.kernel.via_extra = true, KEY);
+	MUT(CAP_OP_KERNEL, o->u.kernel.handle = (CUfunction)0x9001, BIND);
+	MUT(CAP_OP_KERNEL, o->u.kernel.func = (CUfunction)0x9001, BIND);
+	/* every parameter byte, the tail past the last full word included */
+	for (size_t i = 0; i < sizeof(params); i++) {
+		memset(params2, 0, sizeof(params2));
+		params2[i] = 1;
+		MUT(CAP_OP_KERNEL, o->u.kernel.params = params2, BIND);
+	}
+	MUT(CAP_OP_KERNEL, (o->u.kernel.param_size = 20, o->u.kernel.params = params2), BOTH);
+}
+
+/* The map through growth and deletion, with keys that share all but a few bits. */
+static void test_map(void **state)
+{
+	struct cf_map m;
+	enum { N = 3000 };
+
+	(void)state;
+	cf_map_init(&m);
+	for (int pass = 0; pass < 3; pass++) {
+		uint64_t key[N];
+
+		for (uint64_t i = 0; i < N; i++) {
+			key[i] = pass == 0 ? 0x7f0000000000ull + (i << 12) : /* pointers a page apart */
+					 pass == 1 ? i << 52 :                /* only the top bits differ */
+						     i;                       /* small integers */
+			assert_int_equal(cf_map_put(&m, key[i], (void *)(uintptr_t)(i + 1)), 0);
+		}
+		for (uint64_t i = 0; i < N; i++)
+			assert_ptr_equal(cf_map_get(&m, key[i]), (void *)(uintptr_t)(i + 1));
+		for (uint64_t i = 0; i < N; i += 2)
+			assert_ptr_equal(cf_map_del(&m, key[i]), (void *)(uintptr_t)(i + 1));
+		for (uint64_t i = 0; i < N; i++)
+			assert_ptr_equal(cf_map_get(&m, key[i]), i % 2 ? (void *)(uintptr_t)(i + 1) : NULL);
+		for (uint64_t i = 1; i < N; i += 2)
+			assert_ptr_equal(cf_map_del(&m, key[i]), (void *)(uintptr_t)(i + 1));
+		assert_int_equal(m.n, 0);
+	}
+	cf_map_fini(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_common_fields),       cmocka_unit_test(test_copy_fields),
+		cmocka_unit_test(test_memset_event_fields), cmocka_unit_test(test_kernel_fields),
+		cmocka_unit_test(test_map),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
