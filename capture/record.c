@@ -40,7 +40,6 @@
 struct cap_state cap__s;
 bool cap__leaking;
 
-static bool api_is_async[SHIM_API_COUNT]; /* the entry point's name says Async */
 
 static const char *const boundary_names[CAP_BOUNDARY_COUNT] = {
 #define CAP_BOUNDARY_NAME_(name, label) #name,
@@ -180,8 +179,6 @@ int cap_init(const struct cap_config *cfg)
 		cap__s.cfg.max_templates = 1;
 	snprintf(cap__s.barrier, sizeof(cap__s.barrier), "%s", cfg->barrier_kernels ? cfg->barrier_kernels : "");
 	cap__s.cfg.barrier_kernels = cap__s.barrier;
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		api_is_async[id] = strstr(shim_api[id].name, "Async") != NULL;
 	cap__s.cur = cap__window_new();
 	if (!cap__s.cur)
 		return -CF_ENOMEM;
@@ -585,7 +582,7 @@ static void build_memcpy(struct cap_op *op, const struct cap_call *c)
 	 * block the host. */
 	if (m->dir != CAP_DIR_HTOD && m->dir != CAP_DIR_DTOD)
 		op->flags |= CAP_OPF_ENDS_WINDOW;
-	else if (m->dir == CAP_DIR_HTOD && !api_is_async[op->api])
+	else if (m->dir == CAP_DIR_HTOD && !shim_api_is(op->api, SHIM_API_ASYNC))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 	m->staged = NULL;
 }
@@ -598,7 +595,7 @@ static void build_memset(struct cap_op *op, const struct cap_call *c)
 	/* A synchronous memset blocks the host when its target is host-visible (pinned,
 	 * registered or managed memory); of device memory it does not. */
 	a = cap_alloc_find(op->u.memset.dst);
-	if (!api_is_async[op->api] && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
+	if (!shim_api_is(op->api, SHIM_API_ASYNC) && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
 					      a->kind != CAP_ALLOC_MAPPED)))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 }

@@ -237,7 +237,7 @@ bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b)
 
 static bool is_async_api(uint16_t api)
 {
-	return api < SHIM_API_COUNT && strstr(shim_api[api].name, "Async") != NULL;
+	return shim_api_is(api, SHIM_API_ASYNC);
 }
 
 static bool is_linear_type(CUmemorytype t)

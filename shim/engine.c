@@ -394,29 +394,13 @@ CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc)
 
 /* ------------------------------------------------------------------ other calls */
 
-static bool is_capture_query(enum shim_api_id api)
-{
-	switch (api) {
-	case SHIM_ID_cuStreamIsCapturing:
-	case SHIM_ID_cuStreamIsCapturing_ptsz:
-	case SHIM_ID_cuStreamGetCaptureInfo_ptsz:
-	case SHIM_ID_cuStreamGetCaptureInfo_v2:
-	case SHIM_ID_cuStreamGetCaptureInfo_v2_ptsz:
-	case SHIM_ID_cuStreamGetCaptureInfo_v3:
-	case SHIM_ID_cuStreamGetCaptureInfo_v3_ptsz:
-		return true;
-	default:
-		return false;
-	}
-}
-
 void shim_engine_neutral(enum shim_api_id api)
 {
 	shim_note_call(api);
 	/* the capture state of a stream depends on the waits it was given: kept ones must reach
 	 * the driver first (nothing is kept while a capture is open, but a query is cheap to
 	 * make exact) */
-	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && replaying) {
+	if (shim_api_is(api, SHIM_API_CAPTURE_QUERY) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && replaying) {
 		lock_take();
 		if (still_recording() && rpl_has_deferred())
 			rpl_flush();
@@ -482,14 +466,6 @@ void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api)
 		boundary_locked(kind, api);
 }
 
-/* Whether api may destroy a primary context with everything made in it (a reset always; a
- * release when it drops the last reference): cufold's graphs and modules there die too. */
-static bool destroys_primary(enum shim_api_id api)
-{
-	return api == SHIM_ID_cuDevicePrimaryCtxReset || api == SHIM_ID_cuDevicePrimaryCtxReset_v2 ||
-	       api == SHIM_ID_cuDevicePrimaryCtxRelease || api == SHIM_ID_cuDevicePrimaryCtxRelease_v2;
-}
-
 void shim_engine_unmodeled(enum shim_api_id api)
 {
 	if (shim_is_inside())
@@ -497,7 +473,7 @@ void shim_engine_unmodeled(enum shim_api_id api)
 	tls_ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
-	if (destroys_primary(api) && replaying && recording()) {
+	if (shim_api_is(api, SHIM_API_DESTROYS_PRIMARY) && replaying && recording()) {
 		/* which context is not passed here: every template retires and every context's
 		 * batch module is forgotten (rare calls; a live context just loads it again) */
 		lock_take();
