@@ -6,7 +6,7 @@
 #   make demo            build and run a sample program on the software device
 #   make SAN=address     (or undefined, thread) a sanitizer build in build/address/ ...
 #   make MODE=debug      a debug build (-O0, cf_assert on) in build/debug/
-#   make api             regenerate driver/cuda_api.def from the toolkit
+#   make api             regenerate driver/cuda_api.def and cuda_api_flags.def from the toolkit
 #   make check-layers    check that no product file includes a header of a layer above its own
 #   make V=1             print the full commands (the default is one short line per file)
 #   make install         libcufold.so, bin/cufold, its man page and example cards under PREFIX (DESTDIR)
@@ -333,7 +333,7 @@ demo: deps
 	@B=$(B) scripts/demo
 
 api:
-	$(call msg,GEN,driver/cuda_api.def)
+	$(call msg,GEN,driver/cuda_api.def driver/cuda_api_flags.def)
 	$(Q)$(PYTHON) scripts/gen-cuda-api driver/cuda_api.def
 
 # No product file includes a header of a layer above its own (the layer list is in the script).
@@ -342,9 +342,12 @@ check-layers:
 
 # The committed list must be what the generator makes from this toolkit.
 check-api:
-	@mkdir -p $(B)/gen && $(PYTHON) scripts/gen-cuda-api $(B)/gen/cuda_api.def.check >/dev/null && \
-	  cmp -s $(B)/gen/cuda_api.def.check driver/cuda_api.def && echo "cuda_api.def is current" || \
-	  { echo "driver/cuda_api.def differs from the toolkit: run make api"; exit 1; }
+	@mkdir -p $(B)/gen/check && $(PYTHON) scripts/gen-cuda-api $(B)/gen/check/cuda_api.def >/dev/null && \
+	  cmp -s $(B)/gen/check/cuda_api.def driver/cuda_api.def && \
+	  cmp -s $(B)/gen/check/cuda_api_flags.def driver/cuda_api_flags.def && \
+	  echo "cuda_api.def and cuda_api_flags.def are current" || \
+	  { echo "driver/cuda_api.def or cuda_api_flags.def differs from the toolkit and the generator: run make api"; \
+	    exit 1; }
 
 bench: all
 	@B=$(B) scripts/bench

@@ -45,10 +45,6 @@
 #include "common/errors.h"
 #include "common/log.h"
 
-/* Derived once from the api table (the same for every engine; item 4 of issue 26 makes it a
- * generated flag). */
-static bool api_is_async[SHIM_API_COUNT]; /* the entry point's name says Async */
-static pthread_once_t api_async_once = PTHREAD_ONCE_INIT; /* api_is_async filled */
 
 static const char *const boundary_names[CAP_BOUNDARY_COUNT] = {
 #define CAP_BOUNDARY_NAME_(name, label) #name,
@@ -176,19 +172,12 @@ uint64_t cap_window_closed_site(const struct cap_window *w)
 
 /* ------------------------------------------------------------------ set-up */
 
-static void api_async_fill(void)
-{
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		api_is_async[id] = strstr(shim_api[id].name, "Async") != NULL;
-}
-
 struct cap_engine *cap_engine_create(const struct cap_config *cfg)
 {
 	struct cap_engine *ce = calloc(1, sizeof(*ce));
 
 	if (!ce)
 		return NULL;
-	pthread_once(&api_async_once, api_async_fill);
 	ce->cfg = *cfg;
 	if (!ce->cfg.window_max_ops)
 		ce->cfg.window_max_ops = CAP_DEFAULT_WINDOW_MAX_OPS;
@@ -644,7 +633,7 @@ static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 	 * block the host. */
 	if (m->dir != CAP_DIR_HTOD && m->dir != CAP_DIR_DTOD)
 		op->flags |= CAP_OPF_ENDS_WINDOW;
-	else if (m->dir == CAP_DIR_HTOD && !api_is_async[op->api])
+	else if (m->dir == CAP_DIR_HTOD && !shim_api_is(op->api, SHIM_API_ASYNC))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 	m->staged = NULL;
 }
@@ -657,7 +646,7 @@ static void build_memset(struct cap_engine *ce, struct cap_op *op, const struct 
 	/* A synchronous memset blocks the host when its target is host-visible (pinned,
 	 * registered or managed memory); of device memory it does not. */
 	a = cap_alloc_find(ce, op->u.memset.dst);
-	if (!api_is_async[op->api] && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
+	if (!shim_api_is(op->api, SHIM_API_ASYNC) && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
 					      a->kind != CAP_ALLOC_MAPPED)))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 }

@@ -7,9 +7,20 @@
 
 #include "common/compiler.h"
 
+/* Each symbol's flags and stream argument as constants named after it: a symbol the flags file
+ * forgets does not compile. */
+enum {
+#define CF_API_FLAGS(symbol, flags, stream_arg) \
+	SHIM_FLAGS_##symbol = (flags), \
+	SHIM_STREAM_ARG_##symbol = (stream_arg),
+#include "driver/cuda_api_flags.def"
+#undef CF_API_FLAGS
+};
+
 const struct shim_api_info shim_api[SHIM_API_COUNT] = {
-#define CF_API(symbol, base, version, pt, ret, decls, args) { #symbol, #base, version, pt, true },
-#define CF_API_UNTYPED(symbol) { #symbol, #symbol, 0, 0, false },
+#define CF_API(symbol, base, version, pt, ret, decls, args) \
+	{ #symbol, #base, version, pt, true, SHIM_FLAGS_##symbol, SHIM_STREAM_ARG_##symbol },
+#define CF_API_UNTYPED(symbol) { #symbol, #symbol, 0, 0, false, SHIM_FLAGS_##symbol, SHIM_STREAM_ARG_##symbol },
 #include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED

@@ -1,5 +1,6 @@
 /* api.h - what driver/cuda_api.def says, as C: one id per exported driver symbol, its typed
- * pointer type, its name/base/version/variant, and lookup by name. driver layer (the real
+ * pointer type, its name/base/version/variant, what it does (flags from cuda_api_flags.def),
+ * and lookup by name. driver layer (the real
  * driver's description, right above common; includes only common/ and driver/). The names
  * keep the shim_ prefix they had when this lived in shim/.
  *
@@ -38,15 +39,48 @@ enum shim_pt {
 	SHIM_PT_PTDS = 2, /* _ptds: a synchronous call on the per-thread default stream */
 };
 
+/* What an entry point does: generated into driver/cuda_api_flags.def by scripts/gen-cuda-api
+ * (its CLASSES table, the one place these are decided). Code that asks what a call does reads
+ * these, never its name. */
+enum shim_api_flag {
+	/* the name says Async and the ABI takes the stream: returns before its work is done */
+	SHIM_API_ASYNC = 1u << 0,
+	/* the ABI takes a CUstream (stream_arg says which parameter) */
+	SHIM_API_STREAM = 1u << 1,
+	/* puts work in stream order: the stream it names, the legacy default stream (synchronous
+	 * copies and memsets), or every stream of a context (cuCtxWaitEvent) */
+	SHIM_API_ENQUEUES = 1u << 2,
+	/* lets the host observe the device: synchronizes, completion queries, and the synchronous
+	 * copies and memsets (they may block until earlier work is done) */
+	SHIM_API_OBSERVES = 1u << 3,
+	/* ends the life of memory at an address (frees, unregisters, unmaps) */
+	SHIM_API_FREES = 1u << 4,
+	/* asks a stream's capture state */
+	SHIM_API_CAPTURE_QUERY = 1u << 5,
+	/* may destroy a primary context with everything made in it (a reset always, a release
+	 * when it drops the last reference) */
+	SHIM_API_DESTROYS_PRIMARY = 1u << 6,
+	/* a cooperative launch (every block resident at once) */
+	SHIM_API_COOPERATIVE = 1u << 7,
+};
+
 struct shim_api_info {
-	const char *name;     /* exported symbol, e.g. "cuMemcpyHtoDAsync_v2_ptsz" */
-	const char *base;     /* name cuGetProcAddress knows it by, e.g. "cuMemcpyHtoDAsync" */
-	int version;          /* CUDA version that introduced this ABI (1000*major + 10*minor) */
-	unsigned char pt;     /* enum shim_pt */
-	bool typed;           /* has a prototype (else it can only be passed through by address) */
+	const char *name;       /* exported symbol, e.g. "cuMemcpyHtoDAsync_v2_ptsz" */
+	const char *base;       /* name cuGetProcAddress knows it by, e.g. "cuMemcpyHtoDAsync" */
+	int version;            /* CUDA version that introduced this ABI (1000*major + 10*minor) */
+	unsigned char pt;       /* enum shim_pt */
+	bool typed;             /* has a prototype (else it can only be passed through by address) */
+	unsigned short flags;   /* enum shim_api_flag, from cuda_api_flags.def */
+	signed char stream_arg; /* index of the ABI's first CUstream parameter, -1 if none */
 };
 
 extern const struct shim_api_info shim_api[SHIM_API_COUNT];
+
+/* Whether entry point api (an id, or anything out of range: false) has every flag of `flags`. */
+static inline bool shim_api_is(unsigned api, unsigned flags)
+{
+	return api < SHIM_API_COUNT && (shim_api[api].flags & flags) == flags;
+}
 
 /* The id of an exported symbol name, or -1. */
 int shim_api_find(const char *name);

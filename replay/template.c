@@ -23,21 +23,13 @@
 
 static bool api_is_cooperative(uint16_t api)
 {
-	return api == SHIM_ID_cuLaunchCooperativeKernel || api == SHIM_ID_cuLaunchCooperativeKernel_ptsz;
+	return shim_api_is(api, SHIM_API_COOPERATIVE);
 }
 
-/* Whether an entry point is an asynchronous form (its name says Async); filled once. */
-static bool api_async[SHIM_API_COUNT];
-static int api_async_ready;
-
+/* Whether an entry point is an asynchronous form (driver/api.h). */
 static bool is_async_api(uint16_t api)
 {
-	if (cf_unlikely(!__atomic_load_n(&api_async_ready, __ATOMIC_ACQUIRE))) {
-		for (int id = 0; id < SHIM_API_COUNT; id++)
-			api_async[id] = strstr(shim_api[id].name, "Async") != NULL;
-		__atomic_store_n(&api_async_ready, 1, __ATOMIC_RELEASE);
-	}
-	return api < SHIM_API_COUNT && api_async[api];
+	return shim_api_is(api, SHIM_API_ASYNC);
 }
 
 enum rpl_cls rpl__classify(const struct cap_op *op)

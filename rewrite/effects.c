@@ -217,26 +217,13 @@ void rw_op_effects(const struct cap_op *op, struct rw_effects *e)
 
 /* Whether an entry point's name says Async: a table filled once, since rw_op_is_set_1d runs on
  * every memset of every launch a plan checks (its strstr was string work per op, issue 22). */
-static bool set_api_async[SHIM_API_COUNT];
-static int set_api_async_ready;
-
-static bool set_api_is_async(uint16_t api)
-{
-	if (__builtin_expect(!__atomic_load_n(&set_api_async_ready, __ATOMIC_ACQUIRE), 0)) {
-		for (int id = 0; id < SHIM_API_COUNT; id++)
-			set_api_async[id] = strstr(shim_api[id].name, "Async") != NULL;
-		__atomic_store_n(&set_api_async_ready, 1, __ATOMIC_RELEASE);
-	}
-	return api < SHIM_API_COUNT && set_api_async[api];
-}
-
 bool rw_op_is_set_1d(const struct cap_op *op)
 {
 	if (op->kind != CAP_OP_MEMSET || op->u.memset.height != 1 || !op->u.memset.width)
 		return false;
 	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED | CAP_OPF_NO_DEFER))
 		return false;
-	return op->stream_kind != CAP_STREAM_PER_THREAD && set_api_is_async(op->api);
+	return op->stream_kind != CAP_STREAM_PER_THREAD && shim_api_is(op->api, SHIM_API_ASYNC);
 }
 
 bool rw_op_sure_write(const struct cap_op *op, struct rw_range *out)

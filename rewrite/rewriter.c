@@ -259,19 +259,10 @@ bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b)
 	return true;
 }
 
-/* Whether an entry point is an asynchronous form (its name says Async); the table is filled
- * once, so the rules' scans do no string work per condition. */
-static bool api_async[SHIM_API_COUNT];
-static int api_async_ready;
-
+/* Whether an entry point is an asynchronous form (a generated flag of driver/cuda_api_flags.def). */
 static bool is_async_api(uint16_t api)
 {
-	if (cf_unlikely(!__atomic_load_n(&api_async_ready, __ATOMIC_ACQUIRE))) {
-		for (int id = 0; id < SHIM_API_COUNT; id++)
-			api_async[id] = strstr(shim_api[id].name, "Async") != NULL;
-		__atomic_store_n(&api_async_ready, 1, __ATOMIC_RELEASE);
-	}
-	return api < SHIM_API_COUNT && api_async[api];
+	return shim_api_is(api, SHIM_API_ASYNC);
 }
 
 static bool is_linear_type(CUmemorytype t)

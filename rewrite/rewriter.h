@@ -3,12 +3,15 @@
  * rewrite/plan.h.
  *
  * Model (MLIR's PatternRewriter): the rewriter holds a list of nodes, at first one per original
- * op. A rule's `match` looks (const) at node i and its neighbours; its `apply` edits only with
- * rw_erase / rw_replace and records with rw_guard every binding condition it relied on. Rules
- * run in order of benefit (higher first) then name, restarting from the first rule after each
- * application, until none matches: the result is deterministic. Every rule must make the list
- * strictly shorter or stop matching what it made, so the fixed point is reached; the rewriter
- * also stops after RW_MAX_APPLY applications per node as a belt.
+ * op. A rule's `match` looks (const) at node i and its neighbours, asking its conditions with
+ * rw_need(rw, NULL, ...); its `apply` edits only with rw_erase / rw_replace / rw_unorder and
+ * records with rw_need(rw, rw, ...) (or rw_guard, on original ops) every binding condition it
+ * relied on. Rules run in order of benefit (higher first) then name: the first rule that
+ * matches, at the first node it matches, then again from the first rule, until none matches;
+ * the result is deterministic. Every rule must make the list strictly shorter or stop matching
+ * what it made, so the fixed point is reached; as a belt, a window that has not settled after
+ * RW_MAX_APPLY applications per original op (plus 16) is left unchanged (the identity plan), as
+ * it is when an apply fails.
  *
  * Registration: each rule file defines `const struct rw_rule rw_rule_<name>` and registers it
  * with RW_RULE_REGISTER(<name>), which puts a pointer to it in the linker section "rw_rules";
@@ -23,7 +26,7 @@
 #include "capture/capture.h"
 #include "rewrite/plan.h"
 
-#define RW_MAX_APPLY 4 /* applications per original op before the rewriter gives up (belt) */
+#define RW_MAX_APPLY 4 /* applications per original op (+16 per window) before the rewriter gives up */
 
 struct rw_rewriter;
 
@@ -48,8 +51,9 @@ struct rw_rule {
 	int level;                   /* lowest CUFOLD_OPT that enables it (1 or 2) */
 	/* Whether the rule applies at node i. Pure: looks only, through the const rewriter. */
 	bool (*match)(const struct rw_rewriter *rw, uint32_t i);
-	/* Rewrite at node i (match said yes): edits only through rw_erase / rw_replace / rw_guard.
-	 * 0 or a negative CF_E* code (the rewrite is abandoned: the plan is the window unchanged). */
+	/* Rewrite at node i (match said yes): edits only through rw_erase / rw_replace /
+	 * rw_unorder, records guards with rw_need (or rw_guard). 0 or a negative CF_E* code (the
+	 * rewrite is abandoned: the plan is the window unchanged). */
 	int (*apply)(struct rw_rewriter *rw, uint32_t i);
 	/* Nodes match reads: i .. i + reach - 1 and nothing before i or elsewhere (the original
 	 * ops aside), so a "no" at i stays true until an edit reaches those nodes and the driver
@@ -83,8 +87,9 @@ int rw_rules_check(const char *rules);
 
 /* Rewrite the window ops[0..n) (tg: its trace graph, or NULL to rely on window order only)
  * with the registered rules cfg enables (none when cfg is NULL), or, when rules is not NULL,
- * exactly with rules[0..nrules) (tests). Returns the plan (rw_plan_destroy), the identity plan when nothing fires or a rule
- * failed, NULL only when out of memory. */
+ * exactly with rules[0..nrules) (tests, sorted into run order). Returns the plan
+ * (rw_plan_destroy), the identity plan when nothing fires, a rule failed or the window did not
+ * settle, NULL only when out of memory. */
 struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const struct cap_graph *tg,
 			   const struct rw_config *cfg, const struct rw_rule *const *rules, size_t nrules);
 /* Tests: whether the driver remembers where a rule with a reach said no (default true); off, it

@@ -526,22 +526,6 @@ CUresult shim_engine_op_end(struct shim_tok *t, CUresult rc)
 
 /* ------------------------------------------------------------------ other calls */
 
-static bool is_capture_query(enum shim_api_id api)
-{
-	switch (api) {
-	case SHIM_ID_cuStreamIsCapturing:
-	case SHIM_ID_cuStreamIsCapturing_ptsz:
-	case SHIM_ID_cuStreamGetCaptureInfo_ptsz:
-	case SHIM_ID_cuStreamGetCaptureInfo_v2:
-	case SHIM_ID_cuStreamGetCaptureInfo_v2_ptsz:
-	case SHIM_ID_cuStreamGetCaptureInfo_v3:
-	case SHIM_ID_cuStreamGetCaptureInfo_v3_ptsz:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* A query of capture state in CUFOLD_MODE=replay: what replay keeps reaches the driver first. */
 static void __attribute__((noinline)) flush_for_query(void)
 {
@@ -559,7 +543,7 @@ void shim_engine_neutral(enum shim_api_id api)
 	 * the driver first. Only while a capture is open: with none, no kept call can join a
 	 * stream to one (beginning a capture is a boundary that submits what is kept), and
 	 * frameworks ask before every launch (CuPy), where a flush would end replay's window */
-	if (is_capture_query(api) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
+	if (shim_api_is(api, SHIM_API_CAPTURE_QUERY) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
 	    engine_get()->rpl && __atomic_load_n(&engine_get()->captures, __ATOMIC_ACQUIRE) > 0)
 		flush_for_query();
 }
@@ -626,14 +610,6 @@ void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api)
 		boundary_locked(kind, api);
 }
 
-/* Whether api may destroy a primary context with everything made in it (a reset always; a
- * release when it drops the last reference): cufold's graphs and modules there die too. */
-static bool destroys_primary(enum shim_api_id api)
-{
-	return api == SHIM_ID_cuDevicePrimaryCtxReset || api == SHIM_ID_cuDevicePrimaryCtxReset_v2 ||
-	       api == SHIM_ID_cuDevicePrimaryCtxRelease || api == SHIM_ID_cuDevicePrimaryCtxRelease_v2;
-}
-
 void shim_engine_unmodeled(enum shim_api_id api)
 {
 	struct cf_engine *e;
@@ -643,7 +619,7 @@ void shim_engine_unmodeled(enum shim_api_id api)
 	tls_ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
-	if (destroys_primary(api) && recording() && engine_get()->rpl) {
+	if (shim_api_is(api, SHIM_API_DESTROYS_PRIMARY) && recording() && engine_get()->rpl) {
 		/* which context is not passed here: every template retires and every context's
 		 * batch module is forgotten (rare calls; a live context just loads it again) */
 		e = engine_lock();

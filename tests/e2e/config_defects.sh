@@ -8,6 +8,7 @@
 # guards keep failing is still replayed without any rule. Results bit for bit as without cufold
 # throughout. tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 
 prog=$B/progs/icpt_direct
 rwprog=$B/progs/rw_coalesce

@@ -6,6 +6,7 @@
 # its own report (%p) and replays; the watchdog does not multiply cufold's host submissions per
 # step (its queries must not fragment windows). tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 DSTEPS=${DSTEPS:-5}   # past cufold's warm-up, so replayed steps are compared too
 dp=$B/workloads/dataparallel
 launcher=$B/workloads/launcher

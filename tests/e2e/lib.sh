@@ -13,6 +13,17 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "-- $*"; }
 
+# gate_off_under_tsan: for a test that counts replays. The gate charges replayed windows
+# cufold's own measured CPU time per op (replay/gate.c), which ThreadSanitizer multiplies while
+# the software device's modeled clock stays the same, so under TSan the gate turns off templates
+# that pay in every other build. CUFOLD_GATE=0 (README) keeps measuring but never turns replay
+# off; a test that sets CUFOLD_GATE itself keeps its own.
+gate_off_under_tsan() {
+	[[ ${SAN:-} == thread && -z ${CUFOLD_GATE+set} ]] || return 0
+	export CUFOLD_GATE=0
+	note "SAN=thread: CUFOLD_GATE=0 (the gate charges cufold's own CPU time, which TSan multiplies)"
+}
+
 # run_plain OUT prog args...   run without cufold, stdout to OUT
 run_plain() { local out=$1; shift; env -u LD_PRELOAD "$@" >"$out"; }
 # run_cufold OUT prog args...  run with cufold preloaded for the child only

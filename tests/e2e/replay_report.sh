@@ -6,6 +6,7 @@
 # context to passthrough), and the top-level host_ns_per_op that scripts/bench reads; the counts
 # agree with the software device's own. tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 prog=$B/progs/rpl_loop
 [[ -x $prog ]] || fail "$prog is not built"
 export CUFOLD_MODE=replay CUFOLD_OPT=0

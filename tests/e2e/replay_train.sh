@@ -4,6 +4,7 @@
 # per op to one per segment, plus the loss copy the host waits for), segments cut small at the
 # window's start and end as replay/template.c documents. tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 prog=$B/progs/rpl_loop
 [[ -x $prog ]] || fail "$prog is not built"
 export CUFOLD_MODE=replay CUFOLD_OPT=0

@@ -5,6 +5,7 @@
 # (without coalesce alone, batch-copy takes the 8 copies into one launch of its kernel).
 # tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 prog=$B/progs/rw_coalesce
 [[ -x $prog ]] || fail "$prog is not built"
 export CUFOLD_MODE=replay

@@ -4,6 +4,7 @@
 # step executed as copies at CUFOLD_OPT=1, left alone with CUFOLD_RULES=-identity-cat and for the
 # near miss. tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 prog=$B/progs/rw_identity_cat
 [[ -x $prog ]] || fail "$prog is not built"
 grep -aq 'identity-cat' "$CUFOLD" || fail "the identity-cat rule is not in $CUFOLD"

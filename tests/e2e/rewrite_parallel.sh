@@ -6,6 +6,7 @@
 # the same results; the modeled device time is lower with parallel than without it for the same
 # work. tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 prog=$B/progs/rw_parallel
 [[ -x $prog ]] || fail "$prog is not built"
 grep -aq 'parallel' "$CUFOLD" || fail "the parallel rule is not in $CUFOLD"

@@ -4,6 +4,7 @@
 # step (8 slices, 8 glue) executed as 9 at CUFOLD_OPT=1 without batch-copy, as one
 # launch of the batch kernel (nine ranges) with it, as 16 at CUFOLD_OPT=0 and without slice-glue. tests layer.
 source "$(dirname "$0")/lib.sh"
+gate_off_under_tsan
 prog=$B/progs/rw_slice_glue
 [[ -x $prog ]] || fail "$prog is not built"
 grep -aq 'slice-glue' "$CUFOLD" || fail "the slice-glue rule is not in $CUFOLD"

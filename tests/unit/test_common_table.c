@@ -207,6 +207,16 @@ static void test_init_forgets(void **state)
 
 /* ------------------------------------------------------------------ the call-site registry */
 
+/* Under ThreadSanitizer no call site is captured on a second thread: libunwind (not
+ * instrumented) frees the per-thread cache of unw_backtrace in a thread-specific-data destructor
+ * that locks a mutex after TSan has finished the thread, and the thread's exit segfaults inside
+ * TSan's mutex interceptor (a sanitizer build's limit, not cufold's: release builds run it). */
+#ifdef __SANITIZE_THREAD__
+#define CALLSITE_THREAD 0
+#else
+#define CALLSITE_THREAD 1
+#endif
+
 static void *capture_thread(void *arg)
 {
 	*(uint64_t *)arg = cap_callsite_capture(ce);
@@ -231,23 +241,32 @@ static void test_callsites(void **state)
 	again = cap_callsite_capture(ce); /* the same frames outside this program: the same site */
 	assert_int_equal(again, main_site);
 	/* a thread's stack starts elsewhere (libc's thread start): another site */
-	assert_int_equal(pthread_create(&th, NULL, capture_thread, &thread_site), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_true(thread_site != 0);
-	assert_true(thread_site != main_site);
-	assert_non_null(cap_callsite_name(ce, thread_site));
+	if (CALLSITE_THREAD) {
+		assert_int_equal(pthread_create(&th, NULL, capture_thread, &thread_site), 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_true(thread_site != 0);
+		assert_true(thread_site != main_site);
+		assert_non_null(cap_callsite_name(ce, thread_site));
+	} else {
+		(void)th;
+		print_message("SKIP test_callsites' second thread under ThreadSanitizer: libunwind's per-thread "
+			      "destructor runs after TSan finished the thread and crashes it\n");
+	}
 	assert_null(cap_callsite_name(ce, main_site ^ thread_site ^ 0x5a5a)); /* never captured */
 	for (int i = 0; i < 3; i++)
 		cap__callsite_count(ce, main_site);
-	cap__callsite_count(ce, thread_site);
+	if (CALLSITE_THREAD)
+		cap__callsite_count(ce, thread_site);
 	cap__callsite_count(ce, 12345); /* unknown: ignored */
 	assert_true(cap__callsite_bytes(ce) > 0);
 	n = cap__callsite_top(ce, top, 8);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, CALLSITE_THREAD ? 2 : 1);
 	assert_int_equal(top[0].hash, main_site);
 	assert_int_equal(top[0].ops, 3);
-	assert_int_equal(top[1].hash, thread_site);
-	assert_int_equal(top[1].ops, 1);
+	if (CALLSITE_THREAD) {
+		assert_int_equal(top[1].hash, thread_site);
+		assert_int_equal(top[1].ops, 1);
+	}
 	cap__callsite_fini(ce);
 	assert_null(cap_callsite_name(ce, main_site));
 	assert_int_equal(cap__callsite_top(ce, top, 8), 0);

@@ -2268,6 +2268,12 @@ static void test_fuzz(void **state)
 		if (!registered)
 			fail_msg("fuzzed_rules names %s, which is not a registered rule", fuzzed_rules[k]);
 	}
+#ifdef __SANITIZE_THREAD__
+	/* one thread of pure computation, which TSan slows most and checks nothing in: a quarter of
+	 * the windows fits the runner's timeout (every threshold below is a share of them) */
+	windows = WINDOWS / 4;
+	print_message("ThreadSanitizer: %u windows, not %u\n", windows, WINDOWS);
+#endif
 	if (env && atoi(env) > 0)
 		windows = (uint32_t)atoi(env);
 	env = getenv("RW_FUZZ_SEED"); /* RW_FUZZ_SEED=n: another series of windows */
