@@ -228,7 +228,7 @@ static void templates_drop_all(struct rpl_engine *re)
 
 static void notes_free(struct rpl_engine *re)
 {
-	struct note_link *l = re->notes, *next;
+	struct rpl_note_link *l = re->notes, *next;
 
 	for (; l; l = next) {
 		next = l->next;
@@ -643,7 +643,7 @@ void rpl_build_publish(struct rpl_engine *re)
 static struct rpl_shape_note *note_get(struct rpl_engine *re, struct cap_shape *s)
 {
 	struct rpl_shape_note *n = rpl__note_of(s);
-	struct note_link *l;
+	struct rpl_note_link *l;
 
 	if (n)
 		return n;
@@ -720,7 +720,7 @@ size_t rpl_memory_bytes(struct rpl_engine *re)
 
 	for (struct rpl_template *t = re->st.templates; t; t = t->next)
 		n += rpl__template_bytes(t);
-	for (struct note_link *l = re->notes; l; l = l->next)
+	for (struct rpl_note_link *l = re->notes; l; l = l->next)
 		n += sizeof(*l);
 	return n;
 }

@@ -294,10 +294,10 @@ struct rpl_state {
 };
 
 /* A note with its list link (notes are few: one per shape seen). */
-struct note_link {
+struct rpl_note_link {
 	struct rpl_shape_note note;  /* what cap_shape_user points at */
 	struct cap_shape *shape;     /* its shape */
-	struct note_link *next;      /* every note */
+	struct rpl_note_link *next;      /* every note */
 };
 
 /* deferred_errors.c: errors of deferred work, kept until the program can see them. */
@@ -335,7 +335,7 @@ struct rpl_engine {
 	struct cap_engine *cap;      /* the same engine's capture part (replay reads its windows) */
 	struct rpl_state st;         /* matching, deferral, templates (match.c) */
 	struct rpl_totals totals;    /* counters (rpl_get_totals) */
-	struct note_link *notes;     /* every live note */
+	struct rpl_note_link *notes;     /* every live note */
 	uint64_t strict_events;      /* fallbacks CUFOLD_STRICT counts (rpl_strict_events) */
 	uint32_t strict_logged;      /* bit per fallback kind logged, bit RPL_FB_COUNT: passthrough */
 	struct rpl_errors errs;      /* deferred_errors.c */

@@ -194,7 +194,7 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 {
 	cf_json_key(j, "rejected_shapes");
 	cf_json_arr_begin(j);
-	for (const struct note_link *l = re->notes; l; l = l->next) {
+	for (const struct rpl_note_link *l = re->notes; l; l = l->next) {
 		if (!l->note.rejected || !l->shape)
 			continue;
 		cf_json_obj_begin(j);

@@ -195,7 +195,7 @@ void rpl__build_note(struct rpl_engine *re, enum rpl_retirement_kind kind, uint6
 void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s)
 {
 	struct rpl_shape_note *n = rpl__note_of(s);
-	struct note_link **pl;
+	struct rpl_note_link **pl;
 
 	if ((re->st.build_due || re->st.build_running) && re->st.build.shape == s) {
 		re->st.build.shape = NULL; /* its build is discarded at its publish */
@@ -210,7 +210,7 @@ void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s)
 	cap_shape_set_user(s, NULL);
 	for (pl = &re->notes; *pl; pl = &(*pl)->next) {
 		if (&(*pl)->note == n) {
-			struct note_link *l = *pl;
+			struct rpl_note_link *l = *pl;
 
 			*pl = l->next;
 			free(l);

@@ -553,7 +553,7 @@ void rw_plan_destroy(struct rw_plan *p)
 
 /* ------------------------------------------------------------------ runs */
 
-static bool rw_run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *ops);
+static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *ops);
 
 struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg)
 {
@@ -593,7 +593,7 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 		if (r->node_of[i] == -2)
 			r->node_of[i] = -1;
 	/* the plan must derive every node from the window it was made from */
-	if (!rw_run_guards_hold_ptrs(r, ops))
+	if (!run_guards_hold_ptrs(r, ops))
 		goto out_drop;
 	return r;
 
@@ -629,7 +629,7 @@ static bool run_check(struct rw_run *r)
 	return true;
 }
 
-static bool rw_run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *ops)
+static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *ops)
 {
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = ops[i];
