@@ -297,7 +297,7 @@ struct rpl_state {
 struct rpl_note_link {
 	struct rpl_shape_note note;  /* what cap_shape_user points at */
 	struct cap_shape *shape;     /* its shape */
-	struct rpl_note_link *next;      /* every note */
+	struct rpl_note_link *next;  /* every note */
 };
 
 /* deferred_errors.c: errors of deferred work, kept until the program can see them. */
