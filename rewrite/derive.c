@@ -48,8 +48,8 @@ static CUresult resolve(struct rw_kernels *kc, CUcontext ctx, enum rw_kernel k, 
 
 /* The launch of batch kernel k over n ranges, the longest max_bytes, on first's stream; the
  * table is already in scratch. */
-static int batch_launch(struct rw_kernels *kc, const struct cap_op *first, enum rw_kernel k, uint32_t n, uint64_t max_bytes, void *scratch,
-			struct cap_op *out)
+static int batch_launch(struct rw_kernels *kc, const struct cap_op *first, enum rw_kernel k, uint32_t n,
+			uint64_t max_bytes, void *scratch, struct cap_op *out)
 {
 	CUfunction fn;
 	uint64_t gx = (max_bytes + BATCH_BYTES_PER_BLOCK - 1) / BATCH_BYTES_PER_BLOCK;
@@ -82,7 +82,8 @@ static int batch_launch(struct rw_kernels *kc, const struct cap_op *first, enum 
 
 /* The op member m of batch node n stands for (a copy or memset derived like a node of its
  * kind; without members, original op m). */
-static int member_op(struct rw_kernels *kc, const struct rw_plan_node *n, uint32_t m, const struct cap_op *const *ops, struct cap_op *out)
+static int member_op(struct rw_kernels *kc, const struct rw_plan_node *n, uint32_t m, const struct cap_op *const *ops,
+		     struct cap_op *out)
 {
 	struct rw_plan_node v;
 
@@ -368,7 +369,8 @@ static int derive_elementwise(const struct rw_plan_node *n, const struct cap_op 
 	return 0;
 }
 
-int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,
+		   struct cap_op *out)
 {
 	if (!n->norig)
 		return -CF_EINVAL;

@@ -118,8 +118,8 @@ struct rw_plan_node {
 	uint32_t scratch_size;       /* bytes of scratch */
 };
 
-struct rw_range;
 struct rw_kernels;
+struct rw_range;
 /* One op's effects in a plan's check cache (ranges at r.., w.. of the plan's eff_pool). */
 struct rw_eff_slot {
 	bool valid;                  /* worked out in this check */
@@ -157,7 +157,8 @@ struct rw_plan {
 				      * rewrote each original op, in order (NULL-padded); NULL for
 				      * the identity plan */
 	uint32_t nstats;             /* rules that fired */
-	struct rw_plan_stat *stats;  /* nstats entries (owned) */	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels its batch nodes
+	struct rw_plan_stat *stats;  /* nstats entries (owned) */
+	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels its batch nodes
 				      * launch (rw_config's; not owned), or NULL */
 };
 
@@ -168,7 +169,6 @@ const char *rw_guard_name(enum rw_guard_kind k); /* "src_abuts" */
 bool rw_cond_holds(enum rw_guard_kind kind, const struct cap_op *a, const struct cap_op *b, bool same);
 
 struct rw_range;
-struct rw_kernels;
 /* An op's effects as lists (struct rw_effects, or a slot of a cache of them). */
 struct rw_eff_view {
 	bool all;                    /* may touch anything: the lists say nothing */
