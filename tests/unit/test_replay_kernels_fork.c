@@ -68,6 +68,22 @@ static void test_child_loads(void **state)
 	pthread_join(th, NULL);
 }
 
+/* A context's destruction (rpl_context_gone, outside the engine's lock) makes the replay part's
+ * cache forget its module: the next load is a new one; no replay part, nothing to forget. */
+static void test_context_gone_forgets(void **state)
+{
+	CUmodule m1 = NULL, m2 = NULL, m3 = NULL;
+
+	(void)state;
+	assert_int_equal(rw_kernels_load(parent->kernels, ctx, &m1), CUDA_SUCCESS);
+	assert_int_equal(rw_kernels_load(parent->kernels, ctx, &m2), CUDA_SUCCESS);
+	assert_ptr_equal(m1, m2);
+	rpl_context_gone(parent, ctx);
+	rpl_context_gone(NULL, ctx);
+	assert_int_equal(rw_kernels_load(parent->kernels, ctx, &m3), CUDA_SUCCESS);
+	assert_ptr_not_equal(m3, m1);
+}
+
 static int setup(void **state)
 {
 	CUdevice dev;
@@ -85,6 +101,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_child_loads),
+		cmocka_unit_test(test_context_gone_forgets),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
