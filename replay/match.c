@@ -80,6 +80,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
+#include "rewrite/kernels.h"
 
 #define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
 
@@ -188,6 +189,11 @@ struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_co
 
 	if (!re)
 		return NULL;
+	re->kernels = rw_kernels_create();
+	if (!re->kernels) {
+		free(re);
+		return NULL;
+	}
 	re->cap = cap;
 	re->st.cfg = *cfg;
 	if (!re->st.cfg.segment)
@@ -250,6 +256,7 @@ void rpl_engine_destroy(struct rpl_engine *re)
 	notes_free(re);
 	free(re->st.def);
 	cf_arena_fini(&re->st.arena);
+	rw_kernels_destroy(re->kernels);
 	free(re);
 }
 

@@ -155,8 +155,8 @@ void rpl_functions_unloaded(struct rpl_engine *re);
 /* A context is destroyed (NULL: unknown which): its templates retire. */
 void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx);
 /* ctx is gone (destroyed successfully; NULL: any may be): forget the kernels cufold loaded into
- * it. No lock needed. */
-void rpl_context_gone(CUcontext ctx);
+ * it in re's cache (NULL re is ignored). No engine lock needed (the cache has its own). */
+void rpl_context_gone(struct rpl_engine *re, CUcontext ctx);
 /* Whether replay gave up on ctx (a failure of cufold's own): its calls only pass through. */
 bool rpl_ctx_is_failed(struct rpl_engine *re, CUcontext ctx);
 

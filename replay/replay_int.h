@@ -341,6 +341,9 @@ struct rpl_engine {
 	struct rpl_errors errs;      /* deferred_errors.c */
 	uint64_t eager_ns;           /* gate clock spent issuing deferred kernels eagerly (launch.c) */
 	uint64_t eager_kernels;      /* how many: their mean is the churn check's eager cost */
+	struct rw_kernels *kernels;  /* cufold's kernels loaded per context (rewrite/kernels.h; own
+				      * lock: builds off the engine's lock and rpl_context_gone reach
+				      * it); set at creation, never changed */
 };
 
 /* What replay remembers of s (NULL: nothing yet, or no shape). */
@@ -374,7 +377,8 @@ void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what);
 /* template.c */
 /* The rewriter's run over the window's ops [first, first+n) (CUFOLD_OPT, CUFOLD_RULES), or NULL
  * when no rule is enabled. */
-struct rw_run *rpl__plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg);
+struct rw_run *rpl__plan_ops(struct rpl_engine *re, const struct cap_window *w, uint32_t first, uint32_t n,
+			     const struct rpl_config *cfg);
 /* Shape shape_id's template from its window w (pinned: this runs outside the engine's lock,
  * reading only w, cfg and the driver; t->shape is set when it is published), or NULL with *why
  * (and *own_failure when cufold itself failed). */

@@ -318,7 +318,8 @@ void rpl_context_destroyed(struct rpl_engine *re, CUcontext ctx)
 	}
 }
 
-void rpl_context_gone(CUcontext ctx)
+void rpl_context_gone(struct rpl_engine *re, CUcontext ctx)
 {
-	rw_kernels_forget(ctx);
+	if (re)
+		rw_kernels_forget(re->kernels, ctx);
 }

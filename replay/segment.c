@@ -438,7 +438,7 @@ CUresult rpl__seg_build(struct rpl_engine *re, struct rpl_seg *g, const struct c
 	d = calloc(g->n, sizeof(*d));
 	if (!g->nodes || !deps || !d)
 		goto out;
-	g->run = rpl__plan_ops(w, g->first, g->n, cfg);
+	g->run = rpl__plan_ops(re, w, g->first, g->n, cfg);
 	if (g->run) {
 		/* the plan's op for each position, derived from the window's bindings */
 		for (uint32_t j = 0; j < g->n; j++)

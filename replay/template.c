@@ -192,10 +192,11 @@ bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_
  * built (rewrite/plan.h, struct rw_run: a plan node stands at its first op's position; the other
  * ops it covers and the ops the plan erased get no graph node, though g->nodes keeps one entry
  * per op). */
-struct rw_run *rpl__plan_ops(const struct cap_window *w, uint32_t first, uint32_t n, const struct rpl_config *cfg)
+struct rw_run *rpl__plan_ops(struct rpl_engine *re, const struct cap_window *w, uint32_t first, uint32_t n,
+			     const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
-	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL };
+	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL, re->kernels };
 	const struct cap_op **ops;
 	struct rw_run *run;
 
@@ -240,10 +241,10 @@ static void node_span(const struct rw_plan_node *n, uint32_t *lo, uint32_t *hi)
  * about benefit only: each segment is planned on its own ops, so no rewrite ever spans a cut.
  * A run the parallel rule reorders is marked GLUE_PARALLEL: sizes still cut it, but no cut is
  * added to keep streams apart in its window (cut_add). */
-static void glue_rewrites(uint8_t *glued, const struct cap_window *w, uint32_t first, uint32_t n,
-			  const struct rpl_config *cfg)
+static void glue_rewrites(struct rpl_engine *re, uint8_t *glued, const struct cap_window *w, uint32_t first,
+			  uint32_t n, const struct rpl_config *cfg)
 {
-	struct rw_run *run = rpl__plan_ops(w, first, n, cfg);
+	struct rw_run *run = rpl__plan_ops(re, w, first, n, cfg);
 	const struct rw_plan *p;
 
 	if (!run)
@@ -612,7 +613,8 @@ static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
 /* Cut t's runs of graphable ops into segments (t->segs[].first/n, t->ops[].seg): sizes from
  * segment_size, never inside what a rewrite relies on, and before an op that would order two
  * streams both ways (cut_add). 0 or -CF_ENOMEM. */
-static int cuts_make(struct rpl_template *t, const struct cap_window *w, const struct rpl_config *cfg)
+static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
+		     const struct rpl_config *cfg)
 {
 	uint8_t *glued = calloc(t->nops, 1); /* per op: GLUE_* between it and the next */
 	struct cut_order order = { 0 };      /* the open segment's stream order */
@@ -629,7 +631,7 @@ static int cuts_make(struct rpl_template *t, const struct cap_window *w, const s
 		while (i + n < t->nops && t->ops[i + n].cls == RPL_CLS_GRAPH && n < cfg->segment)
 			n++;
 		if (n > 1)
-			glue_rewrites(glued, w, i, n, cfg);
+			glue_rewrites(re, glued, w, i, n, cfg);
 		i += n ? n : 1;
 	}
 	for (uint32_t i = 0; i < t->nops && cfg->segment > RPL_SEG_SMALL; i++)
@@ -733,7 +735,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 		*why = "ops in more than one context";
 		goto out_reject;
 	}
-	if (cuts_make(t, w, cfg) != 0)
+	if (cuts_make(re, t, w, cfg) != 0)
 		goto out_nomem;
 	if (t->ngraph < cfg->min_ops || t->ngraph == 0) {
 		*why = "fewer graphable ops than CUFOLD_MIN_OPS";

@@ -35,11 +35,11 @@ void rw__set_kernel_resolver(CUresult (*fn)(CUcontext ctx, int kernel, CUfunctio
 	kernel_resolver = fn;
 }
 
-static CUresult resolve(CUcontext ctx, enum rw_kernel k, CUfunction *out)
+static CUresult resolve(struct rw_kernels *kc, CUcontext ctx, enum rw_kernel k, CUfunction *out)
 {
 	if (kernel_resolver)
 		return kernel_resolver(ctx, (int)k, out);
-	return rw_kernels_func(ctx, k, out);
+	return rw_kernels_func(kc, ctx, k, out);
 }
 
 #define BATCH_BLOCK 256u          /* threads per block of a batch launch */
@@ -48,13 +48,13 @@ static CUresult resolve(CUcontext ctx, enum rw_kernel k, CUfunction *out)
 
 /* The launch of batch kernel k over n ranges, the longest max_bytes, on first's stream; the
  * table is already in scratch. */
-static int batch_launch(const struct cap_op *first, enum rw_kernel k, uint32_t n, uint64_t max_bytes, void *scratch,
-			struct cap_op *out)
+static int batch_launch(struct rw_kernels *kc, const struct cap_op *first, enum rw_kernel k, uint32_t n,
+			uint64_t max_bytes, void *scratch, struct cap_op *out)
 {
 	CUfunction fn;
 	uint64_t gx = (max_bytes + BATCH_BYTES_PER_BLOCK - 1) / BATCH_BYTES_PER_BLOCK;
 
-	if (resolve(first->ctx, k, &fn) != CUDA_SUCCESS)
+	if (resolve(kc, first->ctx, k, &fn) != CUDA_SUCCESS)
 		return -CF_EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->kind = CAP_OP_KERNEL;
@@ -82,7 +82,8 @@ static int batch_launch(const struct cap_op *first, enum rw_kernel k, uint32_t n
 
 /* The op member m of batch node n stands for (a copy or memset derived like a node of its
  * kind; without members, original op m). */
-static int member_op(const struct rw_plan_node *n, uint32_t m, const struct cap_op *const *ops, struct cap_op *out)
+static int member_op(struct rw_kernels *kc, const struct rw_plan_node *n, uint32_t m, const struct cap_op *const *ops,
+		     struct cap_op *out)
 {
 	struct rw_plan_node v;
 
@@ -98,7 +99,7 @@ static int member_op(const struct rw_plan_node *n, uint32_t m, const struct cap_
 	v.norig = n->members[m].count;
 	v.orig = &n->orig[n->members[m].first];
 	v.from = n->members[m].from;
-	return rw_node_derive(&v, ops, out);
+	return rw_node_derive(kc, &v, ops, out);
 }
 
 /* The three batch tables differ only in their rows: the same size, the count at the same place. */
@@ -162,8 +163,8 @@ static const struct batch_kind batch_copy2d = { RW_K_BATCH_COPY2D, RW_BATCH2D_MA
 
 /* A batch node: its table, in the node's scratch, filled from its members, and the launch of
  * its kernel over the table. */
-static int derive_batch(const struct rw_plan_node *n, const struct batch_kind *bk, const struct cap_op *const *ops,
-			struct cap_op *out)
+static int derive_batch(struct rw_kernels *kc, const struct rw_plan_node *n, const struct batch_kind *bk,
+			const struct cap_op *const *ops, struct cap_op *out)
 {
 	uint32_t count = n->nmembers ? n->nmembers : n->norig;
 	uint64_t max_bytes = 0, bytes;
@@ -174,14 +175,14 @@ static int derive_batch(const struct rw_plan_node *n, const struct batch_kind *b
 		goto out;
 	memset(n->scratch, 0, RW_BATCH_TABLE_SIZE);
 	for (uint32_t i = 0; i < count; i++) {
-		if (member_op(n, i, ops, &m) != 0 || !bk->takes(&m))
+		if (member_op(kc, n, i, ops, &m) != 0 || !bk->takes(&m))
 			goto out;
 		bytes = bk->row(n->scratch, i, &m);
 		if (bytes > max_bytes)
 			max_bytes = bytes;
 	}
 	memcpy((unsigned char *)n->scratch + RW_BATCH_COUNT_OFFSET, &count, sizeof(count));
-	rc = batch_launch(ops[n->orig[0]], bk->kernel, count, max_bytes, n->scratch, out);
+	rc = batch_launch(kc, ops[n->orig[0]], bk->kernel, count, max_bytes, n->scratch, out);
 out:
 	return rc;
 }
@@ -368,7 +369,8 @@ static int derive_elementwise(const struct rw_plan_node *n, const struct cap_op 
 	return 0;
 }
 
-int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out)
+int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,
+		   struct cap_op *out)
 {
 	if (!n->norig)
 		return -CF_EINVAL;
@@ -383,11 +385,11 @@ int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops
 	case RW_NODE_SET:
 		return derive_set(n, ops, out);
 	case RW_NODE_BATCH_COPY:
-		return derive_batch(n, &batch_copy, ops, out);
+		return derive_batch(kc, n, &batch_copy, ops, out);
 	case RW_NODE_BATCH_SET:
-		return derive_batch(n, &batch_memset, ops, out);
+		return derive_batch(kc, n, &batch_memset, ops, out);
 	case RW_NODE_BATCH_COPY2D:
-		return derive_batch(n, &batch_copy2d, ops, out);
+		return derive_batch(kc, n, &batch_copy2d, ops, out);
 	case RW_NODE_CAT_COPY:
 		return derive_cat_copy(n, ops, out);
 	case RW_NODE_ELEMENTWISE:

@@ -2,11 +2,13 @@
  * layer; the driver is reached only through SHIM_REAL, never through cufold's own hooks.
  *
  * The PTX is compiled from the .cu files of rewrite/kernels by nvcc at build time and embedded as bytes
- * (the Makefile generates rw_kernels_ptx.h). The cache is a small table under one lock: a
- * process has few contexts, and a load happens once per context. It is per process, not part of
- * the engine (a template build reaches it through rewrite's derivations, which take no engine);
- * the engine's one fork handler resets it in the child (rw_kernels_atfork_child). */
+ * (the Makefile generates rw_kernels_ptx.h). The cache (struct rw_kernels) is the engine's:
+ * replay's part owns one (rpl_engine_create) and hands it to the rewriter in rw_config, so a
+ * forked child's new engine has a new, empty cache. It is a small table under its own lock: a
+ * process has few contexts, a load happens once per context, and it is reached both under the
+ * engine's lock (builds) and outside it (a context's destruction, rpl_context_gone). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -31,10 +33,29 @@ struct ctx_entry {
 	CUfunction fn[RW_K_COUNT];   /* its kernels, NULL until asked for */
 };
 
-static struct {
+struct rw_kernels {
 	pthread_mutex_t lock;        /* guards v */
 	struct ctx_entry v[CTX_MAX]; /* loaded contexts */
-} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+};
+
+struct rw_kernels *rw_kernels_create(void)
+{
+	struct rw_kernels *kc = calloc(1, sizeof(*kc));
+
+	if (kc && pthread_mutex_init(&kc->lock, NULL) != 0) {
+		free(kc);
+		kc = NULL;
+	}
+	return kc;
+}
+
+void rw_kernels_destroy(struct rw_kernels *kc)
+{
+	if (!kc)
+		return;
+	pthread_mutex_destroy(&kc->lock);
+	free(kc);
+}
 
 const char *rw_kernel_name(enum rw_kernel k)
 {
@@ -54,11 +75,11 @@ const char *rw_kernels_ptx(void)
 	return rw_kernels_ptx_named("batch");
 }
 
-static struct ctx_entry *find(CUcontext ctx)
+static struct ctx_entry *find(struct rw_kernels *cache, CUcontext ctx)
 {
 	for (unsigned i = 0; i < CTX_MAX; i++)
-		if (cache.v[i].ctx == ctx)
-			return &cache.v[i];
+		if (cache->v[i].ctx == ctx)
+			return &cache->v[i];
 	return NULL;
 }
 
@@ -89,20 +110,20 @@ static CUresult load(CUcontext ctx, CUmodule *mod)
 	return rc;
 }
 
-CUresult rw_kernels_load(CUcontext ctx, CUmodule *mod)
+CUresult rw_kernels_load(struct rw_kernels *cache, CUcontext ctx, CUmodule *mod)
 {
 	struct ctx_entry *e;
 	CUresult rc = CUDA_SUCCESS;
 
-	if (!ctx || !mod)
+	if (!cache || !ctx || !mod)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&cache.lock);
-	e = find(ctx);
+	pthread_mutex_lock(&cache->lock);
+	e = find(cache, ctx);
 	if (e) {
 		*mod = e->mod;
 		goto out_unlock;
 	}
-	e = find(NULL);
+	e = find(cache, NULL);
 	if (!e) {
 		/* loading per use would leak a module per launch: no batch kernels in this context */
 		cf_log_warn_once("more than %d contexts: cufold's own kernels are not used in the others", CTX_MAX);
@@ -116,11 +137,11 @@ CUresult rw_kernels_load(CUcontext ctx, CUmodule *mod)
 	e->ctx = ctx;
 	e->mod = *mod;
 out_unlock:
-	pthread_mutex_unlock(&cache.lock);
+	pthread_mutex_unlock(&cache->lock);
 	return rc;
 }
 
-CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn)
+CUresult rw_kernels_func(struct rw_kernels *cache, CUcontext ctx, enum rw_kernel k, CUfunction *fn)
 {
 	struct ctx_entry *e;
 	CUmodule mod;
@@ -128,11 +149,11 @@ CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn)
 
 	if ((unsigned)k >= RW_K_COUNT || !fn)
 		return CUDA_ERROR_INVALID_VALUE;
-	rc = rw_kernels_load(ctx, &mod);
+	rc = rw_kernels_load(cache, ctx, &mod);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	pthread_mutex_lock(&cache.lock);
-	e = find(ctx);
+	pthread_mutex_lock(&cache->lock);
+	e = find(cache, ctx);
 	if (e && e->fn[k]) {
 		*fn = e->fn[k];
 		goto out_unlock;
@@ -141,29 +162,23 @@ CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn)
 	if (rc == CUDA_SUCCESS && e && e->mod == mod)
 		e->fn[k] = *fn;
 out_unlock:
-	pthread_mutex_unlock(&cache.lock);
+	pthread_mutex_unlock(&cache->lock);
 	return rc;
 }
 
-void rw_kernels_forget(CUcontext ctx)
+void rw_kernels_forget(struct rw_kernels *cache, CUcontext ctx)
 {
 	struct ctx_entry *e;
 
-	pthread_mutex_lock(&cache.lock);
+	if (!cache)
+		return;
+	pthread_mutex_lock(&cache->lock);
 	if (!ctx) {
-		memset(cache.v, 0, sizeof(cache.v));
+		memset(cache->v, 0, sizeof(cache->v));
 	} else {
-		e = find(ctx);
+		e = find(cache, ctx);
 		if (e)
 			memset(e, 0, sizeof(*e));
 	}
-	pthread_mutex_unlock(&cache.lock);
-}
-
-void rw_kernels_atfork_child(void)
-{
-	/* the forking thread is the child's only one: a lock another thread of the parent held is
-	 * made anew, and the parent's modules are forgotten (the child loads its own) */
-	pthread_mutex_init(&cache.lock, NULL);
-	memset(cache.v, 0, sizeof(cache.v));
+	pthread_mutex_unlock(&cache->lock);
 }

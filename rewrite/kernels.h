@@ -30,16 +30,24 @@ const char *rw_kernels_ptx(void);
 /* The PTX of rewrite/kernels/<name>.cu, or NULL. */
 const char *rw_kernels_ptx_named(const char *name);
 
+/* The per-context cache of the batch module: one per engine (replay's part owns it), with its
+ * own lock (it is reached under the engine's lock and outside it). A forked child's new engine
+ * makes a new one; the parent's is abandoned with the parent's engine. */
+struct rw_kernels;
+
+/* An empty cache, or NULL when out of memory. */
+struct rw_kernels *rw_kernels_create(void);
+/* Free kc (NULL is ignored). The modules are not unloaded (they die with their contexts). */
+void rw_kernels_destroy(struct rw_kernels *kc);
 /* The batch module in ctx, loaded on first use through the real driver (SHIM_REAL), then
- * cached per context. ctx need not be current (it is pushed and popped around the load).
- * Returns CUDA_SUCCESS or the driver's error (not cached: a later call tries again). */
-CUresult rw_kernels_load(CUcontext ctx, CUmodule *mod);
+ * cached per context in kc. ctx need not be current (it is pushed and popped around the load).
+ * Returns CUDA_SUCCESS or the driver's error (not cached: a later call tries again);
+ * CUDA_ERROR_INVALID_VALUE when kc is NULL. */
+CUresult rw_kernels_load(struct rw_kernels *kc, CUcontext ctx, CUmodule *mod);
 /* A kernel of that module, through rw_kernels_load (cached too). */
-CUresult rw_kernels_func(CUcontext ctx, enum rw_kernel k, CUfunction *fn);
+CUresult rw_kernels_func(struct rw_kernels *kc, CUcontext ctx, enum rw_kernel k, CUfunction *fn);
 /* Forget ctx's module (NULL: every context's): call when ctx is destroyed (its modules die with
- * it), so that a new context that reuses the handle loads its own. */
-void rw_kernels_forget(CUcontext ctx);
-/* In a forked child (the engine's fork handler): the cache's lock anew, every module forgotten. */
-void rw_kernels_atfork_child(void);
+ * it), so that a new context that reuses the handle loads its own. NULL kc is ignored. */
+void rw_kernels_forget(struct rw_kernels *kc, CUcontext ctx);
 
 #endif

@@ -405,7 +405,7 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 	}
 	/* every snapshot derived once for this check (a snapshot may appear in many guards) */
 	for (uint32_t s = 0; s < p->nsnaps; s++) {
-		if (rw_node_derive(&p->snaps[s], ops, &p->snap_ops[s]) != 0) {
+		if (rw_node_derive(p->kernels, &p->snaps[s], ops, &p->snap_ops[s]) != 0) {
 			if (failed)
 				*failed = 0;
 			return false;
@@ -436,7 +436,7 @@ int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *co
 {
 	if (k >= p->nnodes)
 		return -CF_EINVAL;
-	return rw_node_derive(&p->nodes[k], ops, out);
+	return rw_node_derive(p->kernels, &p->nodes[k], ops, out);
 }
 
 bool rw_plan_is_identity(const struct rw_plan *p)

@@ -118,6 +118,7 @@ struct rw_plan_node {
 	uint32_t scratch_size;       /* bytes of scratch */
 };
 
+struct rw_kernels;
 struct rw_range;
 /* One op's effects in a plan's check cache (ranges at r.., w.. of the plan's eff_pool). */
 struct rw_eff_slot {
@@ -157,6 +158,8 @@ struct rw_plan {
 				      * the identity plan */
 	uint32_t nstats;             /* rules that fired */
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
+	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels its batch nodes
+				      * launch (rw_config's; not owned), or NULL */
 };
 
 const char *rw_node_kind_name(enum rw_node_kind k); /* "forward" */
@@ -178,12 +181,14 @@ struct rw_eff_view {
 int rw_cond_holds_eff(enum rw_guard_kind kind, const struct rw_eff_view *ea, const struct rw_eff_view *eb,
 		      const struct cap_op *b);
 /* The op node n stands for with the bindings of ops: 0, or -CF_EINVAL (the originals are not
- * what the kind needs, or cufold's kernels cannot be loaded). out's pointers may alias ops'
- * and n's scratch; key and bind are not recomputed. */
-int rw_node_derive(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out);
+ * what the kind needs, or cufold's kernels cannot be loaded from kc, the engine's cache: NULL
+ * loads none). out's pointers may alias ops' and n's scratch; key and bind are not recomputed. */
+int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,
+		   struct cap_op *out);
 /* Bytes of scratch a node of kind needs (first: its first original op). */
 uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first);
-/* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func). */
+/* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func on the
+ * plan's cache). */
 void rw__set_kernel_resolver(CUresult (*fn)(CUcontext ctx, int kernel, CUfunction *out));
 /* Whether every guard holds; *failed (may be NULL) gets the index of the first that does not. */
 bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *ops, uint32_t *failed);

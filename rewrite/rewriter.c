@@ -39,6 +39,7 @@ struct rw_rewriter {
 	const struct cap_op *const *ops; /* the original window (by index) */
 	uint32_t norig;              /* its op count */
 	const struct cap_graph *tg;  /* its trace graph, or NULL */
+	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels (rw_config's), or NULL */
 	struct rw_node *nodes;       /* the list rules edit */
 	uint32_t n;                  /* nodes in it */
 	struct rw_guard *guards;     /* conditions recorded so far */
@@ -455,7 +456,7 @@ int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_
 			return -CF_ENOMEM;
 	}
 	/* what the node stands for now, built as replay will build it at each launch */
-	if (rw_node_derive(&pn, rw->ops, &nn.op) != 0)
+	if (rw_node_derive(rw->kernels, &pn, rw->ops, &nn.op) != 0)
 		return -CF_EINVAL;
 	order_forget(rw);
 	for (uint32_t k = 0; k < nn.norig; k++)
@@ -977,6 +978,7 @@ static struct rw_plan *plan_make(const struct rw_rewriter *rw, bool identity, co
 	if (!p)
 		return NULL;
 	p->norig = rw->norig;
+	p->kernels = rw->kernels;
 	p->nodes = calloc(nn ? nn : 1, sizeof(*p->nodes));
 	if (!p->nodes)
 		goto out_nomem;
@@ -1161,6 +1163,7 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 	rw.ops = ops;
 	rw.norig = n;
 	rw.tg = tg;
+	rw.kernels = cfg ? cfg->kernels : NULL;
 	cf_arena_init(&rw.arena, 4096);
 	nrun = rules_to_run(cfg, rules, nrules, run);
 	if (list_init(&rw) != 0)

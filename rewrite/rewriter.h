@@ -29,6 +29,7 @@
 #define RW_MAX_APPLY 4 /* applications per original op (+16 per window) before the rewriter gives up */
 
 struct rw_rewriter;
+struct rw_kernels;
 
 /* One node of the list a rule sees. */
 struct rw_node {
@@ -71,6 +72,9 @@ struct rw_config {
 	int opt;                     /* CUFOLD_OPT 0..2: rules with level <= opt run; negative: none,
 				      * whatever rules says */
 	const char *rules;           /* CUFOLD_RULES: "-name,+name" (later wins), or NULL */
+	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels (rewrite/kernels.h)
+				      * that batch nodes launch; NULL: none can be loaded (tests
+				      * resolve them with rw__set_kernel_resolver) */
 };
 
 /* The registered rules (linker section), in run order (benefit, then name); *n gets how many.

@@ -27,7 +27,6 @@
 #include "common/log.h"
 #include "common/serial.h"
 #include "replay/replay.h"
-#include "rewrite/kernels.h"
 #include "rewrite/rewriter.h"
 
 enum engine_state {
@@ -231,7 +230,6 @@ void shim_engine__atfork_child(void)
 
 	pthread_mutex_init(&start_lock, NULL);
 	cf_serial_forget();
-	rw_kernels_atfork_child(); /* per process, not the engine's: its lock and modules anew */
 	prepared = NULL;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;
@@ -626,7 +624,7 @@ void shim_engine_unmodeled(enum shim_api_id api)
 		if (still_recording(e))
 			rpl_context_destroyed(e->rpl, NULL);
 		lock_drop(e);
-		rpl_context_gone(NULL);
+		rpl_context_gone(e->rpl, NULL);
 	}
 }
 
@@ -881,8 +879,14 @@ void shim_engine_ctx_switch(enum shim_api_id api)
 
 void shim_engine_ctx_destroyed(CUcontext ctx)
 {
-	/* a new context may get the handle back: it must load cufold's kernels anew */
-	rpl_context_gone(ctx);
+	struct cf_engine *e = engine_get();
+
+	/* a new context may get the handle back: it must load cufold's kernels anew. The cache is
+	 * the engine's replay part's: none before the engine starts, and none is used once it is
+	 * done (nothing replays after exit; a child forked then keeps the parent's engine, whose
+	 * cache lock another thread of the parent may have held) */
+	if (e && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING)
+		rpl_context_gone(e->rpl, ctx);
 }
 
 void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now)

@@ -1445,7 +1445,8 @@ static void test_kernels_load_once_per_context(void **state)
 {
 	CUdevice dev;
 	CUcontext ctx, other;
-	CUmodule m1, m2, m3;
+	CUmodule m1, m2, m3, m4;
+	struct rw_kernels *kc = rw_kernels_create(), *other_kc = rw_kernels_create();
 	CUfunction f, f2;
 	CUdeviceptr d;
 	struct rw_batch_copy_table t;
@@ -1453,25 +1454,31 @@ static void test_kernels_load_once_per_context(void **state)
 	unsigned char host[64];
 
 	(void)state;
+	assert_non_null(kc);
+	assert_non_null(other_kc);
 	if (shim_init() != 0)
 		fail_msg("shim_init failed: is the software device on LD_LIBRARY_PATH (tests/run sets it)?");
 	assert_int_equal(SHIM_REAL(cuInit)(0), CUDA_SUCCESS);
 	assert_int_equal(SHIM_REAL(cuDeviceGet)(&dev, 0), CUDA_SUCCESS);
 	assert_int_equal(SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev), CUDA_SUCCESS);
 	/* not current: pushed for the load, popped after */
-	assert_int_equal(rw_kernels_load(ctx, &m1), CUDA_SUCCESS);
+	assert_int_equal(rw_kernels_load(kc, ctx, &m1), CUDA_SUCCESS);
 	assert_int_equal(SHIM_REAL(cuCtxGetCurrent)(&other), CUDA_SUCCESS);
 	assert_null(other);
 	assert_int_equal(SHIM_REAL(cuCtxSetCurrent)(ctx), CUDA_SUCCESS);
-	assert_int_equal(rw_kernels_load(ctx, &m2), CUDA_SUCCESS);
+	assert_int_equal(rw_kernels_load(kc, ctx, &m2), CUDA_SUCCESS);
 	assert_ptr_equal(m1, m2);
-	assert_int_equal(rw_kernels_func(ctx, RW_K_BATCH_COPY, &f), CUDA_SUCCESS);
-	assert_int_equal(rw_kernels_func(ctx, RW_K_BATCH_COPY, &f2), CUDA_SUCCESS);
+	assert_int_equal(rw_kernels_func(kc, ctx, RW_K_BATCH_COPY, &f), CUDA_SUCCESS);
+	assert_int_equal(rw_kernels_func(kc, ctx, RW_K_BATCH_COPY, &f2), CUDA_SUCCESS);
 	assert_ptr_equal(f, f2);
 	for (int k = 0; k < RW_K_COUNT; k++)
-		assert_int_equal(rw_kernels_func(ctx, (enum rw_kernel)k, &f2), CUDA_SUCCESS);
-	assert_int_equal(rw_kernels_func(ctx, RW_K_COUNT, &f2), CUDA_ERROR_INVALID_VALUE);
-	assert_int_equal(rw_kernels_load(NULL, &m3), CUDA_ERROR_INVALID_VALUE);
+		assert_int_equal(rw_kernels_func(kc, ctx, (enum rw_kernel)k, &f2), CUDA_SUCCESS);
+	assert_int_equal(rw_kernels_func(kc, ctx, RW_K_COUNT, &f2), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(rw_kernels_load(kc, NULL, &m3), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(rw_kernels_load(NULL, ctx, &m3), CUDA_ERROR_INVALID_VALUE); /* no cache */
+	/* another engine's cache: its own module, nothing shared */
+	assert_int_equal(rw_kernels_load(other_kc, ctx, &m4), CUDA_SUCCESS);
+	assert_ptr_not_equal(m4, m1);
 
 	/* run it: copy 13 bytes to an odd address */
 	assert_int_equal(SHIM_REAL(cuMemAlloc_v2)(&d, 64), CUDA_SUCCESS);
@@ -1489,11 +1496,14 @@ static void test_kernels_load_once_per_context(void **state)
 	assert_int_equal(SHIM_REAL(cuMemFree_v2)(d), CUDA_SUCCESS);
 
 	/* forgotten (the context was destroyed): the next use loads afresh */
-	rw_kernels_forget(ctx);
-	assert_int_equal(rw_kernels_load(ctx, &m3), CUDA_SUCCESS);
+	rw_kernels_forget(kc, ctx);
+	assert_int_equal(rw_kernels_load(kc, ctx, &m3), CUDA_SUCCESS);
 	assert_ptr_not_equal(m3, m1);
 	assert_int_equal(SHIM_REAL(cuCtxSetCurrent)(NULL), CUDA_SUCCESS);
 	assert_int_equal(SHIM_REAL(cuDevicePrimaryCtxRelease_v2)(dev), CUDA_SUCCESS);
+	rw_kernels_destroy(kc);
+	rw_kernels_destroy(other_kc);
+	rw_kernels_destroy(NULL);
 }
 
 int main(void)
