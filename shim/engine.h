@@ -58,7 +58,9 @@
  *	struct cf_engine --lock--> cap (capture.h: windows, shapes, alloc map, functions,
  *	                   |             streams, events, trie, call sites, trace buffer)
  *	                   +-----> rpl (replay.h: templates, matcher, deferred ops and errors,
- *	                                 totals, notes; it reads cap)
+ *	                                 totals, notes; it reads cap) --> kernels (rewrite/
+ *	                                 kernels.h: cufold's own kernels per context, with a lock
+ *	                                 of its own: off-lock builds load them)
  *
  * Invariants:
  *  1. Every capture and replay function that reads or changes a part takes it as its first
