@@ -331,31 +331,13 @@ static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const stru
 
 	if (!s->valid) {
 		struct rw_effects e;
-		uint32_t need;
 
 		rw_op_effects(op, &e);
-		need = p->eff_used + e.nr + e.nw;
-		if (need > p->eff_cap) {
-			uint32_t cap = p->eff_cap ? p->eff_cap : 256;
-			struct rw_range *np;
-
-			while (cap < need)
-				cap *= 2;
-			np = realloc(p->eff_pool, cap * sizeof(*np));
-			if (!np)
-				return false;
-			p->eff_pool = np;
-			p->eff_cap = cap;
-		}
+		if (!rw_eff_pool_put(&p->eff_pool, &p->eff_used, &p->eff_cap, &e, &s->r, &s->w))
+			return false;
 		s->all = e.all;
-		s->r = p->eff_used;
 		s->nr = e.nr;
-		memcpy(&p->eff_pool[p->eff_used], e.r, e.nr * sizeof(e.r[0]));
-		p->eff_used += e.nr;
-		s->w = p->eff_used;
 		s->nw = e.nw;
-		memcpy(&p->eff_pool[p->eff_used], e.w, e.nw * sizeof(e.w[0]));
-		p->eff_used += e.nw;
 		s->valid = true;
 	}
 	/* views point into the pool: take them only once every slot of the guard is made */
@@ -708,4 +690,30 @@ const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct 
 	 * can still fail when cufold's kernels cannot be loaded: NULL, which replay takes as a
 	 * failure of its own (the launch goes eagerly) */
 	return rw_plan_node_op(r->plan, k, r->ops, tmp) == 0 ? tmp : NULL;
+}
+
+bool rw_eff_pool_put(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct rw_effects *e,
+		     uint32_t *r, uint32_t *w)
+{
+	uint32_t need = *used + e->nr + e->nw;
+
+	if (need > *cap) {
+		uint32_t ncap = *cap ? *cap : 256;
+		struct rw_range *np;
+
+		while (ncap < need)
+			ncap *= 2;
+		np = realloc(*pool, ncap * sizeof(*np));
+		if (!np)
+			return false;
+		*pool = np;
+		*cap = ncap;
+	}
+	*r = *used;
+	memcpy(&(*pool)[*used], e->r, e->nr * sizeof(e->r[0]));
+	*used += e->nr;
+	*w = *used;
+	memcpy(&(*pool)[*used], e->w, e->nw * sizeof(e->w[0]));
+	*used += e->nw;
+	return true;
 }

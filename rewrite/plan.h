@@ -175,6 +175,12 @@ struct rw_eff_view {
 	const struct rw_range *r, *w; /* ranges read / written */
 	uint32_t nr, nw;             /* how many */
 };
+/* Append e's reads, then its writes, to a growing pool of ranges (*pool holds *used of *cap; it
+ * starts at 256 and doubles): *r and *w are where they start. false when out of memory. The
+ * effects caches of the rewriter (rw_need) and of a plan's check (rw_plan_guards_hold) share it. */
+struct rw_effects;
+bool rw_eff_pool_put(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct rw_effects *e,
+		     uint32_t *r, uint32_t *w);
 /* rw_cond_holds for the kinds judged on effects alone (unread, unwritten, independent: a's and
  * b's effects; covers: a's effects and op b), with effects worked out beforehand: 1 or 0, the
  * answer rw_cond_holds gives; -1 for any other kind. */

@@ -611,31 +611,13 @@ static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t
 	s = &rw->eff[i];
 	if (!s->valid) {
 		struct rw_effects e;
-		uint32_t need;
 
 		rw_op_effects(&rw->nodes[i].op, &e);
-		need = rw->eff_used + e.nr + e.nw;
-		if (need > rw->eff_cap) {
-			uint32_t cap = rw->eff_cap ? rw->eff_cap : 256;
-			struct rw_range *np;
-
-			while (cap < need)
-				cap *= 2;
-			np = realloc(rw->eff_pool, cap * sizeof(*np));
-			if (!np)
-				return NULL;
-			rw->eff_pool = np;
-			rw->eff_cap = cap;
-		}
+		if (!rw_eff_pool_put(&rw->eff_pool, &rw->eff_used, &rw->eff_cap, &e, &s->r, &s->w))
+			return NULL;
 		s->all = e.all;
-		s->r = rw->eff_used;
 		s->nr = e.nr;
-		memcpy(&rw->eff_pool[rw->eff_used], e.r, e.nr * sizeof(e.r[0]));
-		rw->eff_used += e.nr;
-		s->w = rw->eff_used;
 		s->nw = e.nw;
-		memcpy(&rw->eff_pool[rw->eff_used], e.w, e.nw * sizeof(e.w[0]));
-		rw->eff_used += e.nw;
 		s->wraps = bounds_of(e.r, e.nr, &s->rlo, &s->rhi);
 		s->wraps |= bounds_of(e.w, e.nw, &s->wlo, &s->whi);
 		s->sure = rw_op_sure_write(&rw->nodes[i].op, &s->sure_r);
