@@ -700,8 +700,6 @@ static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_c
 	return rc;
 }
 
-/* The built op becomes the window's next: numbered, counted, and the window closed behind it
- * when it ends the window itself or fills it. */
 /* The op append just made, where it is now: in the open window, or in the window the call
  * closed, filed as its shape's last; NULL when that window was not filed (recycled). While
  * replay matches no op of the window failed, so the index is exact. */
@@ -716,6 +714,8 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 	return NULL;
 }
 
+/* The built op becomes the window's next: numbered, counted, and the window closed behind it
+ * when it ends the window itself or fills it. */
 static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
 		   struct cap_rec *rec)
 {

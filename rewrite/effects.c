@@ -215,8 +215,6 @@ void rw_op_effects(const struct cap_op *op, struct rw_effects *e)
 	}
 }
 
-/* Whether an entry point's name says Async: a table filled once, since rw_op_is_set_1d runs on
- * every memset of every launch a plan checks (its strstr was string work per op, issue 22). */
 bool rw_op_is_set_1d(const struct cap_op *op)
 {
 	if (op->kind != CAP_OP_MEMSET || op->u.memset.height != 1 || !op->u.memset.width)

@@ -781,14 +781,9 @@ bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 	/* the cache is the rewriter's scratch: rules see it const, one thread rewrites a window */
 	if (rw->plain_ok || plain_make((struct rw_rewriter *)rw))
 		return j <= rw->plain_end[i];
-	for (uint32_t k = i + 1; k < j; k++) {
-		const struct cap_op *op = &rw->nodes[k].op;
-
-		if (op->kind != CAP_OP_KERNEL && op->kind != CAP_OP_MEMCPY && op->kind != CAP_OP_MEMSET)
+	for (uint32_t k = i + 1; k < j; k++) /* out of memory for the cache: ask node by node */
+		if (!plain_after(rw, i, k))
 			return false;
-		if (op->stream_slot != rw->nodes[i].op.stream_slot || op->ctx != rw->nodes[i].op.ctx)
-			return false;
-	}
 	return true;
 }
 

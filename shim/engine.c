@@ -39,7 +39,7 @@ enum engine_state {
 
 /* Process-wide: which engine is current and what the process as a whole has done. Everything
  * a recorded call changes is in the engine (engine.h); these only change at start, fork and
- * exit (scripts/check-layers lists them, with these reasons). */
+ * exit (scripts/check-state lists them, with these reasons). */
 static struct cf_engine *engine; /* the current engine, NULL before start (acquire/release) */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* one thread makes the engine */
 static int state;                /* enum engine_state (acquire/release) */
@@ -984,6 +984,23 @@ static void write_output(struct cf_engine *e, const char *var, const char *path,
 		    "the program is not affected", var, path, why);
 }
 
+/* Under the lock, at exit or when a signal stops the program: the last window closes, replay
+ * stops and the outputs are written. Calls made after this point (other threads, later
+ * destructors) pass through: the state is asked again under the lock, and replay keeps nothing
+ * any more. */
+static void stop_and_write(struct cf_engine *e, const struct cf_config *cfg)
+{
+	close_window(e, CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
+	if (e->rpl)
+		rpl_stop(e->rpl);
+	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
+	if (!cfg->secure) {
+		write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
+		write_output(e, "CUFOLD_TRACE", cfg->trace, cap_write_trace);
+		write_output(e, "CUFOLD_DOT", cfg->dot, cap_write_dot);
+	}
+}
+
 __attribute__((destructor)) static void engine_exit(void)
 {
 	struct cf_engine *e;
@@ -996,17 +1013,7 @@ __attribute__((destructor)) static void engine_exit(void)
 	e = engine_lock();
 	if (!cap_is_ready(e->cap))
 		goto out;
-	close_window(e, CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
-	/* calls made after this point (other threads, later destructors) pass through: the state
-	 * is asked again under the lock, and replay keeps nothing any more */
-	if (e->rpl)
-		rpl_stop(e->rpl);
-	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
-	if (!cfg->secure) {
-		write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
-		write_output(e, "CUFOLD_TRACE", cfg->trace, cap_write_trace);
-		write_output(e, "CUFOLD_DOT", cfg->dot, cap_write_dot);
-	}
+	stop_and_write(e, cfg);
 	if (cf_log_enabled(CF_LOG_INFO)) {
 		cap_summary(e->cap, summary, sizeof(summary));
 		cf_log_info("%s", summary);
@@ -1062,13 +1069,7 @@ int shim_engine_write_outputs(bool final)
 		write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
 		goto out;
 	}
-	close_window(e, CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
-	if (e->rpl)
-		rpl_stop(e->rpl);
-	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);
-	write_output(e, "CUFOLD_REPORT", cfg->report, cap_write_report);
-	write_output(e, "CUFOLD_TRACE", cfg->trace, cap_write_trace);
-	write_output(e, "CUFOLD_DOT", cfg->dot, cap_write_dot);
+	stop_and_write(e, cfg);
 out:
 	lock_drop(e);
 	return 0;
