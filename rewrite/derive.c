@@ -369,6 +369,49 @@ static int derive_elementwise(const struct rw_plan_node *n, const struct cap_op 
 	return 0;
 }
 
+/* ------------------------------------------------------------------ multi-instance launches */
+
+static const struct rw_multi_hooks *multi_hooks; /* rw__set_multi_hooks (tests), or NULL */
+
+void rw__set_multi_hooks(const struct rw_multi_hooks *h)
+{
+	multi_hooks = h;
+}
+
+bool rw_multi_possible(struct rw_kernels *kc, const struct cap_op *op)
+{
+	if (op->kind != CAP_OP_KERNEL || op->u.kernel.attrs || !op->u.kernel.info ||
+	    !op->u.kernel.info->layout_known)
+		return false;
+	return multi_hooks ? multi_hooks->possible(op) : rw_kernels_multi_possible(kc, op);
+}
+
+/* One launch of the variant running the launches orig: the members, then the table in the
+ * node's scratch and the launch over it. */
+static int derive_batch_kernel(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,
+			       struct cap_op *out)
+{
+	const struct cap_op *members[RW_MULTI_MAX];
+
+	if (n->norig < 2 || n->norig > RW_MULTI_MAX || !n->scratch)
+		return -CF_EINVAL;
+	for (uint32_t i = 0; i < n->norig; i++) {
+		const struct cap_op *m = ops[n->orig[i]];
+
+		if (m->kind != CAP_OP_KERNEL || m->u.kernel.info != ops[n->orig[0]]->u.kernel.info ||
+		    m->u.kernel.block[0] != ops[n->orig[0]]->u.kernel.block[0] ||
+		    m->u.kernel.block[1] != ops[n->orig[0]]->u.kernel.block[1] ||
+		    m->u.kernel.block[2] != ops[n->orig[0]]->u.kernel.block[2] ||
+		    m->u.kernel.grid[1] != ops[n->orig[0]]->u.kernel.grid[1] ||
+		    m->u.kernel.grid[2] != ops[n->orig[0]]->u.kernel.grid[2] || m->u.kernel.attrs)
+			return -CF_EINVAL;
+		members[i] = m;
+	}
+	if (multi_hooks)
+		return multi_hooks->launch(members, n->norig, n->scratch, n->scratch_size, out);
+	return rw_kernels_multi_launch(kc, members, n->norig, n->scratch, n->scratch_size, out);
+}
+
 int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,
 		   struct cap_op *out)
 {
@@ -394,6 +437,8 @@ int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const st
 		return derive_cat_copy(n, ops, out);
 	case RW_NODE_ELEMENTWISE:
 		return derive_elementwise(n, ops, out);
+	case RW_NODE_BATCH_KERNEL:
+		return derive_batch_kernel(kc, n, ops, out);
 	default:
 		return -CF_EINVAL;
 	}
@@ -408,6 +453,8 @@ uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *firs
 		return RW_BATCH_TABLE_SIZE;
 	case RW_NODE_ELEMENTWISE:
 		return first->kind == CAP_OP_KERNEL ? first->u.kernel.param_size : 0;
+	case RW_NODE_BATCH_KERNEL:
+		return RW_MULTI_TABLE_BYTES;
 	default:
 		return 0;
 	}

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/capture.h"
+#include "common/errors.h"
 #include "common/log.h"
 #include "driver/real.h"
 #include "rewrite/kernels.h"
@@ -181,4 +183,28 @@ void rw_kernels_forget(struct rw_kernels *cache, CUcontext ctx)
 			memset(e, 0, sizeof(*e));
 	}
 	pthread_mutex_unlock(&cache->lock);
+}
+
+/* ------------------------------------------------------------------ multi-instance variants */
+
+/* The variants of programs' kernels (rewrite/variant.c) need each kernel's PTX, which capture
+ * keeps per loaded image: until both are here no kernel has one, and batch-kernel leaves every
+ * launch as it is. */
+bool rw_kernels_multi_possible(struct rw_kernels *kc, const struct cap_op *op)
+{
+	(void)kc;
+	(void)op;
+	return false;
+}
+
+int rw_kernels_multi_launch(struct rw_kernels *kc, const struct cap_op *const *members, uint32_t k, void *table,
+			    uint32_t cap, struct cap_op *out)
+{
+	(void)kc;
+	(void)members;
+	(void)k;
+	(void)table;
+	(void)cap;
+	(void)out;
+	return -CF_ENOSYS;
 }

@@ -50,4 +50,14 @@ CUresult rw_kernels_func(struct rw_kernels *kc, CUcontext ctx, enum rw_kernel k,
  * it), so that a new context that reuses the handle loads its own. NULL kc is ignored. */
 void rw_kernels_forget(struct rw_kernels *kc, CUcontext ctx);
 
+struct cap_op;
+/* Whether the kernel launch op names can be run as an instance of a multi-instance variant in
+ * op's context (RW_NODE_BATCH_KERNEL). */
+bool rw_kernels_multi_possible(struct rw_kernels *kc, const struct cap_op *op);
+/* The launch of the variant running members[0..k) (one function, block, grid y and z): the
+ * table (its parameter block) written into table (cap bytes), the launch into out (its params
+ * point at table). 0, or -CF_EINVAL / -CF_ENOSYS when no variant can run them. */
+int rw_kernels_multi_launch(struct rw_kernels *kc, const struct cap_op *const *members, uint32_t k, void *table,
+			    uint32_t cap, struct cap_op *out);
+
 #endif

@@ -561,10 +561,16 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 			r->node_of[pn->orig[j]] = -1;
 	}
 	/* a node covers a run of ops with only erased ops (-2) inside it: it can stand at its
-	 * first op's position, everything else of the run being empty nodes */
+	 * first op's position, everything else of the run being empty nodes. A batch_kernel node
+	 * may cover ops with others between them: its members were proved independent of every op
+	 * they pass (its guards), and the ops between are plain ops of its stream, each ordered
+	 * after the one before, so standing at its first op's position it runs before them all
+	 * and everything after a member still waits for it (through the ops between). */
 	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
 		const struct rw_plan_node *pn = &r->plan->nodes[k];
 
+		if (pn->kind == RW_NODE_BATCH_KERNEL)
+			continue;
 		for (uint32_t j = 1; j < pn->norig; j++)
 			for (uint32_t x = pn->orig[j - 1] + 1; x < pn->orig[j]; x++)
 				if (r->node_of[x] != -2)

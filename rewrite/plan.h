@@ -37,7 +37,12 @@
 	X(CAT_COPY, "cat_copy")     /* one 1-D copy doing what the cat kernel orig[0] does (its \
 				     * inputs abut in order: from the first input to its output) */ \
 	X(ELEMENTWISE, "elementwise") /* one launch of the elementwise kernel orig[0] over the \
-				       * counts of orig summed (grid derived from the count) */
+				       * counts of orig summed (grid derived from the count) */ \
+	X(BATCH_KERNEL, "batch_kernel") /* one launch of the multi-instance variant of the kernel \
+				       * orig[0] runs every launch of orig (same function, block, \
+				       * grid y and z), each instance with its own parameters and grid \
+				       * x; orig need not be adjacent: the ops between were proved \
+				       * independent of the members hoisted over them */
 
 enum rw_node_kind {
 #define RW_NODE_ENUM_(name, label) RW_NODE_##name,
@@ -191,6 +196,21 @@ int rw_cond_holds_eff(enum rw_guard_kind kind, const struct rw_eff_view *ea, con
  * loads none). out's pointers may alias ops' and n's scratch; key and bind are not recomputed. */
 int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,
 		   struct cap_op *out);
+/* Multi-instance launches (RW_NODE_BATCH_KERNEL): the most launches one runs, and the bytes of
+ * its table (the variant's parameter block: the driver's 4 KB limit on a launch's parameters). */
+#define RW_MULTI_MAX 32u
+#define RW_MULTI_TABLE_BYTES 4096u
+/* Whether launch op's kernel can be run by a multi-instance variant (its PTX is at hand and the
+ * variant was made, or can be: rewrite/kernels.h rw_kernels_multi_possible). */
+bool rw_multi_possible(struct rw_kernels *kc, const struct cap_op *op);
+/* For tests without a driver: what stands for the variants (NULL: rewrite/kernels.c's). */
+struct rw_multi_hooks {
+	bool (*possible)(const struct cap_op *op);
+	/* one launch running members[0..k): its table into table (cap bytes), the launch into out */
+	int (*launch)(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
+		      struct cap_op *out);
+};
+void rw__set_multi_hooks(const struct rw_multi_hooks *h);
 /* Bytes of scratch a node of kind needs (first: its first original op). */
 uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first);
 /* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func on the

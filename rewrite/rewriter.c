@@ -4,7 +4,10 @@
  *
  * Invariants of the node list (checked after every application in debug builds):
  *  1. every original op index appears in at most one node (erased ops in none);
- *  2. the indices, read node by node, are strictly ascending (rules never reorder);
+ *  2. the indices, read node by node, are strictly ascending (rules never reorder), except that a
+ *     BATCH_KERNEL node's later indices may pass nodes after it (rw_gather: members hoisted
+ *     over ops they were proved independent of); each node's own indices ascend, and the
+ *     nodes' first indices ascend;
  *  3. every index is < the window's op count. */
 #include <pthread.h>
 #include <stdio.h>
@@ -402,71 +405,127 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i)
 	return 0;
 }
 
-int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, uint32_t from,
-	       const char *rule)
+/* Node k of a replacement: the nodes [i, i+count) when idx is NULL, else nodes idx[0..count). */
+static inline uint32_t pick(const uint32_t *idx, uint32_t i, uint32_t k)
+{
+	return idx ? idx[k] : i + k;
+}
+
+/* The node of kind that replaces the nodes picked (pick), built into *nn and derived from the
+ * window's ops. 0, -CF_EINVAL (also when it cannot be derived) or -CF_ENOMEM. */
+static int node_make(struct rw_rewriter *rw, const uint32_t *idx, uint32_t i, uint32_t count, enum rw_node_kind kind,
+		     uint32_t from, const char *rule, struct rw_node *nn)
 {
 	struct rw_plan_node pn;
-	struct rw_node nn;
 	uint32_t norig = 0, at = 0;
 
-	if (!count || i >= rw->n || count > rw->n - i || (from != RW_NONE && from >= rw->norig))
-		return -CF_EINVAL;
-	for (uint32_t k = i; k < i + count; k++)
-		norig += rw->nodes[k].norig;
-	memset(&nn, 0, sizeof(nn));
-	nn.orig = cf_arena_alloc(&rw->arena, norig * sizeof(uint32_t));
-	if (!nn.orig)
+	for (uint32_t k = 0; k < count; k++)
+		norig += rw->nodes[pick(idx, i, k)].norig;
+	memset(nn, 0, sizeof(*nn));
+	nn->orig = cf_arena_alloc(&rw->arena, norig * sizeof(uint32_t));
+	if (!nn->orig)
 		return -CF_ENOMEM;
-	for (uint32_t k = i; k < i + count; k++) {
-		memcpy(&nn.orig[at], rw->nodes[k].orig, rw->nodes[k].norig * sizeof(uint32_t));
-		at += rw->nodes[k].norig;
+	for (uint32_t k = 0; k < count; k++) {
+		const struct rw_node *m = &rw->nodes[pick(idx, i, k)];
+
+		memcpy(&nn->orig[at], m->orig, m->norig * sizeof(uint32_t));
+		at += m->norig;
 	}
-	nn.kind = (uint8_t)kind;
-	nn.norig = norig;
-	nn.from = from;
-	nn.rule = rule;
-	nn.snap = -1;
+	nn->kind = (uint8_t)kind;
+	nn->norig = norig;
+	nn->from = from;
+	nn->rule = rule;
+	nn->snap = -1;
 	memset(&pn, 0, sizeof(pn));
 	pn.kind = (uint8_t)kind;
 	pn.norig = norig;
-	pn.orig = nn.orig;
+	pn.orig = nn->orig;
 	pn.from = from;
 	if (kind == RW_NODE_BATCH_COPY || kind == RW_NODE_BATCH_SET || kind == RW_NODE_BATCH_COPY2D) {
 		/* each replaced node is one range of the table, whatever it was */
-		nn.members = cf_arena_alloc(&rw->arena, count * sizeof(*nn.members));
-		if (!nn.members)
+		nn->members = cf_arena_alloc(&rw->arena, count * sizeof(*nn->members));
+		if (!nn->members)
 			return -CF_ENOMEM;
 		at = 0;
-		for (uint32_t k = i; k < i + count; k++) {
-			const struct rw_node *m = &rw->nodes[k];
+		for (uint32_t k = 0; k < count; k++) {
+			const struct rw_node *m = &rw->nodes[pick(idx, i, k)];
 
 			if (m->nmembers) /* a batch inside a batch: the table has one level */
 				return -CF_EINVAL;
-			nn.members[k - i] = (struct rw_member){ m->kind, at, m->norig, m->from };
+			nn->members[k] = (struct rw_member){ m->kind, at, m->norig, m->from };
 			at += m->norig;
 		}
-		nn.nmembers = count;
+		nn->nmembers = count;
 	}
-	pn.nmembers = nn.nmembers;
-	pn.members = nn.members;
-	pn.scratch_size = rw_node_scratch_bytes(kind, rw->ops[nn.orig[0]]);
+	pn.nmembers = nn->nmembers;
+	pn.members = nn->members;
+	pn.scratch_size = rw_node_scratch_bytes(kind, rw->ops[nn->orig[0]]);
 	if (pn.scratch_size) {
-		pn.scratch = nn.scratch = cf_arena_alloc(&rw->arena, pn.scratch_size);
+		pn.scratch = nn->scratch = cf_arena_alloc(&rw->arena, pn.scratch_size);
 		if (!pn.scratch)
 			return -CF_ENOMEM;
 	}
 	/* what the node stands for now, built as replay will build it at each launch */
-	if (rw_node_derive(rw->kernels, &pn, rw->ops, &nn.op) != 0)
+	if (rw_node_derive(rw->kernels, &pn, rw->ops, &nn->op) != 0)
 		return -CF_EINVAL;
+	for (uint32_t k = 0; k < nn->norig; k++)
+		touch(rw, nn->orig[k]);
+	return 0;
+}
+
+int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, uint32_t from,
+	       const char *rule)
+{
+	struct rw_node nn;
+	int rc;
+
+	if (!count || i >= rw->n || count > rw->n - i || (from != RW_NONE && from >= rw->norig))
+		return -CF_EINVAL;
+	rc = node_make(rw, NULL, i, count, kind, from, rule, &nn);
+	if (rc)
+		return rc;
 	order_forget(rw);
-	for (uint32_t k = 0; k < nn.norig; k++)
-		touch(rw, nn.orig[k]);
 	edit_note(rw, i, count);
 	rw->nodes[i] = nn;
 	memmove(&rw->nodes[i + 1], &rw->nodes[i + count], (rw->n - i - count) * sizeof(rw->nodes[0]));
 	if (rw->eff) {
 		rw->eff[i].valid = false;
 		memmove(&rw->eff[i + 1], &rw->eff[i + count], (rw->n - i - count) * sizeof(rw->eff[0]));
+	}
+	rw->n -= count - 1;
+	return 0;
+}
+
+int rw_gather(struct rw_rewriter *rw, const uint32_t *idx, uint32_t count, enum rw_node_kind kind, const char *rule)
+{
+	struct rw_node nn;
+	uint32_t to;
+	int rc;
+
+	if (count < 2 || idx[count - 1] >= rw->n)
+		return -CF_EINVAL;
+	for (uint32_t k = 1; k < count; k++)
+		if (idx[k] <= idx[k - 1])
+			return -CF_EINVAL;
+	rc = node_make(rw, idx, 0, count, kind, RW_NONE, rule, &nn);
+	if (rc)
+		return rc;
+	order_forget(rw);
+	edit_note(rw, idx[0], idx[count - 1] - idx[0] + 1);
+	rw->nodes[idx[0]] = nn;
+	if (rw->eff)
+		rw->eff[idx[0]].valid = false;
+	/* close the gaps the later nodes leave, keeping every other node's order (and its cached
+	 * effects, which move with it) */
+	to = idx[1];
+	for (uint32_t k = 1; k < count; k++) {
+		uint32_t end = k + 1 < count ? idx[k + 1] : rw->n;
+
+		for (uint32_t x = idx[k] + 1; x < end; x++, to++) {
+			rw->nodes[to] = rw->nodes[x];
+			if (rw->eff)
+				rw->eff[to] = rw->eff[x];
+		}
 	}
 	rw->n -= count - 1;
 	return 0;
@@ -539,6 +598,11 @@ static int guard_add(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a
 int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b)
 {
 	return guard_add(rw, kind, a, b, -1, -1);
+}
+
+bool rw_can_multi(const struct rw_rewriter *rw, uint32_t i)
+{
+	return i < rw->n && rw_multi_possible(rw->kernels, &rw->nodes[i].op);
 }
 
 bool rw_is_plain(const struct rw_rewriter *rw, uint32_t i)
@@ -792,20 +856,30 @@ bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 /* The invariants at the top of this file. */
 static bool list_is_valid(const struct rw_rewriter *rw)
 {
-	int64_t last = -1;
+	int64_t last = -1, first = -1;
+	bool *seen = calloc(rw->norig ? rw->norig : 1, 1);
+	bool ok = seen != NULL;
 
-	for (uint32_t k = 0; k < rw->n; k++) {
+	for (uint32_t k = 0; ok && k < rw->n; k++) {
 		const struct rw_node *n = &rw->nodes[k];
 
-		if (!n->norig)
-			return false;
-		for (uint32_t i = 0; i < n->norig; i++) {
-			if (n->orig[i] >= rw->norig || (int64_t)n->orig[i] <= last)
-				return false;
-			last = n->orig[i];
+		if (!n->norig || (int64_t)n->orig[0] <= first)
+			ok = false;
+		first = ok ? n->orig[0] : first;
+		for (uint32_t i = 0; ok && i < n->norig; i++) {
+			bool gathered = n->kind == RW_NODE_BATCH_KERNEL;
+
+			if (n->orig[i] >= rw->norig || seen[n->orig[i]] ||
+			    (int64_t)n->orig[i] <= (gathered && i ? (int64_t)n->orig[i - 1] : last))
+				ok = false;
+			else
+				seen[n->orig[i]] = true;
+			if (!gathered || !i)
+				last = n->orig[i];
 		}
 	}
-	return true;
+	free(seen);
+	return ok;
 }
 
 static void count_rule(struct rw_plan_stat *stats, uint32_t *nstats, const char *name)

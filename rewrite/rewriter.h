@@ -4,7 +4,7 @@
  *
  * Model (MLIR's PatternRewriter): the rewriter holds a list of nodes, at first one per original
  * op. A rule's `match` looks (const) at node i and its neighbours, asking its conditions with
- * rw_need(rw, NULL, ...); its `apply` edits only with rw_erase / rw_replace / rw_unorder and
+ * rw_need(rw, NULL, ...); its `apply` edits only with rw_erase / rw_replace / rw_gather / rw_unorder and
  * records with rw_need(rw, rw, ...) (or rw_guard, on original ops) every binding condition it
  * relied on. Rules run in order of benefit (higher first) then name: the first rule that
  * matches, at the first node it matches, then again from the first rule, until none matches;
@@ -127,6 +127,12 @@ int rw_erase(struct rw_rewriter *rw, uint32_t i);
  * -CF_ENOMEM. */
 int rw_replace(struct rw_rewriter *rw, uint32_t i, uint32_t count, enum rw_node_kind kind, uint32_t from,
 	       const char *rule);
+/* Replace the nodes idx[0..count) (ascending, count >= 2) by one node of kind standing at
+ * idx[0] and covering their original ops in order; the nodes between them keep their order
+ * after it. Only for kinds that may reorder (RW_NODE_BATCH_KERNEL): the caller has recorded the
+ * guards that make running idx[1..] before the nodes they pass safe. 0, -CF_EINVAL (also when
+ * the node cannot be derived) or -CF_ENOMEM. */
+int rw_gather(struct rw_rewriter *rw, const uint32_t *idx, uint32_t count, enum rw_node_kind kind, const char *rule);
 /* Record a condition on original ops a and b. 0 or -CF_ENOMEM. */
 int rw_guard(struct rw_rewriter *rw, enum rw_guard_kind kind, uint32_t a, uint32_t b);
 
@@ -155,6 +161,9 @@ uint32_t rw_first_holding(const struct rw_rewriter *rw, enum rw_guard_kind kind,
 int rw_unorder(struct rw_rewriter *rw, uint32_t i, uint32_t j);
 /* Whether any pair was dropped since the list last changed. */
 bool rw_any_unordered(const struct rw_rewriter *rw);
+/* Whether node i is a kernel launch a multi-instance variant can run (rw_multi_possible with the
+ * engine's cache of kernels). */
+bool rw_can_multi(const struct rw_rewriter *rw, uint32_t i);
 /* Whether node i is an unmerged original op (RW_NODE_OP). */
 bool rw_is_plain(const struct rw_rewriter *rw, uint32_t i);
 

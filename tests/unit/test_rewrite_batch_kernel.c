@@ -1,0 +1,278 @@
+/* test_rewrite_batch_kernel.c - golden and negative tests of the batch-kernel rule (level 1,
+ * horizontal fusion) on small hand-made windows of `scale` and `fill` launches over separate
+ * buffers, interleaved as a tower's per-feature work is: which launches become one multi-instance
+ * launch (also past ops between them), the guards that fail when bindings move so that members
+ * meet, the layout replay uses (rw_run), and the near misses it must leave alone. The variant is
+ * stood in for by a table this file defines and reads back (rw__set_multi_hooks): what is tested
+ * is the rule and the plan, not the JIT. tests layer (cmocka, libcufold.a). */
+#include <stdint.h>
+#include <string.h>
+
+#include "common/errors.h"
+#define RWT_HASH_OPS /* rw_run's last-launch cache reads capture's hashes */
+#include "rw_test.h"
+
+extern const struct rw_rule rw_rule_batch_kernel;
+
+#define BUF 0x7f0000000000ull /* buffers of 64 KB each: BUF + b * 0x10000 */
+#define AT(b) (BUF + (uint64_t)(b) * 0x10000)
+#define MAX_OPS 16
+#define MAX_PARAMS 32
+
+/* scale (out w n*4, in r n*4, s, n) and fill (x w n*4, v, n) have cards; my_scale has none. */
+static const struct cap_func scale_info = RWT_FUNC(0x5ca1e, 1, "scale", RWT_LAYOUT_SCALE);
+static const struct cap_func fill_info = RWT_FUNC(0xf111, 2, "fill", RWT_LAYOUT_FILL);
+static const struct cap_func mystery_info = RWT_FUNC(0x3e5, 3, "my_scale", RWT_LAYOUT_SCALE);
+
+static unsigned char params[MAX_OPS][MAX_PARAMS];
+
+static struct cap_op scale_op(uint32_t slot, uint64_t out, uint64_t in, int32_t n)
+{
+	return rwt_scale_op(&scale_info, params[slot], out, in, 2.0f, n, STREAM_A);
+}
+
+static struct cap_op fill_op(uint32_t slot, uint64_t x, int32_t n)
+{
+	return rwt_fill_op(&fill_info, params[slot], x, 1.0f, n, STREAM_A);
+}
+
+/* ------------------------------------------------------------------ the stand-in variant */
+
+#define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
+
+static bool possible_yes(const struct cap_op *op)
+{
+	(void)op;
+	return true;
+}
+
+static bool possible_no(const struct cap_op *op)
+{
+	(void)op;
+	return false;
+}
+
+/* The table: k, then per instance its grid x and its parameter bytes. */
+static int fake_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
+		       struct cap_op *out)
+{
+	unsigned char *t = table;
+	uint32_t at = 4, gx = 0, psize = members[0]->u.kernel.param_size;
+
+	if (4 + k * (4 + psize) > cap)
+		return -CF_EINVAL;
+	memcpy(t, &k, 4);
+	for (uint32_t i = 0; i < k; i++) {
+		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
+		memcpy(t + at + 4, members[i]->u.kernel.params, psize);
+		at += 4 + psize;
+		gx += members[i]->u.kernel.grid[0];
+	}
+	*out = *members[0];
+	out->u.kernel.func = out->u.kernel.handle = FAKE_MULTI;
+	out->u.kernel.grid[0] = gx;
+	out->u.kernel.params = table;
+	out->u.kernel.param_size = at;
+	return 0;
+}
+
+static const struct rw_multi_hooks hooks_yes = { possible_yes, fake_launch };
+static const struct rw_multi_hooks hooks_no = { possible_no, fake_launch };
+
+static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
+{
+	const struct rw_rule *rules[1] = { &rw_rule_batch_kernel };
+
+	return rwt_run(ops, n, rules, 1, buf, cap);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	rw__set_multi_hooks(&hooks_yes);
+	return 0;
+}
+
+/* Instance i of a derived launch: its grid x and its parameter bytes. */
+static const unsigned char *instance(const struct cap_op *out, uint32_t i, uint32_t *gx)
+{
+	const unsigned char *t = out->u.kernel.params;
+	uint32_t k, stride = 4 + out->u.kernel.info->param_bytes;
+
+	memcpy(&k, t, 4);
+	assert_true(i < k);
+	t += 4 + i * stride;
+	memcpy(gx, t, 4);
+	return t + 4;
+}
+
+/* ------------------------------------------------------------------ golden */
+
+/* Three features, each scale then fill on its own buffers: the scales become one launch, the
+ * fills another, each standing where its first member stood. */
+static void test_tower(void **state)
+{
+	struct cap_op ops[6] = { scale_op(0, AT(0), AT(1), 1000), fill_op(1, AT(2), 100),
+				 scale_op(2, AT(3), AT(4), 300),  fill_op(3, AT(5), 200),
+				 scale_op(4, AT(6), AT(7), 2000), fill_op(5, AT(8), 300) };
+	const struct cap_op *ptr[6];
+	struct cap_op out;
+	uint32_t gx;
+	char buf[2048];
+	struct rw_plan *p = run(ops, 6, buf, sizeof(buf));
+
+	(void)state;
+	assert_string_equal(buf, "batch_kernel(0,2,4) batch_kernel(1,3,5) | independent(0,2) independent(1,2) "
+				 "independent(0,4) independent(1,4) independent(2,4) independent(3,4) "
+				 "independent(1,3) independent(1,5) independent(3,5)");
+	assert_int_equal(p->nnodes, 2);
+	assert_string_equal(p->nodes[0].rule, "batch-kernel");
+	assert_int_equal(p->stats[0].count, 2);
+	rwt_ptrs(ops, 6, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
+	assert_ptr_equal(out.u.kernel.func, FAKE_MULTI);
+	assert_int_equal(out.u.kernel.grid[0], rwt_grid(1000, RWT_BLOCK) + rwt_grid(300, RWT_BLOCK) +
+							rwt_grid(2000, RWT_BLOCK));
+	assert_int_equal(memcmp(instance(&out, 2, &gx), params[4], 24), 0);
+	assert_int_equal(gx, rwt_grid(2000, RWT_BLOCK));
+	assert_int_equal(memcmp(instance(&out, 1, &gx), params[2], 24), 0);
+	rw_plan_destroy(p);
+}
+
+/* Guards: the third scale's output moves onto what the second fill writes: it may no longer
+ * pass that fill, nor run beside the other scales if it meets them. */
+static void test_guards_move(void **state)
+{
+	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 1000), fill_op(1, AT(2), 100),
+				 scale_op(2, AT(3), AT(4), 300), fill_op(3, AT(5), 200) };
+	const struct cap_op *ptr[4];
+	uint32_t failed = 999;
+	char buf[2048];
+	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
+
+	(void)state;
+	assert_string_equal(buf, "batch_kernel(0,2) batch_kernel(1,3) | independent(0,2) independent(1,2) "
+				 "independent(1,3)");
+	rwt_ptrs(ops, 4, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	/* scale 2 now reads what fill 1 writes: hoisting it over the fill would read stale bytes */
+	rwt_set_param_u64(&ops[2], 8, AT(2));
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].kind, RW_G_INDEPENDENT);
+	assert_int_equal(p->guards[failed].a, 1);
+	assert_int_equal(p->guards[failed].b, 2);
+	rwt_set_param_u64(&ops[2], 8, AT(4));
+	/* scale 2 writes where scale 0 reads */
+	rwt_set_param_u64(&ops[2], 0, AT(1));
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].a, 0);
+	assert_int_equal(p->guards[failed].b, 2);
+	rw_plan_destroy(p);
+}
+
+/* A member that depends on the op it would pass stays where it is; a later one that does not is
+ * still gathered (it passes the one left behind, which it must be independent of too). */
+static void test_skips_dependent(void **state)
+{
+	struct cap_op ops[5] = { scale_op(0, AT(0), AT(1), 1000), fill_op(1, AT(2), 100),
+				 scale_op(2, AT(3), AT(2), 100), /* reads what fill 1 wrote */
+				 scale_op(3, AT(4), AT(5), 100), fill_op(4, AT(6), 100) };
+	char buf[2048];
+	struct rw_plan *p = run(ops, 5, buf, sizeof(buf));
+
+	(void)state;
+	/* 0 and 3 fuse (3 passes 1 and 2, independent of both); 2 stays; fills 1 and 4 fuse (4 now
+	 * passes only 2: 3 already runs with 0, ahead of them) */
+	assert_string_equal(buf, "batch_kernel(0,3) batch_kernel(1,4) op(2) | independent(0,3) independent(1,3) "
+				 "independent(2,3) independent(1,4) independent(2,4)");
+	rw_plan_destroy(p);
+}
+
+/* The layout replay uses: the plan is accepted although its nodes are not runs, members after
+ * the first are folded, the ops between keep their positions. */
+static void test_run_layout(void **state)
+{
+	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 1000), fill_op(1, AT(2), 100),
+				 scale_op(2, AT(3), AT(4), 300), fill_op(3, AT(5), 200) };
+	const struct cap_op *ptr[4];
+	struct rw_config cfg = { .opt = 1 };
+	struct cap_op tmp;
+	struct rw_run *r;
+
+	(void)state;
+	rwt_ptrs(ops, 4, ptr);
+	r = rw_run_create(ptr, 4, &cfg);
+	assert_non_null(r);
+	assert_false(rw_run_is_folded(r, 0));
+	assert_false(rw_run_is_folded(r, 1));
+	assert_true(rw_run_is_folded(r, 2));
+	assert_true(rw_run_is_folded(r, 3));
+	assert_true(rw_run_guards_hold(r, ops));
+	assert_ptr_equal(rw_run_op(r, 0, ops, &tmp)->u.kernel.func, FAKE_MULTI);
+	assert_null(rw_run_op(r, 2, ops, &tmp));
+	rw_run_destroy(r);
+}
+
+/* ------------------------------------------------------------------ near misses */
+
+static void test_no_variant(void **state)
+{
+	struct cap_op ops[2] = { scale_op(0, AT(0), AT(1), 100), scale_op(1, AT(2), AT(3), 100) };
+
+	(void)state;
+	rw__set_multi_hooks(&hooks_no);
+	rwt_expect_identity(run, ops, 2);
+	rw__set_multi_hooks(&hooks_yes);
+}
+
+static void test_near_misses(void **state)
+{
+	(void)state;
+	{ /* a chain: the second reads what the first writes */
+		struct cap_op ops[2] = { scale_op(0, AT(0), AT(1), 100), scale_op(1, AT(2), AT(0), 100) };
+
+		rwt_expect_identity(run, ops, 2);
+	}
+	{ /* both write one buffer */
+		struct cap_op ops[2] = { fill_op(0, AT(0), 100), fill_op(1, AT(0) + 200, 100) };
+
+		rwt_expect_identity(run, ops, 2);
+	}
+	{ /* no card: effects unknown */
+		struct cap_op ops[2] = { rwt_scale_op(&mystery_info, params[0], AT(0), AT(1), 1.0f, 100, STREAM_A),
+					 rwt_scale_op(&mystery_info, params[1], AT(2), AT(3), 1.0f, 100, STREAM_A) };
+
+		rwt_expect_identity(run, ops, 2);
+	}
+	{ /* another block shape */
+		struct cap_op ops[2] = { scale_op(0, AT(0), AT(1), 100), scale_op(1, AT(2), AT(3), 100) };
+
+		ops[1].u.kernel.block[0] = 64;
+		ops[1] = rwt_finish(ops[1]);
+		rwt_expect_identity(run, ops, 2);
+	}
+	{ /* another stream between: an event record is not plain */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), rwt_event_record_op(STREAM_A),
+					 scale_op(2, AT(2), AT(3), 100) };
+
+		rwt_expect_identity(run, ops, 3);
+	}
+	{ /* the other launch on another stream */
+		struct cap_op ops[2] = { scale_op(0, AT(0), AT(1), 100),
+					 rwt_scale_op(&scale_info, params[1], AT(2), AT(3), 2.0f, 100, STREAM_B) };
+
+		rwt_expect_identity(run, ops, 2);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tower),         cmocka_unit_test(test_guards_move),
+		cmocka_unit_test(test_skips_dependent), cmocka_unit_test(test_run_layout),
+		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
