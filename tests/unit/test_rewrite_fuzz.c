@@ -9,7 +9,9 @@
  * from the descriptor, not from the fields the rules reason about, so a derived op whose fields
  * disagree is caught), the test kernels (tests/kernels/elementwise.cu, copy.cu; their cards in
  * tests/kernels/test-kernels.cards, which rw_test.h loads through CUFOLD_CARDS) with their grid
- * convention, and cufold's batch kernels from their tables (rewrite/kernels/batch.h). An op
+ * convention, cufold's batch kernels from their tables (rewrite/kernels/batch.h), and a
+ * multi-instance launch (batch-kernel) as its instances, each run as its own launch, at once
+ * (the table is this file's stand-in for the variant's: FUZZ_MULTI). An op
  * whose result would depend on how the device schedules it (a copy reading what it writes, two
  * threads or ranges touching one byte) is "racy": the generator never makes one, and a plan node
  * that is one is a bug even where this interpreter's one schedule happens to agree. */
@@ -30,7 +32,7 @@
  * generator learns its pattern and it is added. */
 static const char *const fuzzed_rules[] = {
 	"coalesce",   "slice-glue",   "dead-write",        "duplicate", "copy-chain",
-	"batch-copy", "identity-cat", "batch-elementwise", "parallel",
+	"batch-copy", "identity-cat", "batch-elementwise", "parallel",  "batch-kernel",
 };
 #define NFUZZED (sizeof(fuzzed_rules) / sizeof(fuzzed_rules[0]))
 #define MAXRULES 64 /* room in the tally */
@@ -321,6 +323,51 @@ struct xkern {
 #define KB_COPY (100 + RW_K_BATCH_COPY)
 #define KB_SET (100 + RW_K_BATCH_MEMSET)
 #define KB_COPY2D (100 + RW_K_BATCH_COPY2D)
+#define K_MULTI 200 /* a multi-instance launch */
+
+/* ------------------------------------------------------------------ the stand-in variant */
+
+/* The multi-instance launches batch-kernel makes run this stand-in of a variant: its table is
+ * the kernel, the count, then per instance its grid x and its parameter bytes. */
+#define FUZZ_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
+#define MULTI_HEAD 8u            /* kernel (u32), count (u32) */
+#define MULTI_INST(psize) (8u + (psize)) /* grid x (u32), pad, the parameters */
+
+static struct cap_func multi_info = { .func = FUZZ_MULTI, .name = "fuzz_multi" }; /* no card, no layout */
+
+static int op_kid(const struct cap_op *op);
+
+static bool multi_possible(const struct cap_op *op)
+{
+	return op_kid(op) >= 0;
+}
+
+static int multi_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
+			struct cap_op *out)
+{
+	unsigned char *t = table;
+	uint32_t psize = members[0]->u.kernel.param_size, kid = (uint32_t)op_kid(members[0]), gx = 0, at = MULTI_HEAD;
+
+	if (MULTI_HEAD + k * MULTI_INST(psize) > cap)
+		return -CF_EINVAL;
+	memset(t, 0, MULTI_HEAD + k * MULTI_INST(psize));
+	memcpy(t, &kid, 4);
+	memcpy(t + 4, &k, 4);
+	for (uint32_t i = 0; i < k; i++, at += MULTI_INST(psize)) {
+		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
+		memcpy(t + at + 8, members[i]->u.kernel.params, psize);
+		gx += members[i]->u.kernel.grid[0];
+	}
+	*out = *members[0];
+	out->u.kernel.func = out->u.kernel.handle = FUZZ_MULTI;
+	out->u.kernel.info = &multi_info;
+	out->u.kernel.grid[0] = gx;
+	out->u.kernel.params = table;
+	out->u.kernel.param_size = at;
+	return 0;
+}
+
+static const struct rw_multi_hooks fuzz_multi = { multi_possible, multi_launch };
 
 static uint64_t get_u64(const unsigned char *p)
 {
@@ -369,6 +416,20 @@ static int decode_kernel(const struct cap_op *op, struct xkern *x, const char **
 	enum kid kid;
 
 	memset(x, 0, sizeof(*x));
+	if (k->func == FUZZ_MULTI) {
+		uint32_t mk, cnt;
+
+		memcpy(&mk, pb, 4);
+		memcpy(&cnt, pb + 4, 4);
+		if (k->info != &multi_info || mk >= K_COUNT || cnt < 2 || cnt > RW_MULTI_MAX ||
+		    k->param_size != MULTI_HEAD + cnt * MULTI_INST(funcs[mk].param_bytes)) {
+			*why = "multi-instance launch whose table does not match its kernel";
+			return X_BAD;
+		}
+		x->k = K_MULTI;
+		x->table = pb;
+		return X_OK;
+	}
 	if (k->func == RWT_FAKE_FUNC(RW_K_BATCH_COPY))
 		return decode_batch(op, RW_K_BATCH_COPY, x, why);
 	if (k->func == RWT_FAKE_FUNC(RW_K_BATCH_MEMSET))
@@ -521,6 +582,63 @@ static bool walk_batch(const struct xkern *x, struct visit *v)
 	return true;
 }
 
+/* Instance i of the multi-instance launch op (table t): the launch it stands for. */
+static struct cap_op multi_instance(const struct cap_op *op, const unsigned char *t, uint32_t i)
+{
+	struct cap_op in = *op;
+	uint32_t kid;
+
+	memcpy(&kid, t, 4);
+	in.u.kernel.func = in.u.kernel.handle = funcs[kid].func;
+	in.u.kernel.info = &funcs[kid];
+	in.u.kernel.param_size = funcs[kid].param_bytes;
+	memcpy(&in.u.kernel.grid[0], t + MULTI_HEAD + i * MULTI_INST(funcs[kid].param_bytes), 4);
+	in.u.kernel.params = (void *)(t + MULTI_HEAD + i * MULTI_INST(funcs[kid].param_bytes) + 8);
+	return in;
+}
+
+/* A visitor that passes what it is told on with the unit moved by base: instance i's threads are
+ * units after those of the instances before it. */
+struct visit_off {
+	struct visit v;              /* first: the walk sees this */
+	struct visit *outer;
+	uint32_t base;
+};
+
+static bool visit_offset(struct visit *v, uint32_t unit, bool per_byte, bool write, uint64_t addr, uint64_t len)
+{
+	struct visit_off *o = (struct visit_off *)v;
+	bool go = o->outer->fn(o->outer, unit + o->base, per_byte, write, addr, len);
+
+	v->err = o->outer->err;
+	return go;
+}
+
+static bool walk_kernel(const struct xkern *x, struct visit *v);
+
+static bool walk_multi(const struct xkern *x, struct visit *v, const struct cap_op *op)
+{
+	uint32_t cnt, base = 0;
+
+	memcpy(&cnt, x->table + 4, 4);
+	for (uint32_t i = 0; i < cnt; i++) {
+		struct cap_op in = multi_instance(op, x->table, i);
+		struct visit_off o = { .v = *v, .outer = v, .base = base };
+		struct xkern xi;
+		const char *why;
+
+		o.v.fn = visit_offset;
+		if (decode_kernel(&in, &xi, &why) != X_OK) {
+			v->err = X_BAD;
+			return false;
+		}
+		if (!walk_kernel(&xi, &o.v))
+			return false;
+		base += (uint32_t)xi.threads;
+	}
+	return true;
+}
+
 static bool walk_kernel(const struct xkern *x, struct visit *v)
 {
 	if (x->k >= 100)
@@ -581,6 +699,11 @@ static int op_walk(const struct cap_op *op, struct visit *v, const char **why)
 		int rc = decode_kernel(op, &x, why);
 
 		v->strict = x.k == KB_COPY || x.k == KB_COPY2D;
+		if (rc == X_OK && x.k == K_MULTI) {
+			if (!walk_multi(&x, v, op) && v->err == X_BAD)
+				*why = "an instance of a multi-instance launch the interpreter would not run";
+			return rc;
+		}
 		if (rc == X_OK && !walk_kernel(&x, v) && v->err == X_BAD)
 			*why = "misaligned cat pointer";
 		return rc;
@@ -771,7 +894,16 @@ static void op_exec(unsigned char *mem, const struct cap_op *op)
 
 		if (decode_kernel(op, &x, &why) != X_OK)
 			return;
-		if (x.k >= 100) {
+		if (x.k == K_MULTI) { /* the instances at once: op_check found no byte two of them share */
+			uint32_t cnt;
+
+			memcpy(&cnt, x.table + 4, 4);
+			for (uint32_t i = 0; i < cnt; i++) {
+				struct cap_op in = multi_instance(op, x.table, i);
+
+				op_exec(mem, &in);
+			}
+		} else if (x.k >= 100) {
 			exec_batch(mem, &x);
 		} else if (x.k == K_CAT) {
 			for (int64_t i = 0; i < x.clim; i++) {
@@ -1266,6 +1398,7 @@ static struct rw_plan *rewrite(const struct win *w)
 
 	win_ptrs(w, ptr);
 	rw__set_kernel_resolver(rwt_fake_resolver);
+	rw__set_multi_hooks(&fuzz_multi);
 	return rw_rewrite(ptr, w->n, NULL, &cfg, NULL, 0);
 }
 
@@ -1900,6 +2033,35 @@ static void pat_elem(struct gen *g, int s)
 	}
 }
 
+/* A tower: launches of one kernel, each over its own buffers, with other work between them
+ * (batch-kernel), near misses included: a launch reading what an earlier one (or an op between)
+ * wrote, two launches writing one range, another block shape. */
+static void pat_tower(struct gen *g, int s)
+{
+	enum kid k = chance(&g->s, 10) ? K_MYSTERY : elem_kernels[rnd(&g->s, 0, NELEM - 1)];
+	uint32_t nk = (uint32_t)rnd(&g->s, 2, 5);
+	unsigned block = any_block(g);
+	float sc = any_scalar(g);
+	uint64_t last_out = 0;
+
+	for (uint32_t j = 0; j < nk; j++) {
+		int32_t n = (int32_t)rnd(&g->s, 1, 40);
+		uint64_t p[3];
+		unsigned b = block;
+
+		for (uint32_t i = 0; i < 3; i++)
+			p[i] = pos(g, (unsigned)rnd(&g->s, 0, NBUF - 1), 4 * (uint64_t)n, 4);
+		if (j && chance(&g->s, 10) && kdesc[k].nptr >= 2)
+			p[1] = last_out; /* reads what the launch before wrote */
+		if (chance(&g->s, 5))
+			b = block == 256 ? 128 : 256;
+		if (j && chance(&g->s, 40))
+			random_op(g, s);
+		w_kern(g->w, k, p[0], p[1], p[2], sc, n, grid_for((uint64_t)n, b), b, s);
+		last_out = p[0];
+	}
+}
+
 /* cat over views that abut (identity-cat), or nearly. */
 static void pat_cat(struct gen *g, int s)
 {
@@ -2005,8 +2167,10 @@ static void gen_window(struct gen *g)
 			pat_dead(g, s);
 		else if (r < 57)
 			pat_dup(g, s);
-		else if (r < 71)
+		else if (r < 66)
 			pat_elem(g, s);
+		else if (r < 71)
+			pat_tower(g, s);
 		else if (r < 79)
 			pat_cat(g, s);
 		else if (r < 85)
