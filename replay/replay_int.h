@@ -106,6 +106,8 @@ struct rpl_rewrite_figures {
 	uint32_t memsets[2];         /* memsets before / after */
 	uint64_t bytes[2];           /* bytes copied or set before / after (copies, memsets and
 				      * cufold's batch kernels, which count as kernels too) */
+	uint32_t fused[2];           /* batch-kernel: launches fused / the launches running them */
+	uint32_t apart[RW_APART_COUNT]; /* launches of programs' kernels left alone, by why */
 	struct rpl_rule_figures {
 		const char *rule;    /* its name (static) */
 		uint32_t count;      /* applications, summed over segments */

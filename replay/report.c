@@ -60,6 +60,12 @@ static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct
 	write_pair(j, "copies", w->copies[0], w->copies[1]);
 	write_pair(j, "memsets", w->memsets[0], w->memsets[1]);
 	write_pair(j, "bytes", w->bytes[0], w->bytes[1]);
+	write_pair(j, "kernels_fused", w->fused[0], w->fused[1]);
+	cf_json_key(j, "kernels_apart");
+	cf_json_obj_begin(j);
+	for (uint32_t a = 0; a < RW_APART_COUNT; a++)
+		cf_json_ku64(j, rw_apart_name((enum rw_apart)a), w->apart[a]);
+	cf_json_obj_end(j);
 	cf_json_key(j, "call_sites");
 	write_sites(re, j, w->sites, w->nsites);
 	cf_json_obj_end(j);

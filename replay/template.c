@@ -383,10 +383,37 @@ static void seg_mark(struct cap_shape *s, const struct rpl_seg *g)
 			(void)cap_shape_mark(s, g->first + i, CAP_MARK_REMOVED, 0, p->erased_by[i]);
 }
 
+/* Why each launch of a program's kernel in segment g that the rewrite left a launch of its own
+ * (a plan's plain node, or every launch when there is no plan) was not fused with others. */
+static void figures_apart(struct rpl_engine *re, struct rpl_rewrite_figures *f, const struct rpl_seg *g,
+			  const struct cap_window *w)
+{
+	const struct cap_op **ops = malloc(g->n * sizeof(*ops));
+
+	if (!ops)
+		return;
+	for (uint32_t i = 0; i < g->n; i++)
+		ops[i] = cap_window_op(w, g->first + i);
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct cap_kernel *k = &ops[i]->u.kernel;
+
+		if (ops[i]->kind != CAP_OP_KERNEL || (k->info && !strncmp(k->info->name, "cufold_", 7)))
+			continue;
+		if (g->run && (g->run->node_of[i] < 0 ||
+			       g->run->plan->nodes[g->run->node_of[i]].kind != RW_NODE_OP))
+			continue;
+		f->apart[rw_multi_apart(re->kernels, ops, g->n, i)]++;
+	}
+	free(ops);
+}
+
 /* Add segment g's rewrite (window w) to the template's figures. */
-static void figures_add(struct rpl_rewrite_figures *f, const struct rpl_seg *g, const struct cap_window *w)
+static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, const struct rpl_seg *g,
+			const struct cap_window *w)
 {
 	const struct rw_plan *p = g->run ? g->run->plan : NULL;
+
+	figures_apart(re, f, g, w);
 
 	for (uint32_t i = 0; i < g->n; i++) {
 		figures_count(f, cap_window_op(w, g->first + i), 0);
@@ -406,6 +433,10 @@ static void figures_add(struct rpl_rewrite_figures *f, const struct rpl_seg *g, 
 
 		if (rw_plan_node_op(p, k, g->run->ops, &tmp) == 0)
 			figures_count(f, &tmp, 1);
+		if (p->nodes[k].kind == RW_NODE_BATCH_KERNEL) {
+			f->fused[0] += p->nodes[k].norig;
+			f->fused[1]++;
+		}
 	}
 	/* every rule that merged, rewrote or removed an op names its call site */
 	for (uint32_t i = 0; i < g->n; i++) {
@@ -685,7 +716,7 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 		rc = rpl__seg_build(re, &t->segs[k], w, tg, cfg);
 		if (rc != CUDA_SUCCESS)
 			break;
-		figures_add(&t->rw, &t->segs[k], w);
+		figures_add(re, &t->rw, &t->segs[k], w);
 		if (t->segs[k].nparts > 1)
 			t->split_segs++;
 		else if (seg_streams(&t->segs[k], w) > 1)

@@ -386,6 +386,38 @@ bool rw_multi_possible(struct rw_kernels *kc, const struct cap_op *op)
 	return multi_hooks ? multi_hooks->possible(op) : rw_kernels_multi_possible(kc, op);
 }
 
+const char *rw_apart_name(enum rw_apart a)
+{
+	static const char *const names[] = {
+#define RW_APART_NAME_(name, key) key,
+		RW_APART_LIST(RW_APART_NAME_)
+#undef RW_APART_NAME_
+	};
+
+	return (unsigned)a < RW_APART_COUNT ? names[a] : "?";
+}
+
+enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
+{
+	const struct cap_kernel *k = &ops[i]->u.kernel;
+	struct rw_effects e;
+
+	if (!rw_multi_possible(kc, ops[i]))
+		return RW_APART_NO_VARIANT;
+	rw_op_effects(ops[i], &e);
+	if (e.all)
+		return RW_APART_EFFECTS;
+	for (uint32_t j = 0; j < n; j++) {
+		const struct cap_kernel *o = &ops[j]->u.kernel;
+
+		if (j != i && ops[j]->kind == CAP_OP_KERNEL && o->info == k->info && o->block[0] == k->block[0] &&
+		    o->block[1] == k->block[1] && o->block[2] == k->block[2] && o->grid[1] == k->grid[1] &&
+		    o->grid[2] == k->grid[2] && ops[j]->stream_slot == ops[i]->stream_slot)
+			return RW_APART_ORDERED;
+	}
+	return RW_APART_ALONE;
+}
+
 /* One launch of the variant running the launches orig: the members, then the table in the
  * node's scratch and the launch over it. */
 static int derive_batch_kernel(struct rw_kernels *kc, const struct rw_plan_node *n, const struct cap_op *const *ops,

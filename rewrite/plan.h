@@ -211,6 +211,26 @@ struct rw_multi_hooks {
 		      struct cap_op *out);
 };
 void rw__set_multi_hooks(const struct rw_multi_hooks *h);
+/* Why a kernel launch was left to run alone (report): X(name, key). */
+#define RW_APART_LIST(X) \
+	X(NO_VARIANT, "no_variant")       /* no multi-instance variant: no PTX for it (machine code \
+					   * only), or its PTX cannot be made into one */ \
+	X(EFFECTS, "effects_unknown")     /* no card and none derived, or one that says indirect or \
+					   * unknown: never independent of anything */ \
+	X(ALONE, "alone")                 /* no other launch of its kernel and shape in its run */ \
+	X(ORDERED, "ordered")             /* others exist, but a dependence, an op that is not a \
+					   * kernel, copy or memset of its stream, or the scan's reach \
+					   * keeps them apart */
+enum rw_apart {
+#define RW_APART_ENUM_(name, key) RW_APART_##name,
+	RW_APART_LIST(RW_APART_ENUM_)
+#undef RW_APART_ENUM_
+	RW_APART_COUNT
+};
+const char *rw_apart_name(enum rw_apart a); /* "no_variant" */
+/* Why launch ops[i] of the run ops[0..n), left a launch of its own by the rewrite, was not
+ * fused with others of its kernel. */
+enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i);
 /* Bytes of scratch a node of kind needs (first: its first original op). */
 uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first);
 /* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func on the

@@ -135,6 +135,18 @@ print("  rules fired on nearmiss at CUFOLD_OPT=2: %s" % fired)
 for r in ("slice-glue", "dead-write", "duplicate", "coalesce", "batch-elementwise", "identity-cat"):
     want("nearmiss: %s fired %d times on a near miss" % (r, fired.get(r, 0)), fired.get(r, 0) == 0)
 
+# horizontal fusion's figures: launches fused into how many, and why the rest ran alone
+for name in ("s1.16", "s2.16"):
+    fused, apart = [0, 0], {}
+    for t in json.load(open(os.path.join(d, name + ".report")))["replay"]["templates"]:
+        w = t["rewrite"]
+        fused = [fused[0] + w["kernels_fused"][0], fused[1] + w["kernels_fused"][1]]
+        for k, v in w["kernels_apart"].items():
+            apart[k] = apart.get(k, 0) + v
+    print("  %s: kernels fused %s, apart %s" % (name, fused, apart))
+    want("%s: the report says why launches ran alone" % name,
+         set(apart) == {"no_variant", "effects_unknown", "alone", "ordered"} and sum(apart.values()) > 0)
+
 if fails:
     sys.exit("\n".join("FAIL: " + f for f in fails))
 PY
