@@ -11,10 +11,22 @@
  *   cudart        6bd5fb6c-...  slot 2: retain a device's primary context; slot 12: "load the
  *                               compilers" (nothing to load here)
  *   tools-hooks   a094798c-...  slots 2 and 6: buffers for the runtime's tool-callback state
- *   tools-tls     42d85a81-...  handed out; no slot called
+ *   tools-tls     42d85a81-...  slot 2: the calling thread's current context (cuBLASLt asks it
+ *                               before its first matrix product: answered NOT_SUPPORTED, its
+ *                               heuristic finds no algorithm)
  *   context-local-storage c693336e-...  (no size word) put, delete, get a value by (context, key)
  *   context-checks 263e8860-... slot 2: a context's flags (0), slot 3: a global word (0)
  *   integrity     d4082055-...  slot 1: the answer to the runtime's challenge (see below)
+ *
+ * cuBLAS and cuBLASLt (13.x, inside PyTorch's first nn.Linear) ask for
+ *
+ *   context-identity 21318c60-... (93 slots) slot 4: a context's unique id (cuCtxGetId's);
+ *                               slot 39: a private stream's identity; slot 51: the private
+ *                               stream of a public handle (NULL, CU_STREAM_LEGACY and
+ *                               CU_STREAM_PER_THREAD stand for themselves here; a created stream
+ *                               is its own private stream). Slot numbers and arguments as another
+ *                               driver emulator's tests record them; PyTorch's matrix products
+ *                               were seen to need slot 4 and tools-tls slot 2.
  *
  * NVRTC (13.0's libnvrtc, inside nvrtcCompileProgram: numba and CuPy compile with it) asks for
  *
@@ -41,7 +53,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ET_MAX_STUBS 48 /* unimplemented slots of all tables together (19 today) */
+#define ET_MAX_STUBS 144 /* unimplemented slots of all tables together (108 today) */
 
 struct et_table {
 	const char *name;            /* what the runtime uses it for */
@@ -75,10 +87,12 @@ static CUresult stub_hit(unsigned int tag)
 
 #define STUB(n) static CUresult stub_##n(void) { return stub_hit(n); }
 #define STUB8(n) STUB(n##0) STUB(n##1) STUB(n##2) STUB(n##3) STUB(n##4) STUB(n##5) STUB(n##6) STUB(n##7)
-STUB8(1) STUB8(2) STUB8(3) STUB8(4) STUB8(5) STUB8(6)
+STUB8(1) STUB8(2) STUB8(3) STUB8(4) STUB8(5) STUB8(6) STUB8(7) STUB8(8) STUB8(9)
+STUB8(10) STUB8(11) STUB8(12) STUB8(13) STUB8(14) STUB8(15) STUB8(16) STUB8(17) STUB8(18)
 #define REF8(n) stub_##n##0, stub_##n##1, stub_##n##2, stub_##n##3, stub_##n##4, stub_##n##5, stub_##n##6, stub_##n##7
 static CUresult (*const stubs[ET_MAX_STUBS])(void) = {
-	REF8(1), REF8(2), REF8(3), REF8(4), REF8(5), REF8(6),
+	REF8(1),  REF8(2),  REF8(3),  REF8(4),  REF8(5),  REF8(6),  REF8(7),  REF8(8),  REF8(9),
+	REF8(10), REF8(11), REF8(12), REF8(13), REF8(14), REF8(15), REF8(16), REF8(17), REF8(18),
 };
 static unsigned int stubs_used;
 
@@ -128,6 +142,72 @@ static void hooks_buffer2(void **ptr, size_t *size)
 static const struct et_slot hooks_fns[] = {
 	{ 2, (et_fn)hooks_buffer1 },
 	{ 6, (et_fn)hooks_buffer2 },
+	{ 0, NULL },
+};
+
+/* ------------------------------------------------------------------ tools-tls, context-identity */
+
+/* The calling thread's current context (NULL and CUDA_ERROR_INVALID_CONTEXT when it has none). */
+static CUresult tls_current_ctx(void **pctx)
+{
+	struct sim_ctx *c;
+
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	c = sim_is_initialized() ? sim_ctx_current() : NULL;
+	*pctx = c;
+	return c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static const struct et_slot tls_fns[] = {
+	{ 2, (et_fn)tls_current_ctx },
+	{ 0, NULL },
+};
+
+/* A context's unique id, as cuCtxGetId answers (NULL: the current context). */
+static CUresult ident_ctx_id(CUcontext ctx, uint64_t *id)
+{
+	unsigned long long v = 0;
+	CUresult rc = sim_api_cuCtxGetId(ctx, &v);
+
+	if (rc == CUDA_SUCCESS && id)
+		*id = v;
+	return id ? rc : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Whether h names a stream: NULL, the legacy and per-thread handles, or a stream created in a
+ * live context. */
+static bool ident_stream_ok(CUstream h)
+{
+	CUcontext c;
+
+	return !h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD || sim_api_cuStreamGetCtx(h, &c) == CUDA_SUCCESS;
+}
+
+static CUresult ident_stream_private(CUcontext ctx, CUstream h, void **priv, int per_thread)
+{
+	(void)ctx;
+	if (!priv)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!ident_stream_ok(h))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*priv = !h && per_thread ? (void *)CU_STREAM_PER_THREAD : (void *)h;
+	return CUDA_SUCCESS;
+}
+
+static CUresult ident_stream_identity(CUcontext ctx, const void *priv, uint64_t *identity)
+{
+	(void)ctx;
+	if (!identity || !ident_stream_ok((CUstream)(uintptr_t)priv))
+		return CUDA_ERROR_INVALID_VALUE;
+	*identity = (uint64_t)(uintptr_t)priv;
+	return CUDA_SUCCESS;
+}
+
+static const struct et_slot ident_fns[] = {
+	{ 4, (et_fn)ident_ctx_id },
+	{ 39, (et_fn)ident_stream_identity },
+	{ 51, (et_fn)ident_stream_private },
 	{ 0, NULL },
 };
 
@@ -456,6 +536,7 @@ static const struct et_slot integrity_fns[] = {
 static const void *hooks_slots[7];
 static const void *cls_slots[3];
 static const void *tls_slots[4];
+static const void *ident_slots[93];
 static const void *checks_slots[4];
 
 static struct et_table tables[] = {
@@ -478,7 +559,11 @@ static struct et_table tables[] = {
 	{ "tools-tls",
 	  { 0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47,
 	    0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc },
-	  true, 4, tls_slots, NULL, 0 },
+	  true, 4, tls_slots, tls_fns, 0 },
+	{ "context-identity",
+	  { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48,
+	    0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
+	  true, 93, ident_slots, ident_fns, 0 },
 	{ "context-checks",
 	  { 0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43,
 	    0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa, 0x7e },

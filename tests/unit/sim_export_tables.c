@@ -1,6 +1,8 @@
 /* sim_export_tables.c - unit tests of the software device's cuGetExportTable: which UUIDs are
  * answered and how, the cudart table's primary context, context-local storage semantics, the
- * integrity check's constant and computed answers, and an unimplemented slot failing cleanly.
+ * integrity check's constant and computed answers, what cuBLAS(Lt) asks (tools-tls's current
+ * context, context-identity's context id and private streams: without them PyTorch's first
+ * matrix product finds no algorithm), and an unimplemented slot failing cleanly.
  * (That the real runtime accepts all of it is tests/e2e/sim_cudart_train.sh.) tests layer; runs
  * against libcuda.so.1. */
 #include <setjmp.h>
@@ -23,7 +25,16 @@ static const CUuuid cls = { { (char)0xc6, (char)0x93, 0x33, 0x6e, 0x11, 0x21, (c
 static const CUuuid integrity = { { (char)0xd4, 0x08, 0x20, 0x55, (char)0xbd, (char)0xe6, 0x70, 0x4b,
 				    (char)0x8d, 0x34, (char)0xba, 0x12, 0x3c, 0x66, (char)0xe1, (char)0xf2 } };
 
+static const CUuuid tools_tls = { { 0x42, (char)0xd8, 0x5a, (char)0x81, 0x23, (char)0xf6, (char)0xcb, 0x47,
+				    (char)0x82, (char)0x98, (char)0xf6, (char)0xe7, (char)0x8a, 0x3a, (char)0xec, (char)0xdc } };
+static const CUuuid ctx_identity = { { 0x21, 0x31, (char)0x8c, 0x60, (char)0x97, 0x14, 0x32, 0x48,
+				       (char)0x8c, (char)0xa6, 0x41, (char)0xff, 0x73, 0x24, (char)0xc8, (char)0xf2 } };
+
 typedef CUresult (*primary_fn)(CUcontext *pctx, CUdevice dev);
+typedef CUresult (*tls_ctx_fn)(void **pctx);
+typedef CUresult (*ctx_id_fn)(CUcontext ctx, uint64_t *id);
+typedef CUresult (*stream_priv_fn)(CUcontext ctx, CUstream h, void **priv, int per_thread);
+typedef CUresult (*stream_ident_fn)(CUcontext ctx, const void *priv, uint64_t *identity);
 typedef CUresult (*cls_put_fn)(CUcontext ctx, void *key, void *value, void (*dtor)(CUcontext, void *, void *));
 typedef CUresult (*cls_delete_fn)(CUcontext ctx, void *key);
 typedef CUresult (*cls_get_fn)(void **value, CUcontext ctx, void *key);
@@ -84,6 +95,61 @@ static void test_cudart_primary_context(void **state)
 	/* an unimplemented slot fails cleanly (and is logged once) */
 	assert_int_equal(unknown(), CUDA_ERROR_NOT_SUPPORTED);
 	assert_int_equal(unknown(), CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* cuBLASLt's questions before its first matrix product: the current context (tools-tls slot 2)
+ * and that context's unique id (context-identity slot 4), both answered as cuCtxGetCurrent and
+ * cuCtxGetId would; and the private stream of a public handle and its identity. */
+static void test_cublas_tables(void **state)
+{
+	const void *const *tls = table(&tools_tls), *const *ident = table(&ctx_identity);
+	tls_ctx_fn current;
+	ctx_id_fn ctx_id;
+	stream_priv_fn priv_of;
+	stream_ident_fn ident_of;
+	CUcontext ctx, other;
+	CUdevice dev;
+	CUstream s;
+	unsigned long long want;
+	uint64_t got = 0;
+	void *p = (void *)1;
+
+	(void)state;
+	tl_init();
+	assert_int_equal((uintptr_t)ident[0], 93 * sizeof(void *));
+	slot(&current, tls, 2);
+	slot(&ctx_id, ident, 4);
+	slot(&priv_of, ident, 51);
+	slot(&ident_of, ident, 39);
+	CHECK(cuCtxSetCurrent(NULL));
+	assert_int_equal(current(&p), CUDA_ERROR_INVALID_CONTEXT);
+	assert_null(p);
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
+	CHECK(current(&p));
+	assert_ptr_equal(p, ctx);
+	CHECK(cuCtxGetId(ctx, &want));
+	CHECK(ctx_id(ctx, &got));
+	assert_int_equal(got, want);
+	CHECK(cuCtxCreate(&other, NULL, 0, dev));
+	CHECK(ctx_id(other, &got));
+	assert_int_not_equal(got, want);
+	CHECK(cuCtxDestroy(other));
+	assert_int_equal(ctx_id(other, &got), CUDA_ERROR_INVALID_CONTEXT);
+	CHECK(cuCtxSetCurrent(ctx));
+	/* streams: a created stream is its own private stream, NULL becomes the per-thread stream
+	 * when asked, a handle that names nothing is refused */
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(priv_of(ctx, s, &p, 0));
+	assert_ptr_equal(p, s);
+	CHECK(ident_of(ctx, p, &got));
+	assert_int_equal(got, (uint64_t)(uintptr_t)s);
+	CHECK(priv_of(ctx, NULL, &p, 1));
+	assert_ptr_equal(p, CU_STREAM_PER_THREAD);
+	assert_int_equal(priv_of(ctx, (CUstream)(uintptr_t)0x7777, &p, 0), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(priv_of(ctx, s, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuStreamDestroy(s));
 }
 
 static void test_context_local_storage(void **state)
@@ -149,6 +215,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_answers),
 		cmocka_unit_test(test_cudart_primary_context),
+		cmocka_unit_test(test_cublas_tables),
 		cmocka_unit_test(test_context_local_storage),
 		cmocka_unit_test(test_integrity),
 	};
