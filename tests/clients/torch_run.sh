@@ -7,12 +7,8 @@
 # =noop): the values are meaningless, the bytes must still match. Needs make deps-torch; skipped
 # with one line without it. tests layer.
 #
-# Known today: cuBLASLt finds no algorithm on the software device (CUBLAS_STATUS_NOT_SUPPORTED
-# from its heuristic, with no failing driver call), so the clients with matrix products
-# (torch_dlrm, torch_transformer, torch_mlp_adam) stop at their first nn.Linear; each such stop
-# is printed as KNOWN and the rest still checked. torch_nogemm (the DLRM shape without GEMMs)
-# runs. Target of issue 25 on every client: >= 80 % of ops replayed and >= 5x fewer host
-# submissions per step.
+# Target of issue 25 on every client: >= 80 % of ops replayed and >= 5x fewer host submissions
+# per step.
 source "$(dirname "$0")/../e2e/lib.sh"
 py=${TORCH_VENV:-$B/torch-venv}/bin/python
 if [[ ! -x $py ]]; then
@@ -21,7 +17,6 @@ if [[ ! -x $py ]]; then
 fi
 export SIMCUDA_MACHINE_CODE=noop PYTHONPATH=tests/clients
 SEEDS=${TORCH_SEEDS:-3} # lib.sh sets SEEDS=20; a PyTorch run takes 10-60 s here
-known=0
 
 # Each client with PyTorch's default caching allocator; torch_nogemm also with the stream-ordered
 # one (cudaMallocAsync), whose cuMemFreeAsync calls end cufold's windows today (rpl_torch asyncfree).
@@ -37,11 +32,6 @@ for run in torch_nogemm torch_nogemm:backend:cudaMallocAsync torch_dlrm torch_tr
 		unset PYTORCH_CUDA_ALLOC_CONF
 	fi
 	if ! SIMCUDA_SEED=1 run_plain "$TMP/$name.probe" "$py" "$script" 4 2>"$TMP/$name.err"; then
-		if grep -q 'CUBLAS_STATUS_NOT_SUPPORTED' "$TMP/$name.err"; then
-			echo "KNOWN: $name stops at its first matrix product (cuBLASLt finds no algorithm on the software device)"
-			known=$((known + 1))
-			continue
-		fi
 		tail -5 "$TMP/$name.err" >&2
 		fail "$name exited without cufold"
 	fi
@@ -72,4 +62,4 @@ print("%s, 30 steps: %d of %d ops replayed (%.1f %%) in %d graph launches; host 
 sys.exit(0 if r["ops_replayed"] > 0 or "cudaMallocAsync" in name else 1)  # that one: see rpl_torch asyncfree
 PY
 done
-note "PyTorch clients: identical bytes with and without cufold ($known known to stop at cuBLAS)"
+note "PyTorch clients: identical bytes with and without cufold"
