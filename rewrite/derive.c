@@ -386,6 +386,15 @@ bool rw_multi_possible(struct rw_kernels *kc, const struct cap_op *op)
 	return multi_hooks ? multi_hooks->possible(op) : rw_kernels_multi_possible(kc, op);
 }
 
+bool rw_multi_fits(const struct cap_op *a, const struct cap_op *b)
+{
+	const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
+
+	return a->kind == CAP_OP_KERNEL && b->kind == CAP_OP_KERNEL && y->info == x->info && y->block[0] == x->block[0] &&
+	       y->block[1] == x->block[1] && y->block[2] == x->block[2] && y->grid[1] == x->grid[1] &&
+	       y->grid[2] == x->grid[2] && !y->attrs;
+}
+
 const char *rw_apart_name(enum rw_apart a)
 {
 	static const char *const names[] = {
@@ -399,7 +408,6 @@ const char *rw_apart_name(enum rw_apart a)
 
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
 {
-	const struct cap_kernel *k = &ops[i]->u.kernel;
 	struct rw_effects e;
 
 	if (!rw_multi_possible(kc, ops[i]))
@@ -407,14 +415,9 @@ enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *
 	rw_op_effects(ops[i], &e);
 	if (e.all)
 		return RW_APART_EFFECTS;
-	for (uint32_t j = 0; j < n; j++) {
-		const struct cap_kernel *o = &ops[j]->u.kernel;
-
-		if (j != i && ops[j]->kind == CAP_OP_KERNEL && o->info == k->info && o->block[0] == k->block[0] &&
-		    o->block[1] == k->block[1] && o->block[2] == k->block[2] && o->grid[1] == k->grid[1] &&
-		    o->grid[2] == k->grid[2] && ops[j]->stream_slot == ops[i]->stream_slot)
+	for (uint32_t j = 0; j < n; j++)
+		if (j != i && ops[j]->stream_slot == ops[i]->stream_slot && rw_multi_fits(ops[i], ops[j]))
 			return RW_APART_ORDERED;
-	}
 	return RW_APART_ALONE;
 }
 
@@ -430,12 +433,7 @@ static int derive_batch_kernel(struct rw_kernels *kc, const struct rw_plan_node 
 	for (uint32_t i = 0; i < n->norig; i++) {
 		const struct cap_op *m = ops[n->orig[i]];
 
-		if (m->kind != CAP_OP_KERNEL || m->u.kernel.info != ops[n->orig[0]]->u.kernel.info ||
-		    m->u.kernel.block[0] != ops[n->orig[0]]->u.kernel.block[0] ||
-		    m->u.kernel.block[1] != ops[n->orig[0]]->u.kernel.block[1] ||
-		    m->u.kernel.block[2] != ops[n->orig[0]]->u.kernel.block[2] ||
-		    m->u.kernel.grid[1] != ops[n->orig[0]]->u.kernel.grid[1] ||
-		    m->u.kernel.grid[2] != ops[n->orig[0]]->u.kernel.grid[2] || m->u.kernel.attrs)
+		if (!rw_multi_fits(ops[n->orig[0]], m))
 			return -CF_EINVAL;
 		members[i] = m;
 	}

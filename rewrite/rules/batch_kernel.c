@@ -33,14 +33,10 @@
 
 #define SCAN_MAX 256u /* nodes after the first member a match looks at */
 
-/* Whether node j is a launch that may be an instance together with node i's. */
+/* Whether node j is an untouched launch that may be an instance together with node i's. */
 static bool same_shape(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 {
-	const struct cap_kernel *a = &rw_node_at(rw, i)->op.u.kernel, *b = &rw_node_at(rw, j)->op.u.kernel;
-
-	return rw_is_plain(rw, j) && rw_node_at(rw, j)->op.kind == CAP_OP_KERNEL && b->info == a->info &&
-	       b->block[0] == a->block[0] && b->block[1] == a->block[1] && b->block[2] == a->block[2] &&
-	       b->grid[1] == a->grid[1] && b->grid[2] == a->grid[2] && !b->attrs;
+	return rw_is_plain(rw, j) && rw_multi_fits(&rw_node_at(rw, i)->op, &rw_node_at(rw, j)->op);
 }
 
 /* The members of a fusion starting at node i: idx[0] = i, then every later node in i's plain run
