@@ -10,20 +10,20 @@ SHIM_HOOK(cuModuleUnload)(CUmodule m)
 	if (!shim_is_inside()) {
 		/* which module: read by capture under the engine's lock, on this thread */
 		cap_funcs_unloading(m, NULL);
-		shim_engine_module_unload(SHIM_ID_cuModuleUnload);
+		shim_engine_module_unload(DRV_ID_cuModuleUnload);
 		cap_funcs_unloading(NULL, NULL);
 	}
-	return shim_real.p_cuModuleUnload(m);
+	return drv_real.p_cuModuleUnload(m);
 }
 
 SHIM_HOOK(cuLibraryUnload)(CUlibrary lib)
 {
 	if (!shim_is_inside()) {
 		cap_funcs_unloading(NULL, lib);
-		shim_engine_module_unload(SHIM_ID_cuLibraryUnload);
+		shim_engine_module_unload(DRV_ID_cuLibraryUnload);
 		cap_funcs_unloading(NULL, NULL);
 	}
-	return shim_real.p_cuLibraryUnload(lib);
+	return drv_real.p_cuLibraryUnload(lib);
 }
 
 SHIM_HOOK(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name)
@@ -31,11 +31,11 @@ SHIM_HOOK(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLibraryGetKernel(k, lib, name);
-	shim_engine_neutral(SHIM_ID_cuLibraryGetKernel);
-	rc = shim_real.p_cuLibraryGetKernel(k, lib, name);
+		return drv_real.p_cuLibraryGetKernel(k, lib, name);
+	shim_engine_neutral(DRV_ID_cuLibraryGetKernel);
+	rc = drv_real.p_cuLibraryGetKernel(k, lib, name);
 	if (rc == CUDA_SUCCESS && k)
-		shim_engine_kernels(SHIM_ID_cuLibraryGetKernel, k, 1, false);
+		shim_engine_kernels(DRV_ID_cuLibraryGetKernel, k, 1, false);
 	return rc;
 }
 
@@ -44,24 +44,24 @@ SHIM_HOOK(cuLibraryEnumerateKernels)(CUkernel *k, unsigned int n, CUlibrary lib)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
-	shim_engine_neutral(SHIM_ID_cuLibraryEnumerateKernels);
-	rc = shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
+		return drv_real.p_cuLibraryEnumerateKernels(k, n, lib);
+	shim_engine_neutral(DRV_ID_cuLibraryEnumerateKernels);
+	rc = drv_real.p_cuLibraryEnumerateKernels(k, n, lib);
 	if (rc == CUDA_SUCCESS && k) {
 		unsigned int count = 0;
 
 		/* the driver fills only as many entries as the library has: the rest of the
 		 * program's array is whatever was there */
-		if (shim_real.p_cuLibraryGetKernelCount) {
-			shim_note_call(SHIM_ID_cuLibraryGetKernelCount); /* counted like all we send */
+		if (drv_real.p_cuLibraryGetKernelCount) {
+			shim_note_call(DRV_ID_cuLibraryGetKernelCount); /* counted like all we send */
 			shim_inside_enter();
-			if (shim_real.p_cuLibraryGetKernelCount(&count, lib) != CUDA_SUCCESS)
+			if (drv_real.p_cuLibraryGetKernelCount(&count, lib) != CUDA_SUCCESS)
 				count = 0;
 			shim_inside_leave();
 		}
 		if (count < n)
 			n = count;
-		shim_engine_kernels(SHIM_ID_cuLibraryEnumerateKernels, k, n, false);
+		shim_engine_kernels(DRV_ID_cuLibraryEnumerateKernels, k, n, false);
 	}
 	return rc;
 }
