@@ -30,6 +30,11 @@
 #           off (9 segments across two streams cost about what the eager step does, modeled:
 #           seen 25 % and 61 % of ops replayed on two runs), so no share is asked of it.
 #   ptfree  (asyncfree on CU_STREAM_PER_THREAD: issued in place, never held) identical results.
+#   setattr (steady with cuFuncSetAttribute / cuKernelSetAttribute of the same dynamic shared
+#           memory size before each launch, as PyTorch's runtime does; one step changes the value
+#           and the next changes it back): identical results, and at least 60 % of ops replayed
+#           (each set ended the window before shim/hooks_attr.c: fewer ops than CUFOLD_MIN_OPS
+#           between two sets, nothing replayed).
 # Target of issue 25 for each habit: >= 80 % of ops replayed and >= 5x fewer host submissions
 # per step (tocopy: at most 5.6 a step), results identical. tests layer.
 source "$(dirname "$0")/lib.sh"
@@ -40,7 +45,7 @@ export CUFOLD_GATE=0
 prog=$B/progs/rpl_torch
 [[ -x $prog ]] || fail "$prog is not built"
 
-for mode in tocopy steady asyncfree sidefree ptfree; do
+for mode in tocopy steady asyncfree sidefree ptfree setattr; do
 	same_output_over_seeds "$prog" $mode 8
 	for n in 6 16; do
 		SIMCUDA_STATS="$TMP/$mode.p$n" run_plain /dev/null "$prog" $mode $n || fail "rpl_torch $mode exited $?"
@@ -59,6 +64,8 @@ print("rpl_torch %s: %.1f %% of ops replayed (%d of %d); host submissions per st
       "(%.1fx fewer; target >= 80 %% and >= 5x)" % (mode, 100.0 * replayed / ops, replayed, ops, ep, cp, ep / cp))
 if mode == "asyncfree" and (replayed < 0.40 * ops or cp * 2 > ep):
     sys.exit("asyncfree: want >= 40 % of ops replayed and >= 2x fewer submissions (57 %, 2.7x when written)")
+if mode == "setattr" and replayed < 0.60 * ops:
+    sys.exit("setattr: want >= 60 % of ops replayed (a set of the value already set must not end the window)")
 sys.exit(0 if replayed > 0 or mode in ("sidefree", "ptfree") else 1)
 PY
 done

@@ -23,7 +23,15 @@
  *            events, as PyTorch's record_stream does), where it is freed: the free on the side
  *            stream must follow that stream's deferred kernel, not only the main stream's.
  *   ptfree   asyncfree on the per-thread default stream (CU_STREAM_PER_THREAD): its ops and
- *            frees are issued in place, never held (no other thread may name that stream). */
+ *            frees are issued in place, never held (no other thread may name that stream).
+ *   setattr  steady with each layer's two kernels launched with 60 KiB of dynamic shared memory,
+ *            each preceded by setting the kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES to 64 KiB, as the
+ *            CUDA runtime inside PyTorch does (cudaFuncSetAttribute before every launch of such a
+ *            kernel): mul as a CUfunction (cuFuncSetAttribute), relu as a CUkernel of a library
+ *            (cuKernelSetAttribute, launched through the handle). Measured on
+ *            torch_transformer.py: every cuKernelSetAttribute ended cufold's window, one
+ *            in the middle of each step. One step in the middle sets 80 KiB instead (a real
+ *            change, which must still end the window); the step after sets 64 KiB again. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +44,8 @@
 #define NL 6 /* layers of the step */
 
 static CUfunction f_axpy, f_relu, f_mul, f_scale;
+static CUkernel k_relu;    /* setattr: relu as a library's kernel */
+static int setattr_bytes;  /* setattr: the value set before each launch, 0 when not that mode */
 static CUstream side;      /* sidefree: the stream of each temporary's last use and free */
 static CUevent ev_in, ev_out; /* sidefree: main -> side and side -> main */
 static uint64_t h64 = TL_HASH_INIT;
@@ -60,6 +70,15 @@ static void step(CUdeviceptr *x, CUdeviceptr *w, CUdeviceptr act, CUdeviceptr lo
 
 		if (pool)
 			CHECK(cuMemAllocAsync(&t, N * sizeof(float), s));
+		if (setattr_bytes) {
+			unsigned int smem = 60 * 1024;
+
+			CHECK(cuFuncSetAttribute(f_mul, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, setattr_bytes));
+			CHECK(cuLaunchKernel(f_mul, N / 256, 1, 1, 256, 1, 1, smem, s, a1, NULL));
+			CHECK(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, setattr_bytes, k_relu, 0));
+			CHECK(cuLaunchKernel((CUfunction)k_relu, N / 256, 1, 1, 256, 1, 1, smem, s, a2, NULL));
+			continue;
+		}
 		launch(f_mul, s, a1);
 		launch(f_relu, s, a2);
 		if (pool && side) {
@@ -96,13 +115,14 @@ int main(int argc, char **argv)
 	int steps = argc > 2 ? atoi(argv[2]) : 12;
 	bool tocopy = !strcmp(mode, "tocopy"), sidefree = !strcmp(mode, "sidefree");
 	bool ptfree = !strcmp(mode, "ptfree"), pool = sidefree || ptfree || !strcmp(mode, "asyncfree");
+	bool setattr = !strcmp(mode, "setattr");
 	CUdeviceptr x[NT], w[NL], act, loss;
 	static float host[NT][N];
 	CUmodule elem;
 	CUstream s = NULL;
 
-	if (!tocopy && !pool && strcmp(mode, "steady")) {
-		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree [steps]\n");
+	if (!tocopy && !pool && !setattr && strcmp(mode, "steady")) {
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree|setattr [steps]\n");
 		return 2;
 	}
 	if (ptfree)
@@ -118,6 +138,14 @@ int main(int argc, char **argv)
 	f_relu = tl_func(elem, "relu");
 	f_mul = tl_func(elem, "mul");
 	f_scale = tl_func(elem, "scale");
+	if (setattr) {
+		char *ptx = tl_read_ptx("elementwise");
+		CUlibrary lib;
+
+		CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+		CHECK(cuLibraryGetKernel(&k_relu, lib, "relu"));
+		free(ptx);
+	}
 	CHECK(cuMemAlloc(&act, N * sizeof(float)));
 	CHECK(cuMemAlloc(&loss, N * sizeof(float)));
 	for (int l = 0; l < NL; l++) {
@@ -133,6 +161,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < steps; i++) {
 		float l0 = 0;
 
+		if (setattr) /* one step in the middle changes the value, the next changes it back */
+			setattr_bytes = (i == steps / 2 ? 80 : 64) * 1024;
 		if (tocopy) {
 			for (int t = 0; t < NT; t++) { /* x.to("cuda"), non_blocking=False, pageable */
 				tl_fill_random(host[t], N, 1000u * (uint32_t)i + (uint32_t)t);

@@ -40,10 +40,12 @@ static void test_modeled_sets(void **state)
 		DRV_ID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, DRV_ID_cuMemGetAllocationGranularity,
 		DRV_ID_cuArray3DGetDescriptor_v2, DRV_ID_cuModuleLoadData, DRV_ID_cuLibraryLoadData,
 		DRV_ID_cuLinkComplete, DRV_ID_cuModuleGetGlobal_v2,
+		/* neutral when the value is already set (hooks_attr.c) */
+		DRV_ID_cuFuncSetAttribute, DRV_ID_cuKernelSetAttribute,
 	};
 	static const enum drv_api_id unmodeled[] = {
 		DRV_ID_cuInit, DRV_ID_cuGraphLaunch, DRV_ID_cuEventElapsedTime,
-		DRV_ID_cuFuncSetAttribute, DRV_ID_cuMemcpyBatchAsync_v2, DRV_ID_cuMemcpyAtoH_v2,
+		DRV_ID_cuFuncSetCacheConfig, DRV_ID_cuMemcpyBatchAsync_v2, DRV_ID_cuMemcpyAtoH_v2,
 		DRV_ID_cuStreamGetCaptureInfo, DRV_ID_cuDeviceGetUuid, DRV_ID_cuMemCreate,
 	};
 
