@@ -105,12 +105,13 @@ CUDART_NAMES := $(patsubst tests/cudart/%.cu,%,$(CUDART_CU))
 CUDART_PROGS := $(foreach n,$(CUDART_NAMES),$(addprefix $(B)/cudart/$(n)-,shared static ptds))
 
 SIMLIB    := $(B)/simcuda/libcuda.so.1
+SIMNVML   := $(B)/simcuda/libnvidia-ml.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
 .PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep \
         install uninstall man deps-clients test-clients deps-torch test-torch
-all: $(CFLIB) $(SIMLIB) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
+all: $(CFLIB) $(SIMLIB) $(SIMNVML) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
 # Every compile writes a .d file (-MMD -MP) next to its output, so touching any header rebuilds
 # exactly what includes it; they are all included at the end.
@@ -210,6 +211,15 @@ $(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
 	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
 	  -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
 	  -Wl,--version-script=$(B)/gen/simcuda.map -ldl -lpthread -lm
+
+$(B)/unit/sim_nvml: $(SIMNVML)
+
+# NVML's stand-in (PyTorch's allocator asks it with expandable_segments:True; nvml.c says why)
+$(SIMNVML): tests/simcuda/nvml/nvml.c
+	@mkdir -p $(dir $@)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -shared -fPIC -o $@ $< $(LDSAN) \
+	  -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,defs
 
 $(B)/kernels/%.ptx: tests/kernels/%.cu
 	@mkdir -p $(dir $@)
