@@ -31,7 +31,13 @@
  *            (cuKernelSetAttribute, launched through the handle). Measured on
  *            torch_transformer.py: every cuKernelSetAttribute ended cufold's window, one
  *            in the middle of each step. One step in the middle sets 80 KiB instead (a real
- *            change, which must still end the window); the step after sets 64 KiB again. */
+ *            change, which must still end the window); the step after sets 64 KiB again.
+ *   manyfree steady with sixteen stream-ordered temporaries allocated and freed after every launch
+ *            (cuMemAllocAsync / cuMemFreeAsync on the step's stream): PyTorch with cudaMallocAsync
+ *            frees about 1.1 tensors per op, and cufold held at most 64 frees behind a segment,
+ *            so a 64-op segment filled the buffer every step and ended replay's window there
+ *            (torch_nogemm.py: 24 % of ops replayed). The frees are held behind deferred work
+ *            and must still follow it (the checksum). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +52,7 @@
 static CUfunction f_axpy, f_relu, f_mul, f_scale;
 static CUkernel k_relu;    /* setattr: relu as a library's kernel */
 static int setattr_bytes;  /* setattr: the value set before each launch, 0 when not that mode */
+static bool manyfree;      /* manyfree: sixteen pool temporaries freed after every launch */
 static CUstream side;      /* sidefree: the stream of each temporary's last use and free */
 static CUevent ev_in, ev_out; /* sidefree: main -> side and side -> main */
 static uint64_t h64 = TL_HASH_INIT;
@@ -53,6 +60,12 @@ static uint64_t h64 = TL_HASH_INIT;
 static void launch(CUfunction f, CUstream s, void **args)
 {
 	CHECK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, s, args, NULL));
+	for (int i = 0; manyfree && i < 16; i++) {
+		CUdeviceptr t;
+
+		CHECK(cuMemAllocAsync(&t, 256, s));
+		CHECK(cuMemFreeAsync(t, s));
+	}
 }
 
 /* One training-shaped step on the batch x[0..NT): forward, backward-ish, update, loss. With
@@ -121,8 +134,9 @@ int main(int argc, char **argv)
 	CUmodule elem;
 	CUstream s = NULL;
 
-	if (!tocopy && !pool && !setattr && strcmp(mode, "steady")) {
-		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree|setattr [steps]\n");
+	manyfree = !strcmp(mode, "manyfree");
+	if (!tocopy && !pool && !setattr && !manyfree && strcmp(mode, "steady")) {
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree|setattr|manyfree [steps]\n");
 		return 2;
 	}
 	if (ptfree)
