@@ -97,6 +97,8 @@ struct rpl_seg {
 	struct rw_run *run;          /* the rewrite plan of its ops (CUFOLD_OPT >= 1), or NULL: a
 				      * plan node stands at its first op's position; the other ops
 				      * it covers and the ops it erased get no graph node */
+	uint64_t patched_gen;        /* with a run: the bindings generation (rw_run_bindings_gen)
+				      * its nodes were last patched to; 0 when unknown */
 };
 
 /* What the rewrite did to a template's graphable ops, counted when it was built (report). */

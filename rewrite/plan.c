@@ -544,6 +544,7 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 	if (!r || !n)
 		goto out_drop;
 	r->n = n;
+	r->cur = -1;
 	r->node_of = malloc(n * sizeof(*r->node_of));
 	r->ops = malloc(n * sizeof(*r->ops));
 	if (!r->node_of || !r->ops)
@@ -597,8 +598,10 @@ void rw_run_destroy(struct rw_run *r)
 	rw_plan_destroy(r->plan);
 	free(r->node_of);
 	free(r->ops);
-	free(r->last);
-	free(r->last_params);
+	for (int k = 0; k < RW_RUN_SEEN; k++) {
+		free(r->seen[k].ops);
+		free(r->seen[k].params);
+	}
 	free(r);
 }
 
@@ -624,41 +627,51 @@ static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *o
 	return run_check(r);
 }
 
-/* Remember def as the last launch that passed (kernel parameters copied). */
+/* Remember def as a launch that passed (kernel parameters copied), in place of the entry
+ * remembered longest ago; r->cur names it, or is -1 when memory ran out (no cache: every launch
+ * with these bindings is checked). */
 static void run_remember(struct rw_run *r, const struct cap_op *def)
 {
-	size_t bytes = 0, at = 0;
+	struct rw_run_seen *e = &r->seen[r->victim];
+	size_t bytes = 1, at = 0;
 
+	r->cur = -1;
 	for (uint32_t i = 0; i < r->n; i++)
 		if (def[i].kind == CAP_OP_KERNEL)
 			bytes += def[i].u.kernel.param_size;
-	r->last_ok = false;
-	if (!r->last)
-		r->last = malloc(r->n * sizeof(*r->last));
-	free(r->last_params);
-	r->last_params = malloc(bytes ? bytes : 1);
-	if (!r->last || !r->last_params)
-		return; /* no cache: every launch is checked */
+	e->gen = 0;
+	if (!e->ops)
+		e->ops = malloc(r->n * sizeof(*e->ops));
+	if (bytes > e->cap) {
+		free(e->params);
+		e->params = malloc(bytes);
+		e->cap = e->params ? bytes : 0;
+	}
+	if (!e->ops || !e->params)
+		return;
 	for (uint32_t i = 0; i < r->n; i++) {
-		r->last[i] = def[i];
+		e->ops[i] = def[i];
 		if (def[i].kind == CAP_OP_KERNEL) {
-			memcpy(r->last_params + at, def[i].u.kernel.params, def[i].u.kernel.param_size);
-			r->last[i].u.kernel.params = r->last_params + at;
+			memcpy(e->params + at, def[i].u.kernel.params, def[i].u.kernel.param_size);
+			e->ops[i].u.kernel.params = e->params + at;
 			at += def[i].u.kernel.param_size;
 		}
 	}
-	r->last_ok = true;
+	e->gen = ++r->gen;
+	r->cur = (int32_t)r->victim;
+	r->victim = (r->victim + 1) % RW_RUN_SEEN;
 }
 
-/* Whether def has exactly the bindings of the last launch that passed. */
-static bool run_same_as_last(const struct rw_run *r, const struct cap_op *def)
+/* Whether def has exactly the bindings of the remembered pass e. */
+static bool run_same_as(const struct rw_run *r, const struct rw_run_seen *e, const struct cap_op *def)
 {
-	if (!r->last_ok)
+	if (!e->gen)
 		return false;
 	for (uint32_t i = 0; i < r->n; i++) {
-		/* bind hashes first (cheap), then every binding exactly */
-		if (def[i].bind != r->last[i].bind || def[i].key != r->last[i].key ||
-		    def[i].flags != r->last[i].flags || !rw_op_same(&def[i], &r->last[i]))
+		/* bind hashes first (cheap: a miss is found at the first op that moved), then every
+		 * binding exactly */
+		if (def[i].bind != e->ops[i].bind || def[i].key != e->ops[i].key ||
+		    def[i].flags != e->ops[i].flags || !rw_op_same(&def[i], &e->ops[i]))
 			return false;
 	}
 	return true;
@@ -668,14 +681,26 @@ bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 {
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = &def[i];
-	if (run_same_as_last(r, def))
+	/* the entry matched last time first: a program whose bindings stay put asks once */
+	if (r->cur >= 0 && run_same_as(r, &r->seen[r->cur], def))
 		return true;
+	for (int32_t k = 0; k < RW_RUN_SEEN; k++) {
+		if (k != r->cur && run_same_as(r, &r->seen[k], def)) {
+			r->cur = k;
+			return true;
+		}
+	}
 	if (!run_check(r)) {
-		r->last_ok = false;
+		r->cur = -1;
 		return false;
 	}
 	run_remember(r, def);
 	return true;
+}
+
+uint64_t rw_run_bindings_gen(const struct rw_run *r)
+{
+	return r->cur >= 0 ? r->seen[r->cur].gen : 0;
 }
 
 bool rw_run_is_folded(const struct rw_run *r, uint32_t i)

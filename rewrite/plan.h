@@ -257,6 +257,8 @@ void rw_plan_destroy(struct rw_plan *p);
 
 struct rw_config;
 
+#define RW_RUN_SEEN 4 /* launches' bindings a run remembers as passed */
+
 /* A plan over a run of consecutive ops that replay lays out by position: a plan node stands at
  * the position of its first op; the other ops it covers and the ops the plan erased get no graph
  * node (replay hands the order they carried to the nodes after them). Only a plan whose nodes
@@ -267,11 +269,20 @@ struct rw_run {
 	int32_t *node_of;            /* per op: the plan node it heads, or -1 (folded into an
 				      * earlier op's node, or erased: no node of its own) */
 	const struct cap_op **ops;   /* scratch: the ops of one launch, by run index */
-	struct cap_op *last;         /* the ops of the last launch whose check passed (n entries;
-				      * kernel parameters copied into last_params), so a launch with
-				      * the very same bindings needs no new check */
-	uint8_t *last_params;        /* their kernel parameter bytes */
-	bool last_ok;                /* last holds a launch that passed */
+	/* The bindings of the last launches whose check passed, so that a launch with the very
+	 * same bindings as one of them needs no new check. Guards and derivations are functions of
+	 * the bindings alone, so a remembered pass stays true. Several, because programs cycle
+	 * their buffers (ping-pong, a pool's thirds: copy_loop move checked every launch, 3,300
+	 * instructions per op, issue 22). */
+	struct rw_run_seen {
+		struct cap_op *ops;  /* n ops (kernel parameters copied into params), NULL: empty */
+		uint8_t *params;     /* their kernel parameter bytes */
+		size_t cap;          /* bytes params can hold (kept: reused by the next pass) */
+		uint64_t gen;        /* which pass it holds (rw_run_bindings_gen), 0: none */
+	} seen[RW_RUN_SEEN];
+	int32_t cur;                 /* the entry the last rw_run_guards_hold matched or filled, -1 */
+	uint32_t victim;             /* the entry the next new pass replaces (round robin) */
+	uint64_t gen;                /* passes remembered so far */
 };
 
 /* Rewrite ops[0..n) with the rules cfg enables. NULL when nothing fires, the plan does not fit
@@ -281,6 +292,11 @@ void rw_run_destroy(struct rw_run *r);
 /* Whether the guards hold for one launch's ops def[0..n) (contiguous); points the scratch at
  * them for rw_run_op. */
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def);
+/* After rw_run_guards_hold returned true: which bindings it was given, for a caller that keeps
+ * what it made of them. Two launches with the same nonzero generation had the very same
+ * bindings, so rw_run_op derived the very same ops for both (replay skips patching its graph
+ * nodes). 0: not known (nothing could be remembered). */
+uint64_t rw_run_bindings_gen(const struct rw_run *r);
 /* Whether op i has no node of its own (folded into an earlier op's node, or erased). */
 bool rw_run_is_folded(const struct rw_run *r, uint32_t i);
 /* The op node i stands for, for the ops last given to rw_run_guards_hold (def): &def[i], tmp

@@ -19,15 +19,16 @@ export SIMCUDA_MACHINE_CODE=noop PYTHONPATH=tests/clients
 SEEDS=${TORCH_SEEDS:-3} # lib.sh sets SEEDS=20; a PyTorch run takes 10-60 s here
 
 # Each client with PyTorch's default caching allocator; torch_nogemm also with the stream-ordered
-# one (cudaMallocAsync), whose cuMemFreeAsync calls end cufold's windows today (rpl_torch asyncfree).
-# expandable_segments:True is not run: PyTorch calls NVML there (get_fabric_access), which this
-# machine does not have, and crashes through a null function pointer before any driver call.
-for run in torch_nogemm torch_nogemm:backend:cudaMallocAsync torch_dlrm torch_transformer torch_mlp_adam; do
+# one (cudaMallocAsync: rpl_torch asyncfree and manyfree keep its habits) and with expandable
+# segments (the caching allocator on VMM: cuMemAddressReserve, cuMemCreate, cuMemMap; PyTorch asks
+# NVML first, answered by the software device's stand-in, tests/simcuda/nvml).
+for run in torch_nogemm torch_nogemm:backend:cudaMallocAsync torch_nogemm:expandable_segments:True \
+	torch_dlrm torch_transformer torch_mlp_adam; do
 	script=tests/clients/${run%%:*}.py
 	name=${run%%:*}
 	if [[ $run == *:* ]]; then
 		export PYTORCH_CUDA_ALLOC_CONF=${run#*:}
-		name="$name.${run##*:}"
+		name="$name.${PYTORCH_CUDA_ALLOC_CONF//:/=}"
 	else
 		unset PYTORCH_CUDA_ALLOC_CONF
 	fi

@@ -129,6 +129,64 @@ static void test_two_runs(void **state)
 	rw_plan_destroy(p);
 }
 
+/* A run's ops at buffers moved by shift (the same layout: the guards hold wherever it is). */
+static void layout_at(struct cap_op ops[4], uint64_t shift)
+{
+	ops[0] = rwt_memset_op(BUF_D + 8192 + shift, 8, STREAM_A);
+	for (uint32_t i = 0; i < 3; i++)
+		ops[1 + i] = rwt_copy_op(BUF_S + shift + 64 * i, BUF_D + shift + 64 * i, 64, STREAM_A);
+}
+
+/* A run remembers the bindings of its last RW_RUN_SEEN passes: the same bindings again give the
+ * same generation (replay keeps its nodes), other bindings a new one, a failed check forgets
+ * nothing, and the pass remembered longest ago makes room for a new one. */
+static void test_run_remembers(void **state)
+{
+	struct cap_op ops[4];
+	const struct cap_op *ptr[4];
+	struct rw_config on = { 1, NULL, NULL };
+	uint64_t g[RW_RUN_SEEN + 1];
+	struct rw_run *r;
+
+	(void)state;
+	layout_at(ops, 0);
+	rwt_ptrs(ops, 4, ptr);
+	r = rw_run_create(ptr, 4, &on);
+	assert_non_null(r);
+	for (uint32_t k = 0; k <= RW_RUN_SEEN; k++) {
+		layout_at(ops, 0x100000 * k);
+		assert_true(rw_run_guards_hold(r, ops));
+		g[k] = rw_run_bindings_gen(r);
+		assert_true(g[k] != 0);
+		for (uint32_t j = 0; j < k; j++)
+			assert_true(g[k] != g[j]);
+	}
+	/* the last RW_RUN_SEEN are remembered, each with its own generation */
+	for (uint32_t k = 1; k <= RW_RUN_SEEN; k++) {
+		layout_at(ops, 0x100000 * k);
+		assert_true(rw_run_guards_hold(r, ops));
+		assert_int_equal(rw_run_bindings_gen(r), g[k]);
+	}
+	/* a launch whose guards fail: no generation, and the passes stay */
+	layout_at(ops, 0x100000 * 2);
+	ops[3].u.memcpy.dst_first += 64;
+	assert_false(rw_run_guards_hold(r, ops));
+	assert_int_equal(rw_run_bindings_gen(r), 0);
+	layout_at(ops, 0x100000 * 2);
+	assert_true(rw_run_guards_hold(r, ops));
+	assert_int_equal(rw_run_bindings_gen(r), g[2]);
+	/* the first was replaced: checked again, a new generation */
+	layout_at(ops, 0);
+	assert_true(rw_run_guards_hold(r, ops));
+	assert_true(rw_run_bindings_gen(r) != g[0]);
+	/* one byte of one op differs: not the same bindings */
+	layout_at(ops, 0x100000 * 3);
+	ops[0].u.memset.value ^= 1;
+	assert_true(rw_run_guards_hold(r, ops));
+	assert_true(rw_run_bindings_gen(r) != g[3]);
+	rw_run_destroy(r);
+}
+
 /* The layout replay uses: one position per op, folded ops empty, the plan node at the first. */
 static void test_run_layout(void **state)
 {
@@ -255,6 +313,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_pieces),       cmocka_unit_test(test_eight_slices),
 		cmocka_unit_test(test_two_runs),         cmocka_unit_test(test_run_layout),
+		cmocka_unit_test(test_run_remembers),
 		cmocka_unit_test(test_src_not_abutting),
 		cmocka_unit_test(test_dst_not_abutting), cmocka_unit_test(test_backwards),
 		cmocka_unit_test(test_other_stream),     cmocka_unit_test(test_op_between),
