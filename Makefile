@@ -312,7 +312,8 @@ $(B)/plugins/%.so: tests/plugins/%.cpp
 $(B)/unit/sim_%: tests/unit/sim_%.c $(TLIB_OBJ) $(SIMLIB)
 	@mkdir -p $(dir $@)
 	$(call msg,CCLD,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $< $(TLIB_OBJ) -o $@ $(PROG_LINK) -lcmocka
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"' $< $(TLIB_OBJ) -o $@ \
+	  $(PROG_LINK) -lcmocka
 
 $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 	@mkdir -p $(dir $@)
