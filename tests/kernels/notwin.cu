@@ -226,3 +226,14 @@ extern "C" __global__ void nt_long_name_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 {
 	out[threadIdx.x] = v + (int)threadIdx.x;
 }
+
+/* The order blocks ran in (sim_block_order): thread 0 of each block takes the next slot and
+ * writes its block's linear index there. */
+extern "C" __global__ void nt_arrival(unsigned int *next, unsigned int *order)
+{
+	if (threadIdx.x == 0) {
+		unsigned int slot = atomicAdd(next, 1u);
+
+		order[slot] = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+	}
+}

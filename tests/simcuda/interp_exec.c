@@ -1,5 +1,6 @@
 /* interp_exec.c - the PTX interpreter's executor: runs a decoded kernel over its grid, block
- * after block, warps of 32 lanes in lockstep. tests/simcuda layer.
+ * after block in an order drawn from SIMCUDA_SEED (block_order below), warps of 32 lanes in
+ * lockstep. tests/simcuda layer.
  *
  * A warp's lanes are scheduled as in interp_int.h (invariant 3). State of a warp (struct
  * ii_sched), one function at a time:
@@ -19,6 +20,7 @@
  * formatted here (device_printf). An access outside shared, local or parameter space stops the
  * warp and the grid with one log line (report_fault). */
 #include "interp_int.h"
+#include "simcuda.h"
 
 #include <fenv.h>
 #include <stdio.h>
@@ -55,6 +57,20 @@ struct ii_run {
 };
 
 static uint64_t total_count;         /* thread-instructions interpreted, all launches */
+
+/* The order of a grid's blocks (issue 24). Hardware promises none, so the software device does
+ * not run them in index order by default: a kernel that relies on the order of its blocks, or a
+ * fusion of launches that were not independent (cufold's batch-kernel rule runs several
+ * launches as the blocks of one), gives other results under some SIMCUDA_SEED.
+ * SIMCUDA_BLOCK_ORDER=linear runs blocks in index order (x fastest); shuffled, the default, runs
+ * a permutation drawn from SIMCUDA_SEED and the launch's number among the process's interpreted
+ * launches. simcuda_block_order_force overrides the environment (tests). */
+enum { ORDER_UNREAD = -1, ORDER_LINEAR = 0, ORDER_SHUFFLED = 1 };
+static int block_order = ORDER_UNREAD;
+static int block_order_forced = ORDER_UNREAD;
+static uint64_t order_seed;          /* from SIMCUDA_SEED */
+static uint64_t launches_run;        /* interpreted launches so far */
+#define ORDER_TABLE_MAX (1u << 22)   /* blocks shuffled through a table; more: an affine order */
 
 static const int rnd_modes[] = { FE_TONEAREST, FE_TOWARDZERO, FE_DOWNWARD, FE_UPWARD };
 
@@ -507,8 +523,99 @@ static bool report_fault(struct ii_run *R, uint32_t bx, uint32_t by, uint32_t bz
 	return false;
 }
 
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+static int order_of_env(void)
+{
+	const char *v = getenv("SIMCUDA_BLOCK_ORDER");
+	const char *seed = getenv("SIMCUDA_SEED");
+
+	__atomic_store_n(&order_seed, seed && *seed ? strtoull(seed, NULL, 10) : 1, __ATOMIC_RELAXED);
+	if (v && *v && strcmp(v, "linear") && strcmp(v, "shuffled"))
+		sim_log("SIMCUDA_BLOCK_ORDER=%s is not linear or shuffled; using shuffled", v);
+	return v && !strcmp(v, "linear") ? ORDER_LINEAR : ORDER_SHUFFLED;
+}
+
+void simcuda_block_order_force(int order)
+{
+	__atomic_store_n(&block_order_forced, order < 0 ? ORDER_UNREAD : order ? ORDER_SHUFFLED : ORDER_LINEAR,
+			 __ATOMIC_RELAXED);
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The order this launch runs its nb blocks in: order[i] is the linear index of the i-th block
+ * to run (x fastest), or, with *a set, the affine order (a * i + c) mod nb (grids too large for
+ * a table). NULL with *a == 0: index order. */
+struct ii_order {
+	uint32_t *table;
+	uint64_t a, c;
+};
+
+static void order_make(uint64_t nb, struct ii_order *o)
+{
+	int mode = __atomic_load_n(&block_order_forced, __ATOMIC_RELAXED);
+	uint64_t r;
+
+	o->table = NULL;
+	o->a = o->c = 0;
+	if (mode == ORDER_UNREAD) {
+		mode = __atomic_load_n(&block_order, __ATOMIC_RELAXED);
+		if (mode == ORDER_UNREAD) {
+			mode = order_of_env();
+			__atomic_store_n(&block_order, mode, __ATOMIC_RELAXED);
+		}
+	}
+	if (mode != ORDER_SHUFFLED || nb < 2)
+		return;
+	r = mix64(__atomic_load_n(&order_seed, __ATOMIC_RELAXED) * 0x100000001B3ull ^
+		  __atomic_fetch_add(&launches_run, 1, __ATOMIC_RELAXED));
+	if (nb <= ORDER_TABLE_MAX && (o->table = malloc(nb * sizeof(*o->table)))) {
+		for (uint32_t i = 0; i < nb; i++)
+			o->table[i] = i;
+		for (uint32_t i = (uint32_t)nb - 1; i > 0; i--) { /* Fisher-Yates */
+			uint32_t j = (uint32_t)((r = mix64(r)) % (i + 1)), t = o->table[i];
+
+			o->table[i] = o->table[j];
+			o->table[j] = t;
+		}
+		return;
+	}
+	for (o->a = (mix64(r) % nb) | 1; gcd64(o->a, nb) != 1; o->a += 2)
+		;
+	o->c = mix64(r + 1) % nb;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+static uint64_t order_at(const struct ii_order *o, uint64_t i, uint64_t nb)
+{
+	if (o->table)
+		return o->table[i];
+	if (o->a)
+		return (uint64_t)(((u128)o->a * i + o->c) % nb);
+	return i;
+}
+
 void sim_interp_run(const struct sim_kernel_call *k)
 {
+	struct ii_order order;
+	uint64_t nb = (uint64_t)k->grid.x * k->grid.y * k->grid.z;
 	struct ii_run R = { .k = k, .f = k->fn->interp, .im = k->fn->mod->interp };
 	uint64_t count = 0;
 	size_t cb;
@@ -533,14 +640,17 @@ void sim_interp_run(const struct sim_kernel_call *k)
 	}
 	for (uint32_t wi = 0; wi < R.nwarps; wi++)
 		warp_init(&R, wi);
-	for (uint32_t bz = 0; bz < k->grid.z; bz++)
-		for (uint32_t by = 0; by < k->grid.y; by++)
-			for (uint32_t bx = 0; bx < k->grid.x; bx++) {
-				run_block(&R, bx, by, bz);
-				if (report_fault(&R, bx, by, bz))
-					goto out_count;
-			}
-out_count:
+	order_make(nb, &order);
+	for (uint64_t i = 0; i < nb; i++) {
+		uint64_t l = order_at(&order, i, nb);
+		uint32_t bx = (uint32_t)(l % k->grid.x), by = (uint32_t)(l / k->grid.x % k->grid.y);
+		uint32_t bz = (uint32_t)(l / ((uint64_t)k->grid.x * k->grid.y));
+
+		run_block(&R, bx, by, bz);
+		if (report_fault(&R, bx, by, bz))
+			break;
+	}
+	free(order.table);
 	for (uint32_t wi = 0; wi < R.nwarps; wi++)
 		count += R.warps[wi].w.count;
 	__atomic_fetch_add(&total_count, count, __ATOMIC_RELAXED);

@@ -27,6 +27,11 @@ typedef void (*simcuda_host_work_fn)(uint64_t ns);
 uint64_t simcuda_host_now_ns(void);
 typedef uint64_t (*simcuda_host_now_ns_fn)(void);
 
+/* The order the PTX interpreter runs a grid's blocks in, for tests: 0 index order, 1 shuffled
+ * (a permutation from SIMCUDA_SEED and the launch's number), -1 back to SIMCUDA_BLOCK_ORDER
+ * (linear or shuffled, the default). Host twins of kernels always run in their own order. */
+void simcuda_block_order_force(int order);
+
 #ifdef __cplusplus
 }
 #endif

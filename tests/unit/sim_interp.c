@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "simcuda.h"
 #include "testlib.h"
 
 void simcuda_interp_force(int on); /* exported by the software device for tests */
@@ -859,12 +860,14 @@ static void test_notwin_globals(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
-/* printf from a kernel: the device formats CUDA's vprintf(format, packed arguments). */
-static void test_notwin_printf(void **state)
+/* printf from a kernel: the device formats CUDA's vprintf(format, packed arguments). A block's
+ * lines come together, in thread order; the blocks in the order they ran (any, unless forced to
+ * index order). */
+static void notwin_printf(bool linear)
 {
 	CUmodule m = tl_load_module("notwin");
 	CUfunction f = tl_func(m, "nt_printf");
-	char path[] = "/tmp/sim_interp_out_XXXXXX", text[1024] = "", want[1024] = "";
+	char path[] = "/tmp/sim_interp_out_XXXXXX", text[1024] = "", want[2][512] = { "", "" }, both[1024];
 	int fd = mkstemp(path), saved = dup(1), ret[4], n = 42;
 	float x = 2.5f;
 	long long big = -123456789012ll;
@@ -873,11 +876,11 @@ static void test_notwin_printf(void **state)
 	size_t wl = 0;
 	FILE *fp;
 
-	(void)state;
 	assert_true(fd >= 0 && saved >= 0);
 	CHECK(cuMemAlloc(&dret, sizeof(ret)));
 	fflush(stdout);
 	dup2(fd, 1);
+	simcuda_block_order_force(linear ? 0 : -1);
 	CHECK(cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
 	CHECK(cuCtxSynchronize());
 	fflush(stdout);
@@ -890,18 +893,31 @@ static void test_notwin_printf(void **state)
 	fclose(fp);
 	unlink(path);
 	CHECK(cuMemcpyDtoH(ret, dret, sizeof(ret)));
-	for (int b = 0; b < 2; b++)
+	simcuda_block_order_force(-1);
+	for (int b = 0; b < 2; b++, wl = 0)
 		for (unsigned int t = 0; t < 2; t++) {
-			int len = snprintf(want + wl, sizeof(want) - wl,
+			int len = snprintf(want[b] + wl, sizeof(want[b]) - wl,
 					   "block %d thread %u: n=%5d x=%.3f big=%lld hex=%#x %s %c%%\n", b, t, n,
 					   (double)x, big, 255u + t, "ok", 'A' + (int)t);
 
 			assert_int_equal(ret[b * 2 + (int)t], len);
 			wl += (size_t)len;
 		}
-	assert_string_equal(text, want);
+	snprintf(both, sizeof(both), "%s%s", want[0], want[1]);
+	if (linear || strcmp(text, both) != 0) {
+		if (!linear)
+			snprintf(both, sizeof(both), "%s%s", want[1], want[0]);
+		assert_string_equal(text, both);
+	}
 	CHECK(cuMemFree(dret));
 	CHECK(cuModuleUnload(m));
+}
+
+static void test_notwin_printf(void **state)
+{
+	(void)state;
+	notwin_printf(false);
+	notwin_printf(true);
 }
 
 static int cmp_uint(const void *a, const void *b)
