@@ -716,6 +716,21 @@ void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t)
 	t->own_calls = __atomic_load_n(&re->totals.own_calls, __ATOMIC_RELAXED);
 }
 
+void rpl_own_time(struct rpl_engine *re, uint64_t ns)
+{
+	/* a sample that long was preempted or faulted: it measures the machine, not us */
+	if (ns >= RPL_SAMPLE_MAX_NS)
+		return;
+	ns = ns > 2 * re->st.clock_ns ? ns - 2 * re->st.clock_ns : 0;
+	re->totals.own_ns += ns;
+	re->totals.own_samples++;
+}
+
+double rpl_own_ns_per_op(struct rpl_engine *re)
+{
+	return re->totals.own_samples ? (double)re->totals.own_ns / (double)re->totals.own_samples : 0.0;
+}
+
 double rpl_host_ns_per_op(struct rpl_engine *re)
 {
 	return re->totals.match_samples ? (double)re->totals.match_ns / (double)re->totals.match_samples : 0.0;

@@ -175,6 +175,8 @@ struct rpl_totals {
 	uint64_t matched_ops;        /* ops compared against a template */
 	uint64_t match_ns;           /* time spent matching the timed sample of ops */
 	uint64_t match_samples;      /* ops in the timed sample */
+	uint64_t own_ns;             /* cufold's time on the engine's timed sample of calls */
+	uint64_t own_samples;        /* calls in that sample */
 	uint64_t polls_not_ready;    /* queries answered CUDA_ERROR_NOT_READY for deferred work */
 	uint64_t build_ns_max;       /* the longest template build (first, rebuild or the gate's
 				      * retrial alike: a window close's spike), ns */
@@ -186,12 +188,21 @@ void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t);
  * passthrough) or by a failed rewrite guard (GUARD) in this process so far: what CUFOLD_STRICT
  * turns into an exit status. */
 uint64_t rpl_strict_events(struct rpl_engine *re);
-/* Measured matching cost per op (ns), 0 when nothing was matched. */
+/* Measured matching cost per op (ns), 0 when nothing was matched: what replaying adds to a
+ * call over recording it (the gate charges it for every op replayed). */
 double rpl_host_ns_per_op(struct rpl_engine *re);
+/* cufold's own time on a call, all of it (issue 22): the engine reads its clock around its work
+ * on one call in 16 of each thread (lock wait, recording, matching, deferral, the graph launches
+ * and eager flushes that call made, held frees) and tells replay the elapsed ns here, under the
+ * lock. It includes the driver's time in the submissions it makes: conservative, where the
+ * matching cost alone (rpl_host_ns_per_op) left most of cufold out. */
+void rpl_own_time(struct rpl_engine *re, uint64_t ns);
+/* Mean of those, ns per call (0 before any). */
+double rpl_own_ns_per_op(struct rpl_engine *re);
 /* Write replay's members of the JSON report (common/json.h, inside its top-level object):
  * "replay" (per template: segments, launches, fallbacks with reasons, patches, moved call sites,
- * submissions saved; totals) and "host_ns_per_op" (the measured matching cost, which
- * scripts/bench reads). */
+ * submissions saved; totals), "host_ns_per_op" (the measured matching cost) and
+ * "own_ns_per_op" (cufold's whole time per call, which scripts/bench charges). */
 struct cf_json;
 void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j);
 /* Bytes of host memory replay holds. */

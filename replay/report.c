@@ -227,6 +227,7 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 	X(u64, "driver_calls", s->own_calls) \
 	X(u64, "matched_ops", s->matched_ops) \
 	X(f1, "host_ns_per_op", rpl_host_ns_per_op(re)) \
+	X(f1, "own_ns_per_op", rpl_own_ns_per_op(re)) \
 	X(u64, "host_bytes", rpl_memory_bytes(re)) \
 	X(u64, "pinned_bytes", pinned) \
 	X(u64, "graph_nodes_live", nodes) \
@@ -302,4 +303,7 @@ void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j)
 	cf_json_nl(j, 1);
 	cf_json_key(j, "host_ns_per_op");
 	cf_json_f64(j, rpl_host_ns_per_op(re), 1);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "own_ns_per_op");
+	cf_json_f64(j, rpl_own_ns_per_op(re), 1);
 }

@@ -52,6 +52,7 @@ static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit 
 
 static __thread CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
 static __thread bool tls_ctx_ok;    /* tls_ctx is known */
+static __thread uint32_t tls_ops;   /* ops this thread brought to the engine (its timed sample) */
 
 static inline void lock_hold(struct cf_engine *e)
 {
@@ -458,7 +459,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 {
 	struct cf_engine *e;
 	struct cap_who who;
-	bool go_on = true;
+	bool go_on = true, timed;
+	uint64_t t0 = 0;
 
 	t->active = false;
 	t->err = CUDA_SUCCESS;
@@ -476,6 +478,11 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 	who.tid = cf_tid();
 	who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
+	/* one op in 16 of each thread is timed whole: cufold's own time on it, lock wait included
+	 * (replay/replay.h, rpl_own_time) */
+	timed = e->rpl && (tls_ops++ & 15) == 0;
+	if (cf_unlikely(timed))
+		t0 = cf_now_ns();
 	lock_hold(e);
 	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
@@ -496,6 +503,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 			frees_issue(e); /* the work before them was submitted: they follow it */
 	}
 out:
+	if (cf_unlikely(timed))
+		rpl_own_time(e->rpl, cf_now_ns() - t0);
 	lock_drop(e);
 	return go_on;
 }

@@ -36,6 +36,10 @@ def want(what, cond):
 r, s = load("train")
 rp = r["replay"]
 want("host_ns_per_op at the top level, a number > 0", isinstance(r.get("host_ns_per_op"), (int, float)) and r["host_ns_per_op"] > 0)
+# cufold's whole time per call contains its matching (both sampled: allow for noise)
+want("own_ns_per_op at the top level and in replay, above the matching cost",
+     isinstance(r.get("own_ns_per_op"), (int, float)) and r["own_ns_per_op"] == rp["own_ns_per_op"] and
+     r["own_ns_per_op"] > 0.8 * r["host_ns_per_op"])
 t = rp["templates"][0]
 nseg = len(t["segment_launches"])
 want("one template of 46 ops, 45 graphable, cut small at both ends",
