@@ -70,6 +70,14 @@ struct fstate {
 	uint64_t cparam;              /* next free byte of the current call block */
 };
 
+/* Linkage of a module-scope name, which decides what a second definition of it means. */
+enum linkage {
+	LINK_INTERNAL,                /* none said: the file's own (a later file's one shadows it) */
+	LINK_VISIBLE,                 /* .visible: one definition in the program */
+	LINK_EXTERN,                  /* .extern: declared here, defined elsewhere */
+	LINK_WEAK,                    /* .weak / .common: the first definition wins */
+};
+
 struct parser {
 	const struct ptx__tok *t;     /* current token */
 	const char *src;              /* the caller's text (tokens point into it) */
@@ -77,6 +85,7 @@ struct parser {
 	struct ptx__arena *a;         /* m's arena */
 	struct vec funcs;             /* struct ptx_func */
 	struct vec vars;              /* struct ptx_var (module scope) */
+	struct vec var_link;          /* uint8_t enum linkage, per module variable */
 	struct vec operands;          /* struct ptx_operand (the pool) */
 	const char **intern;          /* open-addressed table of opcode and modifier strings */
 	uint32_t intern_cap, intern_n;
@@ -483,13 +492,15 @@ static bool find_sym(const struct parser *p, const struct ptx__tok *t, bool in_f
 			*index = i;
 			return true;
 		}
-	for (uint32_t i = 0; i < p->vars.n; i++)
+	/* newest first: in PTX linked by concatenation, a file's own internal names shadow an
+	 * earlier file's */
+	for (uint32_t i = p->vars.n; i-- > 0;)
 		if (tok_eq(t, mv[i].name, (uint32_t)strlen(mv[i].name))) {
 			*scope = PTX_SCOPE_GLOBAL;
 			*index = i;
 			return true;
 		}
-	for (uint32_t i = 0; i < p->funcs.n; i++)
+	for (uint32_t i = p->funcs.n; i-- > 0;)
 		if (tok_eq(t, fn[i].name, (uint32_t)strlen(fn[i].name))) {
 			*scope = PTX_SCOPE_FUNC;
 			*index = i;
@@ -1103,21 +1114,27 @@ static int finish_func(struct parser *p, struct ptx_func *fn)
 }
 
 /* The index of function `name`: a new slot (marked a declaration until its body is read, so
- * the body may call it), or the earlier declaration this one repeats or a definition completes. */
-static uint32_t func_slot(struct parser *p, const struct ptx__tok *name, bool is_entry, bool *existed)
+ * the body may call it), or the earlier one a declaration repeats or a definition completes. A
+ * second definition is an error, but for internal .func ones (two files' own helpers, linked by
+ * concatenation), where the newer shadows the older. */
+static uint32_t func_slot(struct parser *p, const struct ptx__tok *name, bool is_entry, bool visible, bool is_decl,
+			  bool *existed)
 {
 	struct ptx_func *fns = p->funcs.v, *fn;
 
 	*existed = false;
-	for (uint32_t i = 0; i < p->funcs.n; i++) {
+	for (uint32_t i = p->funcs.n; i-- > 0;) {
 		if (!tok_eq(name, fns[i].name, (uint32_t)strlen(fns[i].name)))
 			continue;
-		if (!fns[i].is_decl || fns[i].is_entry != is_entry) {
+		if (fns[i].is_entry == is_entry && (is_decl || fns[i].is_decl)) {
+			*existed = true;
+			return i;
+		}
+		if (is_entry || fns[i].is_entry || visible || fns[i].is_visible) {
 			fail(p, "%s %.*s defined twice", is_entry ? "entry" : "function", (int)name->len, name->s);
 			return PTX_NONE;
 		}
-		*existed = true;
-		return i;
+		break;
 	}
 	fn = vec_push(p, &p->funcs, sizeof(*fn));
 	if (!fn)
@@ -1159,7 +1176,7 @@ static int parse_func(struct parser *p, const struct ptx__tok *kw, bool visible,
 	tmp.param_bytes = bytes;
 	if (parse_perf(p, &tmp))
 		goto out;
-	idx = func_slot(p, name, is_entry, &existed);
+	idx = func_slot(p, name, is_entry, visible, at_punct(p, ';'), &existed);
 	if (idx == PTX_NONE)
 		goto out;
 	if (at_punct(p, ';')) {
@@ -1343,12 +1360,40 @@ out:
 	return rc;
 }
 
+/* A module variable just read (the last one) that has the name of an earlier one: an .extern
+ * or .weak/.common repeat is dropped, a definition completes an earlier .extern or .weak one,
+ * an internal one shadows an earlier internal one; anything else is defined twice. */
+static int merge_module_var(struct parser *p, enum linkage link)
+{
+	struct ptx_var *vars = p->vars.v, *v = &vars[p->vars.n - 1];
+	uint8_t *links = p->var_link.v;
+	uint32_t j;
+
+	for (j = p->vars.n - 1; j-- > 0;)
+		if (!strcmp(vars[j].name, v->name))
+			break;
+	if (j == UINT32_MAX)
+		return 0;
+	if (link == LINK_EXTERN || (link == LINK_WEAK && links[j] != LINK_EXTERN)) {
+		p->vars.n--; /* a repeat: nothing refers to it yet */
+	} else if (links[j] == LINK_EXTERN || links[j] == LINK_WEAK) {
+		vars[j] = *v; /* earlier references keep their index */
+		links[j] = (uint8_t)link;
+		p->vars.n--;
+	} else if (!(link == LINK_INTERNAL && links[j] == LINK_INTERNAL)) {
+		return fail(p, "variable %s defined twice", v->name);
+	}
+	p->var_link.n = p->vars.n;
+	return 0;
+}
+
 /* `.global/.const/.shared [.align N] .type name[N] [= init];` at module scope. */
-static int parse_module_var(struct parser *p, const struct ptx__tok *sp, bool is_extern)
+static int parse_module_var(struct parser *p, const struct ptx__tok *sp, enum linkage link)
 {
 	struct ptx_var *v;
+	uint8_t *l;
 	struct decl d;
-	bool refused;
+	bool refused, is_extern = link == LINK_EXTERN;
 
 	if (parse_decl(p, &d, false))
 		return -1;
@@ -1356,10 +1401,6 @@ static int parse_module_var(struct parser *p, const struct ptx__tok *sp, bool is
 	if (!v || make_var(p, v, &d, space_named(sp->s, sp->len, &refused)))
 		return -1;
 	v->is_extern = is_extern;
-	for (uint32_t i = 0; i + 1 < p->vars.n; i++)
-		if (!strcmp(((struct ptx_var *)p->vars.v)[i].name, v->name) && !is_extern &&
-		    !((struct ptx_var *)p->vars.v)[i].is_extern)
-			return fail(p, "variable %s declared twice", v->name);
 	if (at_punct(p, '=')) {
 		if (v->space == PTX_SPACE_SHARED)
 			return fail(p, "initialised .shared variable %s", v->name);
@@ -1368,6 +1409,12 @@ static int parse_module_var(struct parser *p, const struct ptx__tok *sp, bool is
 	} else if (d.unsized && !is_extern) {
 		return fail(p, "%s without a size", v->name);
 	}
+	l = vec_push(p, &p->var_link, sizeof(*l));
+	if (!l)
+		return -1;
+	*l = (uint8_t)link;
+	if (merge_module_var(p, link))
+		return -1;
 	return expect_punct(p, ';', "after a variable");
 }
 
@@ -1441,7 +1488,7 @@ static int parse_target(struct parser *p)
 static int parse_top(struct parser *p)
 {
 	const struct ptx__tok *d = p->t;
-	bool visible = false, is_extern = false;
+	enum linkage link = LINK_INTERNAL;
 	char b[80];
 	uint64_t v = 0;
 
@@ -1472,10 +1519,12 @@ static int parse_top(struct parser *p)
 	}
 	/* linkage, then what it qualifies */
 	for (;;) {
-		if (tok_eq(d, "visible", 7) || tok_eq(d, "weak", 4) || tok_eq(d, "common", 6)) {
-			visible = true;
+		if (tok_eq(d, "visible", 7)) {
+			link = LINK_VISIBLE;
+		} else if (tok_eq(d, "weak", 4) || tok_eq(d, "common", 6)) {
+			link = LINK_WEAK;
 		} else if (tok_eq(d, "extern", 6)) {
-			is_extern = true;
+			link = LINK_EXTERN;
 		} else {
 			break;
 		}
@@ -1488,9 +1537,9 @@ static int parse_top(struct parser *p)
 		return fail(p, ".%.*s before .version", (int)d->len, d->s);
 	}
 	if (tok_eq(d, "entry", 5) || tok_eq(d, "func", 4))
-		return parse_func(p, d, visible, is_extern);
+		return parse_func(p, d, link == LINK_VISIBLE || link == LINK_WEAK, link == LINK_EXTERN);
 	if (tok_eq(d, "global", 6) || tok_eq(d, "const", 5) || tok_eq(d, "shared", 6))
-		return parse_module_var(p, d, is_extern);
+		return parse_module_var(p, d, link);
 	p->t = d;
 	return fail(p, "directive .%.*s is not supported at module scope", (int)d->len, d->s);
 }
@@ -1566,6 +1615,7 @@ out:
 	fstate_free(&p.f);
 	vec_free(&p.funcs);
 	vec_free(&p.vars);
+	vec_free(&p.var_link);
 	vec_free(&p.operands);
 	free(p.intern);
 	ptx__toks_free(&toks);

@@ -560,6 +560,43 @@ static void test_module_vars(void **state)
 	ptx_module_free(m);
 }
 
+/* The software device links PTX by concatenating files: each file's internal names shadow an
+ * earlier file's (resolved as read), .extern and .weak ones merge, visible ones clash. */
+static void test_linked_by_concatenation(void **state)
+{
+	static const char one[] = HEAD
+		".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n"
+		".extern .global .align 4 .u32 shared_count;\n"
+		".global .align 1 .b8 $str[2] = {65, 0};\n"
+		".func h() { ret; }\n"
+		".entry k1() { .reg .b64 %rd1; mov.u64 %rd1, $str; call.uni h, (); ret; }\n";
+	static const char two[] = "// " HEAD
+		".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n"
+		".visible .global .align 4 .u32 shared_count = 7;\n"
+		".global .align 1 .b8 $str[2] = {66, 0};\n"
+		".func h() { ret; }\n"
+		".entry k2() { .reg .b64 %rd1; mov.u64 %rd1, $str; call.uni h, (); ret; }\n";
+	char text[2048];
+	struct ptx_module *m;
+	const struct ptx_func *k1, *k2;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s%s", one, two);
+	m = parse_ok(text);
+	k1 = ptx_find_func(m, "k1");
+	k2 = ptx_find_func(m, "k2");
+	assert_int_equal(m->nvars, 3); /* shared_count once, $str twice */
+	assert_int_equal(*module_var(m, "shared_count")->init, 7);
+	assert_false(module_var(m, "shared_count")->is_extern);
+	assert_int_equal(m->vars[k1->insns[0].ops[1].index].init[0], 'A');
+	assert_int_equal(m->vars[k2->insns[0].ops[1].index].init[0], 'B');
+	assert_int_not_equal(k1->insns[1].ops[0].index, k2->insns[1].ops[0].index);
+	assert_int_equal(m->nfuncs, 5); /* vprintf, h, k1, h, k2 */
+	ptx_module_free(m);
+	parse_fails(HEAD ".visible .global .u32 x;\n.visible .global .u32 x;\n", "line 5: variable x defined twice");
+	parse_fails(HEAD ".visible .func f() { ret; }\n.func f() { ret; }\n", "line 5: function f defined twice");
+}
+
 /* Debug sections, .loc/.file without ';', comments, pragmas, a recursive .func. */
 static void test_debug_and_recursion(void **state)
 {
@@ -613,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_and_garbled),
 		cmocka_unit_test(test_calls_and_scopes),
 		cmocka_unit_test(test_module_vars),
+		cmocka_unit_test(test_linked_by_concatenation),
 		cmocka_unit_test(test_debug_and_recursion),
 		cmocka_unit_test(test_errors_name_the_line),
 	};
