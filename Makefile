@@ -85,6 +85,9 @@ CF_LIBS := -ldl -lpthread
 # ---------------------------------------------------------------- software device
 SIM_SRC := $(sort $(wildcard tests/simcuda/*.c))
 SIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SIM_SRC))
+# Product objects the software device is built on (tests may use the product, never the reverse):
+# the PTX front end, so the device reads PTX exactly as cufold does. libc only.
+SIM_PRODUCT_OBJ := $(patsubst %.c,$(B)/obj/%.o,driver/ptx_lex.c driver/ptx_parse.c driver/ptx_names.c)
 
 # ---------------------------------------------------------------- kernels, programs, tests
 KERNELS   := $(patsubst tests/kernels/%.cu,$(B)/kernels/%.ptx,$(wildcard tests/kernels/*.cu))
@@ -205,10 +208,10 @@ $(B)/gen/simcuda.map: driver/cuda_api.def Makefile
 	$(call msg,GEN,$@)
 	$(Q){ echo '{ global:'; echo '  cu*;'; echo '  sim_twin_*;'; echo '  simcuda_*;'; echo 'local: *; };'; } > $@
 
-$(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
+$(SIMLIB): $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
 	@mkdir -p $(dir $@)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
+	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
 	  -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
 	  -Wl,--version-script=$(B)/gen/simcuda.map -ldl -lpthread -lm
 
