@@ -217,6 +217,12 @@ $(SIMLIB): $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcu
 
 $(B)/unit/sim_nvml: $(SIMNVML)
 
+# sim_variant runs cufold's multi-instance variants on the software device: it links the
+# generator and the PTX parser from the product (tests may use the product)
+SIM_VARIANT_OBJ := $(B)/obj/rewrite/variant.o $(SIM_PRODUCT_OBJ)
+$(B)/unit/sim_variant: $(SIM_VARIANT_OBJ)
+$(B)/unit/sim_variant: TLIB_OBJ += $(SIM_VARIANT_OBJ)
+
 # NVML's stand-in (PyTorch's allocator asks it with expandable_segments:True; nvml.c says why)
 $(SIMNVML): tests/simcuda/nvml/nvml.c
 	@mkdir -p $(dir $@)
