@@ -85,6 +85,9 @@ CF_LIBS := -ldl -lpthread
 # ---------------------------------------------------------------- software device
 SIM_SRC := $(sort $(wildcard tests/simcuda/*.c))
 SIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SIM_SRC))
+# The product's objects the software device is built on (tests may use the product, never the
+# reverse): the one decoder of images. Linked in, not scanned for sim_api_ entry points.
+SIM_PRODUCT_OBJ := $(B)/obj/driver/image.o
 
 # ---------------------------------------------------------------- kernels, programs, tests
 KERNELS   := $(patsubst tests/kernels/%.cu,$(B)/kernels/%.ptx,$(wildcard tests/kernels/*.cu))
@@ -204,10 +207,10 @@ $(B)/gen/simcuda.map: driver/cuda_api.def Makefile
 	$(call msg,GEN,$@)
 	$(Q){ echo '{ global:'; echo '  cu*;'; echo '  sim_twin_*;'; echo '  simcuda_*;'; echo 'local: *; };'; } > $@
 
-$(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
+$(SIMLIB): $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
 	@mkdir -p $(dir $@)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
+	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
 	  -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
 	  -Wl,--version-script=$(B)/gen/simcuda.map -ldl -lpthread -lm
 
@@ -216,11 +219,13 @@ $(B)/kernels/%.ptx: tests/kernels/%.cu
 	$(call msg,NVCC,$<)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
 
-# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c: the
-# default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75 PTX), LZ4 (speed mode), two
-# uncompressed PTX versions, PTX too new for the device, machine code only, and a bare cubin.
+# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c and
+# test_driver_image.c: the default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75
+# PTX), LZ4 (speed mode), two uncompressed PTX versions, PTX too new for the device, machine code
+# only, a bare cubin, and machine code compressed too (-Xfatbin -compress-all, LZ4 and zstd).
 FB_SRC  := tests/kernels/elementwise.cu
-FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin)
+FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin \
+             .all-lz4.fatbin .all-zstd.fatbin)
 comma   := ,
 FB_GEN  = -gencode arch=compute_$(1),code=$(2)
 $(B)/kernels/elementwise.fatbin: NVFB = -fatbin
@@ -229,6 +234,9 @@ $(B)/kernels/elementwise.plain.fatbin: NVFB = -fatbin --compress-mode=none $(cal
 $(B)/kernels/elementwise.new.fatbin: NVFB = -fatbin $(call FB_GEN,100,compute_100)
 $(B)/kernels/elementwise.sass.fatbin: NVFB = -fatbin $(call FB_GEN,80,sm_80) $(call FB_GEN,90,sm_90)
 $(B)/kernels/elementwise.cubin: NVFB = -cubin -arch=sm_90
+$(B)/kernels/elementwise.all-lz4.fatbin: NVFB = -fatbin -Xfatbin -compress-all --compress-mode=speed \
+  $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.all-zstd.fatbin: NVFB = -fatbin -Xfatbin -compress-all $(call FB_GEN,90,[compute_90$(comma)sm_90])
 $(FATBINS): $(FB_SRC)
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$@)
@@ -249,6 +257,10 @@ $(MCODES): $(MC_SRC)
 	$(Q)$(NVCC) $(NVMC) -o $@ $<
 
 $(B)/unit/sim_mcode: | $(MCODES)
+
+# The decoder's unit test reads every image form above.
+$(B)/unit/test_driver_image: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"'
+$(B)/unit/test_driver_image: | $(FATBINS) $(MCODES) $(KERNELS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
