@@ -258,9 +258,10 @@ $(MCODES): $(MC_SRC)
 
 $(B)/unit/sim_mcode: | $(MCODES)
 
-# The decoder's unit test reads every image form above.
-$(B)/unit/test_driver_image: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"'
-$(B)/unit/test_driver_image: | $(FATBINS) $(MCODES) $(KERNELS)
+# The decoder's unit test and the program that loads by every loader read the images above.
+$(B)/progs/cap_images: | $(FATBINS) $(MCODES)
+$(B)/unit/test_driver_image $(B)/unit/test_capture_images: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"'
+$(B)/unit/test_driver_image $(B)/unit/test_capture_images: | $(FATBINS) $(MCODES) $(KERNELS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the

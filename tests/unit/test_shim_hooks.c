@@ -34,6 +34,9 @@ static void test_modeled_sets(void **state)
 		SHIM_ID_cuCtxSetCurrent, SHIM_ID_cuCtxPopCurrent_v2, SHIM_ID_cuMemFree_v2, SHIM_ID_cuMemFreeAsync_ptsz,
 		SHIM_ID_cuMemAlloc_v2, SHIM_ID_cuMemHostRegister_v2, SHIM_ID_cuMemMap, SHIM_ID_cuMemUnmap,
 		SHIM_ID_cuModuleUnload, SHIM_ID_cuLibraryGetKernel,
+		/* loaders and lookups (capture keeps their images' PTX) */
+		SHIM_ID_cuModuleLoad, SHIM_ID_cuModuleLoadDataEx, SHIM_ID_cuModuleLoadFatBinary,
+		SHIM_ID_cuLibraryLoadFromFile, SHIM_ID_cuModuleGetFunction, SHIM_ID_cuKernelGetFunction,
 		/* neutral */
 		SHIM_ID_cuCtxGetCurrent, SHIM_ID_cuPointerGetAttribute, SHIM_ID_cuStreamGetCaptureInfo_v3,
 		SHIM_ID_cuFuncGetParamInfo, SHIM_ID_cuEventCreate, SHIM_ID_cuOccupancyMaxPotentialBlockSize,
