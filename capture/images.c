@@ -60,7 +60,7 @@ void cap__images_init(struct cap_engine *ce)
 
 void cap__image_ref(struct cap_image *img)
 {
-	if (img)
+	if (img && img->code == CAP_CODE_PTX) /* the shared records are never freed: not counted */
 		img->refs++;
 }
 
