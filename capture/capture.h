@@ -416,6 +416,14 @@ enum cap_image_link {
 	CAP_LINK_KERNEL_FUNCTION = 2,
 };
 void cap_image_link(struct cap_engine *ce, enum cap_image_link kind, const void *handle, const void *from);
+/* A JIT link (cuLinkAddData_v2, cuLinkAddFile_v2: data and size, or the file at path;
+ * cuLinkComplete: its output; cuLinkDestroy): its PTX inputs are kept until it is destroyed,
+ * and a module loaded from its output has them as its PTX (a GPU's linker outputs machine
+ * code: numba without nvJitLink, for one, loads its kernels that way). */
+void cap_link_input(struct cap_engine *ce, CUlinkState state, CUjitInputType type, const void *data, size_t size,
+		    const char *path);
+void cap_link_complete(struct cap_engine *ce, CUlinkState state, const void *out);
+void cap_link_destroy(struct cap_engine *ce, CUlinkState state);
 /* A module or library is about to be unloaded: its function handles may be reused, forget
  * them (only them: handles of other modules stay bound, and a reloaded kernel gets its old
  * record and key id back). Asks the driver for a library's module. */

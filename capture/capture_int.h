@@ -199,6 +199,7 @@ struct cap_images {
 	struct cf_map libs;          /* CUlibrary -> struct image_bind */
 	struct cf_map kernels;       /* CUkernel -> struct image_bind (owner: its library) */
 	struct cf_map fns;           /* CUfunction -> struct image_bind (owner: module or library) */
+	struct cf_map links;         /* CUlinkState -> struct link_rec */
 	struct cap_image machine;    /* the record of every image with machine code only */
 	struct cap_image none;       /* the record of every image with no code found */
 	uint64_t next_id;            /* id of the next text record */

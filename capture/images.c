@@ -13,7 +13,10 @@
  *     unloading one forgets exactly its handles, which the driver may hand out again.
  *  4. Nothing here runs per launch: images are decoded when loaded, handles bound when looked
  *     up (cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction) and function records
- *     resolved once per new handle (funcs.c). */
+ *     resolved once per new handle (funcs.c).
+ *  5. A JIT link (links) keeps its PTX inputs until cuLinkDestroy; a module loaded from the
+ *     link's output (by address) gets them as its PTX, whatever the output is (a cubin on a
+ *     GPU, joined PTX on the software device). */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,15 @@ struct image_rec {
 struct image_bind {
 	struct cap_image *img;       /* its image (one reference) */
 	uint64_t owner;              /* the module, or the library | OWNER_LIBRARY, it belongs to */
+};
+
+/* A JIT link in progress (cuLinkCreate .. cuLinkDestroy): its PTX inputs joined, as the
+ * software device joins them (the headers of all but the first commented out), so that the
+ * module loaded from its output, machine code on a GPU, has its PTX. */
+struct link_rec {
+	char *ptx;                   /* the joined PTX inputs, NUL-terminated; NULL before the first */
+	size_t len;                  /* its bytes */
+	const void *out;             /* cuLinkComplete's image, NULL before */
 };
 
 const char *cap_code_name(enum cap_code c)
@@ -185,6 +197,17 @@ out:
 	return buf;
 }
 
+/* The link whose output image is at image, when it had PTX inputs. */
+static const struct link_rec *link_output(struct cap_engine *ce, const void *image)
+{
+	void *v;
+
+	for (size_t i = 0; image && ce->images.links.n && cf_map_next(&ce->images.links, &i, NULL, &v);)
+		if (((const struct link_rec *)v)->out == image && ((const struct link_rec *)v)->ptx)
+			return v;
+	return NULL;
+}
+
 /* The image record of an image (bytes, limit readable) or of the file at path. */
 static struct cap_image *decode(struct cap_engine *ce, const void *image, const char *path)
 {
@@ -195,13 +218,22 @@ static struct cap_image *decode(struct cap_engine *ce, const void *image, const 
 	int rc = -CF_EINVAL;
 	struct cap_image *img;
 
-	if (path) {
+	const struct link_rec *l = path ? NULL : link_output(ce, image);
+
+	if (l) { /* a JIT link's output: what it was linked from */
+		text = malloc(l->len + 1);
+		if (text) {
+			memcpy(text, l->ptx, l->len + 1);
+			len = l->len;
+			rc = 0;
+		}
+	} else if (path) {
 		file = read_image_file(path, &limit);
 		image = file;
 		if (!file)
 			snprintf(err, sizeof(err), "cannot read %s", path);
 	}
-	if (image)
+	if (image && !l)
 		rc = img_ptx_text(image, limit, device_arch(ce), &text, &len, &mc, err, sizeof(err));
 	free(file);
 	if (rc == 0) {
@@ -267,6 +299,108 @@ struct cap_image *cap__image_of(struct cap_engine *ce, CUfunction func, CUkernel
 	if (!b)
 		b = bound(&ce->images.mods, mod);
 	return b ? b->img : NULL;
+}
+
+/* ------------------------------------------------------------------ JIT links */
+
+/* Whether the line at p starts (after blanks) with one of PTX's module headers. */
+static bool header_line(const char *p, const char *end)
+{
+	static const char *const heads[] = { ".version", ".target", ".address_size" };
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	for (size_t i = 0; i < CF_ARRAY_SIZE(heads); i++)
+		if ((size_t)(end - p) >= strlen(heads[i]) && !memcmp(p, heads[i], strlen(heads[i])))
+			return true;
+	return false;
+}
+
+/* Append n bytes of PTX to the link's text: after the first input, headers become comments
+ * (one module has one .version). false when out of memory. */
+static bool link_append(struct link_rec *l, const char *text, size_t n)
+{
+	size_t heads = 0, at;
+	char *p;
+
+	for (const char *q = text, *e; l->ptx && q < text + n; q = e + 1) {
+		e = memchr(q, '\n', (size_t)(text + n - q));
+		e = e ? e : text + n;
+		heads += header_line(q, e);
+	}
+	p = realloc(l->ptx, l->len + 1 + n + 2 * heads + 1);
+	if (!p)
+		return false;
+	at = l->len;
+	if (l->ptx)
+		p[at++] = '\n';
+	for (const char *q = text, *e; q < text + n; q = e + 1) {
+		e = memchr(q, '\n', (size_t)(text + n - q));
+		e = e ? e : text + n;
+		if (l->ptx && header_line(q, e)) {
+			memcpy(p + at, "//", 2);
+			at += 2;
+		}
+		memcpy(p + at, q, (size_t)(e - q));
+		at += (size_t)(e - q);
+		if (e < text + n)
+			p[at++] = '\n';
+	}
+	p[at] = 0;
+	l->ptx = p;
+	l->len = at;
+	return true;
+}
+
+static struct link_rec *link_get(struct cap_engine *ce, const void *state)
+{
+	struct link_rec *l = cf_map_get(&ce->images.links, (uint64_t)(uintptr_t)state);
+
+	if (l || !state)
+		return l;
+	l = calloc(1, sizeof(*l));
+	if (l && cf_map_put(&ce->images.links, (uint64_t)(uintptr_t)state, l) != 0) {
+		free(l);
+		l = NULL;
+	}
+	return l;
+}
+
+void cap_link_input(struct cap_engine *ce, CUlinkState state, CUjitInputType type, const void *data, size_t size,
+		    const char *path)
+{
+	struct link_rec *l;
+	void *file = NULL;
+	size_t n = size;
+
+	if (type != CU_JIT_INPUT_PTX)
+		return; /* machine code, libraries, NVVM IR: no PTX to read (their kernels get none) */
+	l = link_get(ce, state);
+	if (l && path) {
+		data = file = read_image_file(path, &n);
+		size = n;
+	}
+	if (l && data && !link_append(l, data, strnlen(data, size)))
+		cf_log_warn_once("out of memory keeping a JIT link's PTX: its kernels are treated as having none");
+	free(file);
+}
+
+void cap_link_complete(struct cap_engine *ce, CUlinkState state, const void *out)
+{
+	struct link_rec *l = cf_map_get(&ce->images.links, (uint64_t)(uintptr_t)state);
+
+	if (l)
+		l->out = out;
+}
+
+void cap_link_destroy(struct cap_engine *ce, CUlinkState state)
+{
+	struct link_rec *l = state ? cf_map_del(&ce->images.links, (uint64_t)(uintptr_t)state) : NULL;
+
+	if (l) {
+		free(l->ptx);
+		free(l);
+	}
 }
 
 /* ------------------------------------------------------------------ unloading */
@@ -349,11 +483,17 @@ void cap__images_drop_handles(struct cap_engine *ce)
 void cap__images_fini(struct cap_engine *ce)
 {
 	struct cf_table_link *l, *next;
+	void *v;
 
 	drop_map(ce, &ce->images.fns);
 	drop_map(ce, &ce->images.kernels);
 	drop_map(ce, &ce->images.mods);
 	drop_map(ce, &ce->images.libs);
+	for (size_t i = 0; cf_map_next(&ce->images.links, &i, NULL, &v);) {
+		free(((struct link_rec *)v)->ptx);
+		free(v);
+	}
+	cf_map_fini(&ce->images.links);
 	/* the texts function records held (funcs.c frees its records first, without unref) */
 	for (l = ce->images.by_text.head; l; l = next) {
 		struct image_rec *r = CF_TABLE_ENTRY(l, struct image_rec, link);
@@ -373,9 +513,13 @@ size_t cap__images_bytes(struct cap_engine *ce)
 	size_t n = ce->images.text_bytes + ce->images.texts * sizeof(struct image_rec) +
 		   cf_table_bytes(&ce->images.by_text);
 
+	void *v;
+
 	for (size_t i = 0; i < CF_ARRAY_SIZE(maps); i++)
 		n += maps[i]->n * sizeof(struct image_bind) + cf_map_bytes(maps[i]);
-	return n;
+	for (size_t i = 0; cf_map_next(&ce->images.links, &i, NULL, &v);)
+		n += sizeof(struct link_rec) + ((struct link_rec *)v)->len;
+	return n + cf_map_bytes(&ce->images.links);
 }
 
 /* ------------------------------------------------------------------ what function records see */

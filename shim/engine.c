@@ -950,6 +950,42 @@ void shim_engine_image_loaded(bool library, const void *handle, const void *imag
 	lock_drop(e);
 }
 
+void shim_engine_link_input(CUlinkState link, CUjitInputType type, const void *data, size_t size, const char *path)
+{
+	struct cf_engine *e;
+
+	if (!link || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_link_input(e->cap, link, type, data, size, path);
+	lock_drop(e);
+}
+
+void shim_engine_link_complete(CUlinkState link, const void *out)
+{
+	struct cf_engine *e;
+
+	if (!link || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_link_complete(e->cap, link, out);
+	lock_drop(e);
+}
+
+void shim_engine_link_destroy(CUlinkState link)
+{
+	struct cf_engine *e;
+
+	if (!link || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_link_destroy(e->cap, link);
+	lock_drop(e);
+}
+
 void shim_engine_image_link(enum cap_image_link kind, const void *handle, const void *from)
 {
 	struct cf_engine *e;

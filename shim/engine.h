@@ -203,6 +203,10 @@ void shim_engine_kernels(enum shim_api_id api, const CUkernel *k, unsigned int n
 void shim_engine_image_loaded(bool library, const void *handle, const void *image, const char *path);
 /* A lookup handed out a function or kernel of loaded code (cap_image_link). Not counted. */
 void shim_engine_image_link(enum cap_image_link kind, const void *handle, const void *from);
+/* A JIT link's input, output and end (cap_link_*), after the driver succeeded. Not counted. */
+void shim_engine_link_input(CUlinkState link, CUjitInputType type, const void *data, size_t size, const char *path);
+void shim_engine_link_complete(CUlinkState link, const void *out);
+void shim_engine_link_destroy(CUlinkState link);
 
 /* ------------------------------------------------------------------ for tests and benchmarks */
 

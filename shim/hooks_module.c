@@ -1,6 +1,7 @@
 /* hooks_module.c - hand-written hooks of module and library calls whose results capture caches:
  * loading (every loader; the CUDA runtime registers its fat binaries through them: capture
- * keeps the PTX of each image, capture/images.c), the lookups that hand out function and
+ * keeps the PTX of each image, capture/images.c; JIT linking, whose PTX inputs stand for the
+ * machine code a GPU's linker outputs), the lookups that hand out function and
  * CUkernel handles (their function records learn which image they came from; launches of a
  * CUkernel resolve through cuKernelGetFunction), and unloading (a boundary: the module's
  * function handles may be reused afterwards, so capture forgets them, and only them). Loads and
@@ -38,6 +39,57 @@ LOAD_HOOK(cuLibraryLoadFromFile,
 	  (CUlibrary *lib, const char *fname, CUjit_option *jo, void **jv, unsigned int nj,
 	   CUlibraryOption *lo, void **lv, unsigned int nl),
 	  (lib, fname, jo, jv, nj, lo, lv, nl), true, lib, NULL, fname)
+
+/* JIT linking: the PTX inputs are kept for the module the program loads from the output. */
+SHIM_HOOK(cuLinkAddData_v2)(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
+			    unsigned int n, CUjit_option *opts, void **vals)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
+	shim_engine_neutral(SHIM_ID_cuLinkAddData_v2);
+	rc = shim_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
+	if (rc == CUDA_SUCCESS)
+		shim_engine_link_input(state, type, data, size, NULL);
+	return rc;
+}
+
+SHIM_HOOK(cuLinkAddFile_v2)(CUlinkState state, CUjitInputType type, const char *path, unsigned int n,
+			    CUjit_option *opts, void **vals)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
+	shim_engine_neutral(SHIM_ID_cuLinkAddFile_v2);
+	rc = shim_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
+	if (rc == CUDA_SUCCESS)
+		shim_engine_link_input(state, type, NULL, 0, path);
+	return rc;
+}
+
+SHIM_HOOK(cuLinkComplete)(CUlinkState state, void **out, size_t *size)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuLinkComplete(state, out, size);
+	shim_engine_neutral(SHIM_ID_cuLinkComplete);
+	rc = shim_real.p_cuLinkComplete(state, out, size);
+	if (rc == CUDA_SUCCESS && out)
+		shim_engine_link_complete(state, *out);
+	return rc;
+}
+
+SHIM_HOOK(cuLinkDestroy)(CUlinkState state)
+{
+	if (!shim_is_inside()) {
+		shim_engine_neutral(SHIM_ID_cuLinkDestroy);
+		shim_engine_link_destroy(state); /* before: the handle may be reused right after */
+	}
+	return shim_real.p_cuLinkDestroy(state);
+}
 
 SHIM_HOOK(cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name)
 {

@@ -86,13 +86,9 @@
 #define SHIM_NEUTRAL_cuArray3DGetDescriptor_v2 SHIM_YES
 /* linking code (frameworks compile kernels lazily, in the middle of their first steps: CuPy,
  * numba) changes nothing an open window holds; a module's globals are queried, not written.
- * Loading modules and libraries, and looking functions up in them, are neutral too but
- * hand-written in hooks_module.c: capture keeps their PTX. */
+ * Loading modules and libraries, looking functions up in them and the rest of JIT linking
+ * are neutral too but hand-written in hooks_module.c: capture keeps their PTX. */
 #define SHIM_NEUTRAL_cuLinkCreate_v2 SHIM_YES
-#define SHIM_NEUTRAL_cuLinkAddData_v2 SHIM_YES
-#define SHIM_NEUTRAL_cuLinkAddFile_v2 SHIM_YES
-#define SHIM_NEUTRAL_cuLinkComplete SHIM_YES
-#define SHIM_NEUTRAL_cuLinkDestroy SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetGlobal_v2 SHIM_YES
 
 #define NEUTRAL_HOOK(symbol, decls, args) \

@@ -3,7 +3,8 @@
  * (PTX text), cuModuleLoadDataEx (an LZ4 fatbin), cuModuleLoadFatBinary (the runtime's wrapper
  * around nvcc's default zstd fatbin), cuLibraryLoadData (an uncompressed fatbin, launched
  * through its CUkernel), cuLibraryLoadFromFile (a fatbin with its machine code compressed too,
- * launched through cuKernelGetFunction), and sm_90 machine code only (cuModuleLoadData of a
+ * launched through cuKernelGetFunction), the output of a JIT link of PTX text (cuLinkCreate,
+ * cuLinkAddData, cuLinkComplete, cuModuleLoadData, cuLinkDestroy), sm_90 machine code only (cuModuleLoadData of a
  * cubin: run it with SIMCUDA_MACHINE_CODE=noop); and one more module (linalg.cu's PTX) it never
  * launches. It knows nothing of cufold; it prints what it computed.
  * usage: cap_images STEPS [unload]   (unload: unload everything before the last sync)
@@ -69,9 +70,12 @@ int main(int argc, char **argv)
 	void *zstd = read_file("elementwise.fatbin"), *plain = read_file("elementwise.plain.fatbin");
 	void *cubin = read_file("mcode.sm90.cubin");
 	struct fb_wrapper w = { 0x466243b1u, 1, zstd, NULL };
-	CUmodule m_file, m_text, m_lz4, m_zstd, m_mc, m_unused;
+	CUmodule m_file, m_text, m_lz4, m_zstd, m_mc, m_unused, m_link;
+	CUlinkState link;
+	void *linked;
+	size_t linked_size;
 	CUlibrary l_plain, l_file;
-	CUfunction f_fill, f_scale, f_relu, f_add, f_tanh, f_mc;
+	CUfunction f_fill, f_scale, f_relu, f_add, f_tanh, f_mc, f_mul;
 	CUkernel k_axpy, k_tanh;
 	CUdeviceptr a, b, c, out;
 	float two = 2.0f, half = 0.5f;
@@ -86,6 +90,11 @@ int main(int argc, char **argv)
 	CHECK(cuLibraryLoadFromFile(&l_file, path_of("elementwise.all-zstd.fatbin"), NULL, NULL, 0, NULL, NULL, 0));
 	CHECK(cuModuleLoadData(&m_mc, cubin));
 	m_unused = tl_load_module("linalg");
+	CHECK(cuLinkCreate(0, NULL, NULL, &link));
+	CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, text, strlen(text) + 1, "elementwise.ptx", 0, NULL, NULL));
+	CHECK(cuLinkComplete(link, &linked, &linked_size));
+	CHECK(cuModuleLoadData(&m_link, linked));
+	CHECK(cuLinkDestroy(link));
 	f_fill = tl_func(m_file, "fill");
 	f_scale = tl_func(m_text, "scale");
 	f_relu = tl_func(m_lz4, "relu");
@@ -94,6 +103,7 @@ int main(int argc, char **argv)
 	CHECK(cuLibraryGetKernel(&k_tanh, l_file, "tanh_kernel"));
 	CHECK(cuKernelGetFunction(&f_tanh, k_tanh));
 	f_mc = tl_func(m_mc, "mc_none");
+	f_mul = tl_func(m_link, "mul");
 	CHECK(cuMemAlloc(&a, N * sizeof(float)));
 	CHECK(cuMemAlloc(&b, N * sizeof(float)));
 	CHECK(cuMemAlloc(&c, N * sizeof(float)));
@@ -103,6 +113,7 @@ int main(int argc, char **argv)
 		void *fill_args[] = { &a, &v, &n }, *scale_args[] = { &b, &a, &half, &n };
 		void *relu_args[] = { &c, &b, &n }, *add_args[] = { &out, &b, &c, &n };
 		void *axpy_args[] = { &out, &a, &two, &n }, *tanh_args[] = { &out, &out, &n };
+		void *mul_args[] = { &out, &out, &a, &n };
 
 		CHECK(cuLaunchKernel(f_fill, N / 256, 1, 1, 256, 1, 1, 0, 0, fill_args, NULL));
 		CHECK(cuLaunchKernel(f_scale, N / 256, 1, 1, 256, 1, 1, 0, 0, scale_args, NULL));
@@ -111,6 +122,7 @@ int main(int argc, char **argv)
 		CHECK(cuLaunchKernel((CUfunction)k_axpy, N / 256, 1, 1, 256, 1, 1, 0, 0, axpy_args, NULL));
 		CHECK(cuLaunchKernel(f_tanh, N / 256, 1, 1, 256, 1, 1, 0, 0, tanh_args, NULL));
 		CHECK(cuLaunchKernel(f_mc, 1, 1, 1, 1, 1, 1, 0, 0, NULL, NULL));
+		CHECK(cuLaunchKernel(f_mul, N / 256, 1, 1, 256, 1, 1, 0, 0, mul_args, NULL));
 		CHECK(cuCtxSynchronize());
 	}
 	h = tl_hash_device(out, N * sizeof(float), h);
@@ -121,6 +133,7 @@ int main(int argc, char **argv)
 		CHECK(cuModuleUnload(m_zstd));
 		CHECK(cuModuleUnload(m_mc));
 		CHECK(cuModuleUnload(m_unused));
+		CHECK(cuModuleUnload(m_link));
 		CHECK(cuLibraryUnload(l_plain));
 		CHECK(cuLibraryUnload(l_file));
 	}

@@ -1,7 +1,8 @@
 /* test_capture_images.c - capture's images (capture/images.c): the PTX of every loaded module
  * and library kept once per distinct text, freed when nothing names it any more (unloaded, and
  * no function record launched from it), held by the function records made from it
- * (cap_func_ptx), and part of a record's identity. Runs against the software device in-process
+ * (cap_func_ptx), and part of a record's identity; a JIT link's PTX inputs stand for the
+ * machine code it outputs. Runs against the software device in-process
  * (libcuda.so.1 from LD_LIBRARY_PATH, as tests/run sets it). tests layer (cmocka, libcufold.a);
  * the images are built by the Makefile (FATBINS). */
 #include <setjmp.h>
@@ -237,6 +238,47 @@ static void test_without_ptx(void **state)
 	free(cubin);
 }
 
+/* A module loaded from a JIT link's output (machine code on a GPU: a cubin stands for it here)
+ * has the link's PTX inputs, joined with one set of headers; destroyed, the link is forgotten. */
+static void test_jit_link(void **state)
+{
+	struct cap_totals t0 = totals(), t;
+	char *fill = read_file("elementwise.ptx"), *linalg = read_file("linalg.ptx");
+	void *cubin = read_file("mcode.sm90.cubin");
+	int link, mod[2];
+	const struct cap_image *img;
+	const char *p;
+	int versions = 0;
+
+	(void)state;
+	cap_link_input(ce, (CUlinkState)&link, CU_JIT_INPUT_PTX, fill, strlen(fill) + 1, NULL);
+	cap_link_input(ce, (CUlinkState)&link, CU_JIT_INPUT_CUBIN, cubin, 64, NULL); /* no PTX in it */
+	cap_link_input(ce, (CUlinkState)&link, CU_JIT_INPUT_PTX, NULL, 0, path_of("linalg.ptx"));
+	cap_link_complete(ce, (CUlinkState)&link, cubin);
+	cap_image_loaded(ce, false, &mod[0], cubin, NULL);
+	img = cap__image_of(ce, NULL, NULL, (CUmodule)&mod[0]);
+	assert_int_equal(img->code, CAP_CODE_PTX);
+	assert_int_equal(img->ptx_len, strlen(img->ptx));
+	assert_int_equal(img->ptx_len, strlen(fill) + 1 + strlen(linalg) + 2 * 3); /* 3 headers commented */
+	assert_memory_equal(img->ptx, fill, strlen(fill));
+	for (p = img->ptx; (p = strstr(p, ".version")); p++)
+		versions += p == img->ptx || p[-1] == '\n';
+	assert_int_equal(versions, 1);
+	assert_non_null(strstr(img->ptx, "\n//.version"));
+	cap_link_destroy(ce, (CUlinkState)&link);
+	cap_image_loaded(ce, false, &mod[1], cubin, NULL); /* the same bytes, no link any more */
+	assert_int_equal(cap__image_of(ce, NULL, NULL, (CUmodule)&mod[1])->code, CAP_CODE_MACHINE);
+	t = totals();
+	assert_int_equal(t.images_ptx - t0.images_ptx, 1);
+	assert_int_equal(t.images_machine_code - t0.images_machine_code, 1);
+	cap_funcs_forget_module(ce, (CUmodule)&mod[0], NULL);
+	cap_funcs_forget_module(ce, (CUmodule)&mod[1], NULL);
+	assert_int_equal(totals().ptx_texts_kept, t0.ptx_texts_kept);
+	free(fill);
+	free(linalg);
+	free(cubin);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_function_records),
 		cmocka_unit_test(test_library_kernels),
 		cmocka_unit_test(test_without_ptx),
+		cmocka_unit_test(test_jit_link),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
