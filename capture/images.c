@@ -32,6 +32,9 @@
 #define CAP_IMAGE_MACHINE_ID 1       /* ids of the shared records */
 #define CAP_IMAGE_NONE_ID 2
 #define OWNER_LIBRARY 1u             /* tag bit of a library owner (handles are aligned) */
+/* The device's compute capability when the driver will not say: the newest PTX of an image is
+ * taken (another architecture's PTX of the same source touches the same memory). */
+#define UNKNOWN_ARCH 1000u
 
 /* A distinct PTX text. */
 struct image_rec {
@@ -155,6 +158,8 @@ static unsigned int device_arch(struct cap_engine *ce)
 
 	if (ce->images.device_arch)
 		return ce->images.device_arch;
+	if (!SHIM_REAL(cuCtxGetDevice) || !SHIM_REAL(cuDeviceGetAttribute))
+		return UNKNOWN_ARCH;
 	cap__own_call(ce, SHIM_ID_cuCtxGetDevice);
 	if (SHIM_REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
 		dev = 0;
@@ -163,7 +168,7 @@ static unsigned int device_arch(struct cap_engine *ce)
 	if (SHIM_REAL(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
 	    SHIM_REAL(cuDeviceGetAttribute)(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
 	    major <= 0 || minor < 0)
-		return 0; /* asked again at the next image; this one takes no PTX but the oldest */
+		return UNKNOWN_ARCH; /* asked again at the next image */
 	ce->images.device_arch = (unsigned int)(major * 10 + minor);
 	return ce->images.device_arch;
 }
