@@ -414,6 +414,8 @@ enum cap_image_link {
 	CAP_LINK_MODULE_FUNCTION = 0,
 	CAP_LINK_LIBRARY_KERNEL = 1,
 	CAP_LINK_KERNEL_FUNCTION = 2,
+	CAP_LINK_LIBRARY_MODULE = 3, /* cuLibraryGetModule: a CUmodule from a CUlibrary (a function
+				      * of it then finds the image through cuFuncGetModule) */
 };
 void cap_image_link(struct cap_engine *ce, enum cap_image_link kind, const void *handle, const void *from);
 /* A JIT link (cuLinkAddData_v2, cuLinkAddFile_v2: data and size, or the file at path;

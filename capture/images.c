@@ -273,13 +273,15 @@ void cap_image_loaded(struct cap_engine *ce, bool library, const void *handle, c
 void cap_image_link(struct cap_engine *ce, enum cap_image_link kind, const void *handle, const void *from)
 {
 	struct image_bind *src;
-	struct cf_map *map = kind == CAP_LINK_LIBRARY_KERNEL ? &ce->images.kernels : &ce->images.fns;
+	struct cf_map *map = kind == CAP_LINK_LIBRARY_KERNEL ? &ce->images.kernels :
+			     kind == CAP_LINK_LIBRARY_MODULE ? &ce->images.mods : &ce->images.fns;
 
 	switch (kind) {
 	case CAP_LINK_MODULE_FUNCTION:
 		src = bound(&ce->images.mods, from);
 		break;
 	case CAP_LINK_LIBRARY_KERNEL:
+	case CAP_LINK_LIBRARY_MODULE:
 		src = bound(&ce->images.libs, from);
 		break;
 	case CAP_LINK_KERNEL_FUNCTION:
@@ -461,8 +463,10 @@ void cap__images_forget(struct cap_engine *ce, CUmodule mod, CUlibrary lib)
 	if (!mod && !lib)
 		return;
 	ok = drop_owned(ce, &ce->images.fns, owner);
-	if (lib)
+	if (lib) {
 		ok = drop_owned(ce, &ce->images.kernels, owner) && ok;
+		ok = drop_owned(ce, &ce->images.mods, owner) && ok; /* its module (cuLibraryGetModule) */
+	}
 	if (!ok) /* a handle left bound may be handed out again for other code: forget them all */
 		cap__images_drop_handles(ce);
 	drop_one(ce, mod ? &ce->images.mods : &ce->images.libs, mod ? (const void *)mod : (const void *)lib);

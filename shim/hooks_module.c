@@ -104,6 +104,19 @@ SHIM_HOOK(cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name)
 	return rc;
 }
 
+SHIM_HOOK(cuLibraryGetModule)(CUmodule *m, CUlibrary lib)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return shim_real.p_cuLibraryGetModule(m, lib);
+	shim_engine_neutral(SHIM_ID_cuLibraryGetModule);
+	rc = shim_real.p_cuLibraryGetModule(m, lib);
+	if (rc == CUDA_SUCCESS && m)
+		shim_engine_image_link(CAP_LINK_LIBRARY_MODULE, *m, lib);
+	return rc;
+}
+
 SHIM_HOOK(cuKernelGetFunction)(CUfunction *f, CUkernel k)
 {
 	CUresult rc;

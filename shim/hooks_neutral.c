@@ -48,7 +48,6 @@
 #define SHIM_NEUTRAL_cuKernelGetLibrary SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetFunctionCount SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetLoadingMode SHIM_YES
-#define SHIM_NEUTRAL_cuLibraryGetModule SHIM_YES
 #define SHIM_NEUTRAL_cuLibraryGetKernelCount SHIM_YES
 #define SHIM_NEUTRAL_cuStreamGetFlags SHIM_YES
 #define SHIM_NEUTRAL_cuStreamGetPriority SHIM_YES

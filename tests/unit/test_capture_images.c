@@ -182,14 +182,15 @@ static void test_function_records(void **state)
 	unload(m);
 }
 
-/* A library's kernel, and the function resolved from it, name the library's image; unloading
- * the library forgets both handles. */
+/* A library's kernel, the function resolved from it and the library's module name the
+ * library's image; unloading the library forgets all three handles. */
 static void test_library_kernels(void **state)
 {
 	void *img = read_file("elementwise.all-zstd.fatbin");
 	CUlibrary lib;
 	CUkernel k;
 	CUfunction fk;
+	CUmodule lm;
 	struct cap_func *f;
 
 	(void)state;
@@ -206,8 +207,12 @@ static void test_library_kernels(void **state)
 	assert_non_null(f);
 	assert_int_equal(cap_func_code(f), CAP_CODE_PTX);
 	assert_non_null(strstr(cap_func_ptx(f, NULL), ".entry relu"));
+	/* the library's module (cuLibraryGetModule): its functions find the image through it */
+	CK(SHIM_REAL(cuLibraryGetModule)(&lm, lib));
+	cap_image_link(ce, CAP_LINK_LIBRARY_MODULE, lm, lib);
+	assert_ptr_equal(cap__image_of(ce, NULL, NULL, lm), cap__image_of(ce, NULL, k, NULL));
 	cap_funcs_forget_module(ce, NULL, lib);
-	assert_null(cap__image_of(ce, fk, k, NULL));
+	assert_null(cap__image_of(ce, fk, k, lm));
 	CK(SHIM_REAL(cuLibraryUnload)(lib));
 	free(img);
 }

@@ -37,6 +37,7 @@ static void test_modeled_sets(void **state)
 		/* loaders and lookups (capture keeps their images' PTX) */
 		SHIM_ID_cuModuleLoad, SHIM_ID_cuModuleLoadDataEx, SHIM_ID_cuModuleLoadFatBinary,
 		SHIM_ID_cuLibraryLoadFromFile, SHIM_ID_cuModuleGetFunction, SHIM_ID_cuKernelGetFunction,
+		SHIM_ID_cuLibraryGetModule, SHIM_ID_cuLinkAddData_v2, SHIM_ID_cuLinkAddFile_v2, SHIM_ID_cuLinkDestroy,
 		/* neutral */
 		SHIM_ID_cuCtxGetCurrent, SHIM_ID_cuPointerGetAttribute, SHIM_ID_cuStreamGetCaptureInfo_v3,
 		SHIM_ID_cuFuncGetParamInfo, SHIM_ID_cuEventCreate, SHIM_ID_cuOccupancyMaxPotentialBlockSize,
