@@ -216,14 +216,13 @@ static const struct link_rec *link_output(struct cap_engine *ce, const void *ima
 /* The image record of an image (bytes, limit readable) or of the file at path. */
 static struct cap_image *decode(struct cap_engine *ce, const void *image, const char *path)
 {
+	const struct link_rec *l = path ? NULL : link_output(ce, image);
 	void *file = NULL;
 	size_t limit = SIZE_MAX, len = 0;
 	char *text = NULL, err[256] = "";
 	bool mc = false;
 	int rc = -CF_EINVAL;
 	struct cap_image *img;
-
-	const struct link_rec *l = path ? NULL : link_output(ce, image);
 
 	if (l) { /* a JIT link's output: what it was linked from */
 		text = malloc(l->len + 1);
@@ -240,6 +239,8 @@ static struct cap_image *decode(struct cap_engine *ce, const void *image, const 
 	}
 	if (image && !l)
 		rc = img_ptx_text(image, limit, device_arch(ce), &text, &len, &mc, err, sizeof(err));
+	if (rc != 0)
+		cf_log_debug("image %p%s%s: no PTX: %s", image, path ? " from " : "", path ? path : "", err);
 	free(file);
 	if (rc == 0) {
 		img = text_image(ce, text, len);
@@ -248,7 +249,6 @@ static struct cap_image *decode(struct cap_engine *ce, const void *image, const 
 		cf_log_warn_once("out of memory keeping a module's PTX: its kernels are treated as having none");
 		return &ce->images.none;
 	}
-	cf_log_debug("image %p%s%s: no PTX: %s", image, path ? " from " : "", path ? path : "", err);
 	return mc ? &ce->images.machine : &ce->images.none;
 }
 
