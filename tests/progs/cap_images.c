@@ -3,8 +3,10 @@
  * (PTX text), cuModuleLoadDataEx (an LZ4 fatbin), cuModuleLoadFatBinary (the runtime's wrapper
  * around nvcc's default zstd fatbin), cuLibraryLoadData (an uncompressed fatbin, launched
  * through its CUkernel), cuLibraryLoadFromFile (a fatbin with its machine code compressed too,
- * launched through cuKernelGetFunction), the output of a JIT link of PTX text (cuLinkCreate,
- * cuLinkAddData, cuLinkComplete, cuModuleLoadData, cuLinkDestroy), sm_90 machine code only (cuModuleLoadData of a
+ * launched through cuKernelGetFunction), the library's module (cuLibraryGetModule, then
+ * cuModuleGetFunction), the output of a JIT link of PTX text (cuLinkCreate, cuLinkAddData,
+ * cuLinkComplete, cuModuleLoadData, cuLinkDestroy) and of a PTX file (cuLinkAddFile, loaded, not
+ * launched), sm_90 machine code only (cuModuleLoadData of a
  * cubin: run it with SIMCUDA_MACHINE_CODE=noop); and one more module (linalg.cu's PTX) it never
  * launches. It knows nothing of cufold; it prints what it computed.
  * usage: cap_images STEPS [unload]   (unload: unload everything before the last sync)
@@ -70,12 +72,12 @@ int main(int argc, char **argv)
 	void *zstd = read_file("elementwise.fatbin"), *plain = read_file("elementwise.plain.fatbin");
 	void *cubin = read_file("mcode.sm90.cubin");
 	struct fb_wrapper w = { 0x466243b1u, 1, zstd, NULL };
-	CUmodule m_file, m_text, m_lz4, m_zstd, m_mc, m_unused, m_link;
+	CUmodule m_file, m_text, m_lz4, m_zstd, m_mc, m_unused, m_link, m_link2, m_lib;
 	CUlinkState link;
 	void *linked;
 	size_t linked_size;
 	CUlibrary l_plain, l_file;
-	CUfunction f_fill, f_scale, f_relu, f_add, f_tanh, f_mc, f_mul;
+	CUfunction f_fill, f_scale, f_relu, f_add, f_tanh, f_mc, f_mul, f_copy;
 	CUkernel k_axpy, k_tanh;
 	CUdeviceptr a, b, c, out;
 	float two = 2.0f, half = 0.5f;
@@ -95,6 +97,11 @@ int main(int argc, char **argv)
 	CHECK(cuLinkComplete(link, &linked, &linked_size));
 	CHECK(cuModuleLoadData(&m_link, linked));
 	CHECK(cuLinkDestroy(link));
+	CHECK(cuLinkCreate(0, NULL, NULL, &link));
+	CHECK(cuLinkAddFile(link, CU_JIT_INPUT_PTX, path_of("elementwise.ptx"), 0, NULL, NULL));
+	CHECK(cuLinkComplete(link, &linked, &linked_size));
+	CHECK(cuModuleLoadData(&m_link2, linked));
+	CHECK(cuLinkDestroy(link));
 	f_fill = tl_func(m_file, "fill");
 	f_scale = tl_func(m_text, "scale");
 	f_relu = tl_func(m_lz4, "relu");
@@ -104,6 +111,8 @@ int main(int argc, char **argv)
 	CHECK(cuKernelGetFunction(&f_tanh, k_tanh));
 	f_mc = tl_func(m_mc, "mc_none");
 	f_mul = tl_func(m_link, "mul");
+	CHECK(cuLibraryGetModule(&m_lib, l_plain));
+	f_copy = tl_func(m_lib, "copy");
 	CHECK(cuMemAlloc(&a, N * sizeof(float)));
 	CHECK(cuMemAlloc(&b, N * sizeof(float)));
 	CHECK(cuMemAlloc(&c, N * sizeof(float)));
@@ -113,7 +122,7 @@ int main(int argc, char **argv)
 		void *fill_args[] = { &a, &v, &n }, *scale_args[] = { &b, &a, &half, &n };
 		void *relu_args[] = { &c, &b, &n }, *add_args[] = { &out, &b, &c, &n };
 		void *axpy_args[] = { &out, &a, &two, &n }, *tanh_args[] = { &out, &out, &n };
-		void *mul_args[] = { &out, &out, &a, &n };
+		void *mul_args[] = { &out, &out, &a, &n }, *copy_args[] = { &c, &out, &n };
 
 		CHECK(cuLaunchKernel(f_fill, N / 256, 1, 1, 256, 1, 1, 0, 0, fill_args, NULL));
 		CHECK(cuLaunchKernel(f_scale, N / 256, 1, 1, 256, 1, 1, 0, 0, scale_args, NULL));
@@ -123,6 +132,7 @@ int main(int argc, char **argv)
 		CHECK(cuLaunchKernel(f_tanh, N / 256, 1, 1, 256, 1, 1, 0, 0, tanh_args, NULL));
 		CHECK(cuLaunchKernel(f_mc, 1, 1, 1, 1, 1, 1, 0, 0, NULL, NULL));
 		CHECK(cuLaunchKernel(f_mul, N / 256, 1, 1, 256, 1, 1, 0, 0, mul_args, NULL));
+		CHECK(cuLaunchKernel(f_copy, N / 256, 1, 1, 256, 1, 1, 0, 0, copy_args, NULL));
 		CHECK(cuCtxSynchronize());
 	}
 	h = tl_hash_device(out, N * sizeof(float), h);
@@ -134,6 +144,7 @@ int main(int argc, char **argv)
 		CHECK(cuModuleUnload(m_mc));
 		CHECK(cuModuleUnload(m_unused));
 		CHECK(cuModuleUnload(m_link));
+		CHECK(cuModuleUnload(m_link2));
 		CHECK(cuLibraryUnload(l_plain));
 		CHECK(cuLibraryUnload(l_file));
 	}
