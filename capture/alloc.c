@@ -155,10 +155,10 @@ enum cap_probe cap__alloc_probe(struct cap_engine *ce, uint64_t addr)
 
 	if (slot->page == page)
 		return (enum cap_probe)slot->answer;
-	if (!SHIM_REAL(cuPointerGetAttribute))
+	if (!DRV_REAL(cuPointerGetAttribute))
 		return CAP_PROBE_PAGEABLE; /* no driver to ask (unit tests of windows alone) */
-	cap__own_call(ce, SHIM_ID_cuPointerGetAttribute);
-	rc = SHIM_REAL(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)addr);
+	cap__own_call(ce, DRV_ID_cuPointerGetAttribute);
+	rc = DRV_REAL(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)addr);
 	if (rc == CUDA_ERROR_INVALID_VALUE)
 		answer = CAP_PROBE_PAGEABLE; /* memory the driver does not know: plain host memory */
 	else if (rc == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST)

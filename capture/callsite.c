@@ -13,7 +13,7 @@
  * and in a process without libgcc_s among its first libraries those would take over C++
  * exceptions everywhere (an exception thrown inside std::call_once then aborts). So it is
  * dlopen'ed RTLD_LOCAL on the first capture (only CUFOLD_CALLSITES=1 captures), its functions
- * looked up into typed pointers through glibc's dlsym (shim_real_dlsym, never cufold's exported
+ * looked up into typed pointers through glibc's dlsym (drv_real_dlsym, never cufold's exported
  * hook). When it cannot be loaded, call sites are off with one warning and every capture
  * returns 0, as when unwinding fails. The header is included for its types and prototypes
  * only: nothing here names a libunwind symbol outside a string. */
@@ -93,7 +93,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 /* One libunwind function into *slot; false (and *missing = name) when absent. */
 static bool uw_find(void *handle, const char *name, void *slot, const char **missing)
 {
-	void *p = shim_real_dlsym(handle, name);
+	void *p = drv_real_dlsym(handle, name);
 
 	if (!p) {
 		*missing = name;
@@ -111,7 +111,7 @@ static int uw_load(void)
 	void *h;
 	int rc = 0;
 
-	h = shim_real_dlopen(UNWIND_LIB, RTLD_LAZY | RTLD_LOCAL);
+	h = drv_real_dlopen(UNWIND_LIB, RTLD_LAZY | RTLD_LOCAL);
 	if (!h) {
 		why = dlerror();
 		cf_log_warn_once("call sites are off: cannot load %s (CUFOLD_CALLSITES=1 needs libunwind8): %s",

@@ -165,7 +165,7 @@ struct cap_op {
 	uint8_t kind;                /* enum cap_op_kind */
 	uint8_t flags;               /* CAP_OPF_* */
 	uint8_t stream_kind;         /* enum cap_stream_kind */
-	uint16_t api;                /* enum shim_api_id: the exact entry point called */
+	uint16_t api;                /* enum drv_api_id: the exact entry point called */
 	uint16_t stream_slot;        /* the stream's slot in the window (0, 1, ... by first use) */
 	uint32_t tid;                /* host thread (gettid) */
 	CUstream stream;             /* the stream argument as passed (0 for synchronous forms) */
@@ -205,7 +205,7 @@ uint64_t cap_op_bytes(const struct cap_op *op);
  * during the call. cap_record deep-copies what it keeps. */
 struct cap_call {
 	uint8_t kind;                /* enum cap_op_kind */
-	uint16_t api;                /* enum shim_api_id of the hook */
+	uint16_t api;                /* enum drv_api_id of the hook */
 	CUstream stream;             /* stream argument (0 for synchronous forms) */
 	union {
 		struct {
@@ -274,7 +274,7 @@ struct cap_config {
 	uint32_t window_max_ops;     /* a longer window is closed (FULL); 0: default 65536 */
 	const char *mode_name;       /* "trace" or "replay", for the outputs (static string) */
 	/* Told of every driver call capture makes itself (may be NULL). */
-	void (*note_driver_call)(enum shim_api_id id);
+	void (*note_driver_call)(enum drv_api_id id);
 	/* A shape is about to be evicted (replay drops its template); may be NULL. */
 	void (*shape_evicted)(void *arg, struct cap_shape *s);
 	/* Writing the report: append members (keys and values, common/json.h) at the end of its
@@ -355,10 +355,10 @@ void cap_op_done(struct cap_engine *ce, const struct cap_rec *rec, bool failed);
 
 /* A boundary is about to reach the driver: close the open window (if it has ops). Returns its
  * shape, or NULL (empty window, or not tracked). */
-struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, enum shim_api_id api);
+struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, enum drv_api_id api);
 
 /* Count a boundary without closing (a call passed through while the program captures). */
-void cap_note_passthrough(struct cap_engine *ce, enum shim_api_id api);
+void cap_note_passthrough(struct cap_engine *ce, enum drv_api_id api);
 
 /* ------------------------------------------------------------------ what the host observes (observe.c) */
 
@@ -374,7 +374,7 @@ enum cap_target_kind {
 
 struct cap_target {
 	uint8_t kind;                /* enum cap_target_kind */
-	uint8_t pt;                  /* stream: the entry point's per-thread kind (SHIM_PT_*) */
+	uint8_t pt;                  /* stream: the entry point's per-thread kind (DRV_PT_*) */
 	CUstream stream;             /* CAP_TARGET_STREAM: the handle as passed */
 	CUevent event;               /* CAP_TARGET_EVENT */
 	CUcontext ctx;               /* the caller's current context (default streams are per context) */
@@ -498,7 +498,7 @@ uint32_t cap_window_nevents(const struct cap_window *w);
 CUevent cap_window_event(const struct cap_window *w, uint32_t slot);
 uint64_t cap_window_seq(const struct cap_window *w);       /* window number, 1, 2, ... */
 enum cap_boundary cap_window_closed_by(const struct cap_window *w);
-uint16_t cap_window_closed_api(const struct cap_window *w); /* enum shim_api_id */
+uint16_t cap_window_closed_api(const struct cap_window *w); /* enum drv_api_id */
 uint64_t cap_window_closed_site(const struct cap_window *w); /* call site of the closing call, or 0 */
 
 /* Shapes, newest sighting first. */

@@ -33,7 +33,7 @@ struct cap_window {
 	uint64_t seq;                /* window number */
 	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
 	uint8_t closed_by;           /* enum cap_boundary, once closed */
-	uint16_t closed_api;         /* enum shim_api_id of the closing call */
+	uint16_t closed_api;         /* enum drv_api_id of the closing call */
 	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
 	uint32_t nfailed;            /* ops marked CAP_OPF_FAILED */
 	bool pinned;                 /* a template build outside the lock reads it (cap_shape_pin_last) */
@@ -264,7 +264,7 @@ struct cap_engine {
 };
 
 /* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
-void cap__own_call(struct cap_engine *ce, enum shim_api_id id);
+void cap__own_call(struct cap_engine *ce, enum drv_api_id id);
 
 /* ------------------------------------------------------------------ trace collection (trace.c) */
 

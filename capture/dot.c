@@ -84,7 +84,7 @@ static int write_shape(int dfd, const struct cap_shape *s)
 	fprintf(f, "  label=\"window shape %llu: %u ops on %u streams, seen %llu times, ended by %s (%s)\";\n",
 		(unsigned long long)cap_shape_id(s), cap_window_nops(w), cap_window_nstreams(w),
 		(unsigned long long)cap_shape_sightings(s), cap_boundary_label(cap_window_closed_by(w)),
-		cap_window_closed_api(w) < SHIM_API_COUNT ? shim_api[cap_window_closed_api(w)].name : "?");
+		cap_window_closed_api(w) < DRV_API_COUNT ? drv_api[cap_window_closed_api(w)].name : "?");
 	fprintf(f, "  labelloc=t; rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", "
 		   "fontsize=10];\n");
 	for (uint32_t sl = 0; sl < cap_window_nstreams(w); sl++) {

@@ -93,11 +93,11 @@ static void layout(struct cap_engine *ce, struct cap_func *f, CUfunction func, C
 		if (n >= PARAM_INFO_MAX)
 			goto out_unknown;
 		if (kernel) {
-			cap__own_call(ce, SHIM_ID_cuKernelGetParamInfo);
-			rc = SHIM_REAL(cuKernelGetParamInfo)(kernel, n, &o, &s);
+			cap__own_call(ce, DRV_ID_cuKernelGetParamInfo);
+			rc = DRV_REAL(cuKernelGetParamInfo)(kernel, n, &o, &s);
 		} else {
-			cap__own_call(ce, SHIM_ID_cuFuncGetParamInfo);
-			rc = SHIM_REAL(cuFuncGetParamInfo)(func, n, &o, &s);
+			cap__own_call(ce, DRV_ID_cuFuncGetParamInfo);
+			rc = DRV_REAL(cuFuncGetParamInfo)(func, n, &o, &s);
 		}
 		if (rc == CUDA_ERROR_INVALID_VALUE && (n > 0 || named))
 			break;
@@ -186,8 +186,8 @@ static struct cap_func *func_record(struct cap_engine *ce, CUfunction func, CUke
 	f = &r->f;
 	f->func = func;
 	f->image = img;
-	cap__own_call(ce, SHIM_ID_cuFuncGetName);
-	named = SHIM_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name;
+	cap__own_call(ce, DRV_ID_cuFuncGetName);
+	named = DRV_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name;
 	f->name = strdup(named ? name : "?");
 	if (!f->name) {
 		free(r);
@@ -224,9 +224,9 @@ static struct cap_func *func_bind_new(struct cap_engine *ce, CUfunction func, CU
 	if (!b)
 		return NULL;
 	b->mod = NULL;
-	if (SHIM_REAL(cuFuncGetModule)) {
-		cap__own_call(ce, SHIM_ID_cuFuncGetModule);
-		if (SHIM_REAL(cuFuncGetModule)(&b->mod, func) != CUDA_SUCCESS)
+	if (DRV_REAL(cuFuncGetModule)) {
+		cap__own_call(ce, DRV_ID_cuFuncGetModule);
+		if (DRV_REAL(cuFuncGetModule)(&b->mod, func) != CUDA_SUCCESS)
 			b->mod = NULL;
 	}
 	b->f = func_record(ce, func, kernel, cap__image_of(ce, func, kernel, b->mod));
@@ -253,8 +253,8 @@ struct cap_func *cap__func_get(struct cap_engine *ce, CUfunction handle, CUconte
 		if (!kf || kf->kernel != (CUkernel)handle || kf->ctx != ctx) {
 			CUfunction resolved = NULL;
 
-			cap__own_call(ce, SHIM_ID_cuKernelGetFunction);
-			if (SHIM_REAL(cuKernelGetFunction)(&resolved, (CUkernel)handle) != CUDA_SUCCESS || !resolved)
+			cap__own_call(ce, DRV_ID_cuKernelGetFunction);
+			if (DRV_REAL(cuKernelGetFunction)(&resolved, (CUkernel)handle) != CUDA_SUCCESS || !resolved)
 				return NULL;
 			if (!kf) {
 				kf = malloc(sizeof(*kf));
@@ -372,8 +372,8 @@ void cap_funcs_forget_module(struct cap_engine *ce, CUmodule mod, CUlibrary lib)
 	cap__images_forget(ce, lib ? NULL : mod, lib);
 	if (lib) {
 		mod = NULL;
-		cap__own_call(ce, SHIM_ID_cuLibraryGetModule);
-		if (!SHIM_REAL(cuLibraryGetModule) || SHIM_REAL(cuLibraryGetModule)(&mod, lib) != CUDA_SUCCESS)
+		cap__own_call(ce, DRV_ID_cuLibraryGetModule);
+		if (!DRV_REAL(cuLibraryGetModule) || DRV_REAL(cuLibraryGetModule)(&mod, lib) != CUDA_SUCCESS)
 			mod = NULL;
 	}
 	if (mod && forget_module(ce, mod))
@@ -408,8 +408,8 @@ bool cap_window_uses_unloading(struct cap_engine *ce)
 		return true;
 	if (unload_lib) {
 		mod = NULL;
-		cap__own_call(ce, SHIM_ID_cuLibraryGetModule);
-		if (!SHIM_REAL(cuLibraryGetModule) || SHIM_REAL(cuLibraryGetModule)(&mod, unload_lib) != CUDA_SUCCESS)
+		cap__own_call(ce, DRV_ID_cuLibraryGetModule);
+		if (!DRV_REAL(cuLibraryGetModule) || DRV_REAL(cuLibraryGetModule)(&mod, unload_lib) != CUDA_SUCCESS)
 			return true;
 	}
 	for (uint32_t i = 0; w && i < w->nops; i++) {

@@ -158,15 +158,15 @@ static unsigned int device_arch(struct cap_engine *ce)
 
 	if (ce->images.device_arch)
 		return ce->images.device_arch;
-	if (!SHIM_REAL(cuCtxGetDevice) || !SHIM_REAL(cuDeviceGetAttribute))
+	if (!DRV_REAL(cuCtxGetDevice) || !DRV_REAL(cuDeviceGetAttribute))
 		return UNKNOWN_ARCH;
-	cap__own_call(ce, SHIM_ID_cuCtxGetDevice);
-	if (SHIM_REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+	cap__own_call(ce, DRV_ID_cuCtxGetDevice);
+	if (DRV_REAL(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
 		dev = 0;
-	cap__own_call(ce, SHIM_ID_cuDeviceGetAttribute);
-	cap__own_call(ce, SHIM_ID_cuDeviceGetAttribute);
-	if (SHIM_REAL(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-	    SHIM_REAL(cuDeviceGetAttribute)(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
+	cap__own_call(ce, DRV_ID_cuDeviceGetAttribute);
+	cap__own_call(ce, DRV_ID_cuDeviceGetAttribute);
+	if (DRV_REAL(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+	    DRV_REAL(cuDeviceGetAttribute)(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
 	    major <= 0 || minor < 0)
 		return UNKNOWN_ARCH; /* asked again at the next image */
 	ce->images.device_arch = (unsigned int)(major * 10 + minor);

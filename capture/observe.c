@@ -27,7 +27,7 @@ bool cap_window_observed(struct cap_engine *ce, const struct cap_target *t, uint
 		const struct cap_stream *s;
 
 		/* the legacy stream orders with every blocking stream: keep it simple and safe */
-		if (t->stream == CU_STREAM_LEGACY || (!t->stream && t->pt == SHIM_PT_NONE))
+		if (t->stream == CU_STREAM_LEGACY || (!t->stream && t->pt == DRV_PT_NONE))
 			return true;
 		s = cap__stream_find(ce, t->stream, t->pt, t->ctx, t->tid);
 		return s && in_window(ce, s->win, s->last, from);

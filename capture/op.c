@@ -33,7 +33,7 @@ const char *cap_op_name(const struct cap_op *op)
 {
 	if (op->kind == CAP_OP_KERNEL && op->u.kernel.info)
 		return op->u.kernel.info->name;
-	return op->api < SHIM_API_COUNT ? shim_api[op->api].base : "?";
+	return op->api < DRV_API_COUNT ? drv_api[op->api].base : "?";
 }
 
 uint64_t cap_op_bytes(const struct cap_op *op)
@@ -398,7 +398,7 @@ static const CUDA_MEMCPY3D_PEER *desc_peer(const struct cap_op *op, const CUDA_M
 
 /* Every copy and memset entry point an op may name, one exported name per entry, with the form
  * of its arguments (ISSUE_CPY_* and ISSUE_SET_* below) and whether a stream follows them (S)
- * or not (N): a new variant is one entry here, and the call is typed by SHIM_REAL, so an
+ * or not (N): a new variant is one entry here, and the call is typed by DRV_REAL, so an
  * entry with the wrong form does not compile. */
 #define ISSUE_MEMCPY_LIST(X)                                                                                \
 	X(cuMemcpy, LINEAR, N) X(cuMemcpy_ptds, LINEAR, N)                                                   \
@@ -457,10 +457,10 @@ static CUresult issue_memcpy(const struct cap_op *op)
 	CUresult rc;
 
 	issue_desc(op, &d);
-	switch ((enum shim_api_id)op->api) {
+	switch ((enum drv_api_id)op->api) {
 #define ISSUE_CPY_CASE_(sym, form, st)                                                                      \
-	case SHIM_ID_##sym:                                                                                  \
-		rc = SHIM_REAL(sym)(ISSUE_CPY_##form ISSUE_STREAM_##st);                                     \
+	case DRV_ID_##sym:                                                                                  \
+		rc = DRV_REAL(sym)(ISSUE_CPY_##form ISSUE_STREAM_##st);                                     \
 		break;
 		ISSUE_MEMCPY_LIST(ISSUE_CPY_CASE_)
 #undef ISSUE_CPY_CASE_
@@ -480,10 +480,10 @@ static CUresult issue_memset(const struct cap_op *op)
 	CUstream s = op->stream;
 	CUresult rc;
 
-	switch ((enum shim_api_id)op->api) {
+	switch ((enum drv_api_id)op->api) {
 #define ISSUE_SET_CASE_(sym, form, val, st)                                                                 \
-	case SHIM_ID_##sym:                                                                                  \
-		rc = SHIM_REAL(sym)(ISSUE_SET_##form(val) ISSUE_STREAM_##st);                                \
+	case DRV_ID_##sym:                                                                                  \
+		rc = DRV_REAL(sym)(ISSUE_SET_##form(val) ISSUE_STREAM_##st);                                \
 		break;
 		ISSUE_MEMSET_LIST(ISSUE_SET_CASE_)
 #undef ISSUE_SET_CASE_
@@ -536,29 +536,29 @@ static CUresult issue_kernel(const struct cap_op *op)
 	cfg.hStream = op->stream;
 	cfg.attrs = k->attrs;
 	cfg.numAttrs = k->nattrs;
-	switch ((enum shim_api_id)op->api) {
-	case SHIM_ID_cuLaunchKernel:
-		rc = SHIM_REAL(cuLaunchKernel)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+	switch ((enum drv_api_id)op->api) {
+	case DRV_ID_cuLaunchKernel:
+		rc = DRV_REAL(cuLaunchKernel)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
 					       k->block[2], k->shared_bytes, op->stream, ptrs, extra);
 		break;
-	case SHIM_ID_cuLaunchKernel_ptsz:
-		rc = SHIM_REAL(cuLaunchKernel_ptsz)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+	case DRV_ID_cuLaunchKernel_ptsz:
+		rc = DRV_REAL(cuLaunchKernel_ptsz)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0],
 						    k->block[1], k->block[2], k->shared_bytes, op->stream, ptrs, extra);
 		break;
-	case SHIM_ID_cuLaunchCooperativeKernel:
-		rc = SHIM_REAL(cuLaunchCooperativeKernel)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+	case DRV_ID_cuLaunchCooperativeKernel:
+		rc = DRV_REAL(cuLaunchCooperativeKernel)(k->handle, k->grid[0], k->grid[1], k->grid[2], k->block[0],
 							  k->block[1], k->block[2], k->shared_bytes, op->stream, ptrs);
 		break;
-	case SHIM_ID_cuLaunchCooperativeKernel_ptsz:
-		rc = SHIM_REAL(cuLaunchCooperativeKernel_ptsz)(k->handle, k->grid[0], k->grid[1], k->grid[2],
+	case DRV_ID_cuLaunchCooperativeKernel_ptsz:
+		rc = DRV_REAL(cuLaunchCooperativeKernel_ptsz)(k->handle, k->grid[0], k->grid[1], k->grid[2],
 							       k->block[0], k->block[1], k->block[2], k->shared_bytes,
 							       op->stream, ptrs);
 		break;
-	case SHIM_ID_cuLaunchKernelEx:
-		rc = SHIM_REAL(cuLaunchKernelEx)(&cfg, k->handle, ptrs, extra);
+	case DRV_ID_cuLaunchKernelEx:
+		rc = DRV_REAL(cuLaunchKernelEx)(&cfg, k->handle, ptrs, extra);
 		break;
-	case SHIM_ID_cuLaunchKernelEx_ptsz:
-		rc = SHIM_REAL(cuLaunchKernelEx_ptsz)(&cfg, k->handle, ptrs, extra);
+	case DRV_ID_cuLaunchKernelEx_ptsz:
+		rc = DRV_REAL(cuLaunchKernelEx_ptsz)(&cfg, k->handle, ptrs, extra);
 		break;
 	default:
 		rc = CUDA_ERROR_NOT_SUPPORTED;
@@ -581,29 +581,29 @@ CUresult cap_op_issue(const struct cap_op *op)
 	case CAP_OP_MEMSET:
 		return issue_memset(op);
 	case CAP_OP_EVENT_RECORD:
-		switch ((enum shim_api_id)op->api) {
-		case SHIM_ID_cuEventRecord:
-			return SHIM_REAL(cuEventRecord)(e->event, op->stream);
-		case SHIM_ID_cuEventRecord_ptsz:
-			return SHIM_REAL(cuEventRecord_ptsz)(e->event, op->stream);
-		case SHIM_ID_cuEventRecordWithFlags:
-			return SHIM_REAL(cuEventRecordWithFlags)(e->event, op->stream, e->flags);
-		case SHIM_ID_cuEventRecordWithFlags_ptsz:
-			return SHIM_REAL(cuEventRecordWithFlags_ptsz)(e->event, op->stream, e->flags);
+		switch ((enum drv_api_id)op->api) {
+		case DRV_ID_cuEventRecord:
+			return DRV_REAL(cuEventRecord)(e->event, op->stream);
+		case DRV_ID_cuEventRecord_ptsz:
+			return DRV_REAL(cuEventRecord_ptsz)(e->event, op->stream);
+		case DRV_ID_cuEventRecordWithFlags:
+			return DRV_REAL(cuEventRecordWithFlags)(e->event, op->stream, e->flags);
+		case DRV_ID_cuEventRecordWithFlags_ptsz:
+			return DRV_REAL(cuEventRecordWithFlags_ptsz)(e->event, op->stream, e->flags);
 		default:
 			return CUDA_ERROR_NOT_SUPPORTED;
 		}
 	case CAP_OP_EVENT_WAIT:
-		if (op->api == SHIM_ID_cuStreamWaitEvent)
-			return SHIM_REAL(cuStreamWaitEvent)(op->stream, e->event, e->flags);
-		if (op->api == SHIM_ID_cuStreamWaitEvent_ptsz)
-			return SHIM_REAL(cuStreamWaitEvent_ptsz)(op->stream, e->event, e->flags);
+		if (op->api == DRV_ID_cuStreamWaitEvent)
+			return DRV_REAL(cuStreamWaitEvent)(op->stream, e->event, e->flags);
+		if (op->api == DRV_ID_cuStreamWaitEvent_ptsz)
+			return DRV_REAL(cuStreamWaitEvent_ptsz)(op->stream, e->event, e->flags);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	case CAP_OP_HOST_FN:
-		if (op->api == SHIM_ID_cuLaunchHostFunc)
-			return SHIM_REAL(cuLaunchHostFunc)(op->stream, op->u.host_fn.fn, op->u.host_fn.data);
-		if (op->api == SHIM_ID_cuLaunchHostFunc_ptsz)
-			return SHIM_REAL(cuLaunchHostFunc_ptsz)(op->stream, op->u.host_fn.fn, op->u.host_fn.data);
+		if (op->api == DRV_ID_cuLaunchHostFunc)
+			return DRV_REAL(cuLaunchHostFunc)(op->stream, op->u.host_fn.fn, op->u.host_fn.data);
+		if (op->api == DRV_ID_cuLaunchHostFunc_ptsz)
+			return DRV_REAL(cuLaunchHostFunc_ptsz)(op->stream, op->u.host_fn.fn, op->u.host_fn.data);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	return CUDA_ERROR_NOT_SUPPORTED;

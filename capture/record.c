@@ -67,7 +67,7 @@ const char *cap_boundary_label(enum cap_boundary b)
 	return (unsigned)b < CAP_BOUNDARY_COUNT ? boundary_labels[b] : "?";
 }
 
-void cap__own_call(struct cap_engine *ce, enum shim_api_id id)
+void cap__own_call(struct cap_engine *ce, enum drv_api_id id)
 {
 	ce->totals.own_calls++;
 	if (ce->cfg.note_driver_call)
@@ -328,7 +328,7 @@ static void keep_spare(struct cap_engine *ce, struct cap_window *w)
 }
 
 /* Close the open window (it has ops). */
-static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary kind, enum shim_api_id api)
+static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary kind, enum drv_api_id api)
 {
 	struct cap_window *w = ce->cur, *spare = NULL;
 	struct cap_shape *s = NULL;
@@ -370,7 +370,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 	return s;
 }
 
-struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, enum shim_api_id api)
+struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, enum drv_api_id api)
 {
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	if ((unsigned)kind >= CAP_BOUNDARY_COUNT || !ce->cur)
@@ -383,7 +383,7 @@ struct cap_shape *cap_boundary(struct cap_engine *ce, enum cap_boundary kind, en
 	return close_window(ce, kind, api);
 }
 
-void cap_note_passthrough(struct cap_engine *ce, enum shim_api_id api)
+void cap_note_passthrough(struct cap_engine *ce, enum drv_api_id api)
 {
 	(void)api;
 	cf_assert(cf_serial_is_held());
@@ -409,7 +409,7 @@ static int reserve_op(struct cap_window *w)
 /* The slot of the op's stream in w; -1 when out of memory or slots. */
 static int stream_slot(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, CUcontext ctx, uint32_t tid)
 {
-	struct cap_stream *s = cap__stream_get(ce, op->stream, shim_api[op->api].pt, ctx, tid);
+	struct cap_stream *s = cap__stream_get(ce, op->stream, drv_api[op->api].pt, ctx, tid);
 
 	if (!s)
 		return -1;
@@ -637,7 +637,7 @@ static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 	 * block the host. */
 	if (m->dir != CAP_DIR_HTOD && m->dir != CAP_DIR_DTOD)
 		op->flags |= CAP_OPF_ENDS_WINDOW;
-	else if (m->dir == CAP_DIR_HTOD && !shim_api_is(op->api, SHIM_API_ASYNC))
+	else if (m->dir == CAP_DIR_HTOD && !drv_api_is(op->api, DRV_API_ASYNC))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 	m->staged = NULL;
 }
@@ -650,7 +650,7 @@ static void build_memset(struct cap_engine *ce, struct cap_op *op, const struct 
 	/* A synchronous memset blocks the host when its target is host-visible (pinned,
 	 * registered or managed memory); of device memory it does not. */
 	a = cap_alloc_find(ce, op->u.memset.dst);
-	if (!shim_api_is(op->api, SHIM_API_ASYNC) && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
+	if (!drv_api_is(op->api, DRV_API_ASYNC) && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
 					      a->kind != CAP_ALLOC_MAPPED)))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 }
@@ -666,7 +666,7 @@ static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_resu
 		   uint16_t api)
 {
 	rec->result = (uint8_t)why;
-	rec_closed(rec, cap_boundary(ce, kind, (enum shim_api_id)api));
+	rec_closed(rec, cap_boundary(ce, kind, (enum drv_api_id)api));
 }
 
 /* The part of op that depends on its kind (the common part is filled). Returns 0, -CF_ENOMEM,
@@ -736,12 +736,12 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	rec->op = op; /* in the open window, unless a close below moves where it is filed */
 	if (op->flags & CAP_OPF_ENDS_WINDOW) {
 		rec->ends_window = true;
-		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_HOST_COPY, (enum shim_api_id)op->api));
+		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_HOST_COPY, (enum drv_api_id)op->api));
 		/* invariant 4: the op was its window's last; the open window is a new one */
 		cf_assert(!ce->cur || ce->cur->nops == 0);
 		rec->op = recorded_op(ce, rec);
 	} else if (cf_unlikely(w->nops >= ce->cfg.window_max_ops)) {
-		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_FULL, (enum shim_api_id)op->api));
+		rec_closed(rec, cap_boundary(ce, CAP_BOUNDARY_FULL, (enum drv_api_id)op->api));
 		rec->op = recorded_op(ce, rec);
 	}
 }

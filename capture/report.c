@@ -181,7 +181,7 @@ static void write_shape(struct cap_engine *ce, struct cf_json *j, const struct c
 	cf_json_ku64(j, "last_window", s->last_window);
 	cf_json_kstr(j, "closed_by", cap_boundary_name(cap_window_closed_by(w)));
 	cf_json_kstr(j, "closed_by_api",
-		     cap_window_closed_api(w) < SHIM_API_COUNT ? shim_api[cap_window_closed_api(w)].name : "?");
+		     cap_window_closed_api(w) < DRV_API_COUNT ? drv_api[cap_window_closed_api(w)].name : "?");
 	cf_json_kstr(j, "closed_by_site", closed_site ? cap_callsite_name(ce, closed_site) : NULL);
 	cf_json_nl(j, 5);
 	cf_json_ku64(j, "distinct_kernels", st.nkernels);

@@ -73,7 +73,7 @@ static void sweep_per_thread(struct cap_engine *ce)
 
 struct cap_stream *cap__stream_find(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid)
 {
-	if (h == CU_STREAM_LEGACY || (!h && pt == SHIM_PT_NONE))
+	if (h == CU_STREAM_LEGACY || (!h && pt == DRV_PT_NONE))
 		return cf_map_get(&ce->streams.streams, default_key(1, ctx, 0));
 	if (h == CU_STREAM_PER_THREAD || !h)
 		return cf_map_get(&ce->streams.streams, default_key(2, ctx, tid));
@@ -86,7 +86,7 @@ struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CU
 	unsigned int flags = 0;
 	uint64_t key;
 
-	if (h == CU_STREAM_LEGACY || (!h && pt == SHIM_PT_NONE)) {
+	if (h == CU_STREAM_LEGACY || (!h && pt == DRV_PT_NONE)) {
 		key = default_key(1, ctx, 0);
 		s = cf_map_get(&ce->streams.streams, key);
 		return s ? s : add(ce, key, h, ctx, 0, CAP_STREAM_LEGACY);
@@ -104,8 +104,8 @@ struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CU
 	s = cf_map_get(&ce->streams.streams, key);
 	if (s)
 		return s;
-	cap__own_call(ce, SHIM_ID_cuStreamGetFlags);
-	if (SHIM_REAL(cuStreamGetFlags)(h, &flags) != CUDA_SUCCESS)
+	cap__own_call(ce, DRV_ID_cuStreamGetFlags);
+	if (DRV_REAL(cuStreamGetFlags)(h, &flags) != CUDA_SUCCESS)
 		flags = 0; /* the call itself will fail; blocking is the conservative guess */
 	return add(ce, key, h, NULL, 0,
 		   (flags & CU_STREAM_NON_BLOCKING) ? CAP_STREAM_NON_BLOCKING : CAP_STREAM_BLOCKING);

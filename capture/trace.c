@@ -111,7 +111,7 @@ static bool op_event(struct cap_engine *ce, const struct cap_window *w, uint32_t
 	cf_json_obj_begin(&j);
 	cf_json_ku64(&j, "window", w->seq);
 	cf_json_ku64(&j, "op", i);
-	cf_json_kstr(&j, "api", shim_api[op->api].name);
+	cf_json_kstr(&j, "api", drv_api[op->api].name);
 	cf_json_ku64(&j, "thread", op->tid);
 	switch (op->kind) {
 	case CAP_OP_KERNEL: {
@@ -172,7 +172,7 @@ static bool end_event(struct cap_engine *ce, const struct cap_window *w, const s
 	cf_json_ku64(&j, "window", w->seq);
 	cf_json_ku64(&j, "shape", s ? s->id : 0);
 	cf_json_ku64(&j, "ops", w->nops);
-	cf_json_kstr(&j, "by", w->closed_api < SHIM_API_COUNT ? shim_api[w->closed_api].name : "?");
+	cf_json_kstr(&j, "by", w->closed_api < DRV_API_COUNT ? drv_api[w->closed_api].name : "?");
 	cf_json_obj_end(&j);
 	cf_json_obj_end(&j);
 	return put_event(ce, &j, text);

@@ -17,18 +17,18 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlopen_fn)(const char *, int);
 
-void *shim__dlsym_next;             /* glibc's dlsym (also jumped to by shim/dlsym.c's stub) */
+void *drv__dlsym_next;             /* glibc's dlsym (also jumped to by shim/dlsym.c's stub) */
 static void *dlopen_next;           /* glibc's dlopen */
-static void *addr_table[SHIM_API_COUNT]; /* driver address per id, NULL when absent */
+static void *addr_table[DRV_API_COUNT]; /* driver address per id, NULL when absent */
 static void *driver_handle;         /* the dlopen'ed driver */
 static const void *driver_map;      /* its struct link_map */
-static unsigned char absent_reported[SHIM_API_COUNT]; /* warned once per missing symbol */
+static unsigned char absent_reported[DRV_API_COUNT]; /* warned once per missing symbol */
 
-static CUresult absent(enum shim_api_id id)
+static CUresult absent(enum drv_api_id id)
 {
 	if (!__atomic_exchange_n(&absent_reported[id], 1, __ATOMIC_RELAXED))
 		cf_log_warn("%s: the driver does not have this entry point (or cufold could not load the driver); "
-			    "answering CUDA_ERROR_NOT_FOUND", shim_api[id].name);
+			    "answering CUDA_ERROR_NOT_FOUND", drv_api[id].name);
 	return CUDA_ERROR_NOT_FOUND;
 }
 
@@ -39,7 +39,7 @@ static CUresult absent(enum shim_api_id id)
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
 	static ret CUDAAPI absent_##symbol decls \
 	{ \
-		return absent(SHIM_ID_##symbol); \
+		return absent(DRV_ID_##symbol); \
 	}
 #define CF_API_UNTYPED(symbol)
 #include "driver/cuda_api.def"
@@ -47,7 +47,7 @@ static CUresult absent(enum shim_api_id id)
 #undef CF_API_UNTYPED
 #pragma GCC diagnostic pop
 
-struct shim_real_table shim_real = {
+struct drv_real_table drv_real = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) .p_##symbol = absent_##symbol,
 #define CF_API_UNTYPED(symbol)
 #include "driver/cuda_api.def"
@@ -68,32 +68,32 @@ static void *find_libc(const char *name)
 
 /* Not instrumented, and calls nothing instrumented: the dlsym stub calls it for the first
  * lookup of the process, which may come from a sanitizer runtime initializing itself. */
-__attribute__((no_sanitize("address", "thread", "undefined"))) void *shim__dlsym_next_resolve(void)
+__attribute__((no_sanitize("address", "thread", "undefined"))) void *drv__dlsym_next_resolve(void)
 {
 	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
 
 	if (!p)
 		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
 	if (p)
-		__atomic_store_n(&shim__dlsym_next, p, __ATOMIC_RELEASE);
+		__atomic_store_n(&drv__dlsym_next, p, __ATOMIC_RELEASE);
 	return p;
 }
 
-void *shim__dlsym_next_get(void)
+void *drv__dlsym_next_get(void)
 {
-	void *p = __atomic_load_n(&shim__dlsym_next, __ATOMIC_ACQUIRE);
+	void *p = __atomic_load_n(&drv__dlsym_next, __ATOMIC_ACQUIRE);
 
 	if (cf_unlikely(!p)) {
-		p = shim__dlsym_next_resolve();
+		p = drv__dlsym_next_resolve();
 		if (!p)
 			cf_log_err_once("cannot find glibc's dlsym with dlvsym; cufold cannot answer dlsym");
 	}
 	return p;
 }
 
-void *shim_real_dlsym(void *handle, const char *name)
+void *drv_real_dlsym(void *handle, const char *name)
 {
-	void *p = shim__dlsym_next_get();
+	void *p = drv__dlsym_next_get();
 	dlsym_fn fn;
 
 	if (!p)
@@ -102,7 +102,7 @@ void *shim_real_dlsym(void *handle, const char *name)
 	return fn(handle, name);
 }
 
-void *shim_real_dlopen(const char *file, int flags)
+void *drv_real_dlopen(const char *file, int flags)
 {
 	void *p = __atomic_load_n(&dlopen_next, __ATOMIC_ACQUIRE);
 	dlopen_fn fn;
@@ -165,14 +165,14 @@ static const char *not_regular(const char *path)
  * that is cufold itself, whose calls would come back to the hooks and wait forever on their own
  * initialization, or that lacks what every CUDA driver exports. NULL when refused or not
  * loaded. */
-static void *driver_open(const char *path, void *addr[SHIM_API_COUNT])
+static void *driver_open(const char *path, void *addr[DRV_API_COUNT])
 {
-	static const enum shim_api_id needed[] = { SHIM_ID_cuInit, SHIM_ID_cuDriverGetVersion };
+	static const enum drv_api_id needed[] = { DRV_ID_cuInit, DRV_ID_cuDriverGetVersion };
 	const char *own = NULL, *kind;
 	char missing[96] = "";
 	void *h;
 
-	memset(addr, 0, sizeof(void *) * SHIM_API_COUNT);
+	memset(addr, 0, sizeof(void *) * DRV_API_COUNT);
 	/* never open a FIFO or a device: dlopen's open would block (a FIFO without a writer hangs
 	 * the program before its first driver call) or have effects */
 	if ((kind = not_regular(path))) {
@@ -182,7 +182,7 @@ static void *driver_open(const char *path, void *addr[SHIM_API_COUNT])
 			   cf_log_printable(shown, sizeof(shown), path, 160), kind);
 		return NULL;
 	}
-	h = shim_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	h = drv_real_dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *why = dlerror();
 
@@ -191,17 +191,17 @@ static void *driver_open(const char *path, void *addr[SHIM_API_COUNT])
 	}
 	/* An explicit handle searches the driver's own scope, so these are the driver's
 	 * definitions, never our exported hooks (unless the library is cufold). */
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		addr[id] = shim_real_dlsym(h, shim_api[id].name);
-	if (addr[SHIM_ID_cuInit] && is_cufold(addr[SHIM_ID_cuInit], &own)) {
+	for (int id = 0; id < DRV_API_COUNT; id++)
+		addr[id] = drv_real_dlsym(h, drv_api[id].name);
+	if (addr[DRV_ID_cuInit] && is_cufold(addr[DRV_ID_cuInit], &own)) {
 		cf_log_warn("cannot use %s as the CUDA driver: it is cufold itself (%s)", path, own);
 		goto out_refused;
 	}
 	for (size_t k = 0; k < CF_ARRAY_SIZE(needed); k++)
 		if (!addr[needed[k]])
 			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
-				 missing[0] ? ", " : "", shim_api[needed[k]].name);
-	if (!addr[SHIM_ID_cuGetProcAddress] && !addr[SHIM_ID_cuGetProcAddress_v2])
+				 missing[0] ? ", " : "", drv_api[needed[k]].name);
+	if (!addr[DRV_ID_cuGetProcAddress] && !addr[DRV_ID_cuGetProcAddress_v2])
 		snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
 			 missing[0] ? ", " : "", "cuGetProcAddress");
 	if (missing[0]) {
@@ -212,12 +212,12 @@ static void *driver_open(const char *path, void *addr[SHIM_API_COUNT])
 	return h;
 
 out_refused:
-	memset(addr, 0, sizeof(void *) * SHIM_API_COUNT);
+	memset(addr, 0, sizeof(void *) * DRV_API_COUNT);
 	dlclose(h);
 	return NULL;
 }
 
-int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT])
+int drv_real__open(const char *path, void **handle, void *addr[DRV_API_COUNT])
 {
 	void *h = driver_open(path, addr);
 
@@ -230,14 +230,14 @@ int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT])
 	return h ? 0 : -CF_ENODRIVER;
 }
 
-void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])
+void drv_real__publish(void *handle, void *const addr[DRV_API_COUNT])
 {
 	struct link_map *lm = NULL;
 
 	memcpy(addr_table, addr, sizeof(addr_table));
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
-	if (addr[SHIM_ID_##symbol]) \
-		memcpy(&shim_real.p_##symbol, &addr[SHIM_ID_##symbol], sizeof(void *));
+	if (addr[DRV_ID_##symbol]) \
+		memcpy(&drv_real.p_##symbol, &addr[DRV_ID_##symbol], sizeof(void *));
 #define CF_API_UNTYPED(symbol)
 #include "driver/cuda_api.def"
 #undef CF_API
@@ -249,22 +249,22 @@ void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT])
 	driver_map = lm;
 }
 
-void *shim_real_addr(enum shim_api_id id)
+void *drv_real_addr(enum drv_api_id id)
 {
-	return (unsigned)id < SHIM_API_COUNT ? addr_table[id] : NULL;
+	return (unsigned)id < DRV_API_COUNT ? addr_table[id] : NULL;
 }
 
-bool shim_real_has(enum shim_api_id id)
+bool drv_real_has(enum drv_api_id id)
 {
-	return shim_real_addr(id) != NULL;
+	return drv_real_addr(id) != NULL;
 }
 
-void *shim_real_handle(void)
+void *drv_real_handle(void)
 {
 	return driver_handle;
 }
 
-const void *shim_real_link_map(void)
+const void *drv_real_link_map(void)
 {
 	return driver_map;
 }

@@ -1,7 +1,7 @@
 /* real.h - the typed table of the real driver's functions, and the real dlopen/dlsym. driver
  * layer; sits low (right of common) so every layer calls the driver through it, never through
  * an exported hook. The names keep the shim_ prefix they had when this lived in shim/
- * (shim_real, SHIM_REAL, shim_real_*); only the folder moved.
+ * (drv_real, DRV_REAL, drv_real_*); only the folder moved.
  *
  * The driver (libcuda.so.1, or CUFOLD_LIBCUDA) is dlopen'ed, never linked. Until shim_init()
  * has loaded it, and for every symbol the driver lacks, each entry points at a stub that
@@ -13,43 +13,43 @@
 
 #include "driver/api.h"
 
-struct shim_real_table {
-#define CF_API(symbol, base, version, pt, ret, decls, args) shim_pfn_##symbol p_##symbol; /* the driver's symbol */
+struct drv_real_table {
+#define CF_API(symbol, base, version, pt, ret, decls, args) drv_pfn_##symbol p_##symbol; /* the driver's symbol */
 #define CF_API_UNTYPED(symbol)
 #include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };
 
-extern struct shim_real_table shim_real __attribute__((visibility("hidden")));
+extern struct drv_real_table drv_real __attribute__((visibility("hidden")));
 
 /* The real driver's function for an exported symbol, called with its exact prototype:
- *	rc = SHIM_REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra); */
-#define SHIM_REAL(symbol) (shim_real.p_##symbol)
+ *	rc = DRV_REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra); */
+#define DRV_REAL(symbol) (drv_real.p_##symbol)
 
 /* The driver's address of a symbol (typed or not), NULL when it lacks it or is not loaded. */
-void *shim_real_addr(enum shim_api_id id);
+void *drv_real_addr(enum drv_api_id id);
 /* Whether the driver has this symbol. */
-bool shim_real_has(enum shim_api_id id);
+bool drv_real_has(enum drv_api_id id);
 
 /* The loaded driver's handle and link map, or NULL. */
-void *shim_real_handle(void);
-const void *shim_real_link_map(void);
+void *drv_real_handle(void);
+const void *drv_real_link_map(void);
 
 /* glibc's dlsym and dlopen, found with dlvsym (GLIBC_2.34, then GLIBC_2.2.5): cufold's own
  * lookups never go through its exported dlsym. */
-void *shim_real_dlsym(void *handle, const char *name);
-void *shim_real_dlopen(const char *file, int flags);
+void *drv_real_dlsym(void *handle, const char *name);
+void *drv_real_dlopen(const char *file, int flags);
 
 /* Internal: glibc's dlsym, cached on first use (shim/dlsym.c's stub jumps to it). */
-extern void *shim__dlsym_next __attribute__((visibility("hidden")));
-void *shim__dlsym_next_get(void);
+extern void *drv__dlsym_next __attribute__((visibility("hidden")));
+void *drv__dlsym_next_get(void);
 /* The same without logging or instrumentation, for the stub's first lookup. */
-void *shim__dlsym_next_resolve(void);
+void *drv__dlsym_next_resolve(void);
 
 /* Internal (shim/shim.c's initialization): dlopen path and look every symbol up into addr[]
  * (no lock is held: dlopen may run constructors that call back into cufold); then publish. */
-int shim_real__open(const char *path, void **handle, void *addr[SHIM_API_COUNT]);
-void shim_real__publish(void *handle, void *const addr[SHIM_API_COUNT]);
+int drv_real__open(const char *path, void **handle, void *addr[DRV_API_COUNT]);
+void drv_real__publish(void *handle, void *const addr[DRV_API_COUNT]);
 
 #endif

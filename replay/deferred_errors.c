@@ -54,7 +54,7 @@ void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc
 
 		cf_log_warn("replay: deferred %s (%s, op %" PRIu64 "%s%s) failed with error %d when submitted; the "
 			    "program gets the error from its next synchronize, query or blocking copy%s",
-			    name, shim_api[op->api].name, op->seq, site ? ", at " : "", site ? site : "", (int)rc,
+			    name, drv_api[op->api].name, op->seq, site ? ", at " : "", site ? site : "", (int)rc,
 			    re->errs.failures == RPL_ERR_LOGGED ? " (further failures are only counted)" : "");
 	}
 	if (re->errs.nhist < RPL_ERR_HISTORY)
@@ -130,7 +130,7 @@ void rpl__errors_write_json(struct rpl_engine *re, struct cf_json *j)
 		cf_json_obj_begin(j);
 		cf_json_ku64(j, "op", h->seq);
 		cf_json_kstr(j, "name", h->name ? h->name : "?");
-		cf_json_kstr(j, "api", shim_api[h->api].name);
+		cf_json_kstr(j, "api", drv_api[h->api].name);
 		cf_json_key(j, "error");
 		cf_json_i64(j, (int64_t)h->rc);
 		cf_json_kbool(j, "sticky", rpl__error_is_sticky(h->rc));

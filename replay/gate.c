@@ -42,13 +42,13 @@ static uint64_t (*model_clock)(void); /* the software device's modeled host cloc
 
 void rpl__gate_init(void)
 {
-	void *h = shim_real_handle();
+	void *h = drv_real_handle();
 	/* in the driver cufold loaded: a program that opens the driver itself with RTLD_LOCAL
 	 * (Python's CuPy, numba, PyTorch) hides it from RTLD_DEFAULT */
-	void *f = h ? shim_real_dlsym(h, "simcuda_host_now_ns") : NULL;
+	void *f = h ? drv_real_dlsym(h, "simcuda_host_now_ns") : NULL;
 
 	if (!f)
-		f = shim_real_dlsym(RTLD_DEFAULT, "simcuda_host_now_ns");
+		f = drv_real_dlsym(RTLD_DEFAULT, "simcuda_host_now_ns");
 
 	/* a data pointer to a function pointer: through memcpy, as ISO C allows */
 	memcpy(&model_clock, &f, sizeof(f));

@@ -32,7 +32,7 @@ static void def_clear(struct rpl_engine *re)
 	 * (the program was answered CUDA_SUCCESS: a destroy of a valid event cannot fail) */
 	for (uint32_t i = 0; i < re->st.nlater_ev; i++) {
 		rpl__own_call(re);
-		SHIM_REAL(cuEventDestroy_v2)(re->st.later_ev[i]);
+		DRV_REAL(cuEventDestroy_v2)(re->st.later_ev[i]);
 	}
 	re->st.nlater_ev = 0;
 }
@@ -251,7 +251,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuGraphExecKernelNodeSetParams_v2)(exec, n->node, &p);
+			rc = DRV_REAL(cuGraphExecKernelNodeSetParams_v2)(exec, n->node, &p);
 			break;
 		}
 		case CAP_OP_MEMCPY: {
@@ -263,7 +263,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			note_moved(t, g->first + i, -1, "copy");
 			n->copy = d;
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuGraphExecMemcpyNodeSetParams)(exec, n->node, &n->copy, op->ctx);
+			rc = DRV_REAL(cuGraphExecMemcpyNodeSetParams)(exec, n->node, &n->copy, op->ctx);
 			break;
 		}
 		case CAP_OP_MEMSET: {
@@ -275,7 +275,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			note_moved(t, g->first + i, -1, "memset");
 			n->set = p;
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuGraphExecMemsetNodeSetParams)(exec, n->node, &n->set, op->ctx);
+			rc = DRV_REAL(cuGraphExecMemsetNodeSetParams)(exec, n->node, &n->set, op->ctx);
 			break;
 		}
 		case CAP_OP_EVENT_RECORD:
@@ -284,7 +284,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			note_moved(t, g->first + i, -1, "event record");
 			n->event = op->u.event.event;
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuGraphExecEventRecordNodeSetEvent)(exec, n->node, n->event);
+			rc = DRV_REAL(cuGraphExecEventRecordNodeSetEvent)(exec, n->node, n->event);
 			break;
 		case CAP_OP_EVENT_WAIT:
 			if (n->empty || n->event == op->u.event.event)
@@ -292,7 +292,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			note_moved(t, g->first + i, -1, "event wait");
 			n->event = op->u.event.event;
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuGraphExecEventWaitNodeSetEvent)(exec, n->node, n->event);
+			rc = DRV_REAL(cuGraphExecEventWaitNodeSetEvent)(exec, n->node, n->event);
 			break;
 		default:
 			rc = CUDA_ERROR_NOT_SUPPORTED;
@@ -327,7 +327,7 @@ static CUresult stages_fill(struct rpl_engine *re, struct rpl_seg *g)
 		if (!g->parts[k].staged)
 			continue;
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuEventQuery)(g->parts[k].done_ev);
+		rc = DRV_REAL(cuEventQuery)(g->parts[k].done_ev);
 		if (rc != CUDA_SUCCESS)
 			return rc;
 	}
@@ -343,7 +343,7 @@ static CUresult rec_done(struct rpl_engine *re, const struct rpl_part *pt, CUstr
 	if (!pt->staged)
 		return CUDA_SUCCESS;
 	rpl__own_call(re);
-	return SHIM_REAL(cuEventRecord)(pt->done_ev, launch);
+	return DRV_REAL(cuEventRecord)(pt->done_ev, launch);
 }
 
 /* The streams of the deferred ops: *launch is where the graph goes (the legacy stream when an op
@@ -389,18 +389,18 @@ static CUresult join(struct rpl_engine *re, CUevent ev, CUstream launch, const C
 
 	if (fork && n) {
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuEventRecord)(ev, launch);
+		rc = DRV_REAL(cuEventRecord)(ev, launch);
 	}
 	for (int i = 0; i < n && rc == CUDA_SUCCESS; i++) {
 		if (fork) {
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuStreamWaitEvent)(others[i], ev, 0);
+			rc = DRV_REAL(cuStreamWaitEvent)(others[i], ev, 0);
 		} else {
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuEventRecord)(ev, others[i]);
+			rc = DRV_REAL(cuEventRecord)(ev, others[i]);
 			if (rc == CUDA_SUCCESS) {
 				rpl__own_call(re);
-				rc = SHIM_REAL(cuStreamWaitEvent)(launch, ev, 0);
+				rc = DRV_REAL(cuStreamWaitEvent)(launch, ev, 0);
 			}
 		}
 	}
@@ -430,7 +430,7 @@ static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, CUstream
 	rc = join(re, t->join_ev, launch, others, nothers, false);
 	if (rc == CUDA_SUCCESS) {
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuGraphLaunch)(g->parts[0].exec, launch);
+		rc = DRV_REAL(cuGraphLaunch)(g->parts[0].exec, launch);
 		if (rc == CUDA_SUCCESS && (join(re, t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
 					   rec_done(re, &g->parts[0], launch) != CUDA_SUCCESS)) {
 			rpl__ctx_leave(re, pushed);
@@ -459,7 +459,7 @@ static CUresult launch_parts(struct rpl_engine *re, struct rpl_seg *g, CUcontext
 		CUstream s = re->st.def[g->parts[k].first].stream;
 
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuGraphLaunch)(g->parts[k].exec, s);
+		rc = DRV_REAL(cuGraphLaunch)(g->parts[k].exec, s);
 		if (rc != CUDA_SUCCESS)
 			break;
 		if (!done_failed && rec_done(re, &g->parts[k], s) != CUDA_SUCCESS) {

@@ -158,13 +158,13 @@ void rpl__ctx_enter(struct rpl_engine *re, CUcontext ctx, bool *pushed)
 	if (!ctx)
 		return;
 	rpl__own_call(re);
-	if (SHIM_REAL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == ctx)
+	if (DRV_REAL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == ctx)
 		return;
 	/* a refused push would submit another thread's op in no context (INVALID_CONTEXT at its
 	 * next observation): try once more before giving up, and say so */
 	for (int tries = 0; tries < 2 && !*pushed; tries++) {
 		rpl__own_call(re);
-		*pushed = SHIM_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+		*pushed = DRV_REAL(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
 	}
 	if (!*pushed)
 		cf_log_warn_once("replay: cannot make another thread's context current to submit its work; that "
@@ -178,7 +178,7 @@ void rpl__ctx_leave(struct rpl_engine *re, bool pushed)
 	if (!pushed)
 		return;
 	rpl__own_call(re);
-	SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
+	DRV_REAL(cuCtxPopCurrent_v2)(&dummy);
 }
 
 /* ------------------------------------------------------------------ set-up */
@@ -471,11 +471,11 @@ void rpl_wait(const struct rpl_wait *w)
 	CUcontext cur = NULL, dummy;
 	bool pushed = false;
 
-	if (w->ctx && (SHIM_REAL(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || cur != w->ctx))
-		pushed = SHIM_REAL(cuCtxPushCurrent_v2)(w->ctx) == CUDA_SUCCESS;
-	SHIM_REAL(cuStreamSynchronize)(w->stream);
+	if (w->ctx && (DRV_REAL(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || cur != w->ctx))
+		pushed = DRV_REAL(cuCtxPushCurrent_v2)(w->ctx) == CUDA_SUCCESS;
+	DRV_REAL(cuStreamSynchronize)(w->stream);
 	if (pushed)
-		SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
+		DRV_REAL(cuCtxPopCurrent_v2)(&dummy);
 }
 
 void rpl_op_failed(struct rpl_engine *re)

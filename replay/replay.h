@@ -5,7 +5,7 @@
  *
  * Threading: like capture, nothing here locks; every function must be called with the
  * engine's mutex held (shim/engine.c), so one window's calls from all threads are matched in
- * one order. Every driver call replay makes goes through SHIM_REAL.
+ * one order. Every driver call replay makes goes through DRV_REAL.
  *
  * The contract with the engine, per call of the program in CUFOLD_MODE=replay:
  *  - a stream-work call that capture recorded as op: rpl_op(op) says RPL_DEFER (the hook returns

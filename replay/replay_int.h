@@ -315,7 +315,7 @@ struct rpl_pending {
 
 struct rpl_failure {
 	CUresult rc;                 /* the driver's answer */
-	uint16_t api;                /* enum shim_api_id of the op */
+	uint16_t api;                /* enum drv_api_id of the op */
 	const char *name;            /* kernel name or entry point (lives as long as capture) */
 	uint64_t callsite;           /* the op's call site hash, 0 when off */
 	uint64_t seq;                /* the op's number */

@@ -327,13 +327,13 @@ static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, c
 		if (rpl__node_set_kernel(n, op) != 0)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
-		rc = SHIM_REAL(cuGraphAddKernelNode_v2)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &p);
+		rc = DRV_REAL(cuGraphAddKernelNode_v2)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &p);
 		break;
 	}
 	case CAP_OP_MEMCPY:
 		if (op->u.memcpy.src_pageable) {
 			n->stage_bytes = op->u.memcpy.src_span;
-			rc = SHIM_REAL(cuMemAllocHost_v2)(&n->stage, n->stage_bytes);
+			rc = DRV_REAL(cuMemAllocHost_v2)(&n->stage, n->stage_bytes);
 			if (rc != CUDA_SUCCESS) {
 				n->stage = NULL;
 				break;
@@ -344,17 +344,17 @@ static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, c
 			rpl__own_call(re);
 		}
 		rpl__copy_desc(op, n->stage, &n->copy);
-		rc = SHIM_REAL(cuGraphAddMemcpyNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &n->copy, op->ctx);
+		rc = DRV_REAL(cuGraphAddMemcpyNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &n->copy, op->ctx);
 		break;
 	case CAP_OP_MEMSET:
 		rpl__memset_params(op, &n->set);
-		rc = SHIM_REAL(cuGraphAddMemsetNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &n->set, op->ctx);
+		rc = DRV_REAL(cuGraphAddMemsetNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, &n->set, op->ctx);
 		break;
 	case CAP_OP_EVENT_RECORD:
 		/* built with the stand-in, never the program's event (a binding, set at each launch:
 		 * it may be destroyed by now); n->event names what the exec holds */
 		n->event = g->stand_ev ? g->stand_ev : op->u.event.event;
-		rc = SHIM_REAL(cuGraphAddEventRecordNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, n->event);
+		rc = DRV_REAL(cuGraphAddEventRecordNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps, n->event);
 		break;
 	case CAP_OP_EVENT_WAIT:
 		/* a record of the event earlier in this graph is an edge already (trace graph); a
@@ -362,10 +362,10 @@ static CUresult add_node(struct rpl_engine *re, struct rpl_seg *g, uint32_t i, c
 		 * for by an event-wait node */
 		if (recorded_in_part(w, g, i, op->u.event.slot)) {
 			n->empty = true;
-			rc = SHIM_REAL(cuGraphAddEmptyNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps);
+			rc = DRV_REAL(cuGraphAddEmptyNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps);
 		} else {
 			n->event = g->stand_ev ? g->stand_ev : op->u.event.event;
-			rc = SHIM_REAL(cuGraphAddEventWaitNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps,
+			rc = DRV_REAL(cuGraphAddEventWaitNode)(&n->node, pt->graph, ndeps ? deps : NULL, ndeps,
 								n->event);
 		}
 		break;
@@ -383,14 +383,14 @@ static CUresult part_finish(struct rpl_engine *re, struct rpl_part *pt, const st
 
 	if (pt->staged) {
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuEventCreate)(&pt->done_ev, CU_EVENT_DISABLE_TIMING);
+		rc = DRV_REAL(cuEventCreate)(&pt->done_ev, CU_EVENT_DISABLE_TIMING);
 		if (rc != CUDA_SUCCESS) {
 			pt->done_ev = NULL;
 			return rc;
 		}
 	}
 	rpl__own_call(re);
-	rc = SHIM_REAL(cuGraphInstantiateWithFlags)(&pt->exec, pt->graph, 0);
+	rc = DRV_REAL(cuGraphInstantiateWithFlags)(&pt->exec, pt->graph, 0);
 	if (rc != CUDA_SUCCESS) {
 		pt->exec = NULL;
 		return rc;
@@ -398,7 +398,7 @@ static CUresult part_finish(struct rpl_engine *re, struct rpl_part *pt, const st
 	/* only an optimization, so a refusal is not a failure */
 	if (!pt->legacy && op->stream_kind != CAP_STREAM_PER_THREAD) {
 		rpl__own_call(re);
-		if (SHIM_REAL(cuGraphUpload)(pt->exec, op->stream) != CUDA_SUCCESS)
+		if (DRV_REAL(cuGraphUpload)(pt->exec, op->stream) != CUDA_SUCCESS)
 			cf_log_debug("graph upload refused; the first launch uploads");
 	}
 	return CUDA_SUCCESS;
@@ -419,7 +419,7 @@ static CUresult parts_create(struct rpl_engine *re, struct rpl_seg *g, uint32_t 
 		g->parts[g->nodes[i].part].first = i;
 	for (uint32_t k = 0; k < nparts && rc == CUDA_SUCCESS; k++) {
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuGraphCreate)(&g->parts[k].graph, 0);
+		rc = DRV_REAL(cuGraphCreate)(&g->parts[k].graph, 0);
 		if (rc != CUDA_SUCCESS)
 			g->parts[k].graph = NULL;
 	}
@@ -479,15 +479,15 @@ void rpl__seg_destroy(struct rpl_engine *re, struct rpl_seg *g)
 
 		if (pt->exec) {
 			rpl__own_call(re);
-			SHIM_REAL(cuGraphExecDestroy)(pt->exec);
+			DRV_REAL(cuGraphExecDestroy)(pt->exec);
 		}
 		if (pt->graph) {
 			rpl__own_call(re);
-			SHIM_REAL(cuGraphDestroy)(pt->graph);
+			DRV_REAL(cuGraphDestroy)(pt->graph);
 		}
 		if (pt->done_ev) {
 			rpl__own_call(re);
-			SHIM_REAL(cuEventDestroy_v2)(pt->done_ev);
+			DRV_REAL(cuEventDestroy_v2)(pt->done_ev);
 		}
 	}
 	for (uint32_t i = 0; g->nodes && i < g->n; i++) {
@@ -495,7 +495,7 @@ void rpl__seg_destroy(struct rpl_engine *re, struct rpl_seg *g)
 		free(g->nodes[i].param_ptrs);
 		if (g->nodes[i].stage) {
 			rpl__own_call(re);
-			SHIM_REAL(cuMemFreeHost)(g->nodes[i].stage);
+			DRV_REAL(cuMemFreeHost)(g->nodes[i].stage);
 		}
 	}
 	free(g->parts);

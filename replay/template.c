@@ -23,13 +23,13 @@
 
 static bool api_is_cooperative(uint16_t api)
 {
-	return shim_api_is(api, SHIM_API_COOPERATIVE);
+	return drv_api_is(api, DRV_API_COOPERATIVE);
 }
 
 /* Whether an entry point is an asynchronous form (driver/api.h). */
 static bool is_async_api(uint16_t api)
 {
-	return shim_api_is(api, SHIM_API_ASYNC);
+	return drv_api_is(api, DRV_API_ASYNC);
 }
 
 enum rpl_cls rpl__classify(const struct cap_op *op)
@@ -465,18 +465,18 @@ void rpl__template_release(struct rpl_engine *re, struct rpl_template *t)
 	}
 	if (t->join_ev) {
 		rpl__own_call(re);
-		SHIM_REAL(cuEventDestroy_v2)(t->join_ev);
+		DRV_REAL(cuEventDestroy_v2)(t->join_ev);
 		t->join_ev = NULL;
 	}
 	if (t->fork_ev) {
 		rpl__own_call(re);
-		SHIM_REAL(cuEventDestroy_v2)(t->fork_ev);
+		DRV_REAL(cuEventDestroy_v2)(t->fork_ev);
 		t->fork_ev = NULL;
 	}
 	if (t->stand_ev) {
 		/* after the segments' graphs and execs, whose event nodes may name it */
 		rpl__own_call(re);
-		SHIM_REAL(cuEventDestroy_v2)(t->stand_ev);
+		DRV_REAL(cuEventDestroy_v2)(t->stand_ev);
 		t->stand_ev = NULL;
 	}
 }
@@ -707,7 +707,7 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	rpl__ctx_enter(re, t->ctx, &pushed);
 	if (cap_window_nevents(w)) {
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuEventCreate)(&t->stand_ev, CU_EVENT_DISABLE_TIMING);
+		rc = DRV_REAL(cuEventCreate)(&t->stand_ev, CU_EVENT_DISABLE_TIMING);
 		if (rc != CUDA_SUCCESS)
 			t->stand_ev = NULL;
 	}
@@ -726,10 +726,10 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 		/* one event each for joining streams before launches and forking after: a wait
 		 * takes the event's state at the call, so the events are reused at once */
 		rpl__own_call(re);
-		rc = SHIM_REAL(cuEventCreate)(&t->join_ev, CU_EVENT_DISABLE_TIMING);
+		rc = DRV_REAL(cuEventCreate)(&t->join_ev, CU_EVENT_DISABLE_TIMING);
 		if (rc == CUDA_SUCCESS) {
 			rpl__own_call(re);
-			rc = SHIM_REAL(cuEventCreate)(&t->fork_ev, CU_EVENT_DISABLE_TIMING);
+			rc = DRV_REAL(cuEventCreate)(&t->fork_ev, CU_EVENT_DISABLE_TIMING);
 		}
 	}
 	rpl__ctx_leave(re, pushed);

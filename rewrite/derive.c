@@ -58,7 +58,7 @@ static int batch_launch(struct rw_kernels *kc, const struct cap_op *first, enum 
 		return -CF_EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->kind = CAP_OP_KERNEL;
-	out->api = SHIM_ID_cuLaunchKernel;
+	out->api = DRV_ID_cuLaunchKernel;
 	out->stream_kind = first->stream_kind;
 	out->stream_slot = first->stream_slot;
 	out->tid = first->tid;
@@ -309,7 +309,7 @@ static int derive_cat_copy(const struct rw_plan_node *n, const struct cap_op *co
 	dst = set.acc[set.cat_out].addr;
 	memset(out, 0, sizeof(*out));
 	out->kind = CAP_OP_MEMCPY;
-	out->api = SHIM_ID_cuMemcpyDtoDAsync_v2;
+	out->api = DRV_ID_cuMemcpyDtoDAsync_v2;
 	out->stream_kind = k->stream_kind;
 	out->stream_slot = k->stream_slot;
 	out->tid = k->tid;

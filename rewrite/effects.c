@@ -221,7 +221,7 @@ bool rw_op_is_set_1d(const struct cap_op *op)
 		return false;
 	if (op->flags & (CAP_OPF_ENDS_WINDOW | CAP_OPF_FAILED | CAP_OPF_NO_DEFER))
 		return false;
-	return op->stream_kind != CAP_STREAM_PER_THREAD && shim_api_is(op->api, SHIM_API_ASYNC);
+	return op->stream_kind != CAP_STREAM_PER_THREAD && drv_api_is(op->api, DRV_API_ASYNC);
 }
 
 bool rw_op_sure_write(const struct cap_op *op, struct rw_range *out)

@@ -1,5 +1,5 @@
 /* kernels.c - the embedded PTX of cufold's own kernels and their per-context module. rewrite
- * layer; the driver is reached only through SHIM_REAL, never through cufold's own hooks.
+ * layer; the driver is reached only through DRV_REAL, never through cufold's own hooks.
  *
  * The PTX is compiled from the .cu files of rewrite/kernels by nvcc at build time and embedded as bytes
  * (the Makefile generates rw_kernels_ptx.h). The cache (struct rw_kernels) is the engine's:
@@ -92,18 +92,18 @@ static CUresult load(CUcontext ctx, CUmodule *mod)
 	CUresult rc, rc2;
 	bool pushed = false;
 
-	rc = SHIM_REAL(cuCtxGetCurrent)(&cur);
+	rc = DRV_REAL(cuCtxGetCurrent)(&cur);
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	if (cur != ctx) {
-		rc = SHIM_REAL(cuCtxPushCurrent_v2)(ctx);
+		rc = DRV_REAL(cuCtxPushCurrent_v2)(ctx);
 		if (rc != CUDA_SUCCESS)
 			return rc;
 		pushed = true;
 	}
-	rc = SHIM_REAL(cuModuleLoadData)(mod, rw_kernels_ptx());
+	rc = DRV_REAL(cuModuleLoadData)(mod, rw_kernels_ptx());
 	if (pushed) {
-		rc2 = SHIM_REAL(cuCtxPopCurrent_v2)(&popped);
+		rc2 = DRV_REAL(cuCtxPopCurrent_v2)(&popped);
 		if (rc == CUDA_SUCCESS && rc2 != CUDA_SUCCESS)
 			rc = rc2;
 	}
@@ -160,7 +160,7 @@ CUresult rw_kernels_func(struct rw_kernels *cache, CUcontext ctx, enum rw_kernel
 		*fn = e->fn[k];
 		goto out_unlock;
 	}
-	rc = SHIM_REAL(cuModuleGetFunction)(fn, mod, names[k]);
+	rc = DRV_REAL(cuModuleGetFunction)(fn, mod, names[k]);
 	if (rc == CUDA_SUCCESS && e && e->mod == mod)
 		e->fn[k] = *fn;
 out_unlock:

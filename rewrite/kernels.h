@@ -39,7 +39,7 @@ struct rw_kernels;
 struct rw_kernels *rw_kernels_create(void);
 /* Free kc (NULL is ignored). The modules are not unloaded (they die with their contexts). */
 void rw_kernels_destroy(struct rw_kernels *kc);
-/* The batch module in ctx, loaded on first use through the real driver (SHIM_REAL), then
+/* The batch module in ctx, loaded on first use through the real driver (DRV_REAL), then
  * cached per context in kc. ctx need not be current (it is pushed and popped around the load).
  * Returns CUDA_SUCCESS or the driver's error (not cached: a later call tries again);
  * CUDA_ERROR_INVALID_VALUE when kc is NULL. */

@@ -266,7 +266,7 @@ bool rw_orig_follows(const struct rw_rewriter *rw, uint32_t a, uint32_t b)
 /* Whether an entry point is an asynchronous form (a generated flag of driver/cuda_api_flags.def). */
 static bool is_async_api(uint16_t api)
 {
-	return shim_api_is(api, SHIM_API_ASYNC);
+	return drv_api_is(api, DRV_API_ASYNC);
 }
 
 static bool is_linear_type(CUmemorytype t)

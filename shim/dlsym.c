@@ -71,7 +71,7 @@ __asm__(".pushsection .text\n"
 	"\tret\n"
 	"2:\n"
 	/* glibc's dlsym with the caller's return address on top of the stack */
-	"\tmovq shim__dlsym_next(%rip), %rax\n"
+	"\tmovq drv__dlsym_next(%rip), %rax\n"
 	"\ttestq %rax, %rax\n"
 	"\tjz 3f\n"
 	"\tjmp *%rax\n"
@@ -79,7 +79,7 @@ __asm__(".pushsection .text\n"
 	"\tpushq %rdi\n\t.cfi_adjust_cfa_offset 8\n"
 	"\tpushq %rsi\n\t.cfi_adjust_cfa_offset 8\n"
 	"\tsubq $8, %rsp\n\t.cfi_adjust_cfa_offset 8\n"
-	"\tcall shim__dlsym_next_resolve\n"
+	"\tcall drv__dlsym_next_resolve\n"
 	"\taddq $8, %rsp\n\t.cfi_adjust_cfa_offset -8\n"
 	"\tpopq %rsi\n\t.cfi_adjust_cfa_offset -8\n"
 	"\tpopq %rdi\n\t.cfi_adjust_cfa_offset -8\n"
@@ -111,18 +111,18 @@ int shim__dlsym_decide(void *handle, const char *name, void *caller, void **answ
 	void *p;
 
 	*answer = NULL;
-	if (cf_unlikely(!shim__dlsym_next_get()))
+	if (cf_unlikely(!drv__dlsym_next_get()))
 		return 1; /* glibc's dlsym cannot be found: nothing sensible to answer with */
-	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || !shim_name_is_driver(name) || shim_is_inside())
+	if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || !drv_name_is_driver(name) || shim_is_inside())
 		return 0;
-	if (shim_mode() == CF_MODE_OFF || shim_api_find(name) < 0)
+	if (shim_mode() == CF_MODE_OFF || drv_api_find(name) < 0)
 		return 0;
 	if (shim_init() != 0)
 		return 0;
 	from = object_of(caller);
-	if (from && (from == shim_real_link_map() || from == object_of(&self_marker)))
+	if (from && (from == drv_real_link_map() || from == object_of(&self_marker)))
 		return 0;
-	p = shim_real_dlsym(handle, name);
+	p = drv_real_dlsym(handle, name);
 	*answer = shim_route_dlsym(p, name);
 	return 1;
 }

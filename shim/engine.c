@@ -126,7 +126,7 @@ static inline void lock_drop(struct cf_engine *e)
 
 /* A driver call capture makes itself: counted like the program's calls, so every call the
  * driver receives through cufold is in cufold's per-symbol counts. */
-static void note_own(enum shim_api_id id)
+static void note_own(enum drv_api_id id)
 {
 	int saved = shim__inside;
 
@@ -150,16 +150,16 @@ static void frees_issue(struct cf_engine *e)
 
 		if ((!h->stream || h->stream == CU_STREAM_LEGACY) && h->ctx && h->ctx != current_ctx()) {
 			/* (a _ptsz free held here names its stream: no NULL, which is per-thread) */
-			note_own(SHIM_ID_cuCtxPushCurrent_v2);
-			pushed = SHIM_REAL(cuCtxPushCurrent_v2)(h->ctx) == CUDA_SUCCESS;
+			note_own(DRV_ID_cuCtxPushCurrent_v2);
+			pushed = DRV_REAL(cuCtxPushCurrent_v2)(h->ctx) == CUDA_SUCCESS;
 		}
 		if (h->ptsz) /* the program's call, counted then */
-			rc = SHIM_REAL(cuMemFreeAsync_ptsz)(h->p, h->stream);
+			rc = DRV_REAL(cuMemFreeAsync_ptsz)(h->p, h->stream);
 		else
-			rc = SHIM_REAL(cuMemFreeAsync)(h->p, h->stream);
+			rc = DRV_REAL(cuMemFreeAsync)(h->p, h->stream);
 		if (pushed) {
-			note_own(SHIM_ID_cuCtxPopCurrent_v2);
-			SHIM_REAL(cuCtxPopCurrent_v2)(&dummy);
+			note_own(DRV_ID_cuCtxPopCurrent_v2);
+			DRV_REAL(cuCtxPopCurrent_v2)(&dummy);
 		}
 		if (rc != CUDA_SUCCESS)
 			cf_log_warn_once("a stream-ordered free cufold held behind deferred work failed (%d) when "
@@ -170,7 +170,7 @@ static void frees_issue(struct cf_engine *e)
 
 /* A boundary under the lock: replay submits what it deferred, then the window closes before
  * the call reaches the driver. */
-static void close_window(struct cf_engine *e, enum cap_boundary kind, enum shim_api_id api)
+static void close_window(struct cf_engine *e, enum cap_boundary kind, enum drv_api_id api)
 {
 	struct cap_shape *s;
 
@@ -185,7 +185,7 @@ static void close_window(struct cf_engine *e, enum cap_boundary kind, enum shim_
 
 /* Under the lock: close the window when the call can observe its work (ends), else only count
  * the call (the report's calls seen vs windows closed). */
-static void end_window_if(struct cf_engine *e, bool ends, enum cap_boundary kind, enum shim_api_id api)
+static void end_window_if(struct cf_engine *e, bool ends, enum cap_boundary kind, enum drv_api_id api)
 {
 	if (ends)
 		close_window(e, kind, api);
@@ -208,7 +208,7 @@ static void atfork_prepare(void)
 	e = engine_lock();
 	prepared = e;
 	if (still_recording(e))
-		close_window(e, CAP_BOUNDARY_FORK, SHIM_API_COUNT);
+		close_window(e, CAP_BOUNDARY_FORK, DRV_API_COUNT);
 }
 
 static void atfork_parent(void)
@@ -377,8 +377,8 @@ static CUcontext current_ctx(void)
 	if (!tls_ctx_ok) {
 		CUcontext c = NULL;
 
-		note_own(SHIM_ID_cuCtxGetCurrent);
-		if (SHIM_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
+		note_own(DRV_ID_cuCtxGetCurrent);
+		if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
 			c = NULL;
 		tls_ctx = c;
 		tls_ctx_ok = true;
@@ -393,12 +393,12 @@ static bool stream_capturing(const struct cap_call *c)
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	CUresult rc;
 
-	if (shim_api[c->api].pt != SHIM_PT_NONE) {
-		note_own(SHIM_ID_cuStreamIsCapturing_ptsz);
-		rc = SHIM_REAL(cuStreamIsCapturing_ptsz)(c->stream, &st);
+	if (drv_api[c->api].pt != DRV_PT_NONE) {
+		note_own(DRV_ID_cuStreamIsCapturing_ptsz);
+		rc = DRV_REAL(cuStreamIsCapturing_ptsz)(c->stream, &st);
 	} else {
-		note_own(SHIM_ID_cuStreamIsCapturing);
-		rc = SHIM_REAL(cuStreamIsCapturing)(c->stream, &st);
+		note_own(DRV_ID_cuStreamIsCapturing);
+		rc = DRV_REAL(cuStreamIsCapturing)(c->stream, &st);
 	}
 	return rc != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
@@ -436,7 +436,7 @@ static void __attribute__((noinline)) op_capturing(struct cf_engine *e, const st
 	if (still_recording(e)) {
 		if (e->rpl)
 			rpl_flush(e->rpl); /* nothing is kept while a capture is open; never kept behind it */
-		cap_note_passthrough(e->cap, (enum shim_api_id)c->api);
+		cap_note_passthrough(e->cap, (enum drv_api_id)c->api);
 	}
 	lock_drop(e);
 }
@@ -462,7 +462,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 
 	t->active = false;
 	t->err = CUDA_SUCCESS;
-	shim_note_call((enum shim_api_id)c->api);
+	shim_note_call((enum drv_api_id)c->api);
 	if (!recording())
 		return true;
 	e = engine_get();
@@ -534,19 +534,19 @@ static void __attribute__((noinline)) flush_for_query(void)
 	lock_drop(e);
 }
 
-void shim_engine_neutral(enum shim_api_id api)
+void shim_engine_neutral(enum drv_api_id api)
 {
 	shim_note_call(api);
 	/* the capture state of a stream depends on the waits it was given: kept ones must reach
 	 * the driver first. Only while a capture is open: with none, no kept call can join a
 	 * stream to one (beginning a capture is a boundary that submits what is kept), and
 	 * frameworks ask before every launch (CuPy), where a flush would end replay's window */
-	if (shim_api_is(api, SHIM_API_CAPTURE_QUERY) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
+	if (drv_api_is(api, DRV_API_CAPTURE_QUERY) && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING &&
 	    engine_get()->rpl && __atomic_load_n(&engine_get()->captures, __ATOMIC_ACQUIRE) > 0)
 		flush_for_query();
 }
 
-void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct cap_target *t, struct shim_obs *o)
+void shim_engine_observe(enum cap_boundary kind, enum drv_api_id api, struct cap_target *t, struct shim_obs *o)
 {
 	struct cf_engine *e;
 
@@ -591,7 +591,7 @@ CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc)
 	return rc;
 }
 
-static void boundary_locked(enum cap_boundary kind, enum shim_api_id api)
+static void boundary_locked(enum cap_boundary kind, enum drv_api_id api)
 {
 	struct cf_engine *e = engine_lock();
 
@@ -600,7 +600,7 @@ static void boundary_locked(enum cap_boundary kind, enum shim_api_id api)
 	lock_drop(e);
 }
 
-void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api)
+void shim_engine_boundary(enum cap_boundary kind, enum drv_api_id api)
 {
 	shim_note_call(api);
 	tls_ctx_ok = false; /* cheap insurance: a call we do not model may switch contexts */
@@ -608,7 +608,7 @@ void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api)
 		boundary_locked(kind, api);
 }
 
-void shim_engine_unmodeled(enum shim_api_id api)
+void shim_engine_unmodeled(enum drv_api_id api)
 {
 	struct cf_engine *e;
 
@@ -617,7 +617,7 @@ void shim_engine_unmodeled(enum shim_api_id api)
 	tls_ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
-	if (shim_api_is(api, SHIM_API_DESTROYS_PRIMARY) && recording() && engine_get()->rpl) {
+	if (drv_api_is(api, DRV_API_DESTROYS_PRIMARY) && recording() && engine_get()->rpl) {
 		/* which context is not passed here: every template retires and every context's
 		 * batch module is forgotten (rare calls; a live context just loads it again) */
 		e = engine_lock();
@@ -628,7 +628,7 @@ void shim_engine_unmodeled(enum shim_api_id api)
 	}
 }
 
-void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind)
+void shim_engine_alloc(enum drv_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind)
 {
 	struct cf_engine *e;
 
@@ -641,7 +641,7 @@ void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum 
 	lock_drop(e);
 }
 
-void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t)
+void shim_engine_free_begin(enum drv_api_id api, uint64_t base, struct shim_free_tok *t)
 {
 	struct cf_engine *e;
 
@@ -663,7 +663,7 @@ void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_fre
 	lock_drop(e);
 }
 
-bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t)
+bool shim_engine_free_async(enum drv_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t)
 {
 	struct cf_engine *e;
 	bool held = false;
@@ -676,7 +676,7 @@ bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, str
 	if (still_recording(e)) {
 		const struct cap_alloc *a = base ? cap_alloc_find(e->cap, base) : NULL;
 		bool known = a && a->base == base && a->kind == CAP_ALLOC_ASYNC;
-		bool per_thread = s == CU_STREAM_PER_THREAD || (!s && api == SHIM_ID_cuMemFreeAsync_ptsz);
+		bool per_thread = s == CU_STREAM_PER_THREAD || (!s && api == DRV_ID_cuMemFreeAsync_ptsz);
 
 		/* stream work after the stream's earlier work, which may read the range: the window
 		 * goes on. Memory cufold never saw come from a pool may be anything: a boundary. */
@@ -695,7 +695,7 @@ bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, str
 				frees_issue(e);
 			} else {
 				e->held[e->nheld++] = (struct shim_held_free){
-					base, s, current_ctx(), api == SHIM_ID_cuMemFreeAsync_ptsz
+					base, s, current_ctx(), api == DRV_ID_cuMemFreeAsync_ptsz
 				};
 				held = true;
 				t->removed = false; /* it stays out of the map: the program freed it */
@@ -738,7 +738,7 @@ void shim_engine_free_end(struct shim_free_tok *t, CUresult rc)
 	lock_drop(e);
 }
 
-void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size)
+void shim_engine_unmap(enum drv_api_id api, uint64_t base, uint64_t size)
 {
 	struct cf_engine *e;
 
@@ -767,7 +767,7 @@ void shim_engine_stream_created(CUstream s, unsigned int flags)
 	lock_drop(e);
 }
 
-void shim_engine_stream_destroy(enum shim_api_id api, CUstream s)
+void shim_engine_stream_destroy(enum drv_api_id api, CUstream s)
 {
 	struct cf_engine *e;
 
@@ -782,7 +782,7 @@ void shim_engine_stream_destroy(enum shim_api_id api, CUstream s)
 	lock_drop(e);
 }
 
-bool shim_engine_event_destroy(enum shim_api_id api, CUevent ev)
+bool shim_engine_event_destroy(enum drv_api_id api, CUevent ev)
 {
 	struct cf_engine *e;
 	bool later = false;
@@ -806,7 +806,7 @@ bool shim_engine_event_destroy(enum shim_api_id api, CUevent ev)
 	return later;
 }
 
-void shim_engine_capture_begin(enum shim_api_id api)
+void shim_engine_capture_begin(enum drv_api_id api)
 {
 	shim_engine_boundary(CAP_BOUNDARY_CAPTURE, api);
 }
@@ -833,7 +833,7 @@ void shim_engine_capture_done(bool begin, CUresult rc)
 	}
 }
 
-void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
+void shim_engine_ctx_set(enum drv_api_id api, CUcontext target)
 {
 	struct cf_engine *e;
 	bool change;
@@ -851,12 +851,12 @@ void shim_engine_ctx_set(enum shim_api_id api, CUcontext target)
 	lock_drop(e);
 }
 
-void shim_engine_ctx_switch(enum shim_api_id api)
+void shim_engine_ctx_switch(enum drv_api_id api)
 {
 	struct cf_engine *e;
 
 	tls_ctx_ok = false;
-	if (api != SHIM_ID_cuCtxDestroy_v2) {
+	if (api != DRV_ID_cuCtxDestroy_v2) {
 		/* push and pop: as cuCtxSetCurrent, a boundary for a thread with ops in the window */
 		shim_note_call(api);
 		if (recording()) {
@@ -899,7 +899,7 @@ void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now)
 	}
 }
 
-void shim_engine_module_unload(enum shim_api_id api)
+void shim_engine_module_unload(enum drv_api_id api)
 {
 	struct cf_engine *e;
 
@@ -918,7 +918,7 @@ void shim_engine_module_unload(enum shim_api_id api)
 	lock_drop(e);
 }
 
-void shim_engine_kernels(enum shim_api_id api, const CUkernel *k, unsigned int n, bool count_call, CUlibrary lib)
+void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n, bool count_call, CUlibrary lib)
 {
 	struct cf_engine *e;
 
@@ -1055,7 +1055,7 @@ static void write_output(struct cf_engine *e, const char *var, const char *path,
  * any more. */
 static void stop_and_write(struct cf_engine *e, const struct cf_config *cfg)
 {
-	close_window(e, CAP_BOUNDARY_EXIT, SHIM_API_COUNT);
+	close_window(e, CAP_BOUNDARY_EXIT, DRV_API_COUNT);
 	if (e->rpl)
 		rpl_stop(e->rpl);
 	__atomic_store_n(&state, ENGINE_DONE, __ATOMIC_RELEASE);

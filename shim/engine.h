@@ -130,19 +130,19 @@ struct shim_obs {
 	CUresult answer;             /* when answered */
 	CUresult err;                /* else: returned instead of the driver's success */
 };
-void shim_engine_observe(enum cap_boundary kind, enum shim_api_id api, struct cap_target *t, struct shim_obs *o);
+void shim_engine_observe(enum cap_boundary kind, enum drv_api_id api, struct cap_target *t, struct shim_obs *o);
 /* What the hook returns after the driver answered rc. */
 CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc);
 
 /* Count a call that changes nothing cufold tracks (a pure query). */
-void shim_engine_neutral(enum shim_api_id api);
+void shim_engine_neutral(enum drv_api_id api);
 /* A boundary: count it and close the open window before the call goes to the driver. */
-void shim_engine_boundary(enum cap_boundary kind, enum shim_api_id api);
+void shim_engine_boundary(enum cap_boundary kind, enum drv_api_id api);
 /* From shim_note_unmodeled: the call was counted; close the window (UNMODELED). */
-void shim_engine_unmodeled(enum shim_api_id api);
+void shim_engine_unmodeled(enum drv_api_id api);
 
 /* The driver handed out [base, base+size) of kind (after a successful allocation). */
-void shim_engine_alloc(enum shim_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind);
+void shim_engine_alloc(enum drv_api_id api, uint64_t base, uint64_t size, enum cap_alloc_kind kind);
 
 /* A free: the allocation leaves the map before the driver frees it, and the window ends first
  * (FREE) when one of its ops names the allocation; shim_engine_free_end puts it back when the
@@ -151,7 +151,7 @@ struct shim_free_tok {
 	struct cap_alloc alloc;      /* what was removed */
 	bool removed;                /* an allocation was removed */
 };
-void shim_engine_free_begin(enum shim_api_id api, uint64_t base, struct shim_free_tok *t);
+void shim_engine_free_begin(enum drv_api_id api, uint64_t base, struct shim_free_tok *t);
 void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
 /* A stream-ordered free (cuMemFreeAsync, _ptsz) of memory cufold saw come from a pool is stream
  * work, ordered after the stream's earlier work: it never ends the window. The allocation leaves
@@ -161,33 +161,33 @@ void shim_engine_free_end(struct shim_free_tok *t, CUresult rc);
  * first instead. Returns true
  * when it was held: the hook answers CUDA_SUCCESS without calling the driver. Else the hook
  * calls the driver and shim_engine_free_end. */
-bool shim_engine_free_async(enum shim_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t);
+bool shim_engine_free_async(enum drv_api_id api, uint64_t base, CUstream s, struct shim_free_tok *t);
 /* An allocation failed for want of memory: the deferred work and the frees held behind it
  * reach the driver. Returns true when there were held frees (the hook tries once more). */
 bool shim_engine_frees_release(void);
 /* cuMemUnmap: every mapped range inside [base, base+size) leaves the map; the window ends first
  * (FREE) when one of its ops names the range. */
-void shim_engine_unmap(enum shim_api_id api, uint64_t base, uint64_t size);
+void shim_engine_unmap(enum drv_api_id api, uint64_t base, uint64_t size);
 
 /* A stream was created with flags (counted as neutral). */
 void shim_engine_stream_created(CUstream s, unsigned int flags);
 /* A stream is being destroyed: boundary (DESTROY), then capture forgets it. */
-void shim_engine_stream_destroy(enum shim_api_id api, CUstream s);
+void shim_engine_stream_destroy(enum drv_api_id api, CUstream s);
 /* An event is being destroyed: no boundary (an event is a binding); capture forgets it. True:
  * replay holds the destroy back behind deferred ops naming the event and makes it after them
  * (the hook answers CUDA_SUCCESS and does not call the driver). */
-bool shim_engine_event_destroy(enum shim_api_id api, CUevent e);
+bool shim_engine_event_destroy(enum drv_api_id api, CUevent e);
 
 /* The program begins or ends a stream capture: boundary (CAPTURE) before; after the call,
  * shim_engine_capture_done with the result keeps the count of active captures. */
-void shim_engine_capture_begin(enum shim_api_id api);
+void shim_engine_capture_begin(enum drv_api_id api);
 void shim_engine_capture_done(bool begin, CUresult rc);
 
 /* Context calls: cuCtxSetCurrent is a boundary only when it changes the current context; push,
  * pop and destroy always are (CONTEXT). shim_engine_ctx_done records the thread's new current
  * context after a successful call (NULL: unknown, asked again when needed). */
-void shim_engine_ctx_set(enum shim_api_id api, CUcontext target);
-void shim_engine_ctx_switch(enum shim_api_id api);
+void shim_engine_ctx_set(enum drv_api_id api, CUcontext target);
+void shim_engine_ctx_switch(enum drv_api_id api);
 void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now);
 /* ctx was destroyed (its modules with it): forget what cufold loaded into it. */
 void shim_engine_ctx_destroyed(CUcontext ctx);
@@ -195,8 +195,8 @@ void shim_engine_ctx_destroyed(CUcontext ctx);
 /* Module and library calls: unload is a boundary (MODULE_UNLOAD) and forgets functions;
  * CUkernel handles are learned after cuLibraryGetKernel / cuLibraryEnumerateKernels (lib: the
  * library they came from, so their functions know its image). */
-void shim_engine_module_unload(enum shim_api_id api);
-void shim_engine_kernels(enum shim_api_id api, const CUkernel *k, unsigned int n, bool count_call, CUlibrary lib);
+void shim_engine_module_unload(enum drv_api_id api);
+void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n, bool count_call, CUlibrary lib);
 /* A module (library: a CUlibrary) the driver loaded, from the bytes at image or the file at
  * path: capture keeps the PTX the device would JIT from it (cap_image_loaded). Not counted (the
  * hook counted the call before it reached the driver). */
@@ -229,7 +229,7 @@ bool shim_engine_totals(struct cap_totals *t);
 #define SHIM_HOOK(symbol) \
 	__attribute__((used)) static void shim_hoff_fn_##symbol(void) \
 	{ \
-		__asm__(".set shim_hoff_" #symbol ", %c0" ::"i"(offsetof(struct shim_real_table, p_##symbol))); \
+		__asm__(".set shim_hoff_" #symbol ", %c0" ::"i"(offsetof(struct drv_real_table, p_##symbol))); \
 	} \
 	__asm__(SHIM_STUB_ASM(#symbol, "shim_hand_" #symbol, "shim_hoff_" #symbol, "shim_rec_" #symbol)); \
 	CF_HIDDEN __typeof__(shim_hand_##symbol) shim_rec_##symbol; \
@@ -245,13 +245,13 @@ bool shim_engine_totals(struct cap_totals *t);
 		struct shim_tok t_; \
 		CUresult rc_; \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol args; \
-		c_.api = SHIM_ID_##symbol; \
+			return drv_real.p_##symbol args; \
+		c_.api = DRV_ID_##symbol; \
 		c_.stream = 0; \
 		fill; \
 		if (!shim_engine_op_begin(&c_, &t_, &rc_)) \
 			return rc_; \
-		rc_ = shim_real.p_##symbol args; \
+		rc_ = drv_real.p_##symbol args; \
 		return shim_engine_op_end(&t_, rc_); \
 	}
 

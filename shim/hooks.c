@@ -24,12 +24,12 @@
 #error "shim/hooks.c has hook stubs for x86-64 only"
 #endif
 
-/* shim_off_<symbol>: the offset of the symbol's pointer in shim_real, as an assembler symbol
- * the stubs can add to shim_real (the preprocessor cannot compute offsetof). */
+/* shim_off_<symbol>: the offset of the symbol's pointer in drv_real, as an assembler symbol
+ * the stubs can add to drv_real (the preprocessor cannot compute offsetof). */
 __attribute__((used)) static void real_table_offsets(void)
 {
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
-	__asm__(".set shim_off_" #symbol ", %c0" ::"i"(offsetof(struct shim_real_table, p_##symbol)));
+	__asm__(".set shim_off_" #symbol ", %c0" ::"i"(offsetof(struct drv_real_table, p_##symbol)));
 #define CF_API_UNTYPED(symbol)
 #include "driver/cuda_api.def"
 #undef CF_API
@@ -40,8 +40,8 @@ __attribute__((used)) static void real_table_offsets(void)
 	SHIM_IF_MODELED(SHIM_MODELED_##symbol, , \
 		__attribute__((visibility("hidden"))) ret CUDAAPI shim_slow_##symbol decls; \
 		ret CUDAAPI shim_slow_##symbol decls { \
-			shim_note_unmodeled(SHIM_ID_##symbol); \
-			return shim_real.p_##symbol args; \
+			shim_note_unmodeled(DRV_ID_##symbol); \
+			return drv_real.p_##symbol args; \
 		} \
 		void shim_gen_##symbol(void); \
 		__asm__(SHIM_STUB_ASM(#symbol, "shim_gen_" #symbol, "shim_off_" #symbol, "shim_slow_" #symbol));)
@@ -97,7 +97,7 @@ __asm__(".pushsection .text\n"
 #define CF_API(symbol, base, version, pt, ret, decls, args)
 #define CF_API_UNTYPED(symbol) \
 	__attribute__((visibility("hidden"))) extern const int shim_untyped_id_##symbol; \
-	const int shim_untyped_id_##symbol = SHIM_ID_##symbol; \
+	const int shim_untyped_id_##symbol = DRV_ID_##symbol; \
 	void shim_untyped_##symbol(void); \
 	__asm__(".pushsection .text\n" \
 		".p2align 4\n" \
@@ -127,10 +127,10 @@ void *shim__untyped_enter(int id)
 	void *p;
 
 	if (!shim_is_passthrough())
-		shim_note_unmodeled((enum shim_api_id)id);
-	p = shim_real_addr((enum shim_api_id)id);
+		shim_note_unmodeled((enum drv_api_id)id);
+	p = drv_real_addr((enum drv_api_id)id);
 	if (!p) {
-		shim_fn f = (shim_fn)untyped_absent;
+		drv_fn f = (drv_fn)untyped_absent;
 
 		cf_log_warn_once("an untyped driver entry point was called but the driver lacks it");
 		memcpy(&p, &f, sizeof(p));
@@ -140,16 +140,16 @@ void *shim__untyped_enter(int id)
 
 /* ------------------------------------------------------------------ the hook table */
 
-static const shim_fn hook_fn[SHIM_API_COUNT] = {
+static const drv_fn hook_fn[DRV_API_COUNT] = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) \
-	(shim_fn)SHIM_IF_MODELED(SHIM_MODELED_##symbol, shim_hand_##symbol, shim_gen_##symbol),
-#define CF_API_UNTYPED(symbol) (shim_fn)shim_untyped_##symbol,
+	(drv_fn)SHIM_IF_MODELED(SHIM_MODELED_##symbol, shim_hand_##symbol, shim_gen_##symbol),
+#define CF_API_UNTYPED(symbol) (drv_fn)shim_untyped_##symbol,
 #include "driver/cuda_api.def"
 #undef CF_API
 #undef CF_API_UNTYPED
 };
 
-static const bool hook_is_hand[SHIM_API_COUNT] = {
+static const bool hook_is_hand[DRV_API_COUNT] = {
 #define CF_API(symbol, base, version, pt, ret, decls, args) SHIM_IF_MODELED(SHIM_MODELED_##symbol, true, false),
 #define CF_API_UNTYPED(symbol) false,
 #include "driver/cuda_api.def"
@@ -157,26 +157,26 @@ static const bool hook_is_hand[SHIM_API_COUNT] = {
 #undef CF_API_UNTYPED
 };
 
-_Static_assert(sizeof(shim_fn) == sizeof(void *), "function and data pointers have one size");
+_Static_assert(sizeof(drv_fn) == sizeof(void *), "function and data pointers have one size");
 
-bool shim_is_modeled(enum shim_api_id id)
+bool shim_is_modeled(enum drv_api_id id)
 {
-	return (unsigned)id < SHIM_API_COUNT && hook_is_hand[id];
+	return (unsigned)id < DRV_API_COUNT && hook_is_hand[id];
 }
 
-void *shim_hook_addr(enum shim_api_id id)
+void *shim_hook_addr(enum drv_api_id id)
 {
 	void *p = NULL;
 
-	if ((unsigned)id < SHIM_API_COUNT)
+	if ((unsigned)id < DRV_API_COUNT)
 		memcpy(&p, &hook_fn[id], sizeof(p));
 	return p;
 }
 
 int shim_hook_find(const void *p)
 {
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		if (shim_hook_addr((enum shim_api_id)id) == p)
+	for (int id = 0; id < DRV_API_COUNT; id++)
+		if (shim_hook_addr((enum drv_api_id)id) == p)
 			return id;
 	return -1;
 }

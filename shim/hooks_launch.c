@@ -72,7 +72,7 @@ SHIM_OP_HOOK(cuLaunchCooperativeKernel_ptsz, COOP_DECLS, COOP_ARGS,
 	     fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, NULL))
 
 /* cuLaunchKernelEx: a NULL config is the driver's to refuse; nothing to record then. */
-static CUresult launch_ex(enum shim_api_id id, shim_pfn_cuLaunchKernelEx real, const CUlaunchConfig *cfg,
+static CUresult launch_ex(enum drv_api_id id, drv_pfn_cuLaunchKernelEx real, const CUlaunchConfig *cfg,
 			  CUfunction f, void **params, void **extra)
 {
 	struct cap_call c;
@@ -96,12 +96,12 @@ static CUresult launch_ex(enum shim_api_id id, shim_pfn_cuLaunchKernelEx real, c
 
 SHIM_HOOK(cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	return launch_ex(SHIM_ID_cuLaunchKernelEx, shim_real.p_cuLaunchKernelEx, config, f, kernelParams, extra);
+	return launch_ex(DRV_ID_cuLaunchKernelEx, drv_real.p_cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 SHIM_HOOK(cuLaunchKernelEx_ptsz)(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	return launch_ex(SHIM_ID_cuLaunchKernelEx_ptsz, shim_real.p_cuLaunchKernelEx_ptsz, config, f, kernelParams,
+	return launch_ex(DRV_ID_cuLaunchKernelEx_ptsz, drv_real.p_cuLaunchKernelEx_ptsz, config, f, kernelParams,
 			 extra);
 }
 

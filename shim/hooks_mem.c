@@ -17,13 +17,13 @@
 	{ \
 		CUresult rc; \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol args; \
-		shim_engine_neutral(SHIM_ID_##symbol); \
-		rc = shim_real.p_##symbol args; \
+			return drv_real.p_##symbol args; \
+		shim_engine_neutral(DRV_ID_##symbol); \
+		rc = drv_real.p_##symbol args; \
 		if (rc == CUDA_ERROR_OUT_OF_MEMORY && shim_engine_frees_release()) \
-			rc = shim_real.p_##symbol args; /* the frees cufold held may make room */ \
+			rc = drv_real.p_##symbol args; /* the frees cufold held may make room */ \
 		if (rc == CUDA_SUCCESS && (out)) \
-			shim_engine_alloc(SHIM_ID_##symbol, U64(*(out)), (size), CAP_ALLOC_##kind); \
+			shim_engine_alloc(DRV_ID_##symbol, U64(*(out)), (size), CAP_ALLOC_##kind); \
 		return rc; \
 	}
 
@@ -45,11 +45,11 @@ SHIM_HOOK(cuMemHostRegister_v2)(void *p, size_t n, unsigned int flags)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuMemHostRegister_v2(p, n, flags);
-	shim_engine_neutral(SHIM_ID_cuMemHostRegister_v2);
-	rc = shim_real.p_cuMemHostRegister_v2(p, n, flags);
+		return drv_real.p_cuMemHostRegister_v2(p, n, flags);
+	shim_engine_neutral(DRV_ID_cuMemHostRegister_v2);
+	rc = drv_real.p_cuMemHostRegister_v2(p, n, flags);
 	if (rc == CUDA_SUCCESS)
-		shim_engine_alloc(SHIM_ID_cuMemHostRegister_v2, U64(p), n, CAP_ALLOC_HOST_REGISTERED);
+		shim_engine_alloc(DRV_ID_cuMemHostRegister_v2, U64(p), n, CAP_ALLOC_HOST_REGISTERED);
 	return rc;
 }
 
@@ -59,19 +59,19 @@ SHIM_HOOK(cuMemMap)(CUdeviceptr_v2 ptr, size_t size, size_t offset, CUmemGeneric
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuMemMap(ptr, size, offset, h, flags);
-	shim_engine_neutral(SHIM_ID_cuMemMap);
-	rc = shim_real.p_cuMemMap(ptr, size, offset, h, flags);
+		return drv_real.p_cuMemMap(ptr, size, offset, h, flags);
+	shim_engine_neutral(DRV_ID_cuMemMap);
+	rc = drv_real.p_cuMemMap(ptr, size, offset, h, flags);
 	if (rc == CUDA_SUCCESS)
-		shim_engine_alloc(SHIM_ID_cuMemMap, ptr, size, CAP_ALLOC_MAPPED);
+		shim_engine_alloc(DRV_ID_cuMemMap, ptr, size, CAP_ALLOC_MAPPED);
 	return rc;
 }
 
 SHIM_HOOK(cuMemUnmap)(CUdeviceptr_v2 ptr, size_t size)
 {
 	if (!shim_is_inside())
-		shim_engine_unmap(SHIM_ID_cuMemUnmap, ptr, size);
-	return shim_real.p_cuMemUnmap(ptr, size);
+		shim_engine_unmap(DRV_ID_cuMemUnmap, ptr, size);
+	return drv_real.p_cuMemUnmap(ptr, size);
 }
 
 /* A free of the allocation at base. */
@@ -81,9 +81,9 @@ SHIM_HOOK(cuMemUnmap)(CUdeviceptr_v2 ptr, size_t size)
 		struct shim_free_tok t; \
 		CUresult rc; \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol args; \
-		shim_engine_free_begin(SHIM_ID_##symbol, U64(base), &t); \
-		rc = shim_real.p_##symbol args; \
+			return drv_real.p_##symbol args; \
+		shim_engine_free_begin(DRV_ID_##symbol, U64(base), &t); \
+		rc = drv_real.p_##symbol args; \
 		shim_engine_free_end(&t, rc); \
 		return rc; \
 	}
@@ -99,10 +99,10 @@ FREE_HOOK(cuMemHostUnregister, (void *p), (p), p)
 		struct shim_free_tok t; \
 		CUresult rc; \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol(p, s); \
-		if (shim_engine_free_async(SHIM_ID_##symbol, U64(p), s, &t)) \
+			return drv_real.p_##symbol(p, s); \
+		if (shim_engine_free_async(DRV_ID_##symbol, U64(p), s, &t)) \
 			return CUDA_SUCCESS; \
-		rc = shim_real.p_##symbol(p, s); \
+		rc = drv_real.p_##symbol(p, s); \
 		shim_engine_free_end(&t, rc); \
 		return rc; \
 	}

@@ -17,9 +17,9 @@
 		CUresult rc; \
 \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol args; \
-		shim_engine_neutral(SHIM_ID_##symbol); \
-		rc = shim_real.p_##symbol args; \
+			return drv_real.p_##symbol args; \
+		shim_engine_neutral(DRV_ID_##symbol); \
+		rc = drv_real.p_##symbol args; \
 		if (rc == CUDA_SUCCESS && (handle)) \
 			shim_engine_image_loaded(library, *(handle), image, path); \
 		return rc; \
@@ -47,9 +47,9 @@ SHIM_HOOK(cuLinkAddData_v2)(CUlinkState state, CUjitInputType type, void *data, 
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
-	shim_engine_neutral(SHIM_ID_cuLinkAddData_v2);
-	rc = shim_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
+		return drv_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
+	shim_engine_neutral(DRV_ID_cuLinkAddData_v2);
+	rc = drv_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
 	if (rc == CUDA_SUCCESS)
 		shim_engine_link_input(state, type, data, size, NULL);
 	return rc;
@@ -61,9 +61,9 @@ SHIM_HOOK(cuLinkAddFile_v2)(CUlinkState state, CUjitInputType type, const char *
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
-	shim_engine_neutral(SHIM_ID_cuLinkAddFile_v2);
-	rc = shim_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
+		return drv_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
+	shim_engine_neutral(DRV_ID_cuLinkAddFile_v2);
+	rc = drv_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
 	if (rc == CUDA_SUCCESS)
 		shim_engine_link_input(state, type, NULL, 0, path);
 	return rc;
@@ -74,9 +74,9 @@ SHIM_HOOK(cuLinkComplete)(CUlinkState state, void **out, size_t *size)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLinkComplete(state, out, size);
-	shim_engine_neutral(SHIM_ID_cuLinkComplete);
-	rc = shim_real.p_cuLinkComplete(state, out, size);
+		return drv_real.p_cuLinkComplete(state, out, size);
+	shim_engine_neutral(DRV_ID_cuLinkComplete);
+	rc = drv_real.p_cuLinkComplete(state, out, size);
 	if (rc == CUDA_SUCCESS && out)
 		shim_engine_link_complete(state, *out);
 	return rc;
@@ -85,10 +85,10 @@ SHIM_HOOK(cuLinkComplete)(CUlinkState state, void **out, size_t *size)
 SHIM_HOOK(cuLinkDestroy)(CUlinkState state)
 {
 	if (!shim_is_inside()) {
-		shim_engine_neutral(SHIM_ID_cuLinkDestroy);
+		shim_engine_neutral(DRV_ID_cuLinkDestroy);
 		shim_engine_link_destroy(state); /* before: the handle may be reused right after */
 	}
-	return shim_real.p_cuLinkDestroy(state);
+	return drv_real.p_cuLinkDestroy(state);
 }
 
 SHIM_HOOK(cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name)
@@ -96,9 +96,9 @@ SHIM_HOOK(cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuModuleGetFunction(f, m, name);
-	shim_engine_neutral(SHIM_ID_cuModuleGetFunction);
-	rc = shim_real.p_cuModuleGetFunction(f, m, name);
+		return drv_real.p_cuModuleGetFunction(f, m, name);
+	shim_engine_neutral(DRV_ID_cuModuleGetFunction);
+	rc = drv_real.p_cuModuleGetFunction(f, m, name);
 	if (rc == CUDA_SUCCESS && f)
 		shim_engine_image_link(CAP_LINK_MODULE_FUNCTION, *f, m);
 	return rc;
@@ -109,9 +109,9 @@ SHIM_HOOK(cuLibraryGetModule)(CUmodule *m, CUlibrary lib)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLibraryGetModule(m, lib);
-	shim_engine_neutral(SHIM_ID_cuLibraryGetModule);
-	rc = shim_real.p_cuLibraryGetModule(m, lib);
+		return drv_real.p_cuLibraryGetModule(m, lib);
+	shim_engine_neutral(DRV_ID_cuLibraryGetModule);
+	rc = drv_real.p_cuLibraryGetModule(m, lib);
 	if (rc == CUDA_SUCCESS && m)
 		shim_engine_image_link(CAP_LINK_LIBRARY_MODULE, *m, lib);
 	return rc;
@@ -122,9 +122,9 @@ SHIM_HOOK(cuKernelGetFunction)(CUfunction *f, CUkernel k)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuKernelGetFunction(f, k);
-	shim_engine_neutral(SHIM_ID_cuKernelGetFunction);
-	rc = shim_real.p_cuKernelGetFunction(f, k);
+		return drv_real.p_cuKernelGetFunction(f, k);
+	shim_engine_neutral(DRV_ID_cuKernelGetFunction);
+	rc = drv_real.p_cuKernelGetFunction(f, k);
 	if (rc == CUDA_SUCCESS && f)
 		shim_engine_image_link(CAP_LINK_KERNEL_FUNCTION, *f, k);
 	return rc;
@@ -135,20 +135,20 @@ SHIM_HOOK(cuModuleUnload)(CUmodule m)
 	if (!shim_is_inside()) {
 		/* which module: read by capture under the engine's lock, on this thread */
 		cap_funcs_unloading(m, NULL);
-		shim_engine_module_unload(SHIM_ID_cuModuleUnload);
+		shim_engine_module_unload(DRV_ID_cuModuleUnload);
 		cap_funcs_unloading(NULL, NULL);
 	}
-	return shim_real.p_cuModuleUnload(m);
+	return drv_real.p_cuModuleUnload(m);
 }
 
 SHIM_HOOK(cuLibraryUnload)(CUlibrary lib)
 {
 	if (!shim_is_inside()) {
 		cap_funcs_unloading(NULL, lib);
-		shim_engine_module_unload(SHIM_ID_cuLibraryUnload);
+		shim_engine_module_unload(DRV_ID_cuLibraryUnload);
 		cap_funcs_unloading(NULL, NULL);
 	}
-	return shim_real.p_cuLibraryUnload(lib);
+	return drv_real.p_cuLibraryUnload(lib);
 }
 
 SHIM_HOOK(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name)
@@ -156,11 +156,11 @@ SHIM_HOOK(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLibraryGetKernel(k, lib, name);
-	shim_engine_neutral(SHIM_ID_cuLibraryGetKernel);
-	rc = shim_real.p_cuLibraryGetKernel(k, lib, name);
+		return drv_real.p_cuLibraryGetKernel(k, lib, name);
+	shim_engine_neutral(DRV_ID_cuLibraryGetKernel);
+	rc = drv_real.p_cuLibraryGetKernel(k, lib, name);
 	if (rc == CUDA_SUCCESS && k)
-		shim_engine_kernels(SHIM_ID_cuLibraryGetKernel, k, 1, false, lib);
+		shim_engine_kernels(DRV_ID_cuLibraryGetKernel, k, 1, false, lib);
 	return rc;
 }
 
@@ -169,24 +169,24 @@ SHIM_HOOK(cuLibraryEnumerateKernels)(CUkernel *k, unsigned int n, CUlibrary lib)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
-	shim_engine_neutral(SHIM_ID_cuLibraryEnumerateKernels);
-	rc = shim_real.p_cuLibraryEnumerateKernels(k, n, lib);
+		return drv_real.p_cuLibraryEnumerateKernels(k, n, lib);
+	shim_engine_neutral(DRV_ID_cuLibraryEnumerateKernels);
+	rc = drv_real.p_cuLibraryEnumerateKernels(k, n, lib);
 	if (rc == CUDA_SUCCESS && k) {
 		unsigned int count = 0;
 
 		/* the driver fills only as many entries as the library has: the rest of the
 		 * program's array is whatever was there */
-		if (shim_real.p_cuLibraryGetKernelCount) {
-			shim_note_call(SHIM_ID_cuLibraryGetKernelCount); /* counted like all we send */
+		if (drv_real.p_cuLibraryGetKernelCount) {
+			shim_note_call(DRV_ID_cuLibraryGetKernelCount); /* counted like all we send */
 			shim_inside_enter();
-			if (shim_real.p_cuLibraryGetKernelCount(&count, lib) != CUDA_SUCCESS)
+			if (drv_real.p_cuLibraryGetKernelCount(&count, lib) != CUDA_SUCCESS)
 				count = 0;
 			shim_inside_leave();
 		}
 		if (count < n)
 			n = count;
-		shim_engine_kernels(SHIM_ID_cuLibraryEnumerateKernels, k, n, false, lib);
+		shim_engine_kernels(DRV_ID_cuLibraryEnumerateKernels, k, n, false, lib);
 	}
 	return rc;
 }

@@ -94,8 +94,8 @@
 	SHIM_HOOK(symbol) decls \
 	{ \
 		if (!shim_is_inside()) \
-			shim_engine_neutral(SHIM_ID_##symbol); \
-		return shim_real.p_##symbol args; \
+			shim_engine_neutral(DRV_ID_##symbol); \
+		return drv_real.p_##symbol args; \
 	}
 
 #define CF_API(symbol, base, version, pt, ret, decls, args) \

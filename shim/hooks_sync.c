@@ -16,24 +16,24 @@
 		struct cap_target t_ = target; \
 		struct shim_obs o_; \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol args; \
-		shim_engine_observe(CAP_BOUNDARY_##kind, SHIM_ID_##symbol, &t_, &o_); \
+			return drv_real.p_##symbol args; \
+		shim_engine_observe(CAP_BOUNDARY_##kind, DRV_ID_##symbol, &t_, &o_); \
 		if (o_.answered) \
 			return o_.answer; \
-		return shim_engine_observed(&o_, shim_real.p_##symbol args); \
+		return shim_engine_observed(&o_, drv_real.p_##symbol args); \
 	}
 
 #define STREAM(s, pt_) { .kind = CAP_TARGET_STREAM, .pt = (pt_), .stream = (s) }
 #define EVENT(e) { .kind = CAP_TARGET_EVENT, .event = (e) }
 #define CONTEXT { .kind = CAP_TARGET_CONTEXT }
 
-OBSERVE_HOOK(cuStreamSynchronize, SYNC, (CUstream s), (s), STREAM(s, SHIM_PT_NONE))
-OBSERVE_HOOK(cuStreamSynchronize_ptsz, SYNC, (CUstream s), (s), STREAM(s, SHIM_PT_PTSZ))
+OBSERVE_HOOK(cuStreamSynchronize, SYNC, (CUstream s), (s), STREAM(s, DRV_PT_NONE))
+OBSERVE_HOOK(cuStreamSynchronize_ptsz, SYNC, (CUstream s), (s), STREAM(s, DRV_PT_PTSZ))
 OBSERVE_HOOK(cuEventSynchronize, SYNC, (CUevent e), (e), EVENT(e))
 OBSERVE_HOOK(cuCtxSynchronize, SYNC, (void), (), CONTEXT)
 OBSERVE_HOOK(cuCtxSynchronize_v2, SYNC, (CUcontext ctx), (ctx), CONTEXT)
-OBSERVE_HOOK(cuStreamQuery, QUERY, (CUstream s), (s), STREAM(s, SHIM_PT_NONE))
-OBSERVE_HOOK(cuStreamQuery_ptsz, QUERY, (CUstream s), (s), STREAM(s, SHIM_PT_PTSZ))
+OBSERVE_HOOK(cuStreamQuery, QUERY, (CUstream s), (s), STREAM(s, DRV_PT_NONE))
+OBSERVE_HOOK(cuStreamQuery_ptsz, QUERY, (CUstream s), (s), STREAM(s, DRV_PT_PTSZ))
 OBSERVE_HOOK(cuEventQuery, QUERY, (CUevent e), (e), EVENT(e))
 
 /* ------------------------------------------------------------------ the program's captures */
@@ -43,9 +43,9 @@ OBSERVE_HOOK(cuEventQuery, QUERY, (CUevent e), (e), EVENT(e))
 	{ \
 		CUresult rc; \
 		if (shim_is_inside()) \
-			return shim_real.p_##symbol args; \
-		shim_engine_capture_begin(SHIM_ID_##symbol); \
-		rc = shim_real.p_##symbol args; \
+			return drv_real.p_##symbol args; \
+		shim_engine_capture_begin(DRV_ID_##symbol); \
+		rc = drv_real.p_##symbol args; \
 		shim_engine_capture_done(begin, rc); \
 		return rc; \
 	}
@@ -61,9 +61,9 @@ SHIM_HOOK(cuStreamBeginCapture)(CUstream s)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuStreamBeginCapture(s);
-	shim_engine_capture_begin(SHIM_ID_cuStreamBeginCapture);
-	rc = shim_real.p_cuStreamBeginCapture(s);
+		return drv_real.p_cuStreamBeginCapture(s);
+	shim_engine_capture_begin(DRV_ID_cuStreamBeginCapture);
+	rc = drv_real.p_cuStreamBeginCapture(s);
 	shim_engine_capture_done(true, rc);
 	return rc;
 }
@@ -83,9 +83,9 @@ SHIM_HOOK(cuCtxSetCurrent)(CUcontext ctx)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuCtxSetCurrent(ctx);
-	shim_engine_ctx_set(SHIM_ID_cuCtxSetCurrent, ctx);
-	rc = shim_real.p_cuCtxSetCurrent(ctx);
+		return drv_real.p_cuCtxSetCurrent(ctx);
+	shim_engine_ctx_set(DRV_ID_cuCtxSetCurrent, ctx);
+	rc = drv_real.p_cuCtxSetCurrent(ctx);
 	shim_engine_ctx_done(rc, true, ctx);
 	return rc;
 }
@@ -95,9 +95,9 @@ SHIM_HOOK(cuCtxPushCurrent_v2)(CUcontext ctx)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuCtxPushCurrent_v2(ctx);
-	shim_engine_ctx_switch(SHIM_ID_cuCtxPushCurrent_v2);
-	rc = shim_real.p_cuCtxPushCurrent_v2(ctx);
+		return drv_real.p_cuCtxPushCurrent_v2(ctx);
+	shim_engine_ctx_switch(DRV_ID_cuCtxPushCurrent_v2);
+	rc = drv_real.p_cuCtxPushCurrent_v2(ctx);
 	shim_engine_ctx_done(rc, true, ctx);
 	return rc;
 }
@@ -107,9 +107,9 @@ SHIM_HOOK(cuCtxPopCurrent_v2)(CUcontext *pctx)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuCtxPopCurrent_v2(pctx);
-	shim_engine_ctx_switch(SHIM_ID_cuCtxPopCurrent_v2);
-	rc = shim_real.p_cuCtxPopCurrent_v2(pctx);
+		return drv_real.p_cuCtxPopCurrent_v2(pctx);
+	shim_engine_ctx_switch(DRV_ID_cuCtxPopCurrent_v2);
+	rc = drv_real.p_cuCtxPopCurrent_v2(pctx);
 	shim_engine_ctx_done(rc, false, NULL);
 	return rc;
 }
@@ -119,9 +119,9 @@ SHIM_HOOK(cuCtxDestroy_v2)(CUcontext ctx)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuCtxDestroy_v2(ctx);
-	shim_engine_ctx_switch(SHIM_ID_cuCtxDestroy_v2);
-	rc = shim_real.p_cuCtxDestroy_v2(ctx);
+		return drv_real.p_cuCtxDestroy_v2(ctx);
+	shim_engine_ctx_switch(DRV_ID_cuCtxDestroy_v2);
+	rc = drv_real.p_cuCtxDestroy_v2(ctx);
 	shim_engine_ctx_done(rc, false, NULL);
 	if (rc == CUDA_SUCCESS)
 		shim_engine_ctx_destroyed(ctx);
@@ -135,9 +135,9 @@ SHIM_HOOK(cuStreamCreate)(CUstream *ph, unsigned int flags)
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuStreamCreate(ph, flags);
-	shim_engine_neutral(SHIM_ID_cuStreamCreate);
-	rc = shim_real.p_cuStreamCreate(ph, flags);
+		return drv_real.p_cuStreamCreate(ph, flags);
+	shim_engine_neutral(DRV_ID_cuStreamCreate);
+	rc = drv_real.p_cuStreamCreate(ph, flags);
 	if (rc == CUDA_SUCCESS && ph)
 		shim_engine_stream_created(*ph, flags);
 	return rc;
@@ -148,9 +148,9 @@ SHIM_HOOK(cuStreamCreateWithPriority)(CUstream *ph, unsigned int flags, int prio
 	CUresult rc;
 
 	if (shim_is_inside())
-		return shim_real.p_cuStreamCreateWithPriority(ph, flags, priority);
-	shim_engine_neutral(SHIM_ID_cuStreamCreateWithPriority);
-	rc = shim_real.p_cuStreamCreateWithPriority(ph, flags, priority);
+		return drv_real.p_cuStreamCreateWithPriority(ph, flags, priority);
+	shim_engine_neutral(DRV_ID_cuStreamCreateWithPriority);
+	rc = drv_real.p_cuStreamCreateWithPriority(ph, flags, priority);
 	if (rc == CUDA_SUCCESS && ph)
 		shim_engine_stream_created(*ph, flags);
 	return rc;
@@ -159,13 +159,13 @@ SHIM_HOOK(cuStreamCreateWithPriority)(CUstream *ph, unsigned int flags, int prio
 SHIM_HOOK(cuStreamDestroy_v2)(CUstream s)
 {
 	if (!shim_is_inside())
-		shim_engine_stream_destroy(SHIM_ID_cuStreamDestroy_v2, s);
-	return shim_real.p_cuStreamDestroy_v2(s);
+		shim_engine_stream_destroy(DRV_ID_cuStreamDestroy_v2, s);
+	return drv_real.p_cuStreamDestroy_v2(s);
 }
 
 SHIM_HOOK(cuEventDestroy_v2)(CUevent e)
 {
-	if (!shim_is_inside() && shim_engine_event_destroy(SHIM_ID_cuEventDestroy_v2, e))
+	if (!shim_is_inside() && shim_engine_event_destroy(DRV_ID_cuEventDestroy_v2, e))
 		return CUDA_SUCCESS; /* held back behind deferred ops naming it; made after them */
-	return shim_real.p_cuEventDestroy_v2(e);
+	return drv_real.p_cuEventDestroy_v2(e);
 }

@@ -23,7 +23,7 @@ static void *route_lookup(const char *symbol, void *p, int version, cuuint64_t f
 	if (hooked == p && symbol && strcmp(symbol, "cuGetProcAddress") == 0) {
 		/* A driver whose lookup of itself is not its exported symbol: without our wrapper the
 		 * runtime's later lookups would all bypass cufold, so pick by the version asked for. */
-		hooked = shim_hook_addr(version >= 12000 ? SHIM_ID_cuGetProcAddress_v2 : SHIM_ID_cuGetProcAddress);
+		hooked = shim_hook_addr(version >= 12000 ? DRV_ID_cuGetProcAddress_v2 : DRV_ID_cuGetProcAddress);
 		cf_log_debug("cuGetProcAddress@%d returned %p, not an exported symbol; handing out cufold's wrapper",
 			     version, p);
 	} else if (hooked == p) {
@@ -38,9 +38,9 @@ CUresult CUDAAPI shim_hand_cuGetProcAddress(const char *symbol, void **pfn, int 
 	CUresult rc;
 
 	if (cf_likely(shim_is_passthrough()))
-		return shim_real.p_cuGetProcAddress(symbol, pfn, driverVersion, flags);
-	shim_note_call(SHIM_ID_cuGetProcAddress);
-	rc = shim_real.p_cuGetProcAddress(symbol, pfn, driverVersion, flags);
+		return drv_real.p_cuGetProcAddress(symbol, pfn, driverVersion, flags);
+	shim_note_call(DRV_ID_cuGetProcAddress);
+	rc = drv_real.p_cuGetProcAddress(symbol, pfn, driverVersion, flags);
 	if (rc == CUDA_SUCCESS && pfn && *pfn)
 		*pfn = route_lookup(symbol, *pfn, driverVersion, flags);
 	return rc;
@@ -53,9 +53,9 @@ CUresult CUDAAPI shim_hand_cuGetProcAddress_v2(const char *symbol, void **pfn, i
 	CUresult rc;
 
 	if (cf_likely(shim_is_passthrough()))
-		return shim_real.p_cuGetProcAddress_v2(symbol, pfn, driverVersion, flags, symbolFound);
-	shim_note_call(SHIM_ID_cuGetProcAddress_v2);
-	rc = shim_real.p_cuGetProcAddress_v2(symbol, pfn, driverVersion, flags, symbolFound);
+		return drv_real.p_cuGetProcAddress_v2(symbol, pfn, driverVersion, flags, symbolFound);
+	shim_note_call(DRV_ID_cuGetProcAddress_v2);
+	rc = drv_real.p_cuGetProcAddress_v2(symbol, pfn, driverVersion, flags, symbolFound);
 	if (rc == CUDA_SUCCESS && pfn && *pfn)
 		*pfn = route_lookup(symbol, *pfn, driverVersion, flags);
 	return rc;

@@ -23,14 +23,14 @@ static unsigned slot_of(const void *p)
 	return (unsigned)(h >> 40) & (SHIM_PTRMAP_SLOTS - 1);
 }
 
-void shim__ptrmap_build(struct shim_ptrmap *m, void *const addr[SHIM_API_COUNT])
+void shim__ptrmap_build(struct shim_ptrmap *m, void *const addr[DRV_API_COUNT])
 {
-	int16_t last[SHIM_API_COUNT]; /* last id of each address's chain, indexed by first id */
+	int16_t last[DRV_API_COUNT]; /* last id of each address's chain, indexed by first id */
 
 	memset(m->key, 0, sizeof(m->key));
-	for (int id = 0; id < SHIM_API_COUNT; id++)
+	for (int id = 0; id < DRV_API_COUNT; id++)
 		m->next[id] = -1;
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
+	for (int id = 0; id < DRV_API_COUNT; id++) {
 		unsigned s;
 
 		if (!addr[id])
@@ -70,19 +70,19 @@ int shim__ptrmap_pick(const struct shim_ptrmap *m, int first, const char *name, 
 	if (first < 0 || m->next[first] < 0)
 		return first;
 	for (int id = first; id >= 0; id = m->next[id]) {
-		const struct shim_api_info *a = &shim_api[id];
+		const struct drv_api_info *a = &drv_api[id];
 		int score = 0;
 
 		if (name && strcmp(a->name, name) == 0)
 			score += 16;
 		if (base && strcmp(a->base, base) == 0)
 			score += 8;
-		if ((a->pt != SHIM_PT_NONE) == want_pt)
+		if ((a->pt != DRV_PT_NONE) == want_pt)
 			score += 4;
 		if (version <= 0 || a->version <= version)
 			score += 2;
 		/* among equals the newest ABI at or below the request, as the driver picks */
-		if (score > best_score || (score == best_score && a->version > shim_api[best].version &&
+		if (score > best_score || (score == best_score && a->version > drv_api[best].version &&
 					   (version <= 0 || a->version <= version))) {
 			best = id;
 			best_score = score;
@@ -93,10 +93,10 @@ int shim__ptrmap_pick(const struct shim_ptrmap *m, int first, const char *name, 
 
 void shim__route_build(void)
 {
-	void *addr[SHIM_API_COUNT];
+	void *addr[DRV_API_COUNT];
 
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		addr[id] = shim_real_addr((enum shim_api_id)id);
+	for (int id = 0; id < DRV_API_COUNT; id++)
+		addr[id] = drv_real_addr((enum drv_api_id)id);
 	shim__ptrmap_build(&real_map, addr);
 	__atomic_store_n(&real_map_ready, 1, __ATOMIC_RELEASE);
 }
@@ -111,7 +111,7 @@ static void *route(void *p, const char *name, const char *base, int version, uns
 	if (id < 0)
 		return p;
 	id = shim__ptrmap_pick(&real_map, id, name, base, version, flags);
-	return shim_hook_addr((enum shim_api_id)id);
+	return shim_hook_addr((enum drv_api_id)id);
 }
 
 void *shim_route_procaddr(void *p, const char *base, int version, unsigned long long flags)

@@ -29,7 +29,7 @@ static int init_rc;           /* result of the initialization, valid once done *
 static enum cf_mode mode;     /* mode in force, valid once done */
 static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER; /* guards phase 2 */
 static int atfork_registered; /* pthread_atfork done */
-static uint64_t counts[SHIM_API_COUNT]; /* calls per symbol (atomic increments) */
+static uint64_t counts[DRV_API_COUNT]; /* calls per symbol (atomic increments) */
 
 /* The process's one fork child handler (registered once, at initialization). */
 static void atfork_child(void)
@@ -37,8 +37,8 @@ static void atfork_child(void)
 	/* Only this thread survives: locks held by others would never be released. */
 	pthread_mutex_init(&publish_lock, NULL);
 	cf_config__atfork_child();
-	shim__api_atfork_child();
-	for (int i = 0; i < SHIM_API_COUNT; i++)
+	drv__api_atfork_child();
+	for (int i = 0; i < DRV_API_COUNT; i++)
 		__atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
 	shim_signals_atfork_child();
 	shim_engine__atfork_child(); /* last: it makes the child's engine from the state above */
@@ -46,7 +46,7 @@ static void atfork_child(void)
 
 static int init_slow(void)
 {
-	void *addr[SHIM_API_COUNT];
+	void *addr[DRV_API_COUNT];
 	const struct cf_config *cfg;
 	void *handle = NULL;
 	bool won = false;
@@ -57,12 +57,12 @@ static int init_slow(void)
 	cf_assert(!cf_serial_is_mine()); /* invariant 1: no cufold lock while the driver is dlopen'ed */
 	shim_inside_enter();
 	cfg = cf_config_get();
-	rc = shim_real__open(cfg->libcuda, &handle, addr);
+	rc = drv_real__open(cfg->libcuda, &handle, addr);
 
 	pthread_mutex_lock(&publish_lock);
 	if (__atomic_load_n(&init_state, __ATOMIC_RELAXED) != 2) {
 		if (rc == 0) {
-			shim_real__publish(handle, addr);
+			drv_real__publish(handle, addr);
 			shim__route_build();
 		} else {
 			cf_log_err("no CUDA driver: every driver call through cufold answers CUDA_ERROR_NOT_FOUND");
@@ -81,14 +81,14 @@ static int init_slow(void)
 		if (!__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_RELAXED))
 			pthread_atfork(NULL, NULL, atfork_child);
 		if (rc == 0) {
-			const struct link_map *lm = shim_real_link_map();
+			const struct link_map *lm = drv_real_link_map();
 			int n = 0;
 
-			for (int id = 0; id < SHIM_API_COUNT; id++)
-				n += shim_real_has((enum shim_api_id)id);
+			for (int id = 0; id < DRV_API_COUNT; id++)
+				n += drv_real_has((enum drv_api_id)id);
 			/* the library loaded, which is not CUFOLD_LIBCUDA when that was refused */
 			cf_log_info("cufold %s; mode %s; driver %s: %d of %d entry points", CUFOLD_VERSION,
-				    cf_mode_name(mode), lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, SHIM_API_COUNT);
+				    cf_mode_name(mode), lm && lm->l_name && lm->l_name[0] ? lm->l_name : cfg->libcuda, n, DRV_API_COUNT);
 			if (mode != CF_MODE_OFF)
 				shim_signals_arm(); /* outputs of a job stopped by a signal */
 		}
@@ -111,18 +111,18 @@ enum cf_mode shim_mode(void)
 	return cf_config_get()->mode;
 }
 
-void shim_note_call(enum shim_api_id id)
+void shim_note_call(enum drv_api_id id)
 {
 	if (cf_unlikely(shim__inside))
 		return;
 	shim_init();
-	if (mode == CF_MODE_OFF || (unsigned)id >= SHIM_API_COUNT)
+	if (mode == CF_MODE_OFF || (unsigned)id >= DRV_API_COUNT)
 		return;
 	__atomic_fetch_add(&counts[id], 1, __ATOMIC_RELAXED);
 	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
 
-void shim_note_unmodeled(enum shim_api_id id)
+void shim_note_unmodeled(enum drv_api_id id)
 {
 	/* A call cufold does not understand is a boundary: the engine closes the open window (and
 	 * replay flushes deferred work) before it reaches the driver. */
@@ -130,9 +130,9 @@ void shim_note_unmodeled(enum shim_api_id id)
 	shim_engine_unmodeled(id);
 }
 
-uint64_t shim_count(enum shim_api_id id)
+uint64_t shim_count(enum drv_api_id id)
 {
-	return (unsigned)id < SHIM_API_COUNT ? __atomic_load_n(&counts[id], __ATOMIC_RELAXED) : 0;
+	return (unsigned)id < DRV_API_COUNT ? __atomic_load_n(&counts[id], __ATOMIC_RELAXED) : 0;
 }
 
 /* At exit, with CUFOLD_LOG=info: the calls intercepted, one line of the short summary; with
@@ -145,18 +145,18 @@ __attribute__((destructor)) static void report_counts(void)
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || mode == CF_MODE_OFF ||
 	    !cf_log_enabled(CF_LOG_INFO))
 		return;
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
-		uint64_t n = shim_count((enum shim_api_id)id);
+	for (int id = 0; id < DRV_API_COUNT; id++) {
+		uint64_t n = shim_count((enum drv_api_id)id);
 
 		total += n;
 		symbols += n > 0;
 	}
 	cf_log_info("%s: %llu driver calls intercepted through %d entry points", cf_mode_name(mode),
 		    (unsigned long long)total, symbols);
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
-		uint64_t n = shim_count((enum shim_api_id)id);
+	for (int id = 0; id < DRV_API_COUNT; id++) {
+		uint64_t n = shim_count((enum drv_api_id)id);
 
 		if (n)
-			cf_log_debug("calls %s %llu", shim_api[id].name, (unsigned long long)n);
+			cf_log_debug("calls %s %llu", drv_api[id].name, (unsigned long long)n);
 	}
 }

@@ -5,7 +5,7 @@
  *  1. Initialization is lazy and idempotent and runs from whichever comes first: an exported
  *     hook, dlsym, cuGetProcAddress (even before cuInit), a library constructor. No cufold lock
  *     is held while the driver is dlopen'ed (its constructors may call back into cufold).
- *  2. cufold's own driver calls go through SHIM_REAL (driver/real.h), never through a hook; while
+ *  2. cufold's own driver calls go through DRV_REAL (driver/real.h), never through a hook; while
  *     cufold itself runs on a thread (shim_inside_enter), hooks and lookups pass straight
  *     through and nothing is counted.
  *  3. In CUFOLD_MODE=off a hook costs one predictable branch, and dlsym/cuGetProcAddress hand
@@ -55,11 +55,11 @@ static inline void shim_inside_leave(void)
 
 /* A hook is about to forward a call cufold does not model: the flush point later layers hang
  * off. For now it counts the call (trace and replay). Initializes on first use. */
-void shim_note_unmodeled(enum shim_api_id id);
+void shim_note_unmodeled(enum drv_api_id id);
 /* A call that needs no flush (a lookup such as cuGetProcAddress): counts it. */
-void shim_note_call(enum shim_api_id id);
+void shim_note_call(enum drv_api_id id);
 
 /* Calls counted for a symbol since start (or since fork in a child). */
-uint64_t shim_count(enum shim_api_id id);
+uint64_t shim_count(enum drv_api_id id);
 
 #endif

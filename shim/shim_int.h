@@ -42,7 +42,7 @@
 /* The exported half of every typed hook, generated (hooks.c) or hand-written (SHIM_HOOK,
  * engine.h), as the text of a top-level __asm__: the exported name and a hidden name label the
  * same three instructions: if shim__passthrough is set (mode off) tail-jump to the driver's
- * function through shim_real at the offset `off` (an assembler symbol set to offsetof), else
+ * function through drv_real at the offset `off` (an assembler symbol set to offsetof), else
  * tail-jump to the C function `slow`, which has the exact prototype. Both are jumps, so the
  * arguments on registers and stack reach the target untouched. Every parameter is a string
  * (name: "cuMemcpyHtoD" must not become the cuda.h macro's cuMemcpyHtoD_v2). x86-64 only. */
@@ -58,32 +58,32 @@
 	"\t.cfi_startproc\n"                                                                             \
 	"\tcmpb $0, shim__passthrough(%rip)\n"                                                           \
 	"\tje " slow "\n"                                                                                \
-	"\tjmp *shim_real+" off "(%rip)\n"                                                               \
+	"\tjmp *drv_real+" off "(%rip)\n"                                                               \
 	"\t.cfi_endproc\n"                                                                               \
 	".size " hidden ", .-" hidden "\n"                                                                \
 	".size " name ", .-" name "\n"                                                                    \
 	".popsection\n"
 
 /* cufold's hook for a symbol (what dlsym and cuGetProcAddress hand out). */
-void *shim_hook_addr(enum shim_api_id id);
+void *shim_hook_addr(enum drv_api_id id);
 /* The id whose hook is at p, or -1. */
 int shim_hook_find(const void *p);
 /* Whether a symbol's hook is hand-written (listed in shim/modeled.def). */
-bool shim_is_modeled(enum shim_api_id id);
+bool shim_is_modeled(enum drv_api_id id);
 
 /* ------------------------------------------------------------------ routing (route.c) */
 
-#define SHIM_PTRMAP_SLOTS 2048 /* power of two, at least twice SHIM_API_COUNT */
-_Static_assert(SHIM_API_COUNT * 2 <= SHIM_PTRMAP_SLOTS, "pointer map load stays under one half");
+#define SHIM_PTRMAP_SLOTS 2048 /* power of two, at least twice DRV_API_COUNT */
+_Static_assert(DRV_API_COUNT * 2 <= SHIM_PTRMAP_SLOTS, "pointer map load stays under one half");
 
 /* Address -> ids, built from a table of addresses (the real driver's, or a test's). */
 struct shim_ptrmap {
 	const void *key[SHIM_PTRMAP_SLOTS]; /* address; NULL marks an empty slot */
 	int16_t id[SHIM_PTRMAP_SLOTS];      /* first id (lowest) found at that address */
-	int16_t next[SHIM_API_COUNT];       /* next id with the same address, or -1 */
+	int16_t next[DRV_API_COUNT];       /* next id with the same address, or -1 */
 };
 
-void shim__ptrmap_build(struct shim_ptrmap *m, void *const addr[SHIM_API_COUNT]);
+void shim__ptrmap_build(struct shim_ptrmap *m, void *const addr[DRV_API_COUNT]);
 /* First id at address p, or -1. */
 int shim__ptrmap_find(const struct shim_ptrmap *m, const void *p);
 /* Among the ids sharing first's address, the one a lookup meant: the exact name, else the

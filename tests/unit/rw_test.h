@@ -55,7 +55,7 @@ static inline struct cap_op rwt_finish(struct cap_op op)
 }
 
 /* The fields every op of stream s has, the rest zero. */
-static inline struct cap_op rwt_op(enum cap_op_kind kind, enum shim_api_id api, CUstream s)
+static inline struct cap_op rwt_op(enum cap_op_kind kind, enum drv_api_id api, CUstream s)
 {
 	struct cap_op op;
 
@@ -89,7 +89,7 @@ static inline void rwt_copy2d_set(struct cap_op *op, uint64_t src, size_t spitch
 }
 
 /* A device-to-device copy through entry point api, before its sides are set. */
-static inline struct cap_op rwt_dtod_op(enum shim_api_id api, CUstream s)
+static inline struct cap_op rwt_dtod_op(enum drv_api_id api, CUstream s)
 {
 	struct cap_op op = rwt_op(CAP_OP_MEMCPY, api, s);
 
@@ -104,7 +104,7 @@ static inline struct cap_op rwt_dtod_op(enum shim_api_id api, CUstream s)
 static inline struct cap_op rwt_copy2d_op(uint64_t src, size_t spitch, uint64_t dst, size_t dpitch, size_t width,
 					  size_t height, CUstream s)
 {
-	struct cap_op op = rwt_dtod_op(SHIM_ID_cuMemcpy2DAsync_v2, s);
+	struct cap_op op = rwt_dtod_op(DRV_ID_cuMemcpy2DAsync_v2, s);
 
 	rwt_copy2d_set(&op, src, spitch, dst, dpitch, width, height);
 	return rwt_finish(op);
@@ -114,7 +114,7 @@ static inline struct cap_op rwt_copy2d_op(uint64_t src, size_t spitch, uint64_t 
  * pitches, one row. */
 static inline struct cap_op rwt_copy_op(uint64_t src, uint64_t dst, uint64_t bytes, CUstream s)
 {
-	struct cap_op op = rwt_dtod_op(SHIM_ID_cuMemcpyDtoDAsync_v2, s);
+	struct cap_op op = rwt_dtod_op(DRV_ID_cuMemcpyDtoDAsync_v2, s);
 
 	rwt_copy2d_set(&op, src, 0, dst, 0, bytes, 1);
 	return rwt_finish(op);
@@ -143,8 +143,8 @@ static inline void rwt_copy_move(struct cap_op *op, uint64_t src, uint64_t dst)
 static inline struct cap_op rwt_memset_elems_op(uint64_t dst, size_t width, unsigned elem_size, unsigned value,
 						CUstream s)
 {
-	enum shim_api_id api = elem_size == 4 ? SHIM_ID_cuMemsetD32Async
-			       : elem_size == 2 ? SHIM_ID_cuMemsetD16Async : SHIM_ID_cuMemsetD8Async;
+	enum drv_api_id api = elem_size == 4 ? DRV_ID_cuMemsetD32Async
+			       : elem_size == 2 ? DRV_ID_cuMemsetD16Async : DRV_ID_cuMemsetD8Async;
 	struct cap_op op = rwt_op(CAP_OP_MEMSET, api, s);
 
 	op.u.memset.dst = dst;
@@ -164,7 +164,7 @@ static inline struct cap_op rwt_memset_op(uint64_t dst, uint64_t bytes, CUstream
 
 static inline struct cap_op rwt_event_record_op(CUstream s)
 {
-	struct cap_op op = rwt_op(CAP_OP_EVENT_RECORD, SHIM_ID_cuEventRecord, s);
+	struct cap_op op = rwt_op(CAP_OP_EVENT_RECORD, DRV_ID_cuEventRecord, s);
 
 	op.u.event.event = (CUevent)0x3000;
 	return rwt_finish(op);
@@ -205,7 +205,7 @@ static inline unsigned rwt_grid(uint32_t n, unsigned block)
 static inline struct cap_op rwt_kernel_op(const struct cap_func *f, void *params, unsigned grid, unsigned block,
 					  CUstream s)
 {
-	struct cap_op op = rwt_op(CAP_OP_KERNEL, SHIM_ID_cuLaunchKernel, s);
+	struct cap_op op = rwt_op(CAP_OP_KERNEL, DRV_ID_cuLaunchKernel, s);
 
 	op.u.kernel.handle = f->func;
 	op.u.kernel.func = f->func;
@@ -342,7 +342,7 @@ static inline void rwt_check_batch_launch(const struct cap_op *out, enum rw_kern
 					  CUstream s)
 {
 	assert_int_equal(out->kind, CAP_OP_KERNEL);
-	assert_int_equal(out->api, SHIM_ID_cuLaunchKernel);
+	assert_int_equal(out->api, DRV_ID_cuLaunchKernel);
 	assert_ptr_equal(out->u.kernel.func, RWT_FAKE_FUNC(k));
 	assert_ptr_equal(out->u.kernel.handle, RWT_FAKE_FUNC(k));
 	assert_non_null(out->u.kernel.info);

@@ -25,7 +25,7 @@ static void memset_into(struct cap_engine *ce, CUstream s, CUdeviceptr dst, size
 
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMSET;
-	c.api = SHIM_ID_cuMemsetD32Async;
+	c.api = DRV_ID_cuMemsetD32Async;
 	c.stream = s;
 	c.u.memset = (struct cap_memset){ .dst = dst, .pitch = w * 4, .elem_size = 4, .value = 7, .width = w,
 					  .height = 1 };
@@ -63,12 +63,12 @@ static void test_windows_apart(void **state)
 	assert_int_equal(cap_window_nstreams(cap_window_current(b)), 1);
 	assert_ptr_equal(cap_window_stream(cap_window_current(b), 0)->handle, S2);
 
-	sa = cap_boundary(a, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	sa = cap_boundary(a, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	assert_non_null(sa);
 	assert_int_equal(cap_shape_count(a), 1);
 	assert_int_equal(cap_shape_count(b), 0); /* a's close filed nothing in b */
 	assert_int_equal(cap_window_nops(cap_window_current(b)), 1);
-	sb = cap_boundary(b, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	sb = cap_boundary(b, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	assert_non_null(sb);
 	assert_ptr_not_equal(sa, sb);
 	assert_int_equal(cap_window_nops(cap_shape_last(sa)), 3);
@@ -91,7 +91,7 @@ static void test_windows_apart(void **state)
 	/* destroying a leaves b whole: b keeps recording into its shape */
 	cap_engine_destroy(a);
 	memset_into(b, S2, 0x20000, 32);
-	assert_ptr_equal(cap_boundary(b, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize), sb);
+	assert_ptr_equal(cap_boundary(b, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize), sb);
 	assert_int_equal(cap_shape_sightings(sb), 2);
 	cap_engine_destroy(b);
 }

@@ -75,7 +75,7 @@ static CUmodule load(const char *file)
 	void *img = read_file(file);
 	CUmodule m;
 
-	CK(SHIM_REAL(cuModuleLoadData)(&m, img));
+	CK(DRV_REAL(cuModuleLoadData)(&m, img));
 	cap_image_loaded(ce, false, m, img, NULL);
 	free(img);
 	return m;
@@ -84,7 +84,7 @@ static CUmodule load(const char *file)
 static void unload(CUmodule m)
 {
 	cap_funcs_forget_module(ce, m, NULL); /* what the unload hook tells capture */
-	CK(SHIM_REAL(cuModuleUnload)(m));
+	CK(DRV_REAL(cuModuleUnload)(m));
 }
 
 /* The record of a module's function, as a launch of it makes it (once per handle). */
@@ -92,7 +92,7 @@ static struct cap_func *func_of(CUmodule m, const char *name)
 {
 	CUfunction f;
 
-	CK(SHIM_REAL(cuModuleGetFunction)(&f, m, name));
+	CK(DRV_REAL(cuModuleGetFunction)(&f, m, name));
 	cap_image_link(ce, CAP_LINK_MODULE_FUNCTION, f, m);
 	return cap__func_get(ce, f, ctx, NULL);
 }
@@ -105,10 +105,10 @@ static int group_setup(void **state)
 	(void)state;
 	if (shim_init() != 0)
 		return -1;
-	CK(SHIM_REAL(cuInit)(0));
-	CK(SHIM_REAL(cuDeviceGet)(&dev, 0));
-	CK(SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev));
-	CK(SHIM_REAL(cuCtxSetCurrent)(ctx));
+	CK(DRV_REAL(cuInit)(0));
+	CK(DRV_REAL(cuDeviceGet)(&dev, 0));
+	CK(DRV_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev));
+	CK(DRV_REAL(cuCtxSetCurrent)(ctx));
 	ce = cap_engine_create(&cfg);
 	return ce ? 0 : -1;
 }
@@ -194,13 +194,13 @@ static void test_library_kernels(void **state)
 	struct cap_func *f;
 
 	(void)state;
-	CK(SHIM_REAL(cuLibraryLoadData)(&lib, img, NULL, NULL, 0, NULL, NULL, 0));
+	CK(DRV_REAL(cuLibraryLoadData)(&lib, img, NULL, NULL, 0, NULL, NULL, 0));
 	cap_image_loaded(ce, true, lib, img, NULL);
-	CK(SHIM_REAL(cuLibraryGetKernel)(&k, lib, "relu"));
+	CK(DRV_REAL(cuLibraryGetKernel)(&k, lib, "relu"));
 	cap_kernel_handle_add(ce, k);
 	cap_image_link(ce, CAP_LINK_LIBRARY_KERNEL, k, lib);
 	assert_non_null(cap__image_of(ce, NULL, k, NULL));
-	CK(SHIM_REAL(cuKernelGetFunction)(&fk, k));
+	CK(DRV_REAL(cuKernelGetFunction)(&fk, k));
 	cap_image_link(ce, CAP_LINK_KERNEL_FUNCTION, fk, k);
 	assert_ptr_equal(cap__image_of(ce, fk, NULL, NULL), cap__image_of(ce, NULL, k, NULL));
 	f = cap__func_get(ce, (CUfunction)k, ctx, NULL);
@@ -208,12 +208,12 @@ static void test_library_kernels(void **state)
 	assert_int_equal(cap_func_code(f), CAP_CODE_PTX);
 	assert_non_null(strstr(cap_func_ptx(f, NULL), ".entry relu"));
 	/* the library's module (cuLibraryGetModule): its functions find the image through it */
-	CK(SHIM_REAL(cuLibraryGetModule)(&lm, lib));
+	CK(DRV_REAL(cuLibraryGetModule)(&lm, lib));
 	cap_image_link(ce, CAP_LINK_LIBRARY_MODULE, lm, lib);
 	assert_ptr_equal(cap__image_of(ce, NULL, NULL, lm), cap__image_of(ce, NULL, k, NULL));
 	cap_funcs_forget_module(ce, NULL, lib);
 	assert_null(cap__image_of(ce, fk, k, lm));
-	CK(SHIM_REAL(cuLibraryUnload)(lib));
+	CK(DRV_REAL(cuLibraryUnload)(lib));
 	free(img);
 }
 

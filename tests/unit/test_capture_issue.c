@@ -71,9 +71,9 @@ static char *read_ptx(const char *name)
 
 static unsigned int kernel_param_info_calls; /* cuKernelGetParamInfo calls capture made */
 
-static void note_call(enum shim_api_id id)
+static void note_call(enum drv_api_id id)
 {
-	if (id == SHIM_ID_cuKernelGetParamInfo)
+	if (id == DRV_ID_cuKernelGetParamInfo)
 		kernel_param_info_calls++;
 }
 
@@ -86,21 +86,21 @@ static int group_setup(void **state)
 	(void)state;
 	if (shim_init() != 0)
 		return -1;
-	CK(SHIM_REAL(cuInit)(0));
-	CK(SHIM_REAL(cuDeviceGet)(&dev, 0));
-	CK(SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev));
-	CK(SHIM_REAL(cuCtxSetCurrent)(ctx));
+	CK(DRV_REAL(cuInit)(0));
+	CK(DRV_REAL(cuDeviceGet)(&dev, 0));
+	CK(DRV_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev));
+	CK(DRV_REAL(cuCtxSetCurrent)(ctx));
 	ptx = read_ptx("elementwise");
 	if (!ptx)
 		return -1;
-	CK(SHIM_REAL(cuModuleLoadData)(&mod, ptx));
+	CK(DRV_REAL(cuModuleLoadData)(&mod, ptx));
 	free(ptx);
-	CK(SHIM_REAL(cuModuleGetFunction)(&f_fill, mod, "fill"));
-	CK(SHIM_REAL(cuModuleGetFunction)(&f_axpy, mod, "axpy"));
-	CK(SHIM_REAL(cuStreamCreate)(&s1, CU_STREAM_NON_BLOCKING));
-	CK(SHIM_REAL(cuStreamCreate)(&s2, CU_STREAM_NON_BLOCKING));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&dbuf, N * sizeof(float)));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&dbuf2, N * sizeof(float)));
+	CK(DRV_REAL(cuModuleGetFunction)(&f_fill, mod, "fill"));
+	CK(DRV_REAL(cuModuleGetFunction)(&f_axpy, mod, "axpy"));
+	CK(DRV_REAL(cuStreamCreate)(&s1, CU_STREAM_NON_BLOCKING));
+	CK(DRV_REAL(cuStreamCreate)(&s2, CU_STREAM_NON_BLOCKING));
+	CK(DRV_REAL(cuMemAlloc_v2)(&dbuf, N * sizeof(float)));
+	CK(DRV_REAL(cuMemAlloc_v2)(&dbuf2, N * sizeof(float)));
 	if (!(ce = cap_engine_create(&cfg)))
 		return -1;
 	/* what the allocation hooks would have told capture */
@@ -120,7 +120,7 @@ static int group_teardown(void **state)
 static int fresh_window(void **state)
 {
 	(void)state;
-	cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
+	cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuCtxSynchronize);
 	return 0;
 }
 
@@ -142,17 +142,17 @@ static const struct cap_op *record(const struct cap_call *c)
 
 static void read_back(CUdeviceptr p, void *out, size_t n)
 {
-	CK(SHIM_REAL(cuCtxSynchronize)());
-	CK(SHIM_REAL(cuMemcpyDtoH_v2)(out, p, n));
+	CK(DRV_REAL(cuCtxSynchronize)());
+	CK(DRV_REAL(cuMemcpyDtoH_v2)(out, p, n));
 }
 
 static void zero(CUdeviceptr p)
 {
-	CK(SHIM_REAL(cuMemsetD8_v2)(p, 0, N * sizeof(float)));
-	CK(SHIM_REAL(cuCtxSynchronize)());
+	CK(DRV_REAL(cuMemsetD8_v2)(p, 0, N * sizeof(float)));
+	CK(DRV_REAL(cuCtxSynchronize)());
 }
 
-static struct cap_call kernel_call(enum shim_api_id api, CUfunction f, CUstream s, void **params, void **extra)
+static struct cap_call kernel_call(enum drv_api_id api, CUfunction f, CUstream s, void **params, void **extra)
 {
 	struct cap_call c;
 
@@ -175,13 +175,13 @@ static void test_kernel_params(void **state)
 	float v = 3.5f, orig[N], again[N];
 	int n = N;
 	void *args[] = { &dbuf, &v, &n };
-	struct cap_call c = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, args, NULL);
+	struct cap_call c = kernel_call(DRV_ID_cuLaunchKernel, f_fill, s1, args, NULL);
 	const struct cap_op *op;
 
 	(void)state;
 	zero(dbuf);
 	op = record(&c);
-	CK(SHIM_REAL(cuLaunchKernel)(f_fill, 1, 1, 1, N, 1, 1, 0, s1, args, NULL));
+	CK(DRV_REAL(cuLaunchKernel)(f_fill, 1, 1, 1, N, 1, 1, 0, s1, args, NULL));
 	read_back(dbuf, orig, sizeof(orig));
 	assert_true(orig[0] == 3.5f && orig[N - 1] == 3.5f);
 	v = -1.0f; /* the program reuses its stack */
@@ -207,7 +207,7 @@ static void test_kernel_extra_and_ptsz(void **state)
 	} buf = { dbuf2, 2.0f, N };
 	size_t size = sizeof(buf);
 	void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
-	struct cap_call c = kernel_call(SHIM_ID_cuLaunchKernel_ptsz, f_fill, 0, NULL, extra);
+	struct cap_call c = kernel_call(DRV_ID_cuLaunchKernel_ptsz, f_fill, 0, NULL, extra);
 	const struct cap_op *op;
 	float out[N];
 
@@ -229,7 +229,7 @@ static void test_kernel_ex_and_coop(void **state)
 	int n = N;
 	void *args[] = { &dbuf, &v, &n };
 	CUlaunchAttribute attr[1];
-	struct cap_call c = kernel_call(SHIM_ID_cuLaunchKernelEx, f_fill, s2, args, NULL);
+	struct cap_call c = kernel_call(DRV_ID_cuLaunchKernelEx, f_fill, s2, args, NULL);
 	const struct cap_op *op;
 
 	(void)state;
@@ -263,7 +263,7 @@ static void test_kernel_ex_and_coop(void **state)
 	read_back(dbuf, out, sizeof(out));
 	assert_true(out[7] == 5.0f);
 
-	c = kernel_call(SHIM_ID_cuLaunchCooperativeKernel, f_fill, s1, args, NULL);
+	c = kernel_call(DRV_ID_cuLaunchCooperativeKernel, f_fill, s1, args, NULL);
 	v = 6.0f;
 	op = record(&c);
 	v = 0.0f;
@@ -286,11 +286,11 @@ static void test_kernel_handle(void **state)
 
 	(void)state;
 	assert_non_null(ptx);
-	CK(SHIM_REAL(cuLibraryLoadData)(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+	CK(DRV_REAL(cuLibraryLoadData)(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
 	free(ptx);
-	CK(SHIM_REAL(cuLibraryGetKernel)(&k, lib, "fill"));
+	CK(DRV_REAL(cuLibraryGetKernel)(&k, lib, "fill"));
 	cap_kernel_handle_add(ce, k);
-	c = kernel_call(SHIM_ID_cuLaunchKernel, (CUfunction)k, s1, args, NULL);
+	c = kernel_call(DRV_ID_cuLaunchKernel, (CUfunction)k, s1, args, NULL);
 	kernel_param_info_calls = 0;
 	op = record(&c);
 	/* the layout of a CUkernel comes from cuKernelGetParamInfo */
@@ -300,7 +300,7 @@ static void test_kernel_handle(void **state)
 	/* the same kernel of another module is the same kernel for keys: same record, same id */
 	assert_ptr_not_equal(op->u.kernel.func, f_fill);
 	{
-		struct cap_call plain = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, args, NULL);
+		struct cap_call plain = kernel_call(DRV_ID_cuLaunchKernel, f_fill, s1, args, NULL);
 		const struct cap_op *op2 = record(&plain);
 
 		assert_ptr_equal(op2->u.kernel.info, op->u.kernel.info);
@@ -322,11 +322,11 @@ static void test_barrier(void **state)
 	float a = 1.0f;
 	int n = N;
 	void *args[] = { &dbuf, &dbuf2, &a, &n };
-	struct cap_call c = kernel_call(SHIM_ID_cuLaunchKernel, f_axpy, s1, args, NULL);
+	struct cap_call c = kernel_call(DRV_ID_cuLaunchKernel, f_axpy, s1, args, NULL);
 	struct cap_who w = who();
 	struct cap_rec rec;
 	struct cap_totals t0, t1;
-	struct cap_call plain = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, (void *[]){ &dbuf, &a, &n }, NULL);
+	struct cap_call plain = kernel_call(DRV_ID_cuLaunchKernel, f_fill, s1, (void *[]){ &dbuf, &a, &n }, NULL);
 
 	(void)state;
 	cap_get_totals(ce, &t0);
@@ -343,7 +343,7 @@ static void test_barrier(void **state)
 	assert_int_equal(t1.windows_by[CAP_BOUNDARY_BARRIER], t0.windows_by[CAP_BOUNDARY_BARRIER] + 1);
 	/* a NULL parameter pointer cannot be recorded: the window ends (the driver refuses it) */
 	record(&plain);
-	c = kernel_call(SHIM_ID_cuLaunchKernel, f_fill, s1, (void *[]){ &dbuf, NULL, &n }, NULL);
+	c = kernel_call(DRV_ID_cuLaunchKernel, f_fill, s1, (void *[]){ &dbuf, NULL, &n }, NULL);
 	assert_int_not_equal(cap_record(ce, &c, &w, &rec), 0);
 	assert_int_equal(rec.result, CAP_REC_OPAQUE);
 	assert_non_null(rec.closed);
@@ -365,7 +365,7 @@ static void test_copies(void **state)
 	/* async HtoD from pageable memory, staged: the program overwrites its buffer afterwards */
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMCPY;
-	c.api = SHIM_ID_cuMemcpyHtoDAsync_v2;
+	c.api = DRV_ID_cuMemcpyHtoDAsync_v2;
 	c.stream = s1;
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_DEVICE, dbuf, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, sizeof(host));
 	op = (struct cap_op *)record(&c);
@@ -382,13 +382,13 @@ static void test_copies(void **state)
 	/* sync DtoD, then unified async */
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMCPY;
-	c.api = SHIM_ID_cuMemcpyDtoD_v2;
+	c.api = DRV_ID_cuMemcpyDtoD_v2;
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_DEVICE, dbuf2, CU_MEMORYTYPE_DEVICE, dbuf, sizeof(host));
 	zero(dbuf2);
 	assert_int_equal(cap_op_issue(record(&c)), CUDA_SUCCESS);
 	read_back(dbuf2, out, sizeof(out));
 	assert_memory_equal(out, copy_of, sizeof(out));
-	c.api = SHIM_ID_cuMemcpyAsync_ptsz;
+	c.api = DRV_ID_cuMemcpyAsync_ptsz;
 	c.stream = 0;
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf2 + 16, CU_MEMORYTYPE_UNIFIED, dbuf, 16);
 	assert_int_equal(cap_op_issue(record(&c)), CUDA_SUCCESS);
@@ -409,7 +409,7 @@ static void test_copies(void **state)
 	d2.Height = 4;
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMCPY;
-	c.api = SHIM_ID_cuMemcpy2DAsync_v2;
+	c.api = DRV_ID_cuMemcpy2DAsync_v2;
 	c.stream = s2;
 	cap_call_copy_2d(&c, &d2);
 	op = (struct cap_op *)record(&c);
@@ -444,11 +444,11 @@ static void test_unknown_memory(void **state)
 	(void)state;
 	cf_arena_init(&arena, 0);
 	memset(host, 0, sizeof(host));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&unseen, N * sizeof(float)));
+	CK(DRV_REAL(cuMemAlloc_v2)(&unseen, N * sizeof(float)));
 	assert_null(cap_alloc_find(ce, unseen));
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMCPY;
-	c.api = SHIM_ID_cuMemcpyAsync;
+	c.api = DRV_ID_cuMemcpyAsync;
 	c.stream = s1;
 	/* unknown device source into a known device buffer */
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf, CU_MEMORYTYPE_UNIFIED, unseen, 64);
@@ -479,15 +479,15 @@ static void test_unknown_memory(void **state)
 	op = (struct cap_op *)record(&c);
 	assert_false(op->flags & CAP_OPF_NO_DEFER);
 	/* after a free the cache forgets: the address may be something else now */
-	cap_boundary(ce, CAP_BOUNDARY_FREE, SHIM_ID_cuMemFree_v2);
+	cap_boundary(ce, CAP_BOUNDARY_FREE, DRV_ID_cuMemFree_v2);
 	cap_get_totals(ce, &t0);
 	cap_call_copy_1d(&c, CU_MEMORYTYPE_UNIFIED, dbuf, CU_MEMORYTYPE_UNIFIED, unseen, 64);
 	op = (struct cap_op *)record(&c);
 	assert_true(op->flags & CAP_OPF_NO_DEFER);
 	cap_get_totals(ce, &t1);
 	assert_int_equal(t1.own_calls, t0.own_calls + 1);
-	CK(SHIM_REAL(cuCtxSynchronize)());
-	CK(SHIM_REAL(cuMemFree_v2)(unseen));
+	CK(DRV_REAL(cuCtxSynchronize)());
+	CK(DRV_REAL(cuMemFree_v2)(unseen));
 	cf_arena_fini(&arena);
 }
 
@@ -500,7 +500,7 @@ static void test_memsets(void **state)
 	(void)state;
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_MEMSET;
-	c.api = SHIM_ID_cuMemsetD2D32Async;
+	c.api = DRV_ID_cuMemsetD2D32Async;
 	c.stream = s1;
 	c.u.memset = (struct cap_memset){ .dst = dbuf, .pitch = 64, .elem_size = 4, .value = 0xdeadbeef,
 					  .width = 2, .height = 3 };
@@ -513,7 +513,7 @@ static void test_memsets(void **state)
 	assert_int_equal(out[16], 0xdeadbeef);
 	assert_int_equal(out[33], 0xdeadbeef);
 	assert_int_equal(out[48], 0);
-	c.api = SHIM_ID_cuMemsetD16_v2;
+	c.api = DRV_ID_cuMemsetD16_v2;
 	c.stream = 0;
 	c.u.memset = (struct cap_memset){ .dst = dbuf2, .pitch = 10, .elem_size = 2, .value = 0x1234, .width = 5,
 					  .height = 1 };
@@ -537,20 +537,20 @@ static void test_events_and_host_fn(void **state)
 	const struct cap_op *rec_op, *wait_op, *fn_op;
 
 	(void)state;
-	CK(SHIM_REAL(cuEventCreate)(&e, CU_EVENT_DISABLE_TIMING));
+	CK(DRV_REAL(cuEventCreate)(&e, CU_EVENT_DISABLE_TIMING));
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_EVENT_RECORD;
-	c.api = SHIM_ID_cuEventRecordWithFlags;
+	c.api = DRV_ID_cuEventRecordWithFlags;
 	c.stream = s1;
 	c.u.event.event = e;
 	rec_op = record(&c);
 	c.kind = CAP_OP_EVENT_WAIT;
-	c.api = SHIM_ID_cuStreamWaitEvent;
+	c.api = DRV_ID_cuStreamWaitEvent;
 	c.stream = s2;
 	wait_op = record(&c);
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_HOST_FN;
-	c.api = SHIM_ID_cuLaunchHostFunc;
+	c.api = DRV_ID_cuLaunchHostFunc;
 	c.stream = s2;
 	c.u.host_fn.fn = count_hostfn;
 	c.u.host_fn.data = &hostfn_calls;
@@ -559,11 +559,11 @@ static void test_events_and_host_fn(void **state)
 	assert_int_equal(cap_op_issue(rec_op), CUDA_SUCCESS);
 	assert_int_equal(cap_op_issue(wait_op), CUDA_SUCCESS);
 	assert_int_equal(cap_op_issue(fn_op), CUDA_SUCCESS);
-	CK(SHIM_REAL(cuStreamSynchronize)(s2));
+	CK(DRV_REAL(cuStreamSynchronize)(s2));
 	assert_int_equal(__atomic_load_n(&hostfn_calls, __ATOMIC_RELAXED), 1);
-	assert_int_equal(SHIM_REAL(cuEventQuery)(e), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuEventQuery)(e), CUDA_SUCCESS);
 	/* the driver's own answer comes back: a destroyed event is refused again */
-	CK(SHIM_REAL(cuEventDestroy_v2)(e));
+	CK(DRV_REAL(cuEventDestroy_v2)(e));
 	assert_int_not_equal(cap_op_issue(rec_op), CUDA_SUCCESS);
 }
 

@@ -58,7 +58,7 @@ static struct cap_who who(void)
 	return (struct cap_who){ .ctx = CTX, .tid = 1, .t_ns = ++clock_ns };
 }
 
-static struct cap_rec memset_on(enum shim_api_id api, CUstream s, CUdeviceptr dst, size_t w)
+static struct cap_rec memset_on(enum drv_api_id api, CUstream s, CUdeviceptr dst, size_t w)
 {
 	struct cap_call c;
 	struct cap_who wh = who();
@@ -77,10 +77,10 @@ static struct cap_rec memset_on(enum shim_api_id api, CUstream s, CUdeviceptr ds
 
 static struct cap_rec memset_async(CUstream s, CUdeviceptr dst, size_t w)
 {
-	return memset_on(SHIM_ID_cuMemsetD32Async, s, dst, w);
+	return memset_on(DRV_ID_cuMemsetD32Async, s, dst, w);
 }
 
-static struct cap_rec copy(enum shim_api_id api, CUstream s, CUmemorytype dt, uint64_t dst, CUmemorytype st,
+static struct cap_rec copy(enum drv_api_id api, CUstream s, CUmemorytype dt, uint64_t dst, CUmemorytype st,
 			   uint64_t src, size_t n)
 {
 	struct cap_call c;
@@ -104,7 +104,7 @@ static void event(enum cap_op_kind kind, CUstream s, CUevent e)
 
 	memset(&c, 0, sizeof(c));
 	c.kind = (uint8_t)kind;
-	c.api = kind == CAP_OP_EVENT_RECORD ? SHIM_ID_cuEventRecord : SHIM_ID_cuStreamWaitEvent;
+	c.api = kind == CAP_OP_EVENT_RECORD ? DRV_ID_cuEventRecord : DRV_ID_cuStreamWaitEvent;
 	c.stream = s;
 	c.u.event.event = e;
 	assert_int_equal(cap_record(ce, &c, &wh, &rec), 0);
@@ -132,7 +132,7 @@ static void test_alternating_shapes(void **state)
 		} else {
 			memset_async(S1, 0xa0000, 30);
 		}
-		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 		assert_non_null(s);
 		if (i % 2 == 0) {
 			if (a)
@@ -187,18 +187,18 @@ static void test_prefix(void **state)
 	(void)state;
 	memset_async(S1, 0x1000, 8);
 	memset_async(S1, 0x2000, 8);
-	shorter = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	shorter = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	memset_async(S1, 0x1000, 8);
 	memset_async(S1, 0x2000, 8);
 	memset_async(S1, 0x3000, 8);
-	longer = cap_boundary(ce, CAP_BOUNDARY_QUERY, SHIM_ID_cuStreamQuery);
+	longer = cap_boundary(ce, CAP_BOUNDARY_QUERY, DRV_ID_cuStreamQuery);
 	assert_non_null(shorter);
 	assert_non_null(longer);
 	assert_ptr_not_equal(shorter, longer);
 	assert_int_equal(cap_window_closed_by(cap_shape_last(longer)), CAP_BOUNDARY_QUERY);
 	memset_async(S1, 0x1000, 8);
 	memset_async(S1, 0x2000, 8);
-	assert_ptr_equal(cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize), shorter);
+	assert_ptr_equal(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize), shorter);
 	assert_int_equal(cap_shape_sightings(shorter), 2);
 	assert_int_equal(cap_shape_stable(shorter), 1);
 }
@@ -215,7 +215,7 @@ static void test_lru_eviction(void **state)
 	assert_int_equal(start(2, 0), 0);
 	for (size_t i = 0; i < 5; i++) {
 		memset_async(S1, 0x1000, widths[i]);
-		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 		assert_non_null(s);
 	}
 	/* seen: w1 (shape 1), w2 (2), w1 again, w3 (3: evicts 2), w4 (4: evicts 1) */
@@ -228,7 +228,7 @@ static void test_lru_eviction(void **state)
 	assert_int_equal(t.shapes_evicted, 2);
 	/* w2 again is a new shape */
 	memset_async(S1, 0x1000, 2);
-	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	assert_int_equal(cap_shape_id(s), 5);
 	assert_int_equal(cap_shape_sightings(s), 1);
 }
@@ -241,16 +241,16 @@ static void test_empty_and_failed(void **state)
 	struct cap_shape *s;
 
 	(void)state;
-	assert_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize));
+	assert_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
 	r1 = memset_async(S1, 0x1000, 4);
 	cap_op_done(ce, &r1, true);
-	assert_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize));
+	assert_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
 	assert_int_equal(cap_shape_count(ce), 0);
 	r1 = memset_async(S1, 0x1000, 4);
 	r2 = memset_async(S1, 0x2000, 5);
 	cap_op_done(ce, &r1, false);
 	cap_op_done(ce, &r2, true);
-	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	assert_non_null(s);
 	assert_int_equal(cap_window_nops(cap_shape_last(s)), 1);
 	assert_int_equal(cap_window_op(cap_shape_last(s), 0)->u.memset.width, 4);
@@ -274,11 +274,11 @@ static void test_refused_after_close(void **state)
 	(void)state;
 	/* the plain shape: one memset */
 	memset_async(S1, 0x1000, 4);
-	plain = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	plain = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	assert_non_null(plain);
 	/* memset + a DtoH that closes its own window, then is refused */
 	memset_async(S1, 0x1000, 4);
-	rc = copy(SHIM_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
+	rc = copy(DRV_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
 		  0x10, 64);
 	assert_true(rc.ends_window);
 	assert_non_null(rc.closed);
@@ -292,14 +292,14 @@ static void test_refused_after_close(void **state)
 	/* another thread's boundary closes the window before the answer */
 	r1 = memset_async(S1, 0x1000, 4);
 	r2 = memset_async(S2, 0x2000, 8);
-	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	assert_ptr_not_equal(s, plain);
 	cap_op_done(ce, &r1, false);
 	cap_op_done(ce, &r2, true);
 	assert_int_equal(cap_shape_count(ce), 1);
 	assert_int_equal(cap_shape_sightings(plain), 3);
 	/* a window whose only op is refused after the close leaves nothing behind */
-	rc = copy(SHIM_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
+	rc = copy(DRV_ID_cuMemcpyDtoH_v2, 0, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host, CU_MEMORYTYPE_DEVICE,
 		  0x10, 64);
 	cap_op_done(ce, &rc, true);
 	assert_int_equal(cap_shape_count(ce), 1);
@@ -326,7 +326,7 @@ static void test_long_window(void **state)
 		for (int rep = 0; rep < 2; rep++) {
 			for (uint32_t i = 0; i < n; i++)
 				memset_async(i % 3 ? S1 : S2, 0x100000 + i * 64, 1 + i % 7);
-			s1 = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+			s1 = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 			if (rep == 0)
 				s2 = s1;
 		}
@@ -349,7 +349,7 @@ static void test_window_full(void **state)
 	assert_int_equal(start(16, 100), 0);
 	for (int i = 0; i < 250; i++)
 		memset_async(S1, 0x1000, 4);
-	cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	cap_get_totals(ce, &t);
 	assert_int_equal(t.windows_by[CAP_BOUNDARY_FULL], 2);
 	assert_int_equal(t.windows_by[CAP_BOUNDARY_SYNC], 1);
@@ -367,33 +367,33 @@ static void test_ends_window(void **state)
 	assert_int_equal(cap_alloc_add(ce, 0x200000, 0x10000, CAP_ALLOC_DEVICE), 0);
 	assert_int_equal(cap_alloc_add(ce, 0x300000, 0x10000, CAP_ALLOC_MANAGED), 0);
 	/* async HtoD from pageable memory, async and sync DtoD: not host-visible */
-	r = copy(SHIM_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST,
+	r = copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST,
 		 (uint64_t)(uintptr_t)host, 64);
 	assert_false(r.ends_window);
 	assert_true(cap_window_op(cap_window_current(ce), r.index)->u.memcpy.src_pageable);
 	assert_int_equal(cap_window_op(cap_window_current(ce), r.index)->u.memcpy.dir, CAP_DIR_HTOD);
-	r = copy(SHIM_ID_cuMemcpyDtoD_v2, 0, CU_MEMORYTYPE_DEVICE, 0x200100, CU_MEMORYTYPE_DEVICE, 0x200000, 64);
+	r = copy(DRV_ID_cuMemcpyDtoD_v2, 0, CU_MEMORYTYPE_DEVICE, 0x200100, CU_MEMORYTYPE_DEVICE, 0x200000, 64);
 	assert_false(r.ends_window);
 	/* unified copy between device and managed memory: DtoD */
-	r = copy(SHIM_ID_cuMemcpyAsync, S1, CU_MEMORYTYPE_UNIFIED, 0x300000, CU_MEMORYTYPE_UNIFIED, 0x200000, 64);
+	r = copy(DRV_ID_cuMemcpyAsync, S1, CU_MEMORYTYPE_UNIFIED, 0x300000, CU_MEMORYTYPE_UNIFIED, 0x200000, 64);
 	assert_false(r.ends_window);
 	assert_int_equal(cap_window_op(cap_window_current(ce), r.index)->u.memcpy.dir, CAP_DIR_DTOD);
 	/* sync memset of device memory: not host-visible */
-	r = memset_on(SHIM_ID_cuMemsetD32_v2, 0, 0x200000, 4);
+	r = memset_on(DRV_ID_cuMemsetD32_v2, 0, 0x200000, 4);
 	assert_false(r.ends_window);
 	/* sync memset of managed memory blocks the host */
-	r = memset_on(SHIM_ID_cuMemsetD32_v2, 0, 0x300000, 4);
+	r = memset_on(DRV_ID_cuMemsetD32_v2, 0, 0x300000, 4);
 	assert_true(r.ends_window);
 	assert_non_null(r.closed);
 	assert_int_equal(cap_window_nops(cap_shape_last(r.closed)), 5);
 	/* async DtoH ends the window (a copy into host memory) */
 	memset_async(S1, 0x200000, 4);
-	r = copy(SHIM_ID_cuMemcpyDtoHAsync_v2, S1, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host,
+	r = copy(DRV_ID_cuMemcpyDtoHAsync_v2, S1, CU_MEMORYTYPE_HOST, (uint64_t)(uintptr_t)host,
 		 CU_MEMORYTYPE_DEVICE, 0x200000, 64);
 	assert_true(r.ends_window);
 	assert_int_equal(cap_window_op(cap_shape_last(r.closed), 1)->u.memcpy.dir, CAP_DIR_DTOH);
 	/* sync HtoD waits for earlier work: ends it too */
-	r = copy(SHIM_ID_cuMemcpyHtoD_v2, 0, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST,
+	r = copy(DRV_ID_cuMemcpyHtoD_v2, 0, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST,
 		 (uint64_t)(uintptr_t)host, 64);
 	assert_true(r.ends_window);
 	cap_get_totals(ce, &t);
@@ -420,7 +420,7 @@ static void test_graph_edges(void **state)
 	memset_async(0, 0x4000, 1); /* 9: legacy: after 8, not after non-blocking work */
 	memset_async(S3, 0x3000, 2); /* 10: S3, after 9 */
 	memset_async(S1, 0x1000, 3); /* 11: S1, after 7 only */
-	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuCtxSynchronize);
 	w = cap_shape_last(s);
 	assert_int_equal(cap_window_nstreams(w), 4);
 	assert_int_equal(cap_window_nevents(w), 2);
@@ -465,12 +465,12 @@ static void test_memdeps(void **state)
 	assert_int_equal(cap_alloc_add(ce, 0xb0000, 0x1000, CAP_ALLOC_DEVICE), 0);
 	assert_int_equal(cap_alloc_add(ce, 0xc0000, 0x1000, CAP_ALLOC_DEVICE), 0);
 	a_id = cap_alloc_find(ce, 0xa0000)->id;
-	copy(SHIM_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xb0000, CU_MEMORYTYPE_DEVICE, 0xa0000, 256);
+	copy(DRV_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xb0000, CU_MEMORYTYPE_DEVICE, 0xa0000, 256);
 	memset_async(S2, 0xb0040, 4);                                    /* 1: writes B after 0 */
-	copy(SHIM_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xc0000, CU_MEMORYTYPE_DEVICE, 0xb0000, 256);
+	copy(DRV_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xc0000, CU_MEMORYTYPE_DEVICE, 0xb0000, 256);
 	memset_async(S2, 0xa0000, 4);                                    /* 3: writes A, read by 0 */
-	copy(SHIM_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xa0800, CU_MEMORYTYPE_DEVICE, 0xc0000, 16);
-	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuCtxSynchronize);
+	copy(DRV_ID_cuMemcpyDtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0xa0800, CU_MEMORYTYPE_DEVICE, 0xc0000, 16);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuCtxSynchronize);
 	w = cap_shape_last(s);
 	assert_int_equal(cap_op_accesses(ce, cap_window_op(w, 0), acc, 4), 2);
 	assert_int_equal(acc[0].alloc, a_id);

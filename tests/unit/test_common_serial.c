@@ -59,7 +59,7 @@ static int child_signal(void (*fn)(void))
 static void *boundary_elsewhere(void *arg)
 {
 	(void)arg;
-	cap_note_passthrough(ce, SHIM_ID_cuStreamSynchronize);
+	cap_note_passthrough(ce, DRV_ID_cuStreamSynchronize);
 	return NULL;
 }
 
@@ -82,7 +82,7 @@ static void capture_with_lock(void)
 	if (!(ce = cap_engine_create(&cfg)))
 		_exit(2);
 	cf_serial_enter();
-	cap_note_passthrough(ce, SHIM_ID_cuStreamSynchronize);
+	cap_note_passthrough(ce, DRV_ID_cuStreamSynchronize);
 	cf_serial_leave();
 }
 #endif

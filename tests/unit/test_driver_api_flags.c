@@ -1,5 +1,5 @@
 /* test_driver_api_flags.c - what each entry point does, as generated into driver/cuda_api_flags.def
- * and read from struct shim_api_info: a dozen named entry points with their exact flags, and
+ * and read from struct drv_api_info: a dozen named entry points with their exact flags, and
  * the classifications the code made by hand before (strstr "Async", the capture queries, the
  * primary context's destroyers). tests layer (cmocka, libcufold.a). */
 #include <setjmp.h>
@@ -12,14 +12,14 @@
 
 #include "driver/api.h"
 
-#define A SHIM_API_ASYNC
-#define S SHIM_API_STREAM
-#define E SHIM_API_ENQUEUES
-#define O SHIM_API_OBSERVES
-#define F SHIM_API_FREES
-#define Q SHIM_API_CAPTURE_QUERY
-#define P SHIM_API_DESTROYS_PRIMARY
-#define C SHIM_API_COOPERATIVE
+#define A DRV_API_ASYNC
+#define S DRV_API_STREAM
+#define E DRV_API_ENQUEUES
+#define O DRV_API_OBSERVES
+#define F DRV_API_FREES
+#define Q DRV_API_CAPTURE_QUERY
+#define P DRV_API_DESTROYS_PRIMARY
+#define C DRV_API_COOPERATIVE
 
 struct want {
 	const char *name; /* exported symbol */
@@ -68,14 +68,14 @@ static void test_named_entry_points(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
-		int id = shim_api_find(wants[i].name);
+		int id = drv_api_find(wants[i].name);
 
 		if (id < 0)
 			fail_msg("%s is not in cuda_api.def", wants[i].name);
-		if (shim_api[id].flags != wants[i].flags || shim_api[id].stream_arg != wants[i].stream_arg)
-			fail_msg("%s: flags %#x stream_arg %d, want %#x and %d", wants[i].name, shim_api[id].flags,
-				 shim_api[id].stream_arg, wants[i].flags, wants[i].stream_arg);
-		assert_true(shim_api_is((unsigned)id, wants[i].flags));
+		if (drv_api[id].flags != wants[i].flags || drv_api[id].stream_arg != wants[i].stream_arg)
+			fail_msg("%s: flags %#x stream_arg %d, want %#x and %d", wants[i].name, drv_api[id].flags,
+				 drv_api[id].stream_arg, wants[i].flags, wants[i].stream_arg);
+		assert_true(drv_api_is((unsigned)id, wants[i].flags));
 	}
 }
 
@@ -86,17 +86,17 @@ static void test_async_is_the_name(void **state)
 	int n = 0;
 
 	(void)state;
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
-		bool says = strstr(shim_api[id].name, "Async") != NULL;
-		bool stream = shim_api[id].stream_arg >= 0;
+	for (int id = 0; id < DRV_API_COUNT; id++) {
+		bool says = strstr(drv_api[id].name, "Async") != NULL;
+		bool stream = drv_api[id].stream_arg >= 0;
 
-		if (shim_api_is((unsigned)id, SHIM_API_ASYNC) != (says && stream))
-			fail_msg("%s: ASYNC %d, name says Async %d, stream %d", shim_api[id].name,
-				 shim_api_is((unsigned)id, SHIM_API_ASYNC), says, stream);
-		if (shim_api_is((unsigned)id, SHIM_API_STREAM) != stream)
-			fail_msg("%s: STREAM and stream_arg disagree", shim_api[id].name);
-		if (says && (!strncmp(shim_api[id].name, "cuMemcpy", 8) || !strncmp(shim_api[id].name, "cuMemset", 8)))
-			assert_true(shim_api_is((unsigned)id, SHIM_API_ASYNC | SHIM_API_ENQUEUES));
+		if (drv_api_is((unsigned)id, DRV_API_ASYNC) != (says && stream))
+			fail_msg("%s: ASYNC %d, name says Async %d, stream %d", drv_api[id].name,
+				 drv_api_is((unsigned)id, DRV_API_ASYNC), says, stream);
+		if (drv_api_is((unsigned)id, DRV_API_STREAM) != stream)
+			fail_msg("%s: STREAM and stream_arg disagree", drv_api[id].name);
+		if (says && (!strncmp(drv_api[id].name, "cuMemcpy", 8) || !strncmp(drv_api[id].name, "cuMemset", 8)))
+			assert_true(drv_api_is((unsigned)id, DRV_API_ASYNC | DRV_API_ENQUEUES));
 		n += says;
 	}
 	assert_true(n > 60);
@@ -120,13 +120,13 @@ static void test_hand_lists(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(capture_queries) / sizeof(capture_queries[0]); i++)
-		assert_true(shim_api_is((unsigned)shim_api_find(capture_queries[i]), SHIM_API_CAPTURE_QUERY));
+		assert_true(drv_api_is((unsigned)drv_api_find(capture_queries[i]), DRV_API_CAPTURE_QUERY));
 	for (size_t i = 0; i < sizeof(primary) / sizeof(primary[0]); i++)
-		assert_true(shim_api_is((unsigned)shim_api_find(primary[i]), SHIM_API_DESTROYS_PRIMARY));
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
-		nq += shim_api_is((unsigned)id, SHIM_API_CAPTURE_QUERY);
-		np += shim_api_is((unsigned)id, SHIM_API_DESTROYS_PRIMARY);
-		nc += shim_api_is((unsigned)id, SHIM_API_COOPERATIVE);
+		assert_true(drv_api_is((unsigned)drv_api_find(primary[i]), DRV_API_DESTROYS_PRIMARY));
+	for (int id = 0; id < DRV_API_COUNT; id++) {
+		nq += drv_api_is((unsigned)id, DRV_API_CAPTURE_QUERY);
+		np += drv_api_is((unsigned)id, DRV_API_DESTROYS_PRIMARY);
+		nc += drv_api_is((unsigned)id, DRV_API_COOPERATIVE);
 	}
 	assert_int_equal(nq, 8);
 	assert_int_equal(np, 4);
@@ -139,16 +139,16 @@ static void test_every_flag_used(void **state)
 	unsigned seen = 0;
 
 	(void)state;
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
-		seen |= shim_api[id].flags;
-		assert_true(shim_api[id].stream_arg >= -1 && shim_api[id].stream_arg < 16);
+	for (int id = 0; id < DRV_API_COUNT; id++) {
+		seen |= drv_api[id].flags;
+		assert_true(drv_api[id].stream_arg >= -1 && drv_api[id].stream_arg < 16);
 		/* an asynchronous call returns before work it enqueued */
-		if (shim_api_is((unsigned)id, SHIM_API_ASYNC) && !shim_api_is((unsigned)id, SHIM_API_ENQUEUES))
-			fail_msg("%s is asynchronous but enqueues nothing", shim_api[id].name);
+		if (drv_api_is((unsigned)id, DRV_API_ASYNC) && !drv_api_is((unsigned)id, DRV_API_ENQUEUES))
+			fail_msg("%s is asynchronous but enqueues nothing", drv_api[id].name);
 	}
 	assert_int_equal(seen, A | S | E | O | F | Q | P | C);
-	assert_false(shim_api_is(SHIM_API_COUNT, 0));
-	assert_false(shim_api_is(0xffffu, SHIM_API_ASYNC));
+	assert_false(drv_api_is(DRV_API_COUNT, 0));
+	assert_false(drv_api_is(0xffffu, DRV_API_ASYNC));
 }
 
 int main(void)

@@ -32,7 +32,7 @@ static void *loader(void *arg)
 	CUmodule m;
 
 	(void)arg;
-	SHIM_REAL(cuCtxSetCurrent)(ctx);
+	DRV_REAL(cuCtxSetCurrent)(ctx);
 	__atomic_store_n(&loading, 1, __ATOMIC_RELEASE);
 	(void)rw_kernels_load(parent->kernels, ctx, &m); /* holds the cache's lock through the slow load */
 	return NULL;
@@ -90,8 +90,8 @@ static int setup(void **state)
 
 	(void)state;
 	setenv("SIMCUDA_DELAY", "cuModuleLoadData:1000", 1);
-	if (shim_init() != 0 || SHIM_REAL(cuInit)(0) != CUDA_SUCCESS || SHIM_REAL(cuDeviceGet)(&dev, 0) != CUDA_SUCCESS ||
-	    SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) != CUDA_SUCCESS || SHIM_REAL(cuCtxSetCurrent)(ctx) != CUDA_SUCCESS)
+	if (shim_init() != 0 || DRV_REAL(cuInit)(0) != CUDA_SUCCESS || DRV_REAL(cuDeviceGet)(&dev, 0) != CUDA_SUCCESS ||
+	    DRV_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) != CUDA_SUCCESS || DRV_REAL(cuCtxSetCurrent)(ctx) != CUDA_SUCCESS)
 		return -1;
 	parent = rpl_engine_create(NULL, &cfg);
 	return parent ? 0 : -1;

@@ -72,16 +72,16 @@ static void fill(CUdeviceptr p, float v)
 	int n = N;
 	void *a[] = {&p, &v, &n};
 
-	CK(SHIM_REAL(cuLaunchKernel)(f_fill, 1, 1, 1, N, 1, 1, 0, s1, a, NULL));
-	CK(SHIM_REAL(cuStreamSynchronize)(s1));
+	CK(DRV_REAL(cuLaunchKernel)(f_fill, 1, 1, 1, N, 1, 1, 0, s1, a, NULL));
+	CK(DRV_REAL(cuStreamSynchronize)(s1));
 }
 
 static float first_value(CUdeviceptr p)
 {
 	float h[N];
 
-	CK(SHIM_REAL(cuCtxSynchronize)());
-	CK(SHIM_REAL(cuMemcpyDtoH_v2)(h, p, sizeof(h)));
+	CK(DRV_REAL(cuCtxSynchronize)());
+	CK(DRV_REAL(cuMemcpyDtoH_v2)(h, p, sizeof(h)));
 	for (int i = 1; i < N; i++)
 		if (h[i] != h[0])
 			fail_msg("element %d differs: %g vs %g", i, (double)h[i], (double)h[0]);
@@ -102,7 +102,7 @@ static enum rpl_verdict axpy_flags(CUdeviceptr y, CUdeviceptr x, float a, unsign
 
 	memset(&c, 0, sizeof(c));
 	c.kind = CAP_OP_KERNEL;
-	c.api = SHIM_ID_cuLaunchKernel;
+	c.api = DRV_ID_cuLaunchKernel;
 	c.stream = s1;
 	c.u.kernel.f = f_axpy;
 	c.u.kernel.grid[0] = g;
@@ -117,7 +117,7 @@ static enum rpl_verdict axpy_flags(CUdeviceptr y, CUdeviceptr x, float a, unsign
 	op.flags |= flags;
 	v = rpl_op(re, &op);
 	if (v == RPL_EAGER)
-		CK(SHIM_REAL(cuLaunchKernel)(f_axpy, g, 1, 1, (N + g - 1) / g, 1, 1, 0, s1, args, NULL));
+		CK(DRV_REAL(cuLaunchKernel)(f_axpy, g, 1, 1, (N + g - 1) / g, 1, 1, 0, s1, args, NULL));
 	return v;
 }
 
@@ -132,13 +132,13 @@ static void sync_boundary(void)
 	struct cap_shape *s;
 
 	rpl_flush(re);
-	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, SHIM_ID_cuStreamSynchronize);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
 	rpl_window_closed(re, s);
 	if (rpl_build_take(re)) { /* as the engine's lock drop does */
 		rpl_build_run(re);
 		rpl_build_publish(re);
 	}
-	CK(SHIM_REAL(cuStreamSynchronize)(s1));
+	CK(DRV_REAL(cuStreamSynchronize)(s1));
 }
 
 static struct rpl_totals totals(void)
@@ -164,22 +164,22 @@ static int setup(void **state)
 	(void)state;
 	if (shim_init() != 0)
 		return -1;
-	CK(SHIM_REAL(cuInit)(0));
-	CK(SHIM_REAL(cuDeviceGet)(&dev, 0));
-	CK(SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev));
-	CK(SHIM_REAL(cuCtxSetCurrent)(ctx));
+	CK(DRV_REAL(cuInit)(0));
+	CK(DRV_REAL(cuDeviceGet)(&dev, 0));
+	CK(DRV_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev));
+	CK(DRV_REAL(cuCtxSetCurrent)(ctx));
 	ptx = read_ptx("elementwise");
 	if (!ptx)
 		return -1;
-	CK(SHIM_REAL(cuModuleLoadData)(&mod, ptx));
+	CK(DRV_REAL(cuModuleLoadData)(&mod, ptx));
 	free(ptx);
-	CK(SHIM_REAL(cuModuleGetFunction)(&f_fill, mod, "fill"));
-	CK(SHIM_REAL(cuModuleGetFunction)(&f_axpy, mod, "axpy"));
-	CK(SHIM_REAL(cuStreamCreate)(&s1, CU_STREAM_NON_BLOCKING));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&ya, N * sizeof(float)));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&yb, N * sizeof(float)));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&x1, N * sizeof(float)));
-	CK(SHIM_REAL(cuMemAlloc_v2)(&x2, N * sizeof(float)));
+	CK(DRV_REAL(cuModuleGetFunction)(&f_fill, mod, "fill"));
+	CK(DRV_REAL(cuModuleGetFunction)(&f_axpy, mod, "axpy"));
+	CK(DRV_REAL(cuStreamCreate)(&s1, CU_STREAM_NON_BLOCKING));
+	CK(DRV_REAL(cuMemAlloc_v2)(&ya, N * sizeof(float)));
+	CK(DRV_REAL(cuMemAlloc_v2)(&yb, N * sizeof(float)));
+	CK(DRV_REAL(cuMemAlloc_v2)(&x1, N * sizeof(float)));
+	CK(DRV_REAL(cuMemAlloc_v2)(&x2, N * sizeof(float)));
 	ce = cap_engine_create(&cfg);
 	re = ce ? rpl_engine_create(ce, &rc) : NULL;
 	if (!re)

@@ -130,7 +130,7 @@ static void test_three_copies(void **state)
 	/* copy 1 is now synchronous */
 	rwt_copy_move(&ops[1], BUF_S + 0x1000, BUF_D + 0x1000);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
-	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2;
+	ops[1].api = DRV_ID_cuMemcpyDtoD_v2;
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_LINEAR_DTOD);
 	rw_plan_destroy(p);
@@ -431,9 +431,9 @@ static void test_not_batchable(void **state)
 	(void)state;
 	rwt_expect_identity(run, ops, 2); /* larger than 4 MiB: the copy engine does it better */
 	ops[0] = rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A);
-	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2; /* synchronous */
+	ops[1].api = DRV_ID_cuMemcpyDtoD_v2; /* synchronous */
 	rwt_expect_identity(run, ops, 2);
-	ops[1].api = SHIM_ID_cuMemcpyDtoDAsync_v2;
+	ops[1].api = DRV_ID_cuMemcpyDtoDAsync_v2;
 	ops[1].u.memcpy.d.Height = 2; /* 2-D */
 	rwt_expect_identity(run, ops, 2);
 	ops[1] = rwt_memset_elems_op(BUF_D + 0x1000, 16, 1, 1, STREAM_A);
@@ -441,7 +441,7 @@ static void test_not_batchable(void **state)
 	ops[0].u.memset.height = 2; /* 2-D memset */
 	rwt_expect_identity(run, ops, 2);
 	ops[0].u.memset.height = 1;
-	ops[0].api = SHIM_ID_cuMemsetD8_v2; /* synchronous memset */
+	ops[0].api = DRV_ID_cuMemsetD8_v2; /* synchronous memset */
 	rwt_expect_identity(run, ops, 2);
 }
 

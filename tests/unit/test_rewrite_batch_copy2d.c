@@ -244,7 +244,7 @@ static void test_head_glue(void **state)
 	}
 	/* head 1 becomes a 3-D copy: not a pitched device copy */
 	rwt_copy2d_set(&ops[3], BUF_H + 3 * HEAD_STRIDE, HW, BUF_O + 3 * HW, DM, HW, T);
-	ops[1].api = SHIM_ID_cuMemcpy3DAsync_v2;
+	ops[1].api = DRV_ID_cuMemcpy3DAsync_v2;
 	ops[1].u.memcpy.d.Depth = 2;
 	ops[1].u.memcpy.d.srcHeight = T;
 	ops[1].u.memcpy.d.dstHeight = T;
@@ -619,7 +619,7 @@ static void test_not_batchable(void **state)
 
 	(void)state;
 	/* a 3-D copy (two layers of rows): no batch may hold it, and none is left of the others */
-	ops[1].api = SHIM_ID_cuMemcpy3DAsync_v2;
+	ops[1].api = DRV_ID_cuMemcpy3DAsync_v2;
 	ops[1].u.memcpy.d.Depth = 2;
 	ops[1].u.memcpy.d.srcHeight = T;
 	ops[1].u.memcpy.d.dstHeight = T;
@@ -634,7 +634,7 @@ static void test_not_batchable(void **state)
 	/* a synchronous 2-D copy */
 	ops[0] = split_op(0, STREAM_A);
 	ops[1] = split_op(1, STREAM_A);
-	ops[1].api = SHIM_ID_cuMemcpy2D_v2;
+	ops[1].api = DRV_ID_cuMemcpy2D_v2;
 	rwt_expect_identity(run, ops, 2);
 	/* a destination pitch below the width (rows that overlap): not a copy the rule takes */
 	ops[1] = split_op(1, STREAM_A);

@@ -104,7 +104,7 @@ static void test_three_scales(void **state)
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.kind, CAP_OP_KERNEL);
-	assert_int_equal(out.api, SHIM_ID_cuLaunchKernel);
+	assert_int_equal(out.api, DRV_ID_cuLaunchKernel);
 	assert_ptr_equal(out.u.kernel.func, scale_info.func);
 	assert_ptr_equal(out.u.kernel.info, &scale_info);
 	assert_ptr_equal(out.stream, STREAM_A);

@@ -1458,14 +1458,14 @@ static void test_kernels_load_once_per_context(void **state)
 	assert_non_null(other_kc);
 	if (shim_init() != 0)
 		fail_msg("shim_init failed: is the software device on LD_LIBRARY_PATH (tests/run sets it)?");
-	assert_int_equal(SHIM_REAL(cuInit)(0), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuDeviceGet)(&dev, 0), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuInit)(0), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuDeviceGet)(&dev, 0), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev), CUDA_SUCCESS);
 	/* not current: pushed for the load, popped after */
 	assert_int_equal(rw_kernels_load(kc, ctx, &m1), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuCtxGetCurrent)(&other), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuCtxGetCurrent)(&other), CUDA_SUCCESS);
 	assert_null(other);
-	assert_int_equal(SHIM_REAL(cuCtxSetCurrent)(ctx), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuCtxSetCurrent)(ctx), CUDA_SUCCESS);
 	assert_int_equal(rw_kernels_load(kc, ctx, &m2), CUDA_SUCCESS);
 	assert_ptr_equal(m1, m2);
 	assert_int_equal(rw_kernels_func(kc, ctx, RW_K_BATCH_COPY, &f), CUDA_SUCCESS);
@@ -1481,26 +1481,26 @@ static void test_kernels_load_once_per_context(void **state)
 	assert_ptr_not_equal(m4, m1);
 
 	/* run it: copy 13 bytes to an odd address */
-	assert_int_equal(SHIM_REAL(cuMemAlloc_v2)(&d, 64), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuMemsetD8_v2)(d, 0x11, 64), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuMemAlloc_v2)(&d, 64), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuMemsetD8_v2)(d, 0x11, 64), CUDA_SUCCESS);
 	memset(&t, 0, sizeof(t));
 	t.count = 1;
 	t.r[0].dst = d + 33;
 	t.r[0].src = d + 2;
 	t.r[0].bytes = 13;
-	assert_int_equal(SHIM_REAL(cuMemsetD8_v2)(d + 2, 0x5a, 13), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuLaunchKernel)(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuMemcpyDtoH_v2)(host, d, 64), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuMemsetD8_v2)(d + 2, 0x5a, 13), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuLaunchKernel)(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuMemcpyDtoH_v2)(host, d, 64), CUDA_SUCCESS);
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(host[i], (i >= 2 && i < 15) || (i >= 33 && i < 46) ? 0x5a : 0x11);
-	assert_int_equal(SHIM_REAL(cuMemFree_v2)(d), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuMemFree_v2)(d), CUDA_SUCCESS);
 
 	/* forgotten (the context was destroyed): the next use loads afresh */
 	rw_kernels_forget(kc, ctx);
 	assert_int_equal(rw_kernels_load(kc, ctx, &m3), CUDA_SUCCESS);
 	assert_ptr_not_equal(m3, m1);
-	assert_int_equal(SHIM_REAL(cuCtxSetCurrent)(NULL), CUDA_SUCCESS);
-	assert_int_equal(SHIM_REAL(cuDevicePrimaryCtxRelease_v2)(dev), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuCtxSetCurrent)(NULL), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuDevicePrimaryCtxRelease_v2)(dev), CUDA_SUCCESS);
 	rw_kernels_destroy(kc);
 	rw_kernels_destroy(other_kc);
 	rw_kernels_destroy(NULL);

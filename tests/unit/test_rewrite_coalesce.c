@@ -47,7 +47,7 @@ static void test_two_pieces(void **state)
 	assert_int_equal(out.u.memcpy.d.WidthInBytes, 96);
 	assert_int_equal(out.u.memcpy.d.srcDevice, BUF_S);
 	assert_int_equal(out.u.memcpy.d.dstDevice, BUF_D);
-	assert_int_equal(out.api, SHIM_ID_cuMemcpyDtoDAsync_v2);
+	assert_int_equal(out.api, DRV_ID_cuMemcpyDtoDAsync_v2);
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), -CF_EINVAL);
 	assert_false(rw_plan_is_identity(p));
 	rw_plan_destroy(p);
@@ -237,9 +237,9 @@ static void test_not_dtod_async(void **state)
 				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 32, STREAM_A) };
 
 	(void)state;
-	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2; /* synchronous: replay issues it in place */
+	ops[1].api = DRV_ID_cuMemcpyDtoD_v2; /* synchronous: replay issues it in place */
 	rwt_expect_identity(run, ops, 2);
-	ops[1].api = SHIM_ID_cuMemcpyDtoDAsync_v2;
+	ops[1].api = DRV_ID_cuMemcpyDtoDAsync_v2;
 	ops[1].u.memcpy.dir = CAP_DIR_HTOD;
 	rwt_expect_identity(run, ops, 2);
 	ops[1].u.memcpy.dir = CAP_DIR_DTOD;

@@ -42,7 +42,7 @@ static void test_two_memsets(void **state)
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
 	assert_int_equal(out.kind, CAP_OP_MEMSET);
-	assert_int_equal(out.api, SHIM_ID_cuMemsetD8Async);
+	assert_int_equal(out.api, DRV_ID_cuMemsetD8Async);
 	assert_ptr_equal(out.stream, STREAM_A);
 	assert_int_equal(out.u.memset.dst, BUF_D);
 	assert_int_equal(out.u.memset.width, 96);
@@ -78,7 +78,7 @@ static void test_two_memsets(void **state)
 	ops[1].stream = STREAM_A;
 	ops[1].stream_slot = 0;
 	/* synchronous */
-	ops[0].api = SHIM_ID_cuMemsetD8_v2;
+	ops[0].api = DRV_ID_cuMemsetD8_v2;
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_SET_1D);
 	assert_int_equal(p->guards[failed].a, 0);
@@ -106,7 +106,7 @@ static void test_three_memsets(void **state)
 	rwt_ptrs(ops, 4, ptr);
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
 	assert_int_equal(rw_plan_node_op(p, 0, ptr, &out), 0);
-	assert_int_equal(out.api, SHIM_ID_cuMemsetD32Async);
+	assert_int_equal(out.api, DRV_ID_cuMemsetD32Async);
 	assert_int_equal(out.u.memset.dst, BUF_D);
 	assert_int_equal(out.u.memset.width, 60);
 	assert_int_equal(out.u.memset.pitch, 240);
@@ -179,9 +179,9 @@ static void test_not_1d_async(void **state)
 				 rwt_memset_elems_op(BUF_D + 0x1000, 8, 1, 7, STREAM_A) };
 
 	(void)state;
-	ops[1].api = SHIM_ID_cuMemsetD8_v2; /* synchronous */
+	ops[1].api = DRV_ID_cuMemsetD8_v2; /* synchronous */
 	rwt_expect_identity(run, ops, 2);
-	ops[1].api = SHIM_ID_cuMemsetD8Async;
+	ops[1].api = DRV_ID_cuMemsetD8Async;
 	ops[0].u.memset.height = 2; /* 2-D (pitch 64): the rows end where the second starts */
 	ops[1].u.memset.dst = BUF_D + 128;
 	rwt_expect_identity(run, ops, 2);

@@ -67,7 +67,7 @@ static void test_chain(void **state)
 	assert_int_equal(out.u.memcpy.dst_first, BUF_B);
 	assert_int_equal(rw_plan_node_op(p, 1, ptr, &out), 0);
 	assert_int_equal(out.kind, CAP_OP_MEMCPY);
-	assert_int_equal(out.api, SHIM_ID_cuMemcpyDtoDAsync_v2);
+	assert_int_equal(out.api, DRV_ID_cuMemcpyDtoDAsync_v2);
 	assert_ptr_equal(out.stream, STREAM_A);
 	assert_int_equal(out.u.memcpy.d.srcDevice, BUF_A);
 	assert_int_equal(out.u.memcpy.d.srcXInBytes, 0);
@@ -304,7 +304,7 @@ static void test_unknown_between(void **state)
 	rwt_expect_identity(run, ops, 3);
 	memset(&ops[1], 0, sizeof(ops[1]));
 	ops[1].kind = CAP_OP_EVENT_RECORD;
-	ops[1].api = SHIM_ID_cuEventRecord;
+	ops[1].api = DRV_ID_cuEventRecord;
 	ops[1].stream = STREAM_A;
 	ops[1].stream_kind = CAP_STREAM_BLOCKING;
 	cap_op_hash(&ops[1]);
@@ -361,7 +361,7 @@ static void test_other_stream_or_sync(void **state)
 	ops[1] = rwt_copy_op(BUF_B, BUF_C, NB, STREAM_B);
 	rwt_expect_identity(run, ops, 2);
 	ops[1] = rwt_copy_op(BUF_B, BUF_C, NB, STREAM_A);
-	ops[1].api = SHIM_ID_cuMemcpyDtoD_v2;
+	ops[1].api = DRV_ID_cuMemcpyDtoD_v2;
 	rwt_expect_identity(run, ops, 2);
 }
 

@@ -67,7 +67,7 @@ static void test_copy_then_memset(void **state)
 	/* the copy becomes synchronous: it is no longer just a write */
 	ops[1].u.memset.width = NB;
 	assert_true(rw_plan_guards_hold(p, ptr, NULL));
-	ops[0].api = SHIM_ID_cuMemcpyDtoD_v2;
+	ops[0].api = DRV_ID_cuMemcpyDtoD_v2;
 	assert_false(rw_plan_guards_hold(p, ptr, &failed));
 	assert_int_equal(p->guards[failed].kind, RW_G_LINEAR_DTOD);
 	rw_plan_destroy(p);
@@ -281,7 +281,7 @@ static void test_not_droppable(void **state)
 
 	(void)state;
 	ops[0] = rwt_copy_op(BUF_S, BUF_D, NB, STREAM_A);
-	ops[0].api = SHIM_ID_cuMemcpyDtoD_v2;
+	ops[0].api = DRV_ID_cuMemcpyDtoD_v2;
 	ops[1] = rwt_memset_op(BUF_D, NB, STREAM_A);
 	rwt_expect_identity(run, ops, 2);
 	ops[0] = rwt_memset_op(BUF_D, NB / 2, STREAM_A);

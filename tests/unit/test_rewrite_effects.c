@@ -333,7 +333,7 @@ static void test_effects_memset2d(void **state)
 	(void)state;
 	memset(&op, 0, sizeof(op));
 	op.kind = CAP_OP_MEMSET;
-	op.api = SHIM_ID_cuMemsetD2D32Async;
+	op.api = DRV_ID_cuMemsetD2D32Async;
 	op.stream = STREAM_A;
 	op.u.memset.dst = BUF + 8;
 	op.u.memset.elem_size = 4;
@@ -366,7 +366,7 @@ static void test_effects_copy3d(void **state)
 	struct rw_effects e;
 
 	(void)state;
-	op.api = SHIM_ID_cuMemcpy3DAsync_v2;
+	op.api = DRV_ID_cuMemcpy3DAsync_v2;
 	op.u.memcpy.d.Depth = 3;
 	op.u.memcpy.d.srcHeight = 6;
 	op.u.memcpy.d.dstHeight = 4;
@@ -408,7 +408,7 @@ static void test_effects_batch_copy2d(void **state)
 	t.count = 5;
 	memset(&op, 0, sizeof(op));
 	op.kind = CAP_OP_KERNEL;
-	op.api = SHIM_ID_cuLaunchKernel;
+	op.api = DRV_ID_cuLaunchKernel;
 	op.stream = STREAM_A;
 	op.u.kernel.func = op.u.kernel.handle = copy2d_info.func;
 	op.u.kernel.info = &copy2d_info;

@@ -219,11 +219,11 @@ static int decode_copy(const struct cap_op *op, struct xcopy *c, const char **wh
 	bool one_d;
 
 	switch (op->api) {
-	case SHIM_ID_cuMemcpyDtoDAsync_v2:
-	case SHIM_ID_cuMemcpyAsync:
+	case DRV_ID_cuMemcpyDtoDAsync_v2:
+	case DRV_ID_cuMemcpyAsync:
 		one_d = true;
 		break;
-	case SHIM_ID_cuMemcpy2DAsync_v2:
+	case DRV_ID_cuMemcpy2DAsync_v2:
 		one_d = false;
 		break;
 	default:
@@ -279,12 +279,12 @@ static int decode_set(const struct cap_op *op, struct xset *s, const char **why)
 	bool two_d = false;
 
 	switch (op->api) {
-	case SHIM_ID_cuMemsetD8Async: es = 1; break;
-	case SHIM_ID_cuMemsetD16Async: es = 2; break;
-	case SHIM_ID_cuMemsetD32Async: es = 4; break;
-	case SHIM_ID_cuMemsetD2D8Async: es = 1; two_d = true; break;
-	case SHIM_ID_cuMemsetD2D16Async: es = 2; two_d = true; break;
-	case SHIM_ID_cuMemsetD2D32Async: es = 4; two_d = true; break;
+	case DRV_ID_cuMemsetD8Async: es = 1; break;
+	case DRV_ID_cuMemsetD16Async: es = 2; break;
+	case DRV_ID_cuMemsetD32Async: es = 4; break;
+	case DRV_ID_cuMemsetD2D8Async: es = 1; two_d = true; break;
+	case DRV_ID_cuMemsetD2D16Async: es = 2; two_d = true; break;
+	case DRV_ID_cuMemsetD2D32Async: es = 4; two_d = true; break;
 	default:
 		*why = "memset through an entry point the interpreter does not model";
 		return X_BAD;
@@ -953,7 +953,7 @@ static bool w_ucopy(struct win *w, uint64_t src, uint64_t dst, uint64_t bytes, i
 {
 	struct cap_op op = rwt_copy_op(src, dst, bytes, stream_of(s));
 
-	op.api = SHIM_ID_cuMemcpyAsync;
+	op.api = DRV_ID_cuMemcpyAsync;
 	op.u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
 	op.u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
 	cap_op_hash(&op);
@@ -997,7 +997,7 @@ static bool w_set2d(struct win *w, uint64_t dst, uint64_t pitch, uint64_t width,
 {
 	struct cap_op op = rwt_memset_elems_op(dst, width, es, value, stream_of(s));
 
-	op.api = es == 4 ? SHIM_ID_cuMemsetD2D32Async : es == 2 ? SHIM_ID_cuMemsetD2D16Async : SHIM_ID_cuMemsetD2D8Async;
+	op.api = es == 4 ? DRV_ID_cuMemsetD2D32Async : es == 2 ? DRV_ID_cuMemsetD2D16Async : DRV_ID_cuMemsetD2D8Async;
 	op.u.memset.pitch = pitch;
 	op.u.memset.height = height;
 	cap_op_hash(&op);
@@ -1051,7 +1051,7 @@ static bool w_event(struct win *w, int s)
 /* cuStreamWaitEvent on stream slot s for the event the records record. */
 static bool w_wait(struct win *w, int s)
 {
-	struct cap_op op = rwt_op(CAP_OP_EVENT_WAIT, SHIM_ID_cuStreamWaitEvent, stream_of(s));
+	struct cap_op op = rwt_op(CAP_OP_EVENT_WAIT, DRV_ID_cuStreamWaitEvent, stream_of(s));
 
 	op.u.event.event = (CUevent)0x3000;
 	cap_op_hash(&op);
@@ -1081,15 +1081,15 @@ static void op_str(const struct cap_op *op, char *buf, size_t cap)
 
 		addr_str(x[0], sizeof(x[0]), m->src_first);
 		addr_str(x[1], sizeof(x[1]), m->dst_first);
-		if (m->d.Height == 1 && op->api == SHIM_ID_cuMemcpy2DAsync_v2)
+		if (m->d.Height == 1 && op->api == DRV_ID_cuMemcpy2DAsync_v2)
 			snprintf(buf, cap, "w_copy_row(w, %s, %zu, %zu, %zu, %s, %zu, %zu, %zu, %zu, %d);", x[0],
 				 m->d.srcXInBytes, m->d.srcY, m->d.srcPitch, x[1], m->d.dstXInBytes, m->d.dstY, m->d.dstPitch,
 				 m->d.WidthInBytes, s);
-		else if (m->d.Height > 1 || op->api == SHIM_ID_cuMemcpy2DAsync_v2)
+		else if (m->d.Height > 1 || op->api == DRV_ID_cuMemcpy2DAsync_v2)
 			snprintf(buf, cap, "w_copy2d(w, %s, %zu, %s, %zu, %zu, %zu, %d);", x[0], m->d.srcPitch, x[1],
 				 m->d.dstPitch, m->d.WidthInBytes, m->d.Height, s);
 		else
-			snprintf(buf, cap, "%s(w, %s, %s, %llu, %d);", op->api == SHIM_ID_cuMemcpyAsync ? "w_ucopy" : "w_copy",
+			snprintf(buf, cap, "%s(w, %s, %s, %llu, %d);", op->api == DRV_ID_cuMemcpyAsync ? "w_ucopy" : "w_copy",
 				 x[0], x[1], (unsigned long long)m->bytes, s);
 		return;
 	}
@@ -1097,8 +1097,8 @@ static void op_str(const struct cap_op *op, char *buf, size_t cap)
 		const struct cap_memset *m = &op->u.memset;
 
 		addr_str(x[0], sizeof(x[0]), m->dst);
-		if (m->height > 1 || op->api == SHIM_ID_cuMemsetD2D8Async || op->api == SHIM_ID_cuMemsetD2D16Async ||
-		    op->api == SHIM_ID_cuMemsetD2D32Async)
+		if (m->height > 1 || op->api == DRV_ID_cuMemsetD2D8Async || op->api == DRV_ID_cuMemsetD2D16Async ||
+		    op->api == DRV_ID_cuMemsetD2D32Async)
 			snprintf(buf, cap, "w_set2d(w, %s, %zu, %zu, %zu, %u, 0x%x, %d);", x[0], m->pitch, m->width, m->height,
 				 m->elem_size, m->value, s);
 		else
@@ -2248,7 +2248,7 @@ static void nudge_op(uint64_t *s, struct cap_op *op)
 	if (op->kind == CAP_OP_MEMCPY) {
 		struct cap_memcpy *m = &op->u.memcpy;
 		uint64_t src = m->src_first, dst = m->dst_first, sp = m->d.srcPitch, dp = m->d.dstPitch;
-		uint64_t what = rnd(s, 0, m->d.Height > 1 || op->api == SHIM_ID_cuMemcpy2DAsync_v2 ? 3 : 1);
+		uint64_t what = rnd(s, 0, m->d.Height > 1 || op->api == DRV_ID_cuMemcpy2DAsync_v2 ? 3 : 1);
 
 		if (what == 0)
 			src += (uint64_t)any_delta(s, 1);

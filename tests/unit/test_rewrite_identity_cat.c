@@ -55,7 +55,7 @@ static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap
 static void check_copy(const struct cap_op *out, uint64_t src, uint64_t dst, uint64_t bytes)
 {
 	assert_int_equal(out->kind, CAP_OP_MEMCPY);
-	assert_int_equal(out->api, SHIM_ID_cuMemcpyDtoDAsync_v2);
+	assert_int_equal(out->api, DRV_ID_cuMemcpyDtoDAsync_v2);
 	assert_ptr_equal(out->stream, STREAM_A);
 	assert_int_equal(out->stream_kind, CAP_STREAM_BLOCKING);
 	assert_int_equal(out->u.memcpy.dir, CAP_DIR_DTOD);

@@ -256,7 +256,7 @@ static void test_not_async(void **state)
 
 	(void)state;
 	pattern(ops, 3);
-	ops[5].api = SHIM_ID_cuMemcpyDtoD_v2;
+	ops[5].api = DRV_ID_cuMemcpyDtoD_v2;
 	rwt_expect_identity(run, ops, 6);
 }
 

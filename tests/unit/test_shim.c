@@ -16,25 +16,25 @@
 
 static void test_before_init(void **state)
 {
-	void *h, *addr[SHIM_API_COUNT];
+	void *h, *addr[DRV_API_COUNT];
 
 	(void)state;
 	/* an entry of the table can always be called: it answers NOT_FOUND until the driver is loaded */
-	assert_int_equal(SHIM_REAL(cuInit)(0), CUDA_ERROR_NOT_FOUND);
-	assert_null(shim_real_addr(SHIM_ID_cuInit));
+	assert_int_equal(DRV_REAL(cuInit)(0), CUDA_ERROR_NOT_FOUND);
+	assert_null(drv_real_addr(DRV_ID_cuInit));
 	/* a path that does not load falls back to libcuda.so.1 */
-	assert_int_equal(shim_real__open("/nonexistent/libcuda.so.1", &h, addr), 0);
+	assert_int_equal(drv_real__open("/nonexistent/libcuda.so.1", &h, addr), 0);
 	assert_non_null(h);
-	assert_non_null(addr[SHIM_ID_cuInit]);
-	assert_int_equal(shim_real__open("libcuda.so.1", &h, addr), 0);
-	assert_non_null(addr[SHIM_ID_cuLaunchKernel_ptsz]);
+	assert_non_null(addr[DRV_ID_cuInit]);
+	assert_int_equal(drv_real__open("libcuda.so.1", &h, addr), 0);
+	assert_non_null(addr[DRV_ID_cuLaunchKernel_ptsz]);
 	/* a library that loads but is not a driver (no cuInit, cuDriverGetVersion,
 	 * cuGetProcAddress) is refused the same way */
-	assert_int_equal(shim_real__open("libc.so.6", &h, addr), 0);
+	assert_int_equal(drv_real__open("libc.so.6", &h, addr), 0);
 	assert_non_null(h);
-	assert_non_null(addr[SHIM_ID_cuInit]);
-	assert_ptr_equal(shim_real_dlsym(h, "cuInit"), addr[SHIM_ID_cuInit]);
-	assert_non_null(addr[SHIM_ID_cuDriverGetVersion]);
+	assert_non_null(addr[DRV_ID_cuInit]);
+	assert_ptr_equal(drv_real_dlsym(h, "cuInit"), addr[DRV_ID_cuInit]);
+	assert_non_null(addr[DRV_ID_cuDriverGetVersion]);
 }
 
 static void test_init(void **state)
@@ -49,14 +49,14 @@ static void test_init(void **state)
 	assert_int_equal(shim_init(), 0); /* idempotent */
 	assert_int_equal(shim_mode(), CF_MODE_REPLAY);
 	assert_false(shim_is_passthrough());
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		assert_true(shim_real_has((enum shim_api_id)id));
-	assert_non_null(shim_real_handle());
-	assert_non_null(shim_real_link_map());
-	assert_int_equal(SHIM_REAL(cuDriverGetVersion)(&version), CUDA_SUCCESS);
+	for (int id = 0; id < DRV_API_COUNT; id++)
+		assert_true(drv_real_has((enum drv_api_id)id));
+	assert_non_null(drv_real_handle());
+	assert_non_null(drv_real_link_map());
+	assert_int_equal(DRV_REAL(cuDriverGetVersion)(&version), CUDA_SUCCESS);
 	assert_int_equal(version, 13000);
 	/* the table holds the driver's own definitions, found through its handle */
-	assert_ptr_equal(shim_real_dlsym(shim_real_handle(), "cuInit"), shim_real_addr(SHIM_ID_cuInit));
+	assert_ptr_equal(drv_real_dlsym(drv_real_handle(), "cuInit"), drv_real_addr(DRV_ID_cuInit));
 }
 
 static void test_route_every_symbol(void **state)
@@ -64,12 +64,12 @@ static void test_route_every_symbol(void **state)
 	int x;
 
 	(void)state;
-	for (int id = 0; id < SHIM_API_COUNT; id++) {
-		void *real = shim_real_addr((enum shim_api_id)id);
+	for (int id = 0; id < DRV_API_COUNT; id++) {
+		void *real = drv_real_addr((enum drv_api_id)id);
 
-		assert_ptr_equal(shim_route_procaddr(real, shim_api[id].base, shim_api[id].version, 0),
-				 shim_hook_addr((enum shim_api_id)id));
-		assert_ptr_equal(shim_route_dlsym(real, shim_api[id].name), shim_hook_addr((enum shim_api_id)id));
+		assert_ptr_equal(shim_route_procaddr(real, drv_api[id].base, drv_api[id].version, 0),
+				 shim_hook_addr((enum drv_api_id)id));
+		assert_ptr_equal(shim_route_dlsym(real, drv_api[id].name), shim_hook_addr((enum drv_api_id)id));
 	}
 	assert_ptr_equal(shim_route_procaddr(&x, "cuInit", 2000, 0), &x);
 }
@@ -77,28 +77,28 @@ static void test_route_every_symbol(void **state)
 static void test_procaddr_hooks(void **state)
 {
 	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	shim_pfn_cuGetProcAddress_v2 gpa = shim_hand_cuGetProcAddress_v2;
-	shim_pfn_cuGetProcAddress gpa4 = shim_hand_cuGetProcAddress;
+	drv_pfn_cuGetProcAddress_v2 gpa = shim_hand_cuGetProcAddress_v2;
+	drv_pfn_cuGetProcAddress gpa4 = shim_hand_cuGetProcAddress;
 	void *p = NULL;
 
 	(void)state;
 	assert_int_equal(gpa("cuMemAlloc", &p, 3020, 0, &status), CUDA_SUCCESS);
 	assert_int_equal(status, CU_GET_PROC_ADDRESS_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuMemAlloc_v2));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuMemAlloc_v2));
 	assert_int_equal(gpa("cuMemAlloc", &p, 2000, 0, &status), CUDA_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuMemAlloc));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuMemAlloc));
 	assert_int_equal(gpa("cuLaunchKernel", &p, 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL),
 			 CUDA_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuLaunchKernel_ptsz));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuLaunchKernel_ptsz));
 	assert_int_equal(gpa("cuCtxGetDevice", &p, 13000, 0, NULL), CUDA_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuCtxGetDevice_v2));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuCtxGetDevice_v2));
 	assert_int_equal(gpa("cuCtxGetDevice", &p, 12000, 0, NULL), CUDA_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuCtxGetDevice));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuCtxGetDevice));
 	/* cuGetProcAddress itself: cufold's wrapper of the version asked for */
 	assert_int_equal(gpa("cuGetProcAddress", &p, 12000, 0, NULL), CUDA_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuGetProcAddress_v2));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuGetProcAddress_v2));
 	assert_int_equal(gpa4("cuGetProcAddress", &p, 11030, 0), CUDA_SUCCESS);
-	assert_ptr_equal(p, shim_hook_addr(SHIM_ID_cuGetProcAddress));
+	assert_ptr_equal(p, shim_hook_addr(DRV_ID_cuGetProcAddress));
 	/* unknown names: exactly the driver's answer */
 	p = &status;
 	assert_int_equal(gpa("cuNoSuchThing", &p, 12000, 0, &status), CUDA_SUCCESS);
@@ -108,14 +108,14 @@ static void test_procaddr_hooks(void **state)
 
 static void test_dlsym_decisions(void **state)
 {
-	void *h = shim_real_handle(), *answer = &answer;
+	void *h = drv_real_handle(), *answer = &answer;
 
 	(void)state;
 	/* an explicit handle and a driver name: cufold answers with its hook */
 	assert_int_equal(shim__dlsym_decide(h, "cuInit", NULL, &answer), 1);
-	assert_ptr_equal(answer, shim_hook_addr(SHIM_ID_cuInit));
+	assert_ptr_equal(answer, shim_hook_addr(DRV_ID_cuInit));
 	assert_int_equal(shim__dlsym_decide(h, "cuMemAlloc", NULL, &answer), 1);
-	assert_ptr_equal(answer, shim_hook_addr(SHIM_ID_cuMemAlloc));
+	assert_ptr_equal(answer, shim_hook_addr(DRV_ID_cuMemAlloc));
 	/* everything else goes to glibc's dlsym with the caller intact */
 	assert_int_equal(shim__dlsym_decide(RTLD_NEXT, "cuInit", NULL, &answer), 0);
 	assert_int_equal(shim__dlsym_decide(RTLD_DEFAULT, "cuInit", NULL, &answer), 0);
@@ -124,7 +124,7 @@ static void test_dlsym_decisions(void **state)
 	assert_int_equal(shim__dlsym_decide(h, "cu", NULL, &answer), 0);
 	assert_int_equal(shim__dlsym_decide(h, NULL, NULL, &answer), 0);
 	/* the driver looking itself up, and cufold's own code, are left alone */
-	assert_int_equal(shim__dlsym_decide(h, "cuInit", shim_real_addr(SHIM_ID_cuMemFree_v2), &answer), 0);
+	assert_int_equal(shim__dlsym_decide(h, "cuInit", drv_real_addr(DRV_ID_cuMemFree_v2), &answer), 0);
 	assert_int_equal(shim__dlsym_decide(h, "cuInit", (void *)&state, &answer), 1); /* a stack address */
 	shim_inside_enter();
 	assert_int_equal(shim__dlsym_decide(h, "cuInit", NULL, &answer), 0);
@@ -133,19 +133,19 @@ static void test_dlsym_decisions(void **state)
 
 static void test_counting_and_guard(void **state)
 {
-	uint64_t before = shim_count(SHIM_ID_cuDeviceGetCount);
+	uint64_t before = shim_count(DRV_ID_cuDeviceGetCount);
 
 	(void)state;
-	shim_note_unmodeled(SHIM_ID_cuDeviceGetCount);
-	shim_note_call(SHIM_ID_cuDeviceGetCount);
-	assert_int_equal(shim_count(SHIM_ID_cuDeviceGetCount), before + 2);
+	shim_note_unmodeled(DRV_ID_cuDeviceGetCount);
+	shim_note_call(DRV_ID_cuDeviceGetCount);
+	assert_int_equal(shim_count(DRV_ID_cuDeviceGetCount), before + 2);
 	shim_inside_enter();
 	assert_true(shim_is_inside());
-	shim_note_unmodeled(SHIM_ID_cuDeviceGetCount);
+	shim_note_unmodeled(DRV_ID_cuDeviceGetCount);
 	shim_inside_leave();
 	assert_false(shim_is_inside());
-	assert_int_equal(shim_count(SHIM_ID_cuDeviceGetCount), before + 2);
-	assert_int_equal(shim_count((enum shim_api_id)SHIM_API_COUNT), 0);
+	assert_int_equal(shim_count(DRV_ID_cuDeviceGetCount), before + 2);
+	assert_int_equal(shim_count((enum drv_api_id)DRV_API_COUNT), 0);
 }
 
 static int probe_called;
@@ -168,24 +168,24 @@ static void test_untyped_trampoline(void **state)
 {
 	typedef CUresult (*probe_fn)(long, long, long, long, long, long, long, long, double, double, double, double,
 				     double, double, double, double, double);
-	static void *addr[SHIM_API_COUNT];
+	static void *addr[DRV_API_COUNT];
 	probe_fn via_hook, real = probe_args;
-	void *hook = shim_hook_addr(SHIM_ID_cuProfilerInitialize);
-	uint64_t before = shim_count(SHIM_ID_cuProfilerInitialize);
+	void *hook = shim_hook_addr(DRV_ID_cuProfilerInitialize);
+	uint64_t before = shim_count(DRV_ID_cuProfilerInitialize);
 
 	(void)state;
-	for (int id = 0; id < SHIM_API_COUNT; id++)
-		addr[id] = shim_real_addr((enum shim_api_id)id);
-	memcpy(&addr[SHIM_ID_cuProfilerInitialize], &real, sizeof(void *));
-	shim_real__publish(shim_real_handle(), addr);
+	for (int id = 0; id < DRV_API_COUNT; id++)
+		addr[id] = drv_real_addr((enum drv_api_id)id);
+	memcpy(&addr[DRV_ID_cuProfilerInitialize], &real, sizeof(void *));
+	drv_real__publish(drv_real_handle(), addr);
 
 	memcpy(&via_hook, &hook, sizeof(hook));
 	assert_int_equal(via_hook(1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5), 4242);
 	assert_int_equal(probe_called, 1);
-	assert_int_equal(shim_count(SHIM_ID_cuProfilerInitialize), before + 1);
+	assert_int_equal(shim_count(DRV_ID_cuProfilerInitialize), before + 1);
 
-	addr[SHIM_ID_cuProfilerInitialize] = NULL; /* a driver without it */
-	shim_real__publish(shim_real_handle(), addr);
+	addr[DRV_ID_cuProfilerInitialize] = NULL; /* a driver without it */
+	drv_real__publish(drv_real_handle(), addr);
 	assert_int_equal(via_hook(1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5),
 			 CUDA_ERROR_NOT_FOUND);
 	assert_int_equal(probe_called, 1);
