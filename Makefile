@@ -86,8 +86,9 @@ CF_LIBS := -ldl -lpthread
 SIM_SRC := $(sort $(wildcard tests/simcuda/*.c))
 SIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SIM_SRC))
 # Product objects the software device is built on (tests may use the product, never the reverse):
-# the PTX front end, so the device reads PTX exactly as cufold does. libc only.
-SIM_PRODUCT_OBJ := $(patsubst %.c,$(B)/obj/%.o,driver/ptx_lex.c driver/ptx_parse.c driver/ptx_names.c)
+# the PTX front end, so the device reads PTX exactly as cufold does, and the one decoder of images.
+# libc (and dlopen) only; linked in, not scanned for sim_api_ entry points.
+SIM_PRODUCT_OBJ := $(patsubst %.c,$(B)/obj/%.o,driver/ptx_lex.c driver/ptx_parse.c driver/ptx_names.c driver/image.c)
 
 # ---------------------------------------------------------------- kernels, programs, tests
 KERNELS   := $(patsubst tests/kernels/%.cu,$(B)/kernels/%.ptx,$(wildcard tests/kernels/*.cu))
@@ -235,11 +236,13 @@ $(B)/kernels/%.ptx: tests/kernels/%.cu
 	$(call msg,NVCC,$<)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
 
-# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c: the
-# default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75 PTX), LZ4 (speed mode), two
-# uncompressed PTX versions, PTX too new for the device, machine code only, and a bare cubin.
+# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c and
+# test_driver_image.c: the default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75
+# PTX), LZ4 (speed mode), two uncompressed PTX versions, PTX too new for the device, machine code
+# only, a bare cubin, and machine code compressed too (-Xfatbin -compress-all, LZ4 and zstd).
 FB_SRC  := tests/kernels/elementwise.cu
-FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin)
+FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin \
+             .all-lz4.fatbin .all-zstd.fatbin)
 comma   := ,
 FB_GEN  = -gencode arch=compute_$(1),code=$(2)
 $(B)/kernels/elementwise.fatbin: NVFB = -fatbin
@@ -248,6 +251,9 @@ $(B)/kernels/elementwise.plain.fatbin: NVFB = -fatbin --compress-mode=none $(cal
 $(B)/kernels/elementwise.new.fatbin: NVFB = -fatbin $(call FB_GEN,100,compute_100)
 $(B)/kernels/elementwise.sass.fatbin: NVFB = -fatbin $(call FB_GEN,80,sm_80) $(call FB_GEN,90,sm_90)
 $(B)/kernels/elementwise.cubin: NVFB = -cubin -arch=sm_90
+$(B)/kernels/elementwise.all-lz4.fatbin: NVFB = -fatbin -Xfatbin -compress-all --compress-mode=speed \
+  $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.all-zstd.fatbin: NVFB = -fatbin -Xfatbin -compress-all $(call FB_GEN,90,[compute_90$(comma)sm_90])
 $(FATBINS): $(FB_SRC)
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$@)
@@ -268,6 +274,11 @@ $(MCODES): $(MC_SRC)
 	$(Q)$(NVCC) $(NVMC) -o $@ $<
 
 $(B)/unit/sim_mcode: | $(MCODES)
+
+# The decoder's unit test and the program that loads by every loader read the images above.
+$(B)/progs/cap_images: | $(FATBINS) $(MCODES)
+$(B)/unit/test_driver_image $(B)/unit/test_capture_images: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"'
+$(B)/unit/test_driver_image $(B)/unit/test_capture_images: | $(FATBINS) $(MCODES) $(KERNELS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the
