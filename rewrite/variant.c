@@ -318,6 +318,9 @@ int rw_variant_ptx(const struct ptx_module *m, const char *entry, char **text, s
 			prologue(&o, f);
 			rc = copy_renamed(&o, f, body + at, body_len - at, why, whylen);
 		}
+		/* the kernel itself beside it, as it was */
+		put(&o, "\n\n%s", f->is_visible && strncmp(f->text, ".visible", 8) ? ".visible " : "");
+		put_n(&o, f->text, f->text_len);
 		put(&o, "\n");
 	}
 	free(shared_used);

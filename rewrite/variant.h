@@ -27,15 +27,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rewrite/kernels/variant_table.h"
 #include "rewrite/plan.h"
 
 struct ptx_module;
 
-#define RW_VARIANT_HEADER 144u /* 8 + 4 * (RW_MULTI_MAX + 1) = 140, rounded to 16 */
-#define RW_VARIANT_SUFFIX "_cf_multi"
+#define RW_VARIANT_HEADER CF_VARIANT_HEADER /* the table's layout: rewrite/kernels/variant_table.h */
+#define RW_VARIANT_SUFFIX CF_VARIANT_SUFFIX
+_Static_assert(RW_MULTI_TABLE_BYTES == CF_VARIANT_TABLE_BYTES && RW_MULTI_MAX == CF_VARIANT_MAX,
+	       "the rule's table and the variant's are one");
 
 /* The PTX module text (malloc'ed, NUL-terminated, *len bytes) holding entry's variant, named
- * entry RW_VARIANT_SUFFIX. 0, or -CF_ENOENT (no such entry), -CF_ENOSYS (refused: why says
+ * entry RW_VARIANT_SUFFIX, and entry itself unchanged (a device that plays kernels by name, the
+ * software device, runs each instance as entry). 0, or -CF_ENOENT (no such entry), -CF_ENOSYS (refused: why says
  * which construct), -CF_ENOMEM. */
 int rw_variant_ptx(const struct ptx_module *m, const char *entry, char **text, size_t *len, char *why,
 		   size_t whylen);

@@ -85,6 +85,9 @@ struct sim_func {
 	const struct sim_ptx_entry *entry; /* name and parameter layout (owned by the module) */
 	size_t *param_sizes;         /* entry->params[i].size as an array (struct sim_launch) */
 	sim_twin_fn twin;            /* cached twin, NULL when none */
+	struct sim_func *multi_base; /* a cufold multi-instance variant E_cf_multi whose module holds
+				      * E with a twin: each instance runs as E's twin (its twin is
+				      * then E's; launch.c) */
 	bool twin_looked;            /* twin lookup done (and logged when missing) */
 	int max_dyn_shared;          /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 	int carveout;                /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
@@ -133,5 +136,7 @@ void sim_module_unref(struct sim_module *m);
 /* The function's twin, looked up once and cached; NULL (silently) when there is none: the PTX
  * interpreter runs such a kernel (interp.h). */
 sim_twin_fn sim_func_twin(struct sim_func *fn);
+/* The function of module m named name, or NULL. */
+struct sim_func *sim_module_find_func(struct sim_module *m, const char *name);
 
 #endif

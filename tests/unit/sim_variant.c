@@ -23,6 +23,8 @@
 #include "simcuda.h"
 #include "testlib.h"
 
+void simcuda_interp_force(int on); /* exported by the software device for tests */
+
 #define MAX_ARGS 6
 #define BUF_FLOATS 4096
 
@@ -251,18 +253,22 @@ static void args_layernorm(uint32_t j, uint32_t grid_x, uint32_t block, void **a
 	args[5] = &v->eps;
 }
 
+/* Kernels with a host twin run a variant's instances as that twin (tests/simcuda/launch.c);
+ * with the interpreter forced, the variant's own PTX runs, prologue and all. Both ways. */
 static void test_same_bytes(void **state)
 {
 	static const uint32_t ks[] = { 1, 2, 5, 17 };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-		same_bytes(&elementwise, "scale", args_scale, ks[i], 128);
-		same_bytes(&elementwise, "axpy", args_axpy, ks[i], 64);
-		same_bytes(&notwin, "nt_sum4", args_sum4, ks[i], 64);
-		same_bytes(&notwin, "nt_bits", args_bits, ks[i], 32);
-		same_bytes(&nn, "layernorm_row", args_layernorm, ks[i], 32);
+	for (size_t i = 0; i < 2 * sizeof(ks) / sizeof(ks[0]); i++) {
+		simcuda_interp_force(i % 2);
+		same_bytes(&elementwise, "scale", args_scale, ks[i / 2], 128);
+		same_bytes(&elementwise, "axpy", args_axpy, ks[i / 2], 64);
+		same_bytes(&notwin, "nt_sum4", args_sum4, ks[i / 2], 64);
+		same_bytes(&notwin, "nt_bits", args_bits, ks[i / 2], 32);
+		same_bytes(&nn, "layernorm_row", args_layernorm, ks[i / 2], 32);
 	}
+	simcuda_interp_force(0);
 }
 
 /* axpy instances chained: instance j + 1 reads what instance j writes. Apart, the chain runs in
@@ -304,6 +310,7 @@ static void test_dependent_differs(void **state)
 	launch_apart(e, pf, in, 4, 64);
 	apart = bufs_hash(5);
 	simcuda_block_order_force(1);
+	simcuda_interp_force(1); /* the variant's own PTX: its blocks in any order */
 	for (int round = 0; round < 12 && !differed; round++) {
 		bufs_fill(5, 9);
 		launch_variant(v, pf, in, 4, 64);
@@ -315,6 +322,7 @@ static void test_dependent_differs(void **state)
 	launch_variant(v, pf, in, 4, 64);
 	assert_true(bufs_hash(5) == apart);
 	simcuda_block_order_force(-1);
+	simcuda_interp_force(0);
 	assert_true(differed);
 }
 
