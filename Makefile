@@ -239,10 +239,11 @@ $(B)/kernels/%.ptx: tests/kernels/%.cu
 # Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c and
 # test_driver_image.c: the default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75
 # PTX), LZ4 (speed mode), two uncompressed PTX versions, PTX too new for the device, machine code
-# only, a bare cubin, and machine code compressed too (-Xfatbin -compress-all, LZ4 and zstd).
+# only, a bare cubin, machine code compressed too (-Xfatbin -compress-all, LZ4 and zstd), and
+# architecture-specific code (compute_90a, sm_90a).
 FB_SRC  := tests/kernels/elementwise.cu
 FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin \
-             .all-lz4.fatbin .all-zstd.fatbin)
+             .all-lz4.fatbin .all-zstd.fatbin .a90.fatbin)
 comma   := ,
 FB_GEN  = -gencode arch=compute_$(1),code=$(2)
 $(B)/kernels/elementwise.fatbin: NVFB = -fatbin
@@ -254,6 +255,7 @@ $(B)/kernels/elementwise.cubin: NVFB = -cubin -arch=sm_90
 $(B)/kernels/elementwise.all-lz4.fatbin: NVFB = -fatbin -Xfatbin -compress-all --compress-mode=speed \
   $(call FB_GEN,90,[compute_90$(comma)sm_90])
 $(B)/kernels/elementwise.all-zstd.fatbin: NVFB = -fatbin -Xfatbin -compress-all $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.a90.fatbin: NVFB = -fatbin --compress-mode=none $(call FB_GEN,90a,[compute_90a$(comma)sm_90a])
 $(FATBINS): $(FB_SRC)
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$@)

@@ -189,6 +189,15 @@ bool img_sm_runs(unsigned int arch, unsigned int device_arch)
 	return arch / 10 == device_arch / 10 && arch <= device_arch;
 }
 
+bool img_entry_usable(const struct img_entry *e, unsigned int device_arch)
+{
+	if (e->flags & IMG_FLAG_ARCH_SPECIFIC)
+		return e->arch == device_arch;
+	if (e->kind == IMG_KIND_ELF || (e->flags & IMG_FLAG_FAMILY))
+		return img_sm_runs(e->arch, device_arch);
+	return e->arch <= device_arch; /* PTX JITs forward */
+}
+
 /* ------------------------------------------------------------------ decompression */
 
 long img_lz4_block_decode(const unsigned char *in, size_t inlen, unsigned char *out, size_t outcap)
@@ -350,8 +359,9 @@ static void survey_arch(struct img_survey *s, const struct img_entry *e)
 {
 	size_t used = strlen(s->archs);
 
-	snprintf(s->archs + used, sizeof(s->archs) - used, "%s%s_%u", used ? " " : "",
-		 e->kind == IMG_KIND_PTX ? "compute" : e->kind == IMG_KIND_ELF ? "sm" : "other", e->arch);
+	snprintf(s->archs + used, sizeof(s->archs) - used, "%s%s_%u%s", used ? " " : "",
+		 e->kind == IMG_KIND_PTX ? "compute" : e->kind == IMG_KIND_ELF ? "sm" : "other", e->arch,
+		 e->flags & IMG_FLAG_ARCH_SPECIFIC ? "a" : e->flags & IMG_FLAG_FAMILY ? "f" : "");
 }
 
 static int survey_visit(const struct img_entry *e, void *arg)
@@ -369,6 +379,8 @@ static int survey_visit(const struct img_entry *e, void *arg)
 		if (e->arch > w->device_arch) {
 			if (!s->too_new_arch || e->arch < s->too_new_arch)
 				s->too_new_arch = e->arch;
+		} else if (!img_entry_usable(e, w->device_arch)) {
+			s->ptx_other_arch = true;
 		} else if (!ok) {
 			s->ptx_no_decoder = true;
 		} else if (!s->have_ptx || e->arch > s->ptx.arch) {
@@ -377,7 +389,7 @@ static int survey_visit(const struct img_entry *e, void *arg)
 		}
 	} else if (e->kind == IMG_KIND_ELF) {
 		s->elf_entries++;
-		if (ok && img_sm_runs(e->arch, w->device_arch) && (!s->have_elf || e->arch > s->elf.arch)) {
+		if (ok && img_entry_usable(e, w->device_arch) && (!s->have_elf || e->arch > s->elf.arch)) {
 			s->elf = *e;
 			s->have_elf = true;
 		}
@@ -439,6 +451,9 @@ static int no_ptx(const struct img_survey *s, unsigned int device_arch, char *er
 	if (s->too_new_arch)
 		say(err, errlen, "fatbin's PTX is for compute_%u, newer than the device's %u.%u (entries: %s)",
 		    s->too_new_arch, device_arch / 10, device_arch % 10, s->archs);
+	else if (s->ptx_other_arch)
+		say(err, errlen, "fatbin's PTX is specific to another architecture than the device's %u.%u "
+		    "(entries: %s)", device_arch / 10, device_arch % 10, s->archs);
 	else
 		say(err, errlen, "fatbin holds machine code only (%s)", s->archs);
 	return -CF_ENOENT;

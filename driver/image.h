@@ -15,7 +15,9 @@
  *           u64 flags at 0x28, u64 uncompressed bytes at 0x38; the payload follows the entry
  *           header, the next entry follows the payload.
  *   flags:   0x1 64-bit, 0x10 Linux, 0x2000 LZ4 block (--compress-mode=speed), 0x8000 zstd
- *           frame (the default, size and balance modes). nvcc compresses PTX only unless
+ *           frame (the default, size and balance modes), 0x100000 architecture-specific
+ *           (compute_90a, sm_90a: that architecture only), 0x200000 family-specific
+ *           (compute_100f: that major version, minor not below). nvcc compresses PTX only unless
  *           -Xfatbin -compress-all, which compresses the ELF entries too.
  *
  * LZ4 blocks are decoded here (the format is short and public); zstd through the system's
@@ -61,6 +63,8 @@ enum img_form {
 #define IMG_KIND_ELF 2u
 #define IMG_FLAG_LZ4 0x2000u         /* fatbin entry flags: payload compressed */
 #define IMG_FLAG_ZSTD 0x8000u
+#define IMG_FLAG_ARCH_SPECIFIC 0x100000u /* ...a: runs or JITs on that architecture only */
+#define IMG_FLAG_FAMILY 0x200000u    /* ...f: on that major version, minor not below */
 #define IMG_MAX_PAYLOAD (256u << 20) /* a garbage guard on sizes read from an image */
 
 /* One entry of a fatbin, pointing into the image. */
@@ -101,6 +105,10 @@ long img_lz4_block_decode(const unsigned char *in, size_t inlen, unsigned char *
 /* Whether machine code for sm_<arch> runs on a device of compute capability device_arch
  * (major*10 + minor): same major, minor not above (the driver's binary compatibility rule). */
 bool img_sm_runs(unsigned int arch, unsigned int device_arch);
+/* Whether a device of compute capability device_arch can use the entry: PTX it can JIT (arch
+ * not above the device's; for an `a` entry the device's exactly, for an `f` entry the same
+ * major too), machine code it runs (img_sm_runs; an `a` entry: the device's arch exactly). */
+bool img_entry_usable(const struct img_entry *e, unsigned int device_arch);
 
 /* What a fatbin holds, for one device: what the driver would choose. */
 struct img_survey {
@@ -112,11 +120,12 @@ struct img_survey {
 	struct img_entry ptx;        /* the newest decodable PTX the device can JIT */
 	bool have_ptx;               /* ptx is set */
 	unsigned int too_new_arch;   /* the lowest PTX architecture above the device's, 0 if none */
+	bool ptx_other_arch;         /* a PTX entry specific to another architecture or family */
 	struct img_entry elf;        /* the newest machine code the device runs */
 	bool have_elf;               /* elf is set */
 	struct img_entry newest_elf; /* the newest machine code of any architecture */
 	bool have_newest_elf;        /* newest_elf is set */
-	char archs[256];             /* every entry, e.g. "sm_90 compute_90" (cut when long) */
+	char archs[256];             /* every entry, e.g. "sm_90 compute_90 sm_90a" (cut when long) */
 	char kernels[512];           /* with want_names: kernels of the ELF entries, space-separated */
 	char err[200];               /* with want_names: why an ELF entry could not be read */
 };

@@ -134,6 +134,9 @@ static CUresult fatbin_refused(const struct img_survey *s, bool mc_on, char *msg
 	else if (s->too_new_arch && !mc_on)
 		snprintf(msg, msglen, "fatbin's PTX is for compute_%u, newer than the device's %d.%d (entries: "
 			 "%s; SIMCUDA_CC sets it)", s->too_new_arch, cc / 10, cc % 10, s->archs);
+	else if (s->ptx_other_arch && !mc_on)
+		snprintf(msg, msglen, "fatbin's PTX is specific to another architecture than the device's %d.%d "
+			 "(entries: %s; SIMCUDA_CC sets it)", cc / 10, cc % 10, s->archs);
 	else if (mc_on)
 		snprintf(msg, msglen, "fatbin holds no code a device of compute capability %d.%d can run "
 			 "(entries: %s)", cc / 10, cc % 10, s->archs);

@@ -1,12 +1,12 @@
 /* test_driver_image.c - the one decoder of images (driver/image.h): every form nvcc writes for
  * one kernel file (PTX text, a bare cubin, fatbins with zstd- and LZ4-compressed PTX, with
  * machine code compressed too, uncompressed with two PTX versions, PTX too new, machine code
- * only) and the runtime's wrapper around one; the PTX a device of a given compute capability
- * would JIT; machine code's kernels and parameter layouts; LZ4 blocks made by hand; zstd
- * without libzstd (a child process whose dlopen finds none); and every truncation and a spread
- * of corruptions of every image, which must give an error or an answer, never a crash or a read
- * outside the bytes given (run it under SAN=address). tests layer (cmocka, libcufold.a); the
- * images are built by the Makefile (FATBINS, MCODES). */
+ * only, compute_90a with sm_90a) and the runtime's wrapper around one; the PTX a device of a
+ * given compute capability would JIT; machine code's kernels and parameter layouts; LZ4 blocks
+ * made by hand; zstd without libzstd (a child process whose dlopen finds none); and every
+ * truncation and a spread of corruptions of every image, which must give an error or an
+ * answer, never a crash or a read outside the bytes given (run it under SAN=address). tests
+ * layer (cmocka, libcufold.a); the images are built by the Makefile (FATBINS, MCODES). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -258,6 +258,34 @@ static void test_survey(void **state)
 	assert_true(img_sm_runs(80, 86));
 }
 
+/* compute_90a / sm_90a: that architecture only, PTX and machine code alike. */
+static void test_arch_specific(void **state)
+{
+	size_t n;
+	unsigned char *img = read_file("elementwise.a90.fatbin", &n);
+	struct img_survey s;
+	struct img_entry e = { IMG_KIND_PTX, 100, IMG_FLAG_FAMILY, NULL, 0, 0 };
+
+	(void)state;
+	expect_target("elementwise.a90.fatbin", 90, ".target sm_90a");
+	assert_int_equal(img_survey(img, n, 90, false, &s), 0);
+	assert_string_equal(s.archs, "compute_90a sm_90a");
+	assert_true(s.have_ptx && s.have_elf);
+	/* a 9.1 device would run sm_90 code and JIT compute_90 PTX, but neither of these */
+	assert_int_equal(img_survey(img, n, 91, false, &s), 0);
+	assert_false(s.have_ptx || s.have_elf);
+	assert_true(s.ptx_other_arch);
+	expect_no_ptx("elementwise.a90.fatbin", 91, -CF_ENOENT, true, "specific to another architecture");
+	expect_no_ptx("elementwise.a90.fatbin", 100, -CF_ENOENT, true, "compute_90a");
+	/* family-specific: the same major, minor not below */
+	assert_true(img_entry_usable(&e, 103));
+	assert_false(img_entry_usable(&e, 110));
+	assert_false(img_entry_usable(&e, 90));
+	e.flags = 0;
+	assert_true(img_entry_usable(&e, 110)); /* plain PTX JITs forward */
+	free(img);
+}
+
 /* ------------------------------------------------------------------ machine code */
 
 static const struct img_kernel *kernel_named(const struct img_mcode *m, const char *prefix)
@@ -459,7 +487,7 @@ static void test_hostile(void **state)
 	static const char *const files[] = {
 		"elementwise.fatbin", "elementwise.lz4.fatbin", "elementwise.plain.fatbin",
 		"elementwise.all-lz4.fatbin", "elementwise.all-zstd.fatbin", "elementwise.cubin",
-		"mcode.sm90.cubin", "elementwise.ptx",
+		"mcode.sm90.cubin", "elementwise.ptx", "elementwise.a90.fatbin",
 	};
 	unsigned int seed = 23;
 
@@ -505,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_ptx_through_wrapper),
 		cmocka_unit_test(test_no_ptx),
 		cmocka_unit_test(test_survey),
+		cmocka_unit_test(test_arch_specific),
 		cmocka_unit_test(test_machine_code),
 		cmocka_unit_test(test_lz4_blocks),
 		cmocka_unit_test(test_hostile),
