@@ -25,6 +25,12 @@
  *     directly inside the body (a block nested in one, as inline asm, continues its area).
  *  4. The module owns all memory (one arena); strings are NUL-terminated and live as long as
  *     the module. ptx_module_free frees everything.
+ *  5. A module-scope name is one symbol: an `.extern` or `.weak`/`.common` repeat of a variable
+ *     or a declaration repeating a function is the same entry; a definition completes an earlier
+ *     declaration in place (indexes taken before stay valid). Only internal (no linkage said)
+ *     variables and .func may be defined again, as PTX files linked by concatenation do: the
+ *     later one shadows the earlier for what follows. A second .entry or .visible definition
+ *     fails.
  */
 #ifndef CF_DRIVER_PTX_H
 #define CF_DRIVER_PTX_H

@@ -286,8 +286,8 @@ static void compare_vars(const struct corpus_file *c, const struct ptx_module *m
 static void test_corpus_matches_oracle(void **state)
 {
 	(void)state;
-	/* 11 built kernel files, cufold's batch kernels, 6 numba/NVRTC: a missing build fails */
-	if (ncorpus < 15)
+	/* 10 built kernel files, cufold's batch kernels, 7 numba/NVRTC/nvcc: a missing build fails */
+	if (ncorpus < 18)
 		fail_msg("only %u PTX files found: build first (make), run from tests/run", ncorpus);
 	for (unsigned i = 0; i < ncorpus; i++) {
 		const struct corpus_file *c = &corpus[i];
@@ -308,6 +308,42 @@ static void test_corpus_matches_oracle(void **state)
 		oracle_fini(&o);
 		ptx_module_free(m);
 	}
+}
+
+/* nvcc -rdc's indirect call (a .callprototype operand) and its table of function addresses. */
+static void test_corpus_indirect_call(void **state)
+{
+	const struct corpus_file *c = NULL;
+	struct ptx_module *m;
+	const struct ptx_func *f;
+	const struct ptx_var *tab;
+	bool proto = false;
+
+	(void)state;
+	for (unsigned i = 0; i < ncorpus; i++)
+		if (strstr(corpus[i].path, "nvcc_rdc.ptx"))
+			c = &corpus[i];
+	if (!c)
+		fail_msg("tests/data/ptx/nvcc_rdc.ptx not found");
+	m = parse_ok(c->text);
+	f = ptx_find_func(m, "indirect");
+	assert_non_null(f);
+	for (uint32_t i = 0; i < f->ninsns; i++)
+		if (!strcmp(f->insns[i].opcode, "call")) {
+			const struct ptx_insn *in = &f->insns[i];
+
+			assert_int_equal(in->ops[1].kind, PTX_OP_REG);
+			assert_int_equal(in->ops[in->nops - 1].kind, PTX_OP_PROTO);
+			proto = true;
+		}
+	assert_true(proto);
+	tab = module_var(m, "tab");
+	assert_non_null(tab);
+	assert_int_equal(tab->ninit_addrs, 2);
+	assert_int_equal(tab->init_addrs[1].scope, PTX_SCOPE_FUNC);
+	assert_string_equal(m->funcs[tab->init_addrs[1].index].name, "_Z3deci");
+	assert_int_equal(tab->init_addrs[1].offset, 8);
+	ptx_module_free(m);
 }
 
 /* ------------------------------------------------------------------ never a crash */
@@ -647,6 +683,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus_matches_oracle),
+		cmocka_unit_test(test_corpus_indirect_call),
 		cmocka_unit_test(test_truncated_and_garbled),
 		cmocka_unit_test(test_calls_and_scopes),
 		cmocka_unit_test(test_module_vars),
