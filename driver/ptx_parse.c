@@ -18,7 +18,8 @@
 #include "driver/ptx_int.h"
 
 #define MAX_BLOCK_DEPTH 64            /* nested { } in a body */
-#define MAX_REGS (1u << 22)           /* registers of one function: a garbage guard */
+#define MAX_INIT_DEPTH 16             /* nested { } in an initialiser */
+#define MAX_REGS (1u << 20)           /* registers of one function: a garbage guard */
 #define MAX_INIT_BYTES (64u << 20)    /* initialised bytes of one variable: a garbage guard */
 #define MAX_VAR_BYTES (1ull << 40)    /* declared bytes of one variable: a garbage guard */
 
@@ -718,9 +719,7 @@ static int parse_operand(struct parser *p, struct ptx_operand *o, uint32_t insn,
 	memset(o, 0, sizeof(*o));
 	if (at_punct(p, '!')) {
 		next(p);
-		if (parse_operand(p, o, insn, opi, nested))
-			return -1;
-		if (o->kind != PTX_OP_REG)
+		if (p->t->kind != PTX__T_IDENT || parse_name(p, o, insn, opi) || o->kind != PTX_OP_REG)
 			return fail(p, "'!' before an operand that is not a predicate register");
 		o->neg = 1;
 		return 0;
@@ -1290,11 +1289,14 @@ static int init_value(struct parser *p, struct ptx_var *v, unsigned char *init, 
 	return 0;
 }
 
-/* `= value` or `= { ... }` (nested for arrays), into a buffer of at most cap bytes. */
-static int init_values(struct parser *p, struct ptx_var *v, unsigned char *init, uint64_t *off, struct vec *addrs)
+/* `= value` or `= { ... }` (nested for arrays, depth levels deep so far), into init. */
+static int init_values(struct parser *p, struct ptx_var *v, unsigned char *init, uint64_t *off, struct vec *addrs,
+		       unsigned depth)
 {
 	unsigned elem = ptx_type_bytes((enum ptx_type)v->type);
 
+	if (depth > MAX_INIT_DEPTH)
+		return fail(p, "initialiser of %s nested too deeply", v->name);
 	if (!at_punct(p, '{')) {
 		if (init_value(p, v, init, *off, addrs))
 			return -1;
@@ -1303,7 +1305,7 @@ static int init_values(struct parser *p, struct ptx_var *v, unsigned char *init,
 	}
 	next(p);
 	while (!at_punct(p, '}')) {
-		if (init_values(p, v, init, off, addrs))
+		if (init_values(p, v, init, off, addrs, depth + 1))
 			return -1;
 		if (at_punct(p, ','))
 			next(p);
@@ -1350,7 +1352,7 @@ static int parse_init(struct parser *p, struct ptx_var *v)
 	init = ptx__alloc(p->a, v->size);
 	if (!init)
 		return oom(p);
-	if (init_values(p, v, init, &off, &addrs))
+	if (init_values(p, v, init, &off, &addrs, 0))
 		goto out;
 	v->init = init;
 	v->ninit_addrs = addrs.n;

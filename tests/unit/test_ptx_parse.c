@@ -676,6 +676,26 @@ static void test_errors_name_the_line(void **state)
 	parse_fails(HEAD ".global .u64 x = nowhere;\n", "unknown symbol nowhere");
 	parse_fails(HEAD ".alias a, b;\n", "line 4: directive .alias is not supported");
 	parse_fails(".version 9.0\n.entry k() { \x01 }\n", "line 2: byte 0x01");
+	{
+		/* nesting deep enough to overflow a recursive parser's stack */
+		size_t n = 200000;
+		char *deep = malloc(sizeof(HEAD) + 2 * n + 64), *q = deep;
+
+		assert_non_null(deep);
+		q += sprintf(q, HEAD ".global .u32 x[1] = ");
+		memset(q, '{', n);
+		q[n] = 0;
+		parse_fails(deep, "nested too deeply");
+		q = deep + sprintf(deep, HEAD ".entry k() { .reg .pred %%p; @");
+		memset(q, '!', n);
+		strcpy(q + n, "%p bra k; }");
+		parse_fails(deep, "line 4: bad guard");
+		q = deep + sprintf(deep, HEAD ".entry k() { .reg .pred %%p; .reg .b32 %%r; selp.b32 %%r, 1, 2, ");
+		memset(q, '!', n);
+		strcpy(q + n, "%p; }");
+		parse_fails(deep, "'!' before an operand");
+		free(deep);
+	}
 	parse_fails(HEAD ".entry k() { .reg .b32 %r<2>; { .reg .b32 %q; } mov.b32 %q, %r1; }\n", "unknown register %q");
 }
 
