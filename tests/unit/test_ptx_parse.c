@@ -679,10 +679,13 @@ static void test_errors_name_the_line(void **state)
 	{
 		/* nesting deep enough to overflow a recursive parser's stack */
 		size_t n = 200000;
-		char *deep = malloc(sizeof(HEAD) + 2 * n + 64), *q = deep;
+		char *deep = malloc(sizeof(HEAD) + 2 * n + 64), *q;
 
-		assert_non_null(deep);
-		q += sprintf(q, HEAD ".global .u32 x[1] = ");
+		if (!deep) {
+			fail_msg("out of memory");
+			return;
+		}
+		q = deep + sprintf(deep, HEAD ".global .u32 x[1] = ");
 		memset(q, '{', n);
 		q[n] = 0;
 		parse_fails(deep, "nested too deeply");
