@@ -8,10 +8,15 @@
  * (with `.align`, arrays, initialisers); `.entry` and `.func` (with return parameters, `.extern`
  * and `.weak` declarations, performance directives `.maxntid` `.reqntid` `.minnctapersm`
  * `.maxnreg` `.pragma`); bodies: `.reg` (families `%r<N>` and single registers), `.local`,
- * `.shared`, `.param` (call blocks), labels, nested `{ }` blocks, instructions with a guard
- * (`@p`, `@!p`), an opcode with its dot-modifiers, and operands. Debug directives (`.file`,
- * `.loc`, `.section`) are skipped. Anything else fails the parse with a message naming the line:
- * a construct is never guessed at.
+ * `.shared`, `.param` (call blocks), labels and `.callprototype` labels, nested `{ }` blocks,
+ * instructions with a guard (`@p`, `@!p`), an opcode with its dot-modifiers, and operands
+ * (registers, `p|q`, `!p`, special registers, integer and float immediates, symbols, `[base+N]`
+ * addresses, `{ }` vectors, `( )` call lists, labels, `_`). Debug directives (`.file`, `.loc`,
+ * `.section`) are skipped. Not parsed (the parse fails): vector registers (`.reg .v4`),
+ * `.reg` parameters, `.shared::cluster`, `.branchtargets`/`.calltargets`, texture/surface
+ * references, `.alias`. Anything else unknown fails the parse with a message naming the line:
+ * a construct is never guessed at. Hostile text is refused, never followed: nesting and sizes
+ * are bounded, and no recursion deepens with the input.
  *
  * Invariants of a parsed module:
  *  1. Every name an operand uses is resolved at parse time (registers to a flat register id,
@@ -25,6 +30,12 @@
  *     directly inside the body (a block nested in one, as inline asm, continues its area).
  *  4. The module owns all memory (one arena); strings are NUL-terminated and live as long as
  *     the module. ptx_module_free frees everything.
+ *  5. A module-scope name is one symbol: an `.extern` or `.weak`/`.common` repeat of a variable
+ *     or a declaration repeating a function is the same entry; a definition completes an earlier
+ *     declaration in place (indexes taken before stay valid). Only internal (no linkage said)
+ *     variables and .func may be defined again, as PTX files linked by concatenation do: the
+ *     later one shadows the earlier for what follows. A second .entry or .visible definition
+ *     fails.
  */
 #ifndef CF_DRIVER_PTX_H
 #define CF_DRIVER_PTX_H
@@ -118,7 +129,8 @@ struct ptx_insn {
 	const char *mods[PTX_MAX_MODS]; /* its dot-modifiers in order, without the dot ("global", "u32") */
 	uint8_t nmods;
 	uint8_t nops;                 /* operands */
-	uint8_t space;                /* enum ptx_space named by a modifier (ld/st/atom/red/cvta/...), else NONE */
+	uint8_t space;                /* enum ptx_space of the first space modifier (ld/st/atom/red/cvta/...; cp.async
+	                               * has two: the first, its destination), else NONE */
 	uint8_t type;                 /* enum ptx_type: the last type modifier, PTX_T_NONE if none */
 	uint8_t vec;                  /* 1, or 2/4 for .v2/.v4 */
 	uint8_t guard_neg;            /* guard is @!p */

@@ -18,9 +18,19 @@
 #include "driver/ptx_int.h"
 
 #define MAX_BLOCK_DEPTH 64            /* nested { } in a body */
-#define MAX_REGS (1u << 22)           /* registers of one function: a garbage guard */
+#define MAX_INIT_DEPTH 16             /* nested { } in an initialiser */
+#define MAX_REGS (1u << 20)           /* registers of one function: a garbage guard */
 #define MAX_INIT_BYTES (64u << 20)    /* initialised bytes of one variable: a garbage guard */
 #define MAX_VAR_BYTES (1ull << 40)    /* declared bytes of one variable: a garbage guard */
+
+/* An opcode or modifier, kept once per module with what it means as a modifier. */
+struct word {
+	uint8_t space;                /* enum ptx_space it names, NONE if none */
+	uint8_t type;                 /* enum ptx_type it names, NONE if none */
+	uint8_t vec;                  /* 2/4/8 for v2/v4/v8, else 0 */
+	bool refused;                 /* shared::cluster */
+	char s[];                     /* the text, NUL-terminated */
+};
 
 /* A growing array (malloc'ed until copied into the arena). */
 struct vec {
@@ -87,7 +97,7 @@ struct parser {
 	struct vec vars;              /* struct ptx_var (module scope) */
 	struct vec var_link;          /* uint8_t enum linkage, per module variable */
 	struct vec operands;          /* struct ptx_operand (the pool) */
-	const char **intern;          /* open-addressed table of opcode and modifier strings */
+	struct word **intern;         /* open-addressed table of opcode and modifier strings */
 	uint32_t intern_cap, intern_n;
 	bool have_version;            /* .version seen */
 	struct fstate f;              /* the function being read */
@@ -185,6 +195,12 @@ static bool tok_eq(const struct ptx__tok *t, const char *s, uint32_t len)
 	return t->len == len && memcmp(t->s, s, len) == 0;
 }
 
+/* The token is the NUL-terminated name (no strlen: names run to thousands of bytes). */
+static bool tok_is_name(const struct ptx__tok *t, const char *name)
+{
+	return strncmp(name, t->s, t->len) == 0 && name[t->len] == 0;
+}
+
 /* A short form of the current token for messages. */
 static const char *tok_text(const struct parser *p, char *buf, size_t n)
 {
@@ -212,44 +228,6 @@ static int expect_uint(struct parser *p, uint64_t max, uint64_t *v, const char *
 		return fail(p, "bad %s", what);
 	*v = next(p)->u;
 	return 0;
-}
-
-/* An opcode or modifier string, interned in the arena (consumers strcmp them; one copy each). */
-static const char *intern(struct parser *p, const char *s, uint32_t len)
-{
-	uint32_t h = 2166136261u, i;
-
-	if (p->intern_n * 2 >= p->intern_cap) {
-		uint32_t cap = p->intern_cap ? p->intern_cap * 2 : 256;
-		const char **nt = calloc(cap, sizeof(*nt));
-
-		if (!nt)
-			return NULL;
-		for (uint32_t k = 0; k < p->intern_cap; k++) {
-			const char *e = p->intern[k];
-			uint32_t hh = 2166136261u;
-
-			if (!e)
-				continue;
-			for (const char *c = e; *c; c++)
-				hh = (hh ^ (unsigned char)*c) * 16777619u;
-			for (i = hh & (cap - 1); nt[i]; i = (i + 1) & (cap - 1))
-				;
-			nt[i] = e;
-		}
-		free(p->intern);
-		p->intern = nt;
-		p->intern_cap = cap;
-	}
-	for (uint32_t k = 0; k < len; k++)
-		h = (h ^ (unsigned char)s[k]) * 16777619u;
-	for (i = h & (p->intern_cap - 1); p->intern[i]; i = (i + 1) & (p->intern_cap - 1))
-		if (strncmp(p->intern[i], s, len) == 0 && p->intern[i][len] == 0)
-			return p->intern[i];
-	p->intern[i] = ptx__strndup(p->a, s, len);
-	if (p->intern[i])
-		p->intern_n++;
-	return p->intern[i];
 }
 
 /* ------------------------------------------------------------------ types and declarations */
@@ -283,6 +261,65 @@ static enum ptx_space space_named(const char *s, uint32_t len, bool *refused)
 		if (strlen(spaces[i].name) == len && memcmp(spaces[i].name, s, len) == 0)
 			return spaces[i].space;
 	return PTX_SPACE_NONE;
+}
+
+static uint32_t fnv(const char *s, uint32_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t k = 0; k < len; k++)
+		h = (h ^ (unsigned char)s[k]) * 16777619u;
+	return h;
+}
+
+/* A new word: its text in the arena, classified once (an instruction has a dozen modifiers at
+ * most, a module thousands of instructions, and a few dozen distinct words). */
+static struct word *new_word(struct parser *p, const char *s, uint32_t len)
+{
+	struct word *w = ptx__alloc(p->a, sizeof(*w) + len + 1);
+
+	if (!w)
+		return NULL;
+	memcpy(w->s, s, len);
+	w->s[len] = 0;
+	w->space = (uint8_t)space_named(s, len, &w->refused);
+	w->type = (uint8_t)ptx_type_from_name(w->s);
+	if (len == 2 && s[0] == 'v' && (s[1] == '2' || s[1] == '4' || s[1] == '8'))
+		w->vec = (uint8_t)(s[1] - '0');
+	return w;
+}
+
+/* An opcode or modifier, interned (consumers strcmp the text; one copy of each). */
+static const struct word *intern(struct parser *p, const char *s, uint32_t len)
+{
+	uint32_t i;
+
+	if (p->intern_n * 2 >= p->intern_cap) {
+		uint32_t cap = p->intern_cap ? p->intern_cap * 2 : 256;
+		struct word **nt = calloc(cap, sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		for (uint32_t k = 0; k < p->intern_cap; k++) {
+			struct word *e = p->intern[k];
+
+			if (!e)
+				continue;
+			for (i = fnv(e->s, (uint32_t)strlen(e->s)) & (cap - 1); nt[i]; i = (i + 1) & (cap - 1))
+				;
+			nt[i] = e;
+		}
+		free(p->intern);
+		p->intern = nt;
+		p->intern_cap = cap;
+	}
+	for (i = fnv(s, len) & (p->intern_cap - 1); p->intern[i]; i = (i + 1) & (p->intern_cap - 1))
+		if (strncmp(p->intern[i]->s, s, len) == 0 && p->intern[i]->s[len] == 0)
+			return p->intern[i];
+	p->intern[i] = new_word(p, s, len);
+	if (p->intern[i])
+		p->intern_n++;
+	return p->intern[i];
 }
 
 /* What a variable declaration says between its space and its name. */
@@ -475,19 +512,19 @@ static bool find_sym(const struct parser *p, const struct ptx__tok *t, bool in_f
 	const struct ptx_func *fn = p->funcs.v;
 
 	for (uint32_t i = in_func ? p->f.vars.n : 0; i-- > 0;)
-		if (block_is_open(p, vars[i].block) && tok_eq(t, vars[i].name, (uint32_t)strlen(vars[i].name))) {
+		if (block_is_open(p, vars[i].block) && tok_is_name(t, vars[i].name)) {
 			*scope = PTX_SCOPE_VAR;
 			*index = i;
 			return true;
 		}
 	for (uint32_t i = 0; in_func && i < p->f.params.n; i++)
-		if (tok_eq(t, params[i].name, (uint32_t)strlen(params[i].name))) {
+		if (tok_is_name(t, params[i].name)) {
 			*scope = PTX_SCOPE_PARAM;
 			*index = i;
 			return true;
 		}
 	for (uint32_t i = 0; in_func && i < p->f.rets.n; i++)
-		if (tok_eq(t, rets[i].name, (uint32_t)strlen(rets[i].name))) {
+		if (tok_is_name(t, rets[i].name)) {
 			*scope = PTX_SCOPE_RET;
 			*index = i;
 			return true;
@@ -495,13 +532,13 @@ static bool find_sym(const struct parser *p, const struct ptx__tok *t, bool in_f
 	/* newest first: in PTX linked by concatenation, a file's own internal names shadow an
 	 * earlier file's */
 	for (uint32_t i = p->vars.n; i-- > 0;)
-		if (tok_eq(t, mv[i].name, (uint32_t)strlen(mv[i].name))) {
+		if (tok_is_name(t, mv[i].name)) {
 			*scope = PTX_SCOPE_GLOBAL;
 			*index = i;
 			return true;
 		}
 	for (uint32_t i = p->funcs.n; i-- > 0;)
-		if (tok_eq(t, fn[i].name, (uint32_t)strlen(fn[i].name))) {
+		if (tok_is_name(t, fn[i].name)) {
 			*scope = PTX_SCOPE_FUNC;
 			*index = i;
 			return true;
@@ -718,9 +755,7 @@ static int parse_operand(struct parser *p, struct ptx_operand *o, uint32_t insn,
 	memset(o, 0, sizeof(*o));
 	if (at_punct(p, '!')) {
 		next(p);
-		if (parse_operand(p, o, insn, opi, nested))
-			return -1;
-		if (o->kind != PTX_OP_REG)
+		if (p->t->kind != PTX__T_IDENT || parse_name(p, o, insn, opi) || o->kind != PTX_OP_REG)
 			return fail(p, "'!' before an operand that is not a predicate register");
 		o->neg = 1;
 		return 0;
@@ -738,24 +773,20 @@ static int parse_operand(struct parser *p, struct ptx_operand *o, uint32_t insn,
 
 /* ------------------------------------------------------------------ instructions */
 
-/* The modifiers' meaning: space, type, vector width. */
-static int classify_mods(struct parser *p, struct ptx_insn *in)
+/* A modifier's meaning for its instruction: space (the first), type (the last), vector width. */
+static int add_mod(struct parser *p, struct ptx_insn *in, const struct word *w)
 {
-	for (uint32_t i = 0; i < in->nmods; i++) {
-		const char *m = in->mods[i];
-		bool refused;
-		enum ptx_space sp = space_named(m, (uint32_t)strlen(m), &refused);
-		enum ptx_type ty = ptx_type_from_name(m);
-
-		if (refused)
-			return fail(p, "%s.%s: .shared::cluster is not supported", in->opcode, m);
-		if (sp != PTX_SPACE_NONE && in->space == PTX_SPACE_NONE)
-			in->space = (uint8_t)sp;
-		if (ty != PTX_T_NONE)
-			in->type = (uint8_t)ty;
-		if (!strcmp(m, "v2") || !strcmp(m, "v4") || !strcmp(m, "v8"))
-			in->vec = (uint8_t)(m[1] - '0');
-	}
+	if (in->nmods == PTX_MAX_MODS)
+		return fail(p, "more than %d modifiers on %s", PTX_MAX_MODS, in->opcode);
+	if (w->refused)
+		return fail(p, "%s.%s: .shared::cluster is not supported", in->opcode, w->s);
+	in->mods[in->nmods++] = w->s;
+	if (w->space != PTX_SPACE_NONE && in->space == PTX_SPACE_NONE)
+		in->space = w->space;
+	if (w->type != PTX_T_NONE)
+		in->type = w->type;
+	if (w->vec)
+		in->vec = w->vec;
 	return 0;
 }
 
@@ -764,6 +795,7 @@ static int parse_insn(struct parser *p, uint32_t block)
 	struct ptx_insn *in = vec_push(p, &p->f.insns, sizeof(*in));
 	uint32_t idx = p->f.insns.n - 1;
 	const struct ptx__tok *op;
+	const struct word *w;
 	char b[80];
 
 	if (!in)
@@ -785,20 +817,19 @@ static int parse_insn(struct parser *p, uint32_t block)
 	if (p->t->kind != PTX__T_IDENT)
 		return fail(p, "expected an instruction, got %s", tok_text(p, b, sizeof(b)));
 	op = next(p);
-	in->opcode = intern(p, op->s, op->len);
-	if (!in->opcode)
+	w = intern(p, op->s, op->len);
+	if (!w)
 		return oom(p);
+	in->opcode = w->s;
 	while (p->t->kind == PTX__T_DIR && p->t->adj) {
 		const struct ptx__tok *m = next(p);
 
-		if (in->nmods == PTX_MAX_MODS)
-			return fail(p, "more than %d modifiers on %s", PTX_MAX_MODS, in->opcode);
-		in->mods[in->nmods] = intern(p, m->s, m->len);
-		if (!in->mods[in->nmods++])
+		w = intern(p, m->s, m->len);
+		if (!w)
 			return oom(p);
+		if (add_mod(p, in, w))
+			return -1;
 	}
-	if (classify_mods(p, in))
-		return -1;
 	while (!at_punct(p, ';')) {
 		struct ptx_operand o;
 
@@ -1124,7 +1155,7 @@ static uint32_t func_slot(struct parser *p, const struct ptx__tok *name, bool is
 
 	*existed = false;
 	for (uint32_t i = p->funcs.n; i-- > 0;) {
-		if (!tok_eq(name, fns[i].name, (uint32_t)strlen(fns[i].name)))
+		if (!tok_is_name(name, fns[i].name))
 			continue;
 		if (fns[i].is_entry == is_entry && (is_decl || fns[i].is_decl)) {
 			*existed = true;
@@ -1290,11 +1321,14 @@ static int init_value(struct parser *p, struct ptx_var *v, unsigned char *init, 
 	return 0;
 }
 
-/* `= value` or `= { ... }` (nested for arrays), into a buffer of at most cap bytes. */
-static int init_values(struct parser *p, struct ptx_var *v, unsigned char *init, uint64_t *off, struct vec *addrs)
+/* `= value` or `= { ... }` (nested for arrays, depth levels deep so far), into init. */
+static int init_values(struct parser *p, struct ptx_var *v, unsigned char *init, uint64_t *off, struct vec *addrs,
+		       unsigned depth)
 {
 	unsigned elem = ptx_type_bytes((enum ptx_type)v->type);
 
+	if (depth > MAX_INIT_DEPTH)
+		return fail(p, "initialiser of %s nested too deeply", v->name);
 	if (!at_punct(p, '{')) {
 		if (init_value(p, v, init, *off, addrs))
 			return -1;
@@ -1303,7 +1337,7 @@ static int init_values(struct parser *p, struct ptx_var *v, unsigned char *init,
 	}
 	next(p);
 	while (!at_punct(p, '}')) {
-		if (init_values(p, v, init, off, addrs))
+		if (init_values(p, v, init, off, addrs, depth + 1))
 			return -1;
 		if (at_punct(p, ','))
 			next(p);
@@ -1350,7 +1384,7 @@ static int parse_init(struct parser *p, struct ptx_var *v)
 	init = ptx__alloc(p->a, v->size);
 	if (!init)
 		return oom(p);
-	if (init_values(p, v, init, &off, &addrs))
+	if (init_values(p, v, init, &off, &addrs, 0))
 		goto out;
 	v->init = init;
 	v->ninit_addrs = addrs.n;

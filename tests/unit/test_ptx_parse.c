@@ -286,8 +286,8 @@ static void compare_vars(const struct corpus_file *c, const struct ptx_module *m
 static void test_corpus_matches_oracle(void **state)
 {
 	(void)state;
-	/* 11 built kernel files, cufold's batch kernels, 6 numba/NVRTC: a missing build fails */
-	if (ncorpus < 15)
+	/* 10 built kernel files, cufold's batch kernels, 7 numba/NVRTC/nvcc: a missing build fails */
+	if (ncorpus < 18)
 		fail_msg("only %u PTX files found: build first (make), run from tests/run", ncorpus);
 	for (unsigned i = 0; i < ncorpus; i++) {
 		const struct corpus_file *c = &corpus[i];
@@ -308,6 +308,42 @@ static void test_corpus_matches_oracle(void **state)
 		oracle_fini(&o);
 		ptx_module_free(m);
 	}
+}
+
+/* nvcc -rdc's indirect call (a .callprototype operand) and its table of function addresses. */
+static void test_corpus_indirect_call(void **state)
+{
+	const struct corpus_file *c = NULL;
+	struct ptx_module *m;
+	const struct ptx_func *f;
+	const struct ptx_var *tab;
+	bool proto = false;
+
+	(void)state;
+	for (unsigned i = 0; i < ncorpus; i++)
+		if (strstr(corpus[i].path, "nvcc_rdc.ptx"))
+			c = &corpus[i];
+	if (!c)
+		fail_msg("tests/data/ptx/nvcc_rdc.ptx not found");
+	m = parse_ok(c->text);
+	f = ptx_find_func(m, "indirect");
+	assert_non_null(f);
+	for (uint32_t i = 0; i < f->ninsns; i++)
+		if (!strcmp(f->insns[i].opcode, "call")) {
+			const struct ptx_insn *in = &f->insns[i];
+
+			assert_int_equal(in->ops[1].kind, PTX_OP_REG);
+			assert_int_equal(in->ops[in->nops - 1].kind, PTX_OP_PROTO);
+			proto = true;
+		}
+	assert_true(proto);
+	tab = module_var(m, "tab");
+	assert_non_null(tab);
+	assert_int_equal(tab->ninit_addrs, 2);
+	assert_int_equal(tab->init_addrs[1].scope, PTX_SCOPE_FUNC);
+	assert_string_equal(m->funcs[tab->init_addrs[1].index].name, "_Z3deci");
+	assert_int_equal(tab->init_addrs[1].offset, 8);
+	ptx_module_free(m);
 }
 
 /* ------------------------------------------------------------------ never a crash */
@@ -640,6 +676,29 @@ static void test_errors_name_the_line(void **state)
 	parse_fails(HEAD ".global .u64 x = nowhere;\n", "unknown symbol nowhere");
 	parse_fails(HEAD ".alias a, b;\n", "line 4: directive .alias is not supported");
 	parse_fails(".version 9.0\n.entry k() { \x01 }\n", "line 2: byte 0x01");
+	{
+		/* nesting deep enough to overflow a recursive parser's stack */
+		size_t n = 200000;
+		char *deep = malloc(sizeof(HEAD) + 2 * n + 64), *q;
+
+		if (!deep) {
+			fail_msg("out of memory");
+			return;
+		}
+		q = deep + sprintf(deep, HEAD ".global .u32 x[1] = ");
+		memset(q, '{', n);
+		q[n] = 0;
+		parse_fails(deep, "nested too deeply");
+		q = deep + sprintf(deep, HEAD ".entry k() { .reg .pred %%p; @");
+		memset(q, '!', n);
+		strcpy(q + n, "%p bra k; }");
+		parse_fails(deep, "line 4: bad guard");
+		q = deep + sprintf(deep, HEAD ".entry k() { .reg .pred %%p; .reg .b32 %%r; selp.b32 %%r, 1, 2, ");
+		memset(q, '!', n);
+		strcpy(q + n, "%p; }");
+		parse_fails(deep, "'!' before an operand");
+		free(deep);
+	}
 	parse_fails(HEAD ".entry k() { .reg .b32 %r<2>; { .reg .b32 %q; } mov.b32 %q, %r1; }\n", "unknown register %q");
 }
 
@@ -647,6 +706,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus_matches_oracle),
+		cmocka_unit_test(test_corpus_indirect_call),
 		cmocka_unit_test(test_truncated_and_garbled),
 		cmocka_unit_test(test_calls_and_scopes),
 		cmocka_unit_test(test_module_vars),

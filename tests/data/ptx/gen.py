@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """gen.py - PTX from the other compilers cufold meets, for tests/unit/test_ptx_parse.c: numba
-(NVVM) kernels and NVRTC kernels, written next to this file. Needs the clients venv (numba,
-cuda-python) but no GPU: run it with /work/venvs/clients-venv/bin/python when the compilers
-change, and commit the .ptx files it writes."""
+(NVVM) kernels, NVRTC kernels, and nvcc with -rdc (indirect calls through a .callprototype,
+function addresses in an initialiser, grid sync, CUB's block reduce), written next to this file.
+Needs the clients venv (numba, cuda-python) and nvcc but no GPU: run it with
+/work/venvs/clients-venv/bin/python when the compilers change, and commit the .ptx files it
+writes."""
 import os
+import subprocess
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -119,8 +123,41 @@ def nvrtc_kernels():
     yield "nvrtc_kernels", buf.rstrip(b"\0").decode()
 
 
+NVCC_RDC_SRC = r'''
+#include <cstdio>
+#include <cub/block/block_reduce.cuh>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__device__ int inc(int a) { return a + 1; }
+__device__ int dec(int a) { return a - 1; }
+__device__ int (*tab[2])(int) = { inc, dec };
+struct pair { float *p; int n; };
+extern "C" __global__ void indirect(int *x) { x[0] = tab[x[2] & 1](x[1]); }
+extern "C" __global__ void gridsync(int *x) { cg::grid_group g = cg::this_grid(); x[threadIdx.x] = 1; g.sync(); if (!threadIdx.x) printf("%d %f\\n", x[0], 1.5); }
+extern "C" __global__ void block_sum(struct pair out, const float *in)
+{
+	typedef cub::BlockReduce<float, 128> R;
+	__shared__ typename R::TempStorage tmp;
+	float v = R(tmp).Sum(in[blockIdx.x * 128 + threadIdx.x]);
+	if (threadIdx.x == 0 && blockIdx.x < out.n)
+		atomicAdd(out.p + blockIdx.x, v);
+}
+'''
+
+
+def nvcc_kernels():
+    nvcc = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "rdc.cu"), os.path.join(d, "rdc.ptx")
+        with open(src, "w") as f:
+            f.write(NVCC_RDC_SRC)
+        subprocess.run([nvcc, "-ptx", "-arch=compute_90", "-rdc=true", "-o", out, src], check=True)
+        with open(out) as f:
+            yield "nvcc_rdc", f.read()
+
+
 def main():
-    for gen in (numba_kernels, nvrtc_kernels):
+    for gen in (numba_kernels, nvrtc_kernels, nvcc_kernels):
         for name, ptx in gen():
             with open(os.path.join(HERE, name + ".ptx"), "w") as f:
                 f.write(ptx)
