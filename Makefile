@@ -85,6 +85,10 @@ CF_LIBS := -ldl -lpthread
 # ---------------------------------------------------------------- software device
 SIM_SRC := $(sort $(wildcard tests/simcuda/*.c))
 SIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SIM_SRC))
+# Product objects the software device is built on (tests may use the product, never the reverse):
+# the PTX front end, so the device reads PTX exactly as cufold does, and the one decoder of images.
+# libc (and dlopen) only; linked in, not scanned for sim_api_ entry points.
+SIM_PRODUCT_OBJ := $(patsubst %.c,$(B)/obj/%.o,driver/ptx_lex.c driver/ptx_parse.c driver/ptx_names.c driver/image.c)
 
 # ---------------------------------------------------------------- kernels, programs, tests
 KERNELS   := $(patsubst tests/kernels/%.cu,$(B)/kernels/%.ptx,$(wildcard tests/kernels/*.cu))
@@ -205,14 +209,20 @@ $(B)/gen/simcuda.map: driver/cuda_api.def Makefile
 	$(call msg,GEN,$@)
 	$(Q){ echo '{ global:'; echo '  cu*;'; echo '  sim_twin_*;'; echo '  simcuda_*;'; echo 'local: *; };'; } > $@
 
-$(SIMLIB): $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
+$(SIMLIB): $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(B)/gen/simcuda.map
 	@mkdir -p $(dir $@)
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
+	$(Q)$(CC) -shared -o $@ $(SIM_OBJ) $(SIM_PRODUCT_OBJ) $(B)/obj/gen/sim_entry.o $(LDSAN) \
 	  -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs \
 	  -Wl,--version-script=$(B)/gen/simcuda.map -ldl -lpthread -lm
 
 $(B)/unit/sim_nvml: $(SIMNVML)
+
+# sim_variant runs cufold's multi-instance variants on the software device: it links the
+# generator and the PTX parser from the product (tests may use the product)
+SIM_VARIANT_OBJ := $(B)/obj/rewrite/variant.o $(SIM_PRODUCT_OBJ)
+$(B)/unit/sim_variant: $(SIM_VARIANT_OBJ)
+$(B)/unit/sim_variant: TLIB_OBJ += $(SIM_VARIANT_OBJ)
 
 # NVML's stand-in (PyTorch's allocator asks it with expandable_segments:True; nvml.c says why)
 $(SIMNVML): tests/simcuda/nvml/nvml.c
@@ -226,11 +236,14 @@ $(B)/kernels/%.ptx: tests/kernels/%.cu
 	$(call msg,NVCC,$<)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
 
-# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c: the
-# default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75 PTX), LZ4 (speed mode), two
-# uncompressed PTX versions, PTX too new for the device, machine code only, and a bare cubin.
+# Binary images of one kernel file in the forms nvcc writes, for tests/unit/sim_fatbin.c and
+# test_driver_image.c: the default fatbin (nvcc 13: sm_75 code and zstd-compressed compute_75
+# PTX), LZ4 (speed mode), two uncompressed PTX versions, PTX too new for the device, machine code
+# only, a bare cubin, machine code compressed too (-Xfatbin -compress-all, LZ4 and zstd), and
+# architecture-specific code (compute_90a, sm_90a).
 FB_SRC  := tests/kernels/elementwise.cu
-FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin)
+FATBINS := $(addprefix $(B)/kernels/elementwise,.fatbin .lz4.fatbin .plain.fatbin .new.fatbin .sass.fatbin .cubin \
+             .all-lz4.fatbin .all-zstd.fatbin .a90.fatbin)
 comma   := ,
 FB_GEN  = -gencode arch=compute_$(1),code=$(2)
 $(B)/kernels/elementwise.fatbin: NVFB = -fatbin
@@ -239,6 +252,10 @@ $(B)/kernels/elementwise.plain.fatbin: NVFB = -fatbin --compress-mode=none $(cal
 $(B)/kernels/elementwise.new.fatbin: NVFB = -fatbin $(call FB_GEN,100,compute_100)
 $(B)/kernels/elementwise.sass.fatbin: NVFB = -fatbin $(call FB_GEN,80,sm_80) $(call FB_GEN,90,sm_90)
 $(B)/kernels/elementwise.cubin: NVFB = -cubin -arch=sm_90
+$(B)/kernels/elementwise.all-lz4.fatbin: NVFB = -fatbin -Xfatbin -compress-all --compress-mode=speed \
+  $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.all-zstd.fatbin: NVFB = -fatbin -Xfatbin -compress-all $(call FB_GEN,90,[compute_90$(comma)sm_90])
+$(B)/kernels/elementwise.a90.fatbin: NVFB = -fatbin --compress-mode=none $(call FB_GEN,90a,[compute_90a$(comma)sm_90a])
 $(FATBINS): $(FB_SRC)
 	@mkdir -p $(dir $@)
 	$(call msg,NVCC,$@)
@@ -259,6 +276,11 @@ $(MCODES): $(MC_SRC)
 	$(Q)$(NVCC) $(NVMC) -o $@ $<
 
 $(B)/unit/sim_mcode: | $(MCODES)
+
+# The decoder's unit test and the program that loads by every loader read the images above.
+$(B)/progs/cap_images: | $(FATBINS) $(MCODES)
+$(B)/unit/test_driver_image $(B)/unit/test_capture_images: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"'
+$(B)/unit/test_driver_image $(B)/unit/test_capture_images: | $(FATBINS) $(MCODES) $(KERNELS)
 
 # Runtime-API programs (tests/cudart/*.cu) built by plain nvcc as users build them: with the
 # shared and the static cudart, and compiled with --default-stream per-thread. They find the

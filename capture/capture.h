@@ -55,6 +55,27 @@ enum cap_copy_dir {
 	CAP_DIR_HTOH = 3, /* host to host */
 };
 
+/* What the image a kernel was loaded from offers (capture/images.c). */
+enum cap_code {
+	CAP_CODE_UNKNOWN = 0,        /* no image seen for it (a loader cufold does not hook, or loaded
+				      * before cufold started) */
+	CAP_CODE_PTX = 1,            /* PTX text the device would JIT */
+	CAP_CODE_MACHINE = 2,        /* machine code only */
+	CAP_CODE_NONE = 3,           /* neither (a malformed image, zstd-compressed PTX without
+				      * libzstd.so.1, an unreadable file, ...) */
+};
+
+/* The code of the images the program loaded: one record per distinct PTX text (images without
+ * PTX share one record per code). Lives while a loaded module or library, a handle looked up
+ * from one, or a function record names it. */
+struct cap_image {
+	uint64_t id;                 /* never reused within an engine (1 and 2: the shared records) */
+	enum cap_code code;          /* CAP_CODE_PTX, _MACHINE or _NONE */
+	const char *ptx;             /* the module's whole PTX, NUL-terminated (owned); NULL unless PTX */
+	size_t ptx_len;              /* its bytes, without the NUL */
+	uint32_t refs;               /* references (images.c) */
+};
+
 /* A kernel's name and parameter layout, cached per function (capture/funcs.c). */
 struct cap_func {
 	CUfunction func;             /* the first handle seen of it (others may share the record) */
@@ -68,8 +89,18 @@ struct cap_func {
 	uint32_t *offset;            /* per parameter: byte offset (owned), NULL when nparams == 0 */
 	uint32_t *size;              /* per parameter: bytes */
 	uint64_t launches;           /* successful eager launches (atomic; report) */
+	struct cap_image *image;     /* the code it was loaded from (one reference), NULL when unknown;
+				      * part of the record's identity: the same name and layout from
+				      * another text is another record */
 	struct cap_func *next;       /* every function, newest first */
 };
+
+/* The PTX text of the module f was loaded from (which holds f's `.entry` f->name), NULL with
+ * *len 0 when there is none at hand (cap_func_code says why). Valid while f lives. */
+const char *cap_func_ptx(const struct cap_func *f, size_t *len);
+enum cap_code cap_func_code(const struct cap_func *f);
+/* "unknown", "ptx", "machine_code", "none" (the report's words). */
+const char *cap_code_name(enum cap_code c);
 
 struct cap_kernel {
 	CUfunction handle;           /* the handle as passed: a CUfunction or a CUkernel cast to one */
@@ -371,6 +402,30 @@ void cap_stream_forget(struct cap_engine *ce, CUstream s);
 void cap_event_forget(struct cap_engine *ce, CUevent e);
 /* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. */
 void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k);
+/* A module (library: a CUlibrary) the program loaded, from the bytes at image (as handed to the
+ * driver: PTX text, a fatbin, a wrapper, a cubin) or the file at path: its PTX for the device is
+ * kept (images.c) and the report counts it. Call after the driver loaded it. */
+void cap_image_loaded(struct cap_engine *ce, bool library, const void *handle, const void *image, const char *path);
+/* A lookup handed out a handle of loaded code: a function of a module (cuModuleGetFunction:
+ * handle a CUfunction, from a CUmodule), a kernel of a library (cuLibraryGetKernel,
+ * cuLibraryEnumerateKernels: a CUkernel from a CUlibrary), a kernel's function
+ * (cuKernelGetFunction: a CUfunction from a CUkernel). Its function record will name the image. */
+enum cap_image_link {
+	CAP_LINK_MODULE_FUNCTION = 0,
+	CAP_LINK_LIBRARY_KERNEL = 1,
+	CAP_LINK_KERNEL_FUNCTION = 2,
+	CAP_LINK_LIBRARY_MODULE = 3, /* cuLibraryGetModule: a CUmodule from a CUlibrary (a function
+				      * of it then finds the image through cuFuncGetModule) */
+};
+void cap_image_link(struct cap_engine *ce, enum cap_image_link kind, const void *handle, const void *from);
+/* A JIT link (cuLinkAddData_v2, cuLinkAddFile_v2: data and size, or the file at path;
+ * cuLinkComplete: its output; cuLinkDestroy): its PTX inputs are kept until it is destroyed,
+ * and a module loaded from its output has them as its PTX (a GPU's linker outputs machine
+ * code: numba without nvJitLink, for one, loads its kernels that way). */
+void cap_link_input(struct cap_engine *ce, CUlinkState state, CUjitInputType type, const void *data, size_t size,
+		    const char *path);
+void cap_link_complete(struct cap_engine *ce, CUlinkState state, const void *out);
+void cap_link_destroy(struct cap_engine *ce, CUlinkState state);
 /* A module or library is about to be unloaded: its function handles may be reused, forget
  * them (only them: handles of other modules stay bound, and a reloaded kernel gets its old
  * record and key id back). Asks the driver for a library's module. */
@@ -551,6 +606,12 @@ struct cap_totals {
 	uint64_t passthrough;              /* calls passed through unrecorded while the program captured */
 	uint64_t shapes_evicted;           /* shapes dropped by the LRU bound */
 	uint64_t own_calls;                /* driver calls capture made itself */
+	uint64_t images_loaded;            /* modules and libraries loaded (images.c) */
+	uint64_t images_ptx;               /* of which with PTX the device would JIT */
+	uint64_t images_machine_code;      /* with machine code only */
+	uint64_t images_no_code;           /* with neither found */
+	uint64_t ptx_texts_kept;           /* distinct PTX texts held now (cap_get_totals) */
+	uint64_t ptx_bytes_kept;           /* their bytes */
 };
 void cap_get_totals(struct cap_engine *ce, struct cap_totals *t);
 /* Bytes of host memory capture holds now. */

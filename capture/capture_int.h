@@ -99,6 +99,22 @@ size_t cap__funcs_bytes(struct cap_engine *ce);
 /* Every function record ever made, newest first. */
 struct cap_func *cap__funcs_all(struct cap_engine *ce);
 
+/* ------------------------------------------------------------------ images (images.c) */
+
+void cap__images_init(struct cap_engine *ce);
+void cap__images_fini(struct cap_engine *ce);
+size_t cap__images_bytes(struct cap_engine *ce);
+/* The image a new function handle comes from: bound to func, else to the CUkernel it was
+ * resolved from, else to its module; NULL when unknown. */
+struct cap_image *cap__image_of(struct cap_engine *ce, CUfunction func, CUkernel kernel, CUmodule mod);
+/* A reference for a function record (img may be NULL); unref frees a text nobody names. */
+void cap__image_ref(struct cap_image *img);
+void cap__image_unref(struct cap_engine *ce, struct cap_image *img);
+/* A module or library is unloaded: forget it and the handles looked up from it. */
+void cap__images_forget(struct cap_engine *ce, CUmodule mod, CUlibrary lib);
+/* Forget every function and kernel handle (which were unloaded is not known). */
+void cap__images_drop_handles(struct cap_engine *ce);
+
 /* Whether a name matches one of the comma-separated globs. */
 bool cap__name_matches(const char *patterns, const char *name);
 
@@ -176,6 +192,22 @@ struct cap_funcs {
 	size_t nbytes;               /* bytes of records (statistics) */
 };
 
+/* images.c: the code of loaded images, and which handles came from which. */
+struct cap_images {
+	struct cf_table by_text;     /* PTX text -> struct image_rec (one per distinct text) */
+	struct cf_map mods;          /* CUmodule -> struct image_bind */
+	struct cf_map libs;          /* CUlibrary -> struct image_bind */
+	struct cf_map kernels;       /* CUkernel -> struct image_bind (owner: its library) */
+	struct cf_map fns;           /* CUfunction -> struct image_bind (owner: module or library) */
+	struct cf_map links;         /* CUlinkState -> struct link_rec */
+	struct cap_image machine;    /* the record of every image with machine code only */
+	struct cap_image none;       /* the record of every image with no code found */
+	uint64_t next_id;            /* id of the next text record */
+	unsigned int device_arch;    /* compute capability images are read for; 0 until asked */
+	size_t texts;                /* text records alive */
+	size_t text_bytes;           /* their texts' bytes */
+};
+
 /* streams.c: stream and event records. */
 struct cap_streams {
 	struct cf_map streams;       /* created stream handle, or hash of a default stream -> record */
@@ -224,6 +256,7 @@ struct cap_engine {
 	struct cap_totals totals;    /* counters (some updated atomically, see cap_op_done) */
 	struct cap_alloc_map alloc;  /* alloc.c */
 	struct cap_funcs funcs;      /* funcs.c */
+	struct cap_images images;    /* images.c */
 	struct cap_streams streams;  /* streams.c */
 	struct cap_trace trace;      /* trace.c */
 	struct cap_trie trie;        /* trie.c */

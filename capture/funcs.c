@@ -10,12 +10,13 @@
  * answers CUDA_ERROR_INVALID_VALUE.
  *
  * A record (struct cap_func) stands for a kernel by what it is, not by its handle: one record
- * per (name, layout), so a module unloaded and loaded again gives its kernels' new handles the
- * records (and key ids) they had, and records are bounded by the distinct kernels a program
- * has. Handles are bindings: by_func maps each handle to its record and remembers the handle's
+ * per (name, layout, code: the PTX text it was loaded from, images.c), so a module unloaded and
+ * loaded again gives its kernels' new handles the records (and key ids) they had, two kernels
+ * of one name and layout but different code (NVRTC recompiling) are two, and records are
+ * bounded by the distinct kernels a program has. Handles are bindings: by_func maps each handle to its record and remembers the handle's
  * module (cuFuncGetModule, asked once), so unloading a module forgets exactly that module's
  * handles (the driver may reuse them) and no others. Records are never freed before
- * cap_engine_destroy (ops of stored windows point at them). by_sig finds a record by its (name, layout), written out
+ * cap_engine_destroy (ops of stored windows point at them). by_sig finds a record by its (name, layout, image id), written out
  * as bytes and compared exactly (a common/table.h table: asked once per new handle, not per
  * launch); the per-launch lookups by handle stay in cf_maps. */
 #include <fnmatch.h>
@@ -135,18 +136,20 @@ out_unknown:
 	f->layout_known = false;
 }
 
-/* r's key: the bytes of (name, layout); 0, or -CF_ENOMEM. The name's NUL ends it, so the
- * rest (one byte, then 4 * nparams and 4 * nparams) cannot run into it. */
+/* r's key: the bytes of (name, layout, image); 0, or -CF_ENOMEM. The name's NUL ends it, so
+ * the rest (one byte, 4 * nparams, 4 * nparams, then the image's id: 8 bytes, 0 when unknown)
+ * cannot run into it. */
 static int sig_make(struct func_rec *r)
 {
 	const struct cap_func *f = &r->f;
 	size_t name_len = strlen(f->name) + 1, pbytes = f->nparams * sizeof(uint32_t);
-	unsigned char *p = malloc(name_len + 1 + 2 * pbytes);
+	uint64_t image = f->image ? f->image->id : 0;
+	unsigned char *p = malloc(name_len + 1 + 2 * pbytes + sizeof(image));
 
 	if (!p)
 		return -CF_ENOMEM;
 	r->sig = p;
-	r->sig_len = name_len + 1 + 2 * pbytes;
+	r->sig_len = name_len + 1 + 2 * pbytes + sizeof(image);
 	memcpy(p, f->name, name_len);
 	p += name_len;
 	*p++ = f->layout_known;
@@ -154,6 +157,7 @@ static int sig_make(struct func_rec *r)
 		memcpy(p, f->offset, pbytes);
 		memcpy(p + pbytes, f->size, pbytes);
 	}
+	memcpy(p + 2 * pbytes, &image, sizeof(image));
 	return 0;
 }
 
@@ -168,8 +172,9 @@ static void func_free(struct cap_func *f)
 	free(r);
 }
 
-/* The record of a kernel with func's name and layout: an existing one, or a new one. */
-static struct cap_func *func_record(struct cap_engine *ce, CUfunction func, CUkernel kernel)
+/* The record of a kernel with func's name and layout, loaded from img: an existing one, or a
+ * new one. */
+static struct cap_func *func_record(struct cap_engine *ce, CUfunction func, CUkernel kernel, struct cap_image *img)
 {
 	struct func_rec *r = calloc(1, sizeof(*r)), *known;
 	struct cap_func *f;
@@ -180,6 +185,7 @@ static struct cap_func *func_record(struct cap_engine *ce, CUfunction func, CUke
 		return NULL;
 	f = &r->f;
 	f->func = func;
+	f->image = img;
 	cap__own_call(ce, DRV_ID_cuFuncGetName);
 	named = DRV_REAL(cuFuncGetName)(&name, func) == CUDA_SUCCESS && name;
 	f->name = strdup(named ? name : "?");
@@ -202,6 +208,7 @@ static struct cap_func *func_record(struct cap_engine *ce, CUfunction func, CUke
 		return NULL;
 	}
 	f->id = ce->funcs.next_id++;
+	cap__image_ref(f->image); /* the record's, never dropped: records live until the end */
 	f->barrier = cap__name_matches(ce->cfg.barrier_kernels, f->name);
 	f->next = ce->funcs.all;
 	ce->funcs.all = f;
@@ -216,15 +223,15 @@ static struct cap_func *func_bind_new(struct cap_engine *ce, CUfunction func, CU
 
 	if (!b)
 		return NULL;
-	b->f = func_record(ce, func, kernel);
 	b->mod = NULL;
-	if (!b->f)
-		goto out_free;
 	if (DRV_REAL(cuFuncGetModule)) {
 		cap__own_call(ce, DRV_ID_cuFuncGetModule);
 		if (DRV_REAL(cuFuncGetModule)(&b->mod, func) != CUDA_SUCCESS)
 			b->mod = NULL;
 	}
+	b->f = func_record(ce, func, kernel, cap__image_of(ce, func, kernel, b->mod));
+	if (!b->f)
+		goto out_free;
 	if (cf_map_put(&ce->funcs.by_func, (uint64_t)(uintptr_t)func, b) != 0)
 		goto out_free;
 	ce->funcs.nbytes += sizeof(*b);
@@ -362,6 +369,7 @@ void cap_funcs_unloading(CUmodule mod, CUlibrary lib)
 
 void cap_funcs_forget_module(struct cap_engine *ce, CUmodule mod, CUlibrary lib)
 {
+	cap__images_forget(ce, lib ? NULL : mod, lib);
 	if (lib) {
 		mod = NULL;
 		cap__own_call(ce, DRV_ID_cuLibraryGetModule);
@@ -388,6 +396,7 @@ void cap_funcs_forget(struct cap_engine *ce)
 	}
 	drop_bindings(ce);
 	drop_kernel_fns(ce);
+	cap__images_drop_handles(ce);
 }
 
 bool cap_window_uses_unloading(struct cap_engine *ce)

@@ -189,6 +189,7 @@ struct cap_engine *cap_engine_create(const struct cap_config *cfg)
 	ce->funcs.next_id = 1;
 	ce->streams.next_id = 1;
 	ce->trie.next_shape_id = 1;
+	cap__images_init(ce);
 	pthread_mutex_init(&ce->sites.lock, NULL);
 	ce->cur = cap__window_new();
 	if (!ce->cur) {
@@ -216,6 +217,7 @@ void cap_engine_destroy(struct cap_engine *ce)
 	cap__window_free(ce->cur);
 	cap__window_free(ce->spare);
 	cap__funcs_fini(ce);
+	cap__images_fini(ce); /* after the function records, which name images */
 	cap__streams_fini(ce);
 	cap__alloc_fini(ce);
 	cap__trace_fini(ce);
@@ -232,6 +234,8 @@ void cap_get_totals(struct cap_engine *ce, struct cap_totals *t)
 	t->memsets = __atomic_load_n(&ce->totals.memsets, __ATOMIC_RELAXED);
 	t->bytes_copied = __atomic_load_n(&ce->totals.bytes_copied, __ATOMIC_RELAXED);
 	t->bytes_set = __atomic_load_n(&ce->totals.bytes_set, __ATOMIC_RELAXED);
+	t->ptx_texts_kept = ce->images.texts;
+	t->ptx_bytes_kept = ce->images.text_bytes;
 }
 
 size_t cap_memory_bytes(struct cap_engine *ce)
@@ -242,8 +246,8 @@ size_t cap_memory_bytes(struct cap_engine *ce)
 		n += cap__window_bytes(ce->cur);
 	if (ce->spare)
 		n += cap__window_bytes(ce->spare);
-	return n + cap__trie_bytes(ce) + cap__funcs_bytes(ce) + cap__streams_bytes(ce) + cap__alloc_bytes(ce) +
-	       cap__trace_bytes(ce) + cap__callsite_bytes(ce);
+	return n + cap__trie_bytes(ce) + cap__funcs_bytes(ce) + cap__images_bytes(ce) + cap__streams_bytes(ce) +
+	       cap__alloc_bytes(ce) + cap__trace_bytes(ce) + cap__callsite_bytes(ce);
 }
 
 static void keep_spare(struct cap_engine *ce, struct cap_window *w);

@@ -230,6 +230,46 @@ static size_t kernel_launches(struct cap_engine *ce, struct name_count **out)
 	return merge_names(v, i);
 }
 
+struct name_code {
+	const char *name;            /* kernel name (borrowed) */
+	enum cap_code code;          /* what its image offers */
+};
+
+static int cmp_name_code(const void *a, const void *b)
+{
+	return strcmp(((const struct name_code *)a)->name, ((const struct name_code *)b)->name);
+}
+
+/* "kernel_code": each launched kernel's name and what its image offers ("ptx", "machine_code",
+ * "none", "unknown"; "mixed" when records of one name were loaded from different kinds). */
+static void write_kernel_code(struct cap_engine *ce, struct cf_json *j)
+{
+	size_t n = 0, k = 0;
+	struct name_code *v;
+
+	for (struct cap_func *fn = cap__funcs_all(ce); fn; fn = fn->next)
+		n++;
+	v = calloc(n + 1, sizeof(*v));
+	cf_json_obj_begin(j);
+	for (struct cap_func *fn = cap__funcs_all(ce); v && fn; fn = fn->next)
+		if (__atomic_load_n(&fn->launches, __ATOMIC_RELAXED))
+			v[k++] = (struct name_code){ fn->name, cap_func_code(fn) };
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_name_code);
+	for (size_t i = 0; i < k;) {
+		size_t e = i + 1;
+		bool mixed = false;
+
+		for (; e < k && !strcmp(v[e].name, v[i].name); e++)
+			mixed |= v[e].code != v[i].code;
+		cf_json_nl(j, 2);
+		cf_json_kstr(j, v[i].name, mixed ? "mixed" : cap_code_name(v[i].code));
+		i = e;
+	}
+	cf_json_obj_end(j);
+	free(v);
+}
+
 /* X(key, field): the capture totals written after "ops_by_kind", in order (struct cap_totals) */
 #define CAP_REPORT_TOTALS(X) \
 	X("launches", launches) \
@@ -238,7 +278,13 @@ static size_t kernel_launches(struct cap_engine *ce, struct name_count **out)
 	X("bytes_copied", bytes_copied) \
 	X("bytes_set", bytes_set) \
 	X("passed_through_in_capture", passthrough) \
-	X("driver_calls_own", own_calls)
+	X("driver_calls_own", own_calls) \
+	X("images_loaded", images_loaded) \
+	X("images_ptx", images_ptx) \
+	X("images_machine_code", images_machine_code) \
+	X("images_no_code", images_no_code) \
+	X("ptx_texts_kept", ptx_texts_kept) \
+	X("ptx_bytes_kept", ptx_bytes_kept)
 
 static void write_totals(struct cap_engine *ce, struct cf_json *j, const struct cap_totals *t)
 {
@@ -300,6 +346,9 @@ static void write_body(struct cap_engine *ce, struct cf_json *j)
 	}
 	free(kl);
 	cf_json_obj_end(j);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "kernel_code");
+	write_kernel_code(ce, j);
 	cf_json_nl(j, 1);
 	cf_json_key(j, "memory");
 	cf_json_obj_begin(j);

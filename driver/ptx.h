@@ -8,10 +8,15 @@
  * (with `.align`, arrays, initialisers); `.entry` and `.func` (with return parameters, `.extern`
  * and `.weak` declarations, performance directives `.maxntid` `.reqntid` `.minnctapersm`
  * `.maxnreg` `.pragma`); bodies: `.reg` (families `%r<N>` and single registers), `.local`,
- * `.shared`, `.param` (call blocks), labels, nested `{ }` blocks, instructions with a guard
- * (`@p`, `@!p`), an opcode with its dot-modifiers, and operands. Debug directives (`.file`,
- * `.loc`, `.section`) are skipped. Anything else fails the parse with a message naming the line:
- * a construct is never guessed at.
+ * `.shared`, `.param` (call blocks), labels and `.callprototype` labels, nested `{ }` blocks,
+ * instructions with a guard (`@p`, `@!p`), an opcode with its dot-modifiers, and operands
+ * (registers, `p|q`, `!p`, special registers, integer and float immediates, symbols, `[base+N]`
+ * addresses, `{ }` vectors, `( )` call lists, labels, `_`). Debug directives (`.file`, `.loc`,
+ * `.section`) are skipped. Not parsed (the parse fails): vector registers (`.reg .v4`),
+ * `.reg` parameters, `.shared::cluster`, `.branchtargets`/`.calltargets`, texture/surface
+ * references, `.alias`. Anything else unknown fails the parse with a message naming the line:
+ * a construct is never guessed at. Hostile text is refused, never followed: nesting and sizes
+ * are bounded, and no recursion deepens with the input.
  *
  * Invariants of a parsed module:
  *  1. Every name an operand uses is resolved at parse time (registers to a flat register id,
@@ -21,9 +26,16 @@
  *     `%r<N>` takes N consecutive ids (%r0 .. %r<N-1>).
  *  3. Parameter offsets are computed as the driver lays them out: each rounded up to its
  *     alignment (`.align N` before the type, else the type's size); call-block `.param`
- *     variables get offsets in their block's call area, which starts at 0 in every block.
+ *     variables get offsets in their block's call area, which starts at 0 in every block
+ *     directly inside the body (a block nested in one, as inline asm, continues its area).
  *  4. The module owns all memory (one arena); strings are NUL-terminated and live as long as
  *     the module. ptx_module_free frees everything.
+ *  5. A module-scope name is one symbol: an `.extern` or `.weak`/`.common` repeat of a variable
+ *     or a declaration repeating a function is the same entry; a definition completes an earlier
+ *     declaration in place (indexes taken before stay valid). Only internal (no linkage said)
+ *     variables and .func may be defined again, as PTX files linked by concatenation do: the
+ *     later one shadows the earlier for what follows. A second .entry or .visible definition
+ *     fails.
  */
 #ifndef CF_DRIVER_PTX_H
 #define CF_DRIVER_PTX_H
@@ -86,20 +98,24 @@ enum ptx_scope {
 enum ptx_operand_kind {
 	PTX_OP_REG,                   /* reg */
 	PTX_OP_SPECIAL,               /* special (enum ptx_special) */
-	PTX_OP_IMM,                   /* imm: integer value, or float bits (is_float: 0f../0d.. or a decimal with '.'/'e') */
+	PTX_OP_IMM,                   /* imm: integer value, or float bits (is_float says which) */
 	PTX_OP_SYM,                   /* scope, index: a variable's or function's address (mov %rd, sym) */
 	PTX_OP_ADDR,                  /* [base + imm]: base is reg, or symbol (scope, index), or neither ([imm]) */
 	PTX_OP_VEC,                   /* { a, b, ... }: nelem operands from module->operands[first] */
 	PTX_OP_LIST,                  /* ( a, b, ... ) of a call: nelem operands from module->operands[first] */
 	PTX_OP_LABEL,                 /* label: the instruction index it precedes (bra target) */
 	PTX_OP_SINK,                  /* _ (a discarded destination) */
+	PTX_OP_PAIR,                  /* p|q: setp's two predicate destinations, reg = p, index = q */
+	PTX_OP_PROTO,                 /* a .callprototype label (the last operand of an indirect call):
+	                               * index = the order of its declaration in the function */
 };
 
 struct ptx_operand {
 	uint8_t kind;                 /* enum ptx_operand_kind */
 	uint8_t scope;                /* enum ptx_scope (SYM, ADDR with a symbol base) */
 	uint8_t neg;                  /* '!' before a predicate operand (setp's |q, selp's, ...) */
-	uint8_t is_float;             /* IMM is float bits (f32 in the low word for 0f, else f64) */
+	uint8_t is_float;             /* IMM is float bits: 1 f32 (0f..., in the low word), 2 f64 (0d... or
+	                               * a decimal with '.'/'e'); 0 an integer */
 	uint32_t reg;                 /* REG; ADDR's base register or PTX_NONE */
 	uint32_t index;               /* SYM / ADDR symbol index in its scope, or PTX_NONE;
 	                               * SPECIAL: enum ptx_special; LABEL: instruction index */
@@ -113,7 +129,8 @@ struct ptx_insn {
 	const char *mods[PTX_MAX_MODS]; /* its dot-modifiers in order, without the dot ("global", "u32") */
 	uint8_t nmods;
 	uint8_t nops;                 /* operands */
-	uint8_t space;                /* enum ptx_space named by a modifier (ld/st/atom/red/cvta/...), else NONE */
+	uint8_t space;                /* enum ptx_space of the first space modifier (ld/st/atom/red/cvta/...; cp.async
+	                               * has two: the first, its destination), else NONE */
 	uint8_t type;                 /* enum ptx_type: the last type modifier, PTX_T_NONE if none */
 	uint8_t vec;                  /* 1, or 2/4 for .v2/.v4 */
 	uint8_t guard_neg;            /* guard is @!p */
@@ -126,6 +143,17 @@ struct ptx_insn {
 struct ptx_reg {
 	const char *name;             /* "%r12", "%p3", "%f1", "%rd4"; single registers as declared */
 	uint8_t type;                 /* enum ptx_type declared */
+};
+
+/* A word of a module variable's initialiser that holds an address, `sym`, `generic(sym)` or
+ * either `+ N`: the loader fills it in, so init holds zeros there. */
+struct ptx_init_addr {
+	uint64_t offset;              /* byte offset of the word in the variable */
+	uint32_t index;               /* the symbol: module->vars[index] or module->funcs[index] */
+	uint8_t scope;                /* PTX_SCOPE_GLOBAL or PTX_SCOPE_FUNC */
+	uint8_t generic;              /* generic(sym): a generic address, else the symbol's own space */
+	uint8_t bytes;                /* width of the word (4 or 8) */
+	int64_t addend;               /* the + N */
 };
 
 /* A parameter, a return parameter, or a variable (body or module scope). */
@@ -141,7 +169,10 @@ struct ptx_var {
 	uint64_t offset;              /* params: byte offset in the parameter block; call-block
 	                               * params: offset in their block's call area; else 0 */
 	uint32_t block;               /* block it is declared in (0 = the body / function scope) */
-	const unsigned char *init;    /* initial bytes (size of them) of a module variable, or NULL */
+	const unsigned char *init;    /* initial bytes (size of them) of a module variable, or NULL;
+	                               * the words init_addrs names hold 0 here */
+	const struct ptx_init_addr *init_addrs; /* initialiser words that are symbol addresses */
+	uint32_t ninit_addrs;
 };
 
 struct ptx_func {
@@ -166,6 +197,7 @@ struct ptx_func {
 	uint32_t line;                /* line of its .entry/.func */
 	const char *text;             /* its source text (from .entry/.func to the closing brace) */
 	size_t text_len;
+	size_t body_off;              /* offset of the body's '{' in module->text (0 for a declaration) */
 };
 
 struct ptx_module {

@@ -8,14 +8,17 @@
  * process has few contexts, a load happens once per context, and it is reached both under the
  * engine's lock (builds) and outside it (a context's destruction, rpl_context_gone). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capture/capture.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "driver/ptx.h"
 #include "driver/real.h"
 #include "rewrite/kernels.h"
+#include "rewrite/variant.h"
 
 #include "rw_kernels_ptx.h"
 
@@ -35,9 +38,29 @@ struct ctx_entry {
 	CUfunction fn[RW_K_COUNT];   /* its kernels, NULL until asked for */
 };
 
+/* A program's kernel's multi-instance variant in one context (rewrite/variant.h), or why there
+ * is none. Keyed by the image it came from (cap_image ids are never reused), its name and the
+ * context: a handle or a function record can be reused after an unload, these cannot. */
+struct variant_entry {
+	CUcontext ctx;
+	uint64_t image;              /* cap_image id of the kernel's code */
+	char *entry;                 /* the kernel's name (owned) */
+	bool ok;                     /* loaded; else refused (said once at info level) */
+	uint32_t param_bytes;        /* the kernel's parameter block, as its PTX lays it out */
+	CUfunction fn;               /* the variant in ctx */
+	struct cap_func info;        /* the variant's record: its name, one table parameter */
+	uint32_t off0, size0;        /* info's layout */
+	char *name;                  /* entry RW_VARIANT_SUFFIX (owned) */
+};
+
+#define VARIANT_MAX 512          /* variants (and refusals) kept; beyond, no more are made */
+
 struct rw_kernels {
-	pthread_mutex_t lock;        /* guards v */
+	pthread_mutex_t lock;        /* guards v and variants */
 	struct ctx_entry v[CTX_MAX]; /* loaded contexts */
+	struct variant_entry **variants; /* nvariants made so far, each allocated apart: derived ops
+					  * point at an entry's info, which must not move */
+	uint32_t nvariants;
 };
 
 struct rw_kernels *rw_kernels_create(void)
@@ -55,6 +78,12 @@ void rw_kernels_destroy(struct rw_kernels *kc)
 {
 	if (!kc)
 		return;
+	for (uint32_t i = 0; i < kc->nvariants; i++) {
+		free(kc->variants[i]->entry);
+		free(kc->variants[i]->name);
+		free(kc->variants[i]);
+	}
+	free(kc->variants);
 	pthread_mutex_destroy(&kc->lock);
 	free(kc);
 }
@@ -85,8 +114,8 @@ static struct ctx_entry *find(struct rw_kernels *cache, CUcontext ctx)
 	return NULL;
 }
 
-/* Load the module into ctx, making ctx current for the call if it is not. */
-static CUresult load(CUcontext ctx, CUmodule *mod)
+/* Load PTX text as a module into ctx, making ctx current for the call if it is not. */
+static CUresult load_text(CUcontext ctx, const char *text, CUmodule *mod)
 {
 	CUcontext cur = NULL, popped;
 	CUresult rc, rc2;
@@ -101,12 +130,20 @@ static CUresult load(CUcontext ctx, CUmodule *mod)
 			return rc;
 		pushed = true;
 	}
-	rc = DRV_REAL(cuModuleLoadData)(mod, rw_kernels_ptx());
+	rc = DRV_REAL(cuModuleLoadData)(mod, text);
 	if (pushed) {
 		rc2 = DRV_REAL(cuCtxPopCurrent_v2)(&popped);
 		if (rc == CUDA_SUCCESS && rc2 != CUDA_SUCCESS)
 			rc = rc2;
 	}
+	return rc;
+}
+
+/* The batch module into ctx. */
+static CUresult load(CUcontext ctx, CUmodule *mod)
+{
+	CUresult rc = load_text(ctx, rw_kernels_ptx(), mod);
+
 	if (rc != CUDA_SUCCESS)
 		cf_log_warn("cannot load cufold's kernels into context %p: error %d", (void *)ctx, (int)rc);
 	return rc;
@@ -182,29 +219,160 @@ void rw_kernels_forget(struct rw_kernels *cache, CUcontext ctx)
 		if (e)
 			memset(e, 0, sizeof(*e));
 	}
+	/* the context's variants died with it: their entries no longer match (a new context
+	 * that reuses the handle makes its own) */
+	for (uint32_t i = 0; i < cache->nvariants; i++)
+		if (!ctx || cache->variants[i]->ctx == ctx)
+			cache->variants[i]->ctx = NULL;
 	pthread_mutex_unlock(&cache->lock);
 }
 
 /* ------------------------------------------------------------------ multi-instance variants */
 
-/* The variants of programs' kernels (rewrite/variant.c) need each kernel's PTX, which capture
- * keeps per loaded image: until both are here no kernel has one, and batch-kernel leaves every
- * launch as it is. */
+static struct variant_entry *variant_find(struct rw_kernels *kc, CUcontext ctx, uint64_t image, const char *entry)
+{
+	for (uint32_t i = 0; i < kc->nvariants; i++) {
+		struct variant_entry *v = kc->variants[i];
+
+		if (v->ctx == ctx && v->image == image && !strcmp(v->entry, entry))
+			return v;
+	}
+	return NULL;
+}
+
+/* Make the variant of f in ctx from its PTX (v is filled: ok, or refused). */
+static void variant_make(CUcontext ctx, const struct cap_func *f, struct variant_entry *v)
+{
+	char why[256] = "", err[256];
+	const struct ptx_func *pf;
+	struct ptx_module *m;
+	size_t len, tlen;
+	const char *ptx = cap_func_ptx(f, &len);
+	char *text = NULL;
+	CUmodule mod;
+	CUresult rc;
+
+	m = ptx ? ptx_parse(ptx, len, err, sizeof(err)) : NULL;
+	if (!m) {
+		snprintf(why, sizeof(why), "%s", ptx ? err : "no PTX");
+		goto out;
+	}
+	pf = ptx_find_func(m, f->name);
+	v->param_bytes = pf ? (uint32_t)pf->param_bytes : 0;
+	if (rw_variant_ptx(m, f->name, &text, &tlen, why, sizeof(why)) != 0) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "no variant could be written");
+		goto out;
+	}
+	v->name = malloc(strlen(f->name) + sizeof(RW_VARIANT_SUFFIX));
+	if (!v->name) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto out;
+	}
+	strcpy(v->name, f->name);
+	strcat(v->name, RW_VARIANT_SUFFIX);
+	rc = load_text(ctx, text, &mod);
+	if (rc == CUDA_SUCCESS)
+		rc = DRV_REAL(cuModuleGetFunction)(&v->fn, mod, v->name);
+	if (rc != CUDA_SUCCESS) {
+		snprintf(why, sizeof(why), "the driver did not load it (error %d)", (int)rc);
+		goto out;
+	}
+	v->off0 = 0;
+	v->size0 = RW_MULTI_TABLE_BYTES;
+	v->info = (struct cap_func){ .func = v->fn, .nparams = 1, .param_bytes = RW_MULTI_TABLE_BYTES,
+				     .layout_known = true, .name = v->name, .offset = &v->off0, .size = &v->size0 };
+	v->ok = true;
+out:
+	if (!v->ok)
+		cf_log_info("kernel %s: no multi-instance variant: %s", f->name, why);
+	free(text);
+	ptx_module_free(m);
+}
+
+/* The variant entry of op's kernel in op's context, made on first use; NULL when none can be
+ * kept (no image known, too many). */
+static struct variant_entry *variant_get(struct rw_kernels *kc, const struct cap_op *op)
+{
+	const struct cap_func *f = op->kind == CAP_OP_KERNEL ? op->u.kernel.info : NULL;
+	struct variant_entry *v = NULL, **grown;
+
+	if (!kc || !f || !f->image || !op->ctx || cap_func_code(f) != CAP_CODE_PTX)
+		return NULL;
+	pthread_mutex_lock(&kc->lock);
+	v = variant_find(kc, op->ctx, f->image->id, f->name);
+	if (v || kc->nvariants >= VARIANT_MAX)
+		goto out;
+	grown = realloc(kc->variants, (kc->nvariants + 1) * sizeof(*grown));
+	if (!grown)
+		goto out;
+	kc->variants = grown;
+	v = calloc(1, sizeof(*v));
+	if (v)
+		v->entry = strdup(f->name);
+	if (!v || !v->entry) {
+		free(v);
+		v = NULL;
+		goto out;
+	}
+	v->ctx = op->ctx;
+	v->image = f->image->id;
+	kc->variants[kc->nvariants++] = v;
+	variant_make(op->ctx, f, v); /* under the lock: a JIT compile, once per kernel and context */
+out:
+	pthread_mutex_unlock(&kc->lock);
+	return v;
+}
+
 bool rw_kernels_multi_possible(struct rw_kernels *kc, const struct cap_op *op)
 {
-	(void)kc;
-	(void)op;
-	return false;
+	struct variant_entry *v = variant_get(kc, op);
+
+	return v && v->ok && op->u.kernel.param_size == v->param_bytes && rw_variant_capacity(v->param_bytes) >= 2;
 }
 
 int rw_kernels_multi_launch(struct rw_kernels *kc, const struct cap_op *const *members, uint32_t k, void *table,
 			    uint32_t cap, struct cap_op *out)
 {
-	(void)kc;
-	(void)members;
-	(void)k;
-	(void)table;
-	(void)cap;
-	(void)out;
-	return -CF_ENOSYS;
+	const struct cap_op *first = members[0];
+	const void *params[RW_MULTI_MAX];
+	uint32_t grid[RW_MULTI_MAX], total = 0;
+	struct variant_entry *v;
+	int rc;
+
+	if (k < 1 || k > RW_MULTI_MAX)
+		return -CF_EINVAL;
+	v = variant_get(kc, first);
+	if (!v || !v->ok)
+		return -CF_ENOSYS;
+	for (uint32_t j = 0; j < k; j++) {
+		if (members[j]->u.kernel.param_size != v->param_bytes)
+			return -CF_EINVAL;
+		grid[j] = members[j]->u.kernel.grid[0];
+		params[j] = members[j]->u.kernel.params;
+	}
+	rc = rw_variant_table(k, grid, params, v->param_bytes, table, cap, &total);
+	if (rc != 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->kind = CAP_OP_KERNEL;
+	out->api = DRV_ID_cuLaunchKernel;
+	out->stream_kind = first->stream_kind;
+	out->stream_slot = first->stream_slot;
+	out->tid = first->tid;
+	out->stream = first->stream;
+	out->ctx = first->ctx;
+	out->seq = first->seq;
+	out->callsite = first->callsite;
+	out->u.kernel.handle = v->fn;
+	out->u.kernel.func = v->fn;
+	out->u.kernel.info = &v->info;
+	out->u.kernel.grid[0] = total;
+	out->u.kernel.grid[1] = first->u.kernel.grid[1];
+	out->u.kernel.grid[2] = first->u.kernel.grid[2];
+	memcpy(out->u.kernel.block, first->u.kernel.block, sizeof(out->u.kernel.block));
+	out->u.kernel.shared_bytes = first->u.kernel.shared_bytes;
+	out->u.kernel.param_size = RW_MULTI_TABLE_BYTES;
+	out->u.kernel.params = table;
+	return 0;
 }

@@ -927,7 +927,7 @@ void shim_engine_module_unload(enum drv_api_id api)
 	lock_drop(e);
 }
 
-void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n, bool count_call)
+void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n, bool count_call, CUlibrary lib)
 {
 	struct cf_engine *e;
 
@@ -937,8 +937,73 @@ void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n,
 		return;
 	e = engine_lock();
 	if (still_recording(e))
-		for (unsigned int i = 0; i < n; i++)
+		for (unsigned int i = 0; i < n; i++) {
 			cap_kernel_handle_add(e->cap, k[i]);
+			cap_image_link(e->cap, CAP_LINK_LIBRARY_KERNEL, k[i], lib);
+		}
+	lock_drop(e);
+}
+
+void shim_engine_image_loaded(bool library, const void *handle, const void *image, const char *path)
+{
+	struct cf_engine *e;
+
+	if (!handle || !recording())
+		return;
+	/* Decoded under the lock (it asks the driver the device's compute capability once, as
+	 * capture's own call): a load is rare, and zstd-decoding one module's PTX takes
+	 * microseconds to a millisecond. */
+	e = engine_lock();
+	if (still_recording(e))
+		cap_image_loaded(e->cap, library, handle, image, path);
+	lock_drop(e);
+}
+
+void shim_engine_link_input(CUlinkState link, CUjitInputType type, const void *data, size_t size, const char *path)
+{
+	struct cf_engine *e;
+
+	if (!link || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_link_input(e->cap, link, type, data, size, path);
+	lock_drop(e);
+}
+
+void shim_engine_link_complete(CUlinkState link, const void *out)
+{
+	struct cf_engine *e;
+
+	if (!link || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_link_complete(e->cap, link, out);
+	lock_drop(e);
+}
+
+void shim_engine_link_destroy(CUlinkState link)
+{
+	struct cf_engine *e;
+
+	if (!link || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_link_destroy(e->cap, link);
+	lock_drop(e);
+}
+
+void shim_engine_image_link(enum cap_image_link kind, const void *handle, const void *from)
+{
+	struct cf_engine *e;
+
+	if (!handle || !from || !recording())
+		return;
+	e = engine_lock();
+	if (still_recording(e))
+		cap_image_link(e->cap, kind, handle, from);
 	lock_drop(e);
 }
 

@@ -197,9 +197,20 @@ void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now);
 void shim_engine_ctx_destroyed(CUcontext ctx);
 
 /* Module and library calls: unload is a boundary (MODULE_UNLOAD) and forgets functions;
- * CUkernel handles are learned after cuLibraryGetKernel / cuLibraryEnumerateKernels. */
+ * CUkernel handles are learned after cuLibraryGetKernel / cuLibraryEnumerateKernels (lib: the
+ * library they came from, so their functions know its image). */
 void shim_engine_module_unload(enum drv_api_id api);
-void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n, bool count_call);
+void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n, bool count_call, CUlibrary lib);
+/* A module (library: a CUlibrary) the driver loaded, from the bytes at image or the file at
+ * path: capture keeps the PTX the device would JIT from it (cap_image_loaded). Not counted (the
+ * hook counted the call before it reached the driver). */
+void shim_engine_image_loaded(bool library, const void *handle, const void *image, const char *path);
+/* A lookup handed out a function or kernel of loaded code (cap_image_link). Not counted. */
+void shim_engine_image_link(enum cap_image_link kind, const void *handle, const void *from);
+/* A JIT link's input, output and end (cap_link_*), after the driver succeeded. Not counted. */
+void shim_engine_link_input(CUlinkState link, CUjitInputType type, const void *data, size_t size, const char *path);
+void shim_engine_link_complete(CUlinkState link, const void *out);
+void shim_engine_link_destroy(CUlinkState link);
 
 /* ------------------------------------------------------------------ for tests and benchmarks */
 

@@ -1,9 +1,134 @@
 /* hooks_module.c - hand-written hooks of module and library calls whose results capture caches:
- * unloading (a boundary: the module's function handles may be reused afterwards, so capture
- * forgets them, and only them) and
- * the lookups that hand out CUkernel handles (launches of those resolve through
- * cuKernelGetFunction). shim layer. */
+ * loading (every loader; the CUDA runtime registers its fat binaries through them: capture
+ * keeps the PTX of each image, capture/images.c; JIT linking, whose PTX inputs stand for the
+ * machine code a GPU's linker outputs), the lookups that hand out function and
+ * CUkernel handles (their function records learn which image they came from; launches of a
+ * CUkernel resolve through cuKernelGetFunction), and unloading (a boundary: the module's
+ * function handles may be reused afterwards, so capture forgets them, and only them). Loads and
+ * lookups are neutral: counted, never boundaries (frameworks load lazily in the middle of a
+ * step). Each tells the engine after the driver succeeded, never on the launch path. shim
+ * layer. */
 #include "shim/engine.h"
+
+/* A loader: forward, then hand the loaded image (bytes, or a file) to capture. */
+#define LOAD_HOOK(symbol, decls, args, library, handle, image, path) \
+	SHIM_HOOK(symbol) decls \
+	{ \
+		CUresult rc; \
+\
+		if (shim_is_inside()) \
+			return drv_real.p_##symbol args; \
+		shim_engine_neutral(DRV_ID_##symbol); \
+		rc = drv_real.p_##symbol args; \
+		if (rc == CUDA_SUCCESS && (handle)) \
+			shim_engine_image_loaded(library, *(handle), image, path); \
+		return rc; \
+	}
+
+LOAD_HOOK(cuModuleLoad, (CUmodule *m, const char *fname), (m, fname), false, m, NULL, fname)
+LOAD_HOOK(cuModuleLoadData, (CUmodule *m, const void *image), (m, image), false, m, image, NULL)
+LOAD_HOOK(cuModuleLoadDataEx,
+	  (CUmodule *m, const void *image, unsigned int n, CUjit_option *opts, void **vals),
+	  (m, image, n, opts, vals), false, m, image, NULL)
+LOAD_HOOK(cuModuleLoadFatBinary, (CUmodule *m, const void *fatbin), (m, fatbin), false, m, fatbin, NULL)
+LOAD_HOOK(cuLibraryLoadData,
+	  (CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
+	   CUlibraryOption *lo, void **lv, unsigned int nl),
+	  (lib, code, jo, jv, nj, lo, lv, nl), true, lib, code, NULL)
+LOAD_HOOK(cuLibraryLoadFromFile,
+	  (CUlibrary *lib, const char *fname, CUjit_option *jo, void **jv, unsigned int nj,
+	   CUlibraryOption *lo, void **lv, unsigned int nl),
+	  (lib, fname, jo, jv, nj, lo, lv, nl), true, lib, NULL, fname)
+
+/* JIT linking: the PTX inputs are kept for the module the program loads from the output. */
+SHIM_HOOK(cuLinkAddData_v2)(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
+			    unsigned int n, CUjit_option *opts, void **vals)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return drv_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
+	shim_engine_neutral(DRV_ID_cuLinkAddData_v2);
+	rc = drv_real.p_cuLinkAddData_v2(state, type, data, size, name, n, opts, vals);
+	if (rc == CUDA_SUCCESS)
+		shim_engine_link_input(state, type, data, size, NULL);
+	return rc;
+}
+
+SHIM_HOOK(cuLinkAddFile_v2)(CUlinkState state, CUjitInputType type, const char *path, unsigned int n,
+			    CUjit_option *opts, void **vals)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return drv_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
+	shim_engine_neutral(DRV_ID_cuLinkAddFile_v2);
+	rc = drv_real.p_cuLinkAddFile_v2(state, type, path, n, opts, vals);
+	if (rc == CUDA_SUCCESS)
+		shim_engine_link_input(state, type, NULL, 0, path);
+	return rc;
+}
+
+SHIM_HOOK(cuLinkComplete)(CUlinkState state, void **out, size_t *size)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return drv_real.p_cuLinkComplete(state, out, size);
+	shim_engine_neutral(DRV_ID_cuLinkComplete);
+	rc = drv_real.p_cuLinkComplete(state, out, size);
+	if (rc == CUDA_SUCCESS && out)
+		shim_engine_link_complete(state, *out);
+	return rc;
+}
+
+SHIM_HOOK(cuLinkDestroy)(CUlinkState state)
+{
+	if (!shim_is_inside()) {
+		shim_engine_neutral(DRV_ID_cuLinkDestroy);
+		shim_engine_link_destroy(state); /* before: the handle may be reused right after */
+	}
+	return drv_real.p_cuLinkDestroy(state);
+}
+
+SHIM_HOOK(cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return drv_real.p_cuModuleGetFunction(f, m, name);
+	shim_engine_neutral(DRV_ID_cuModuleGetFunction);
+	rc = drv_real.p_cuModuleGetFunction(f, m, name);
+	if (rc == CUDA_SUCCESS && f)
+		shim_engine_image_link(CAP_LINK_MODULE_FUNCTION, *f, m);
+	return rc;
+}
+
+SHIM_HOOK(cuLibraryGetModule)(CUmodule *m, CUlibrary lib)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return drv_real.p_cuLibraryGetModule(m, lib);
+	shim_engine_neutral(DRV_ID_cuLibraryGetModule);
+	rc = drv_real.p_cuLibraryGetModule(m, lib);
+	if (rc == CUDA_SUCCESS && m)
+		shim_engine_image_link(CAP_LINK_LIBRARY_MODULE, *m, lib);
+	return rc;
+}
+
+SHIM_HOOK(cuKernelGetFunction)(CUfunction *f, CUkernel k)
+{
+	CUresult rc;
+
+	if (shim_is_inside())
+		return drv_real.p_cuKernelGetFunction(f, k);
+	shim_engine_neutral(DRV_ID_cuKernelGetFunction);
+	rc = drv_real.p_cuKernelGetFunction(f, k);
+	if (rc == CUDA_SUCCESS && f)
+		shim_engine_image_link(CAP_LINK_KERNEL_FUNCTION, *f, k);
+	return rc;
+}
 
 SHIM_HOOK(cuModuleUnload)(CUmodule m)
 {
@@ -35,7 +160,7 @@ SHIM_HOOK(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name)
 	shim_engine_neutral(DRV_ID_cuLibraryGetKernel);
 	rc = drv_real.p_cuLibraryGetKernel(k, lib, name);
 	if (rc == CUDA_SUCCESS && k)
-		shim_engine_kernels(DRV_ID_cuLibraryGetKernel, k, 1, false);
+		shim_engine_kernels(DRV_ID_cuLibraryGetKernel, k, 1, false, lib);
 	return rc;
 }
 
@@ -61,7 +186,7 @@ SHIM_HOOK(cuLibraryEnumerateKernels)(CUkernel *k, unsigned int n, CUlibrary lib)
 		}
 		if (count < n)
 			n = count;
-		shim_engine_kernels(DRV_ID_cuLibraryEnumerateKernels, k, n, false);
+		shim_engine_kernels(DRV_ID_cuLibraryEnumerateKernels, k, n, false, lib);
 	}
 	return rc;
 }

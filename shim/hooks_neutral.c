@@ -42,15 +42,12 @@
 #define SHIM_NEUTRAL_cuFuncGetParamInfo SHIM_YES
 #define SHIM_NEUTRAL_cuFuncGetModule SHIM_YES
 #define SHIM_NEUTRAL_cuFuncIsLoaded SHIM_YES
-#define SHIM_NEUTRAL_cuKernelGetFunction SHIM_YES
 #define SHIM_NEUTRAL_cuKernelGetName SHIM_YES
 #define SHIM_NEUTRAL_cuKernelGetAttribute SHIM_YES
 #define SHIM_NEUTRAL_cuKernelGetParamInfo SHIM_YES
 #define SHIM_NEUTRAL_cuKernelGetLibrary SHIM_YES
-#define SHIM_NEUTRAL_cuModuleGetFunction SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetFunctionCount SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetLoadingMode SHIM_YES
-#define SHIM_NEUTRAL_cuLibraryGetModule SHIM_YES
 #define SHIM_NEUTRAL_cuLibraryGetKernelCount SHIM_YES
 #define SHIM_NEUTRAL_cuStreamGetFlags SHIM_YES
 #define SHIM_NEUTRAL_cuStreamGetPriority SHIM_YES
@@ -86,20 +83,11 @@
 #define SHIM_NEUTRAL_cuMemGetAccess SHIM_YES
 #define SHIM_NEUTRAL_cuArrayGetDescriptor_v2 SHIM_YES
 #define SHIM_NEUTRAL_cuArray3DGetDescriptor_v2 SHIM_YES
-/* loading code (frameworks compile kernels lazily, in the middle of their first steps: CuPy,
- * numba) adds functions and changes nothing an open window holds; a module's globals are
- * queried, not written */
-#define SHIM_NEUTRAL_cuModuleLoad SHIM_YES
-#define SHIM_NEUTRAL_cuModuleLoadData SHIM_YES
-#define SHIM_NEUTRAL_cuModuleLoadDataEx SHIM_YES
-#define SHIM_NEUTRAL_cuModuleLoadFatBinary SHIM_YES
-#define SHIM_NEUTRAL_cuLibraryLoadData SHIM_YES
-#define SHIM_NEUTRAL_cuLibraryLoadFromFile SHIM_YES
+/* linking code (frameworks compile kernels lazily, in the middle of their first steps: CuPy,
+ * numba) changes nothing an open window holds; a module's globals are queried, not written.
+ * Loading modules and libraries, looking functions up in them and the rest of JIT linking
+ * are neutral too but hand-written in hooks_module.c: capture keeps their PTX. */
 #define SHIM_NEUTRAL_cuLinkCreate_v2 SHIM_YES
-#define SHIM_NEUTRAL_cuLinkAddData_v2 SHIM_YES
-#define SHIM_NEUTRAL_cuLinkAddFile_v2 SHIM_YES
-#define SHIM_NEUTRAL_cuLinkComplete SHIM_YES
-#define SHIM_NEUTRAL_cuLinkDestroy SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetGlobal_v2 SHIM_YES
 
 #define NEUTRAL_HOOK(symbol, decls, args) \

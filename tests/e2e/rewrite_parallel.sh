@@ -11,8 +11,10 @@ prog=$B/progs/rw_parallel
 [[ -x $prog ]] || fail "$prog is not built"
 grep -aq 'parallel' "$CUFOLD" || fail "the parallel rule is not in $CUFOLD"
 export CUFOLD_MODE=replay
-# only parallel fires: batch-copy would put the memsets and copies of a stage into one node each
-ALONE=-batch-copy
+# only parallel fires: batch-copy would put the memsets and copies of a stage into one node each,
+# and batch-kernel the chains' launches of one kernel into one launch (the runs with every rule
+# on, CUFOLD_RULES=, check them together)
+ALONE=-batch-copy,-batch-kernel
 
 CUFOLD_OPT=2 CUFOLD_RULES=$ALONE same_output_over_seeds "$prog" steady 12
 CUFOLD_OPT=2 CUFOLD_RULES= same_output_over_seeds "$prog" steady 12
@@ -68,7 +70,9 @@ modeled() { # name rules
 		fail "rw_parallel steady 12 exited $? with CUFOLD_RULES=$2"
 }
 modeled alone "$ALONE"; modeled alone_off "$ALONE,-parallel"
-modeled all ""; modeled all_off "-parallel"
+# (with batch-copy; batch-kernel off: it runs the chains' launches of one kernel as one launch,
+# which leaves parallel nothing to overlap)
+modeled all "-batch-kernel"; modeled all_off "-parallel,-batch-kernel"
 SIMCUDA_STATS=$TMP/plain.stats run_plain "$TMP/plain.out" "$prog" steady 12 || fail "plain run exited $?"
 python3 - "$TMP" <<'PY' || fail "the modeled device time does not show the chains overlapping"
 import json, os, sys

@@ -10,6 +10,8 @@
 #include "interp.h"
 #include "sim_module_int.h"
 
+#include "rewrite/kernels/variant_table.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +142,42 @@ out_free:
 
 /* ------------------------------------------------------------------ the work kind */
 
+/* A cufold multi-instance variant whose kernel has a twin (twins.c): each instance of its
+ * table (rewrite/kernels/variant_table.h) runs as the kernel's twin over its own blocks. */
+static void multi_run(const struct sim_kernel_call *k)
+{
+	const struct sim_func *base = k->fn->multi_base;
+	const struct sim_ptx_entry *be = base->entry;
+	const unsigned char *t = k->param_buf;
+	const void *ptrs[LAUNCH_INLINE_PARAMS];
+	uint32_t n, stride, first[CF_VARIANT_MAX + 1];
+	struct sim_launch l;
+
+	memcpy(&n, t, 4);
+	memcpy(&stride, t + 4, 4);
+	if (n < 1 || n > CF_VARIANT_MAX || be->nparams > LAUNCH_INLINE_PARAMS ||
+	    CF_VARIANT_HEADER + (uint64_t)n * stride > CF_VARIANT_TABLE_BYTES || be->param_bytes > stride) {
+		sim_log("kernel %s: a variant table the device cannot read; not run", k->fn->entry->name);
+		return;
+	}
+	memcpy(first, t + 8, 4 * (n + 1));
+	for (uint32_t j = 0; j < n; j++) {
+		for (unsigned int i = 0; i < be->nparams; i++)
+			ptrs[i] = t + CF_VARIANT_HEADER + (size_t)j * stride + be->params[i].offset;
+		l = (struct sim_launch){
+			.grid = k->grid,
+			.block = k->block,
+			.shared_bytes = k->shared_bytes,
+			.param_count = be->nparams,
+			.params = ptrs,
+			.param_sizes = base->param_sizes,
+			.name = be->name,
+		};
+		l.grid.x = first[j + 1] - first[j];
+		base->twin(&l);
+	}
+}
+
 static void kernel_run(struct sim_work *w, void *payload)
 {
 	struct sim_kernel_call *k = payload;
@@ -162,6 +200,11 @@ static void kernel_run(struct sim_work *w, void *payload)
 	if (!fn->twin || (sim_interp_is_forced() && fn->interp)) {
 		/* sim_kernel_call_new decoded it (or refused the launch) */
 		sim_interp_run(k);
+		sim_stats_count("kernels", e->name, 1);
+		return;
+	}
+	if (fn->multi_base) {
+		multi_run(k);
 		sim_stats_count("kernels", e->name, 1);
 		return;
 	}

@@ -357,7 +357,7 @@ out:
 	return rc;
 }
 
-static struct sim_func *module_find(struct sim_module *m, const char *name)
+struct sim_func *sim_module_find_func(struct sim_module *m, const char *name)
 {
 	for (unsigned int i = 0; i < m->nfuncs; i++)
 		if (!strcmp(m->funcs[i].entry->name, name))
@@ -380,7 +380,7 @@ CUresult sim_api_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
 		rc = CUDA_ERROR_INVALID_HANDLE;
 		goto out;
 	}
-	fn = module_find(m, name);
+	fn = sim_module_find_func(m, name);
 	if (!fn) {
 		rc = CUDA_ERROR_NOT_FOUND;
 		goto out;
@@ -536,7 +536,7 @@ CUresult sim_api_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const 
 		rc = CUDA_ERROR_INVALID_HANDLE;
 		goto out;
 	}
-	fn = module_find(lib->mod, name);
+	fn = sim_module_find_func(lib->mod, name);
 	if (!fn) {
 		rc = CUDA_ERROR_NOT_FOUND;
 		goto out;

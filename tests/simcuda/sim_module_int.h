@@ -11,6 +11,8 @@
 
 #include "sim_int.h"
 
+#include "driver/ptx.h"
+
 /* ------------------------------------------------------------------ PTX (ptx.c) */
 
 struct sim_param_info {
@@ -41,7 +43,8 @@ struct sim_ptx {
 	unsigned int nentries;       /* entries used */
 	int target_sm;               /* from .target sm_NN (e.g. 90), 0 when absent */
 	int version;                 /* .version major*10 + minor (e.g. 90) */
-	char *text;                  /* the whole text, comments and strings blanked (interp_*.c) */
+	struct ptx_module *parsed;   /* the text read by the PTX front end (driver/ptx.h): what the
+	                              * interpreter decodes; NULL for machine code */
 };
 
 /* The PTX text an image handed to cuModuleLoadData & co carries (fatbin.c). For PTX text,
@@ -58,8 +61,10 @@ CUresult sim_image_ptx(const char *who, const void *image, size_t limit, char **
 		       bool *is_mc, char *err, size_t errlen);
 /* Whether machine code for sm_<arch> runs on the device (same major, minor not above). */
 bool sim_elf_arch_runs(unsigned int arch);
-/* Parse NUL-terminated PTX text. On failure returns CUDA_ERROR_INVALID_PTX, leaves *out
- * empty and writes a one-line reason into err (errlen bytes; err may be NULL). */
+/* Parse NUL-terminated PTX text with the PTX front end (driver/ptx.h), the one reading of PTX
+ * cufold and the software device share. On failure returns CUDA_ERROR_INVALID_PTX (or
+ * CUDA_ERROR_OUT_OF_MEMORY), leaves *out empty and writes the parser's "line N: reason" into err
+ * (errlen bytes; err may be NULL). */
 CUresult sim_ptx_parse(const char *text, struct sim_ptx *out, char *err, size_t errlen);
 void sim_ptx_fini(struct sim_ptx *p);
 
@@ -80,6 +85,9 @@ struct sim_func {
 	const struct sim_ptx_entry *entry; /* name and parameter layout (owned by the module) */
 	size_t *param_sizes;         /* entry->params[i].size as an array (struct sim_launch) */
 	sim_twin_fn twin;            /* cached twin, NULL when none */
+	struct sim_func *multi_base; /* a cufold multi-instance variant E_cf_multi whose module holds
+				      * E with a twin: each instance runs as E's twin (its twin is
+				      * then E's; launch.c) */
 	bool twin_looked;            /* twin lookup done (and logged when missing) */
 	int max_dyn_shared;          /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 	int carveout;                /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
@@ -128,5 +136,7 @@ void sim_module_unref(struct sim_module *m);
 /* The function's twin, looked up once and cached; NULL (silently) when there is none: the PTX
  * interpreter runs such a kernel (interp.h). */
 sim_twin_fn sim_func_twin(struct sim_func *fn);
+/* The function of module m named name, or NULL. */
+struct sim_func *sim_module_find_func(struct sim_module *m, const char *name);
 
 #endif

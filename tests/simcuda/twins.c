@@ -9,6 +9,8 @@
  * a handle of this very library, so adding a twin to the device is also just a function. */
 #include "sim_module_int.h"
 
+#include "rewrite/kernels/variant_table.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -105,10 +107,35 @@ sim_twin_fn sim_twin_find(const char *entry)
 	return fn;
 }
 
+/* A cufold multi-instance variant E_cf_multi (rewrite/kernels/variant_table.h) runs as E's twin
+ * per instance when E, in the same module, has one: the variant's PTX computes what E's does,
+ * and a twin that is not bit-exact with the interpreter (tanhf, expf from the C library) would
+ * otherwise make the fused launch differ from the launches it stands for. */
+static struct sim_func *multi_base(struct sim_func *fn)
+{
+	const char *name = fn->entry->name;
+	size_t n = strlen(name), sl = strlen(CF_VARIANT_SUFFIX);
+	struct sim_func *base;
+	char *e;
+
+	if (n <= sl || strcmp(name + n - sl, CF_VARIANT_SUFFIX) || fn->entry->nparams != 1 ||
+	    fn->entry->param_bytes != CF_VARIANT_TABLE_BYTES || !(e = strndup(name, n - sl)))
+		return NULL;
+	base = sim_module_find_func(fn->mod, e);
+	free(e);
+	return base && base != fn && sim_func_twin(base) ? base : NULL;
+}
+
 sim_twin_fn sim_func_twin(struct sim_func *fn)
 {
 	if (fn->twin_looked)
 		return fn->twin;
+	fn->twin_looked = true; /* before multi_base, which asks the base */
+	fn->multi_base = multi_base(fn);
+	if (fn->multi_base) {
+		fn->twin = fn->multi_base->twin;
+		return fn->twin;
+	}
 	fn->twin = sim_twin_find(fn->entry->name);
 	/* No twin is no error: the PTX interpreter runs the kernel (launch.c). */
 	fn->twin_looked = true;

@@ -1106,12 +1106,45 @@ static void test_out_of_bounds_stops(void **state)
 	CHECK(cuModuleUnload(m));
 }
 
+/* Module variables initialised with other variables' addresses (generic(var), var+N): the
+ * interpreter fills them with the host addresses of their storage. */
+static void test_address_initialisers(void **state)
+{
+	static const char ptx[] =
+		".version 9.0\n.target sm_90\n.address_size 64\n"
+		".global .align 4 .u32 vals[3] = {5, 7, 11};\n"
+		".global .align 8 .u64 tab[2] = {generic(vals), generic(vals)+8};\n"
+		".visible .entry rd(.param .u64 rd_param_0)\n{\n"
+		"\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<5>;\n"
+		"\tld.param.u64 %rd1, [rd_param_0];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+		"\tld.global.u64 %rd3, [tab+8];\n\tld.u32 %r1, [%rd3];\n"
+		"\tld.global.u64 %rd4, [tab];\n\tld.u32 %r2, [%rd4+4];\n"
+		"\tst.global.u32 [%rd2], %r1;\n\tst.global.u32 [%rd2+4], %r2;\n\tret;\n}\n";
+	CUmodule m;
+	CUfunction f;
+	CUdeviceptr d;
+	void *args[] = { &d };
+	unsigned int out[2] = { 0, 0 };
+
+	(void)state;
+	CHECK(cuModuleLoadData(&m, ptx));
+	CHECK(cuModuleGetFunction(&f, m, "rd"));
+	CHECK(cuMemAlloc(&d, sizeof(out)));
+	CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuMemcpyDtoH(out, d, sizeof(out)));
+	assert_int_equal(out[0], 11);
+	assert_int_equal(out[1], 7);
+	CHECK(cuMemFree(d));
+	CHECK(cuModuleUnload(m));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_against_twins),
 		cmocka_unit_test(test_unsupported_fails_launch),
 		cmocka_unit_test(test_out_of_bounds_stops),
+		cmocka_unit_test(test_address_initialisers),
 		cmocka_unit_test(test_notwin_powers),
 		cmocka_unit_test(test_notwin_long_name),
 		cmocka_unit_test(test_notwin_histogram),

@@ -232,6 +232,12 @@ static void test_load_ex_error_log(void **state)
 			 CUDA_SUCCESS);
 	assert_string_equal(errlog, "");
 	assert_int_equal(cuModuleUnload(m), CUDA_SUCCESS);
+	/* a body the PTX front end cannot read: the module does not load (the device reads PTX as
+	 * cufold does, driver/ptx.h), and the log has the parser's message and line */
+	vals[1] = (void *)(uintptr_t)sizeof(errlog);
+	assert_int_equal(cuModuleLoadDataEx(&m, ".version 9.0\n.entry k()\n{\n\t.reg .v4 .f32 %v;\n}\n", 4, opts, vals),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_non_null(strstr(errlog, "line 4: vector registers"));
 }
 
 static void test_param_info_all_kernels(void **state)

@@ -34,6 +34,10 @@ static void test_modeled_sets(void **state)
 		DRV_ID_cuCtxSetCurrent, DRV_ID_cuCtxPopCurrent_v2, DRV_ID_cuMemFree_v2, DRV_ID_cuMemFreeAsync_ptsz,
 		DRV_ID_cuMemAlloc_v2, DRV_ID_cuMemHostRegister_v2, DRV_ID_cuMemMap, DRV_ID_cuMemUnmap,
 		DRV_ID_cuModuleUnload, DRV_ID_cuLibraryGetKernel,
+		/* loaders and lookups (capture keeps their images' PTX) */
+		DRV_ID_cuModuleLoad, DRV_ID_cuModuleLoadDataEx, DRV_ID_cuModuleLoadFatBinary,
+		DRV_ID_cuLibraryLoadFromFile, DRV_ID_cuModuleGetFunction, DRV_ID_cuKernelGetFunction,
+		DRV_ID_cuLibraryGetModule, DRV_ID_cuLinkAddData_v2, DRV_ID_cuLinkAddFile_v2, DRV_ID_cuLinkDestroy,
 		/* neutral */
 		DRV_ID_cuCtxGetCurrent, DRV_ID_cuPointerGetAttribute, DRV_ID_cuStreamGetCaptureInfo_v3,
 		DRV_ID_cuFuncGetParamInfo, DRV_ID_cuEventCreate, DRV_ID_cuOccupancyMaxPotentialBlockSize,
