@@ -76,13 +76,17 @@
  *    dominate, and for kernels that fill the device);
  *  - SIMCUDA_KERNEL_NS stands for kernels doing more work, so it is throughput (SM) time, and it
  *    is per launch: a launch that cufold merges from several launches of one kernel over
- *    abutting ranges (batch-elementwise, CUFOLD_OPT=2) is charged once;
+ *    abutting ranges (batch-elementwise, CUFOLD_OPT=2) is charged once (flattering when the
+ *    extra work grows with the range); a multi-instance variant (cufold's batch-kernel, issue 24)
+ *    is charged once per instance, since it does the work of the k launches it stands for;
  *  - work queued before a synchronization is timed at it: work submitted afterwards may still
  *    take the idle time a resource has left before already-timed work, but never time already
  *    given (the hardware would have let it in between only if it became ready first);
  *  - kernels, copies and the host link do not slow each other down (separate engines), and a
  *    kernel's floor does not occupy the SMs. */
 #include "sim_module_int.h"
+
+#include "rewrite/kernels/variant_table.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -306,6 +310,20 @@ uint64_t sim_cost_kernel_extra_ns(void)
 	return kernel_extra_ns;
 }
 
+/* The launches a kernel call does the work of: k for a cufold multi-instance variant
+ * (rewrite/kernels/variant_table.h: its table's first word), else 1. */
+static uint32_t instances(const struct sim_kernel_call *k)
+{
+	const char *name = k->fn->entry->name;
+	size_t n = strlen(name), sl = strlen(CF_VARIANT_SUFFIX);
+	uint32_t c;
+
+	if (n <= sl || strcmp(name + n - sl, CF_VARIANT_SUFFIX) || k->fn->entry->param_bytes != CF_VARIANT_TABLE_BYTES)
+		return 1;
+	memcpy(&c, k->param_buf, sizeof(c));
+	return c >= 1 && c <= CF_VARIANT_MAX ? c : 1;
+}
+
 void sim_cost_kernel(const struct sim_kernel_call *k, bool in_graph, struct sim_cost_parts *out)
 {
 	double threads = (double)k->grid.x * k->grid.y * k->grid.z * k->block.x * k->block.y * k->block.z;
@@ -314,6 +332,6 @@ void sim_cost_kernel(const struct sim_kernel_call *k, bool in_graph, struct sim_
 	out->floor_ns = in_graph ? sim_cost.dev_kernel_graph_ns : sim_cost.dev_kernel_eager_ns;
 	out->work_ns = (uint64_t)(threads / sim_cost.dev_threads_per_ns);
 	if (strncmp(name, "cufold_", 7) != 0)
-		out->work_ns += sim_cost_kernel_extra_ns();
+		out->work_ns += sim_cost_kernel_extra_ns() * instances(k);
 	out->res = SIM_RES_SM;
 }

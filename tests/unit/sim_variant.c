@@ -326,6 +326,38 @@ static void test_dependent_differs(void **state)
 	assert_true(differed);
 }
 
+/* The cost model charges a variant the extra work of each instance (SIMCUDA_KERNEL_NS, set to
+ * 1 ms in main): fusing launches saves their launch floors, not the work they do. */
+static void test_cost_per_instance(void **state)
+{
+	const struct ptx_func *pf;
+	struct inst in[5];
+	char why[128];
+	CUfunction v;
+	uint64_t t0, t1;
+
+	(void)state;
+	v = variant_of(&elementwise, "scale", why, sizeof(why));
+	assert_non_null(v);
+	pf = ptx_find_func(elementwise.pm, "scale");
+	for (uint32_t j = 0; j < 5; j++) {
+		void *args[MAX_ARGS];
+		uint64_t vals[MAX_ARGS];
+
+		in[j].grid_x = 1;
+		args_scale(j, 1, 64, args, vals);
+		pack(pf, args, in[j].params);
+	}
+	CHECK(cuCtxSynchronize());
+	t0 = simcuda_host_now_ns();
+	launch_variant(v, pf, in, 5, 64);
+	CHECK(cuCtxSynchronize());
+	t1 = simcuda_host_now_ns();
+	if (t1 - t0 < 5 * 1000000ull)
+		fail_msg("a variant of 5 instances was charged %llu ns, less than 5 x SIMCUDA_KERNEL_NS",
+			 (unsigned long long)(t1 - t0));
+}
+
 static void test_refused(void **state)
 {
 	char why[256] = "";
@@ -375,8 +407,10 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_same_bytes),
 		cmocka_unit_test(test_dependent_differs),
+		cmocka_unit_test(test_cost_per_instance),
 	};
 
+	setenv("SIMCUDA_KERNEL_NS", "1000000", 1); /* test_cost_per_instance */
 	tl_init();
 	for (uint32_t j = 0; j < RW_MULTI_MAX; j++)
 		for (int b = 0; b < NB; b++)
