@@ -1,16 +1,20 @@
-/* derive_card.c - a kernel card derived from PTX (see derive_card.h). FIRST INCREMENT: the
- * refusal screen only. Every construct the contract refuses is found and named; a kernel that
- * passes the screen is still refused ("address analysis not implemented yet"), so the function
- * is conservative by construction until the polynomial interpretation lands. rewrite layer.
- *
- * Names are compared here rather than through ptx_find_func / ptx_insn_has_mod so this file
- * links before the parser (branch ptxparse) is merged; switch to those once it is. */
+/* derive_card.c - a kernel card derived from PTX (see derive_card.h): the refusal screen, then
+ * an abstract interpretation of the kernel body over its basic blocks with values as
+ * polynomials (derive_bound.c), guards as constraints, and loops joined into phi atoms iterated
+ * to a fixpoint; every global access is recorded as pointer parameter + offset and the offset
+ * bounded in launch terms. rewrite layer. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/errors.h"
 #include "rewrite/derive_card.h"
+#include "rewrite/derive_int.h"
+
+#define DC_MAX_ROUNDS 8 /* rounds over the blocks before the loop fixpoint is given up */
+#define DC_R 1u         /* a pointer is read */
+#define DC_W 2u         /* a pointer is written */
 
 static int refuse(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -32,17 +36,19 @@ static const struct ptx_func *find_entry(const struct ptx_module *m, const char 
 	return NULL;
 }
 
+/* ------------------------------------------------------------------ the refusal screen */
+
 /* Opcodes whose effects no card can say: calls (device functions, device-side launch and grid
- * sync are all calls in PTX), textures and surfaces. */
+ * sync are all calls in PTX), textures and surfaces, indirect branches. */
 static const char *refused_opcode(const char *op)
 {
-	static const char *const calls[] = { "call", NULL };
 	static const char *const images[] = { "tex", "tld4", "txq", "suld", "sust", "sured", "suq",
 					      NULL };
 
-	for (unsigned i = 0; calls[i]; i++)
-		if (strcmp(op, calls[i]) == 0)
-			return "calls a function (device function, device-side launch or grid sync)";
+	if (strcmp(op, "call") == 0)
+		return "calls a function (device function, device-side launch or grid sync)";
+	if (strcmp(op, "brx") == 0)
+		return "branches through a table (brx.idx)";
 	for (unsigned i = 0; images[i]; i++)
 		if (strcmp(op, images[i]) == 0)
 			return "uses a texture or surface";
@@ -87,6 +93,946 @@ static int screen_params(const struct ptx_func *f, char *why, size_t whylen)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ predicates */
+
+enum { PR_UNK, PR_CMP, PR_AND, PR_OR, PR_NOT };
+enum { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE };
+
+struct dv_pred {
+	uint8_t kind;                 /* PR_* */
+	uint8_t op;                   /* PR_CMP: CMP_* */
+	uint8_t pad[2];
+	uint32_t a, b;                /* CMP: values; AND/OR/NOT: predicates */
+	uint32_t pad2;
+};
+
+/* ------------------------------------------------------------------ the interpreter */
+
+struct dc_block {
+	uint32_t first, end;          /* instructions [first, end) */
+	uint32_t succ[2];             /* [0] fall-through (or the only successor), [1] taken */
+	uint8_t nsucc;
+	uint8_t cond;                 /* ends in a guarded branch / ret: succ[0] is "guard false" */
+};
+
+struct dc_param {
+	uint8_t acc;                  /* RW_ACC_READ / WRITE seen */
+	bool atomic;                  /* updated atomically */
+	bool unknown;                 /* some access has no bound */
+	char note[120];               /* why unknown, for the card's note */
+	struct dv_mset span;          /* max-set of (bound + size) */
+};
+
+struct dc {
+	struct dv_ctx x;
+	const struct ptx_func *f;
+	struct dc_block *b;
+	uint32_t nb;
+	uint32_t *blk_of;             /* instruction -> block */
+	uint32_t *out_regs;           /* per block and edge slot: nregs values */
+	uint32_t *out_cs;             /* per block and edge slot: constraint set */
+	uint8_t *out_reached;
+	uint32_t *cur;                /* the registers while a block runs */
+	uint32_t cs;                  /* the path's constraints while a block runs */
+	bool record;                  /* the final pass: accesses are recorded */
+	bool changed;                 /* an edge state changed this round */
+	struct dc_param *pe;          /* per parameter */
+	int rc;                       /* a refusal met on the way */
+	char *why;
+	size_t whylen;
+	bool has_phi;                 /* a join made an atom (a loop or a branchy value) */
+	bool impure;                  /* clocks, atomics, ids a rerun may change */
+	int ew;                       /* elementwise so far: 1 yes, 0 no */
+	int ew_count;                 /* parameter of the elementwise guard, -1 none yet */
+	uint32_t g;                   /* value ctaid.x * ntid.x + tid.x */
+};
+
+static bool is_pred_reg(const struct dc *d, uint32_t r)
+{
+	return d->f->regs[r].type == PTX_T_PRED;
+}
+
+static uint32_t pred_make(struct dc *d, uint8_t kind, uint8_t op, uint32_t a, uint32_t b)
+{
+	struct dv_pred p;
+	uint32_t id;
+
+	memset(&p, 0, sizeof(p));
+	p.kind = kind;
+	p.op = op;
+	p.a = a;
+	p.b = b;
+	if (kind == PR_NOT && a == 0)
+		return 0;
+	id = dv_pool_intern(&d->x.preds, &p);
+	if (id == UINT32_MAX) {
+		d->x.oom = true;
+		return 0;
+	}
+	return id;
+}
+
+static const struct dv_pred *pred_get(const struct dc *d, uint32_t id)
+{
+	return dv_pool_get(&d->x.preds, id);
+}
+
+static uint32_t dc_const(struct dc *d, int64_t c)
+{
+	return dv_const(&d->x, c);
+}
+
+static bool value_is_plain(const struct dc *d, uint32_t v)
+{
+	return !dv_has_atom(&d->x, v, DV_A_ANY) && !dv_has_atom(&d->x, v, DV_A_LOADED) &&
+	       !dv_has_atom(&d->x, v, DV_A_LOCAL);
+}
+
+/* cs plus what predicate p being `truth` proves (nothing for what it cannot say: sound). */
+static uint32_t cons_of(struct dc *d, uint32_t cs, uint32_t p, bool truth)
+{
+	struct dv_pred pr = *pred_get(d, p);
+	static const uint8_t negate[] = { [CMP_LT] = CMP_GE, [CMP_LE] = CMP_GT, [CMP_GT] = CMP_LE,
+					  [CMP_GE] = CMP_LT, [CMP_EQ] = CMP_NE, [CMP_NE] = CMP_EQ };
+	uint32_t one, a, b;
+	uint8_t op;
+
+	switch (pr.kind) {
+	case PR_NOT:
+		return cons_of(d, cs, pr.a, !truth);
+	case PR_AND:
+	case PR_OR:
+		if ((pr.kind == PR_AND) == truth)
+			return cons_of(d, cons_of(d, cs, pr.a, truth), pr.b, truth);
+		return cs;
+	case PR_CMP:
+		break;
+	default:
+		return cs;
+	}
+	op = truth ? pr.op : negate[pr.op];
+	a = pr.a;
+	b = pr.b;
+	if (!value_is_plain(d, a) || !value_is_plain(d, b))
+		return cs;
+	one = dc_const(d, 1);
+	switch (op) {
+	case CMP_LT:
+		return dv_cset_add(&d->x, cs, a, b);
+	case CMP_LE:
+		return dv_cset_add(&d->x, cs, a, dv_add(&d->x, b, one));
+	case CMP_GT:
+		return dv_cset_add(&d->x, cs, b, a);
+	case CMP_GE:
+		return dv_cset_add(&d->x, cs, b, dv_add(&d->x, a, one));
+	case CMP_EQ:
+		cs = dv_cset_add(&d->x, cs, a, dv_add(&d->x, b, one));
+		return dv_cset_add(&d->x, cs, b, dv_add(&d->x, a, one));
+	}
+	return cs;
+}
+
+static uint32_t guard_cons(struct dc *d, const struct ptx_insn *in, uint32_t cs)
+{
+	if (in->guard == PTX_NONE)
+		return cs;
+	return cons_of(d, cs, d->cur[in->guard], !in->guard_neg);
+}
+
+static uint32_t opval(struct dc *d, const struct ptx_operand *o)
+{
+	switch (o->kind) {
+	case PTX_OP_REG:
+		return is_pred_reg(d, o->reg) ? d->x.v_any : d->cur[o->reg];
+	case PTX_OP_IMM:
+		return o->is_float ? d->x.v_any : dc_const(d, o->imm);
+	case PTX_OP_SPECIAL:
+		if (o->index <= PTX_SR_NCTAID_Z)
+			return dv_atom_val(&d->x, o->index);
+		if (o->index >= PTX_SR_SMID && o->index != PTX_SR_NSMID && o->index < PTX_SR_DYNAMIC_SMEM_SIZE)
+			d->impure = true; /* %smid, %gridid, clocks, timers */
+		return d->x.v_any;
+	case PTX_OP_SYM:
+		return o->scope == PTX_SCOPE_FUNC ? d->x.v_any : d->x.v_local;
+	}
+	return d->x.v_any;
+}
+
+/* A SEL atom for instruction i joining values v0 (under cs0) and v1 (under cs1). */
+static uint32_t sel_of(struct dc *d, uint32_t i, uint32_t v0, uint32_t cs0, uint32_t v1, uint32_t cs1)
+{
+	uint32_t a, ops[2] = { v0, v1 };
+
+	if (v0 == v1)
+		return v0;
+	if (!value_is_plain(d, v0) || !value_is_plain(d, v1))
+		return dv_unknown_of(&d->x, ops, 2);
+	a = dv_atom_get(&d->x, DV_K_SEL, i, 0);
+	if (a == UINT32_MAX) {
+		d->x.oom = true;
+		return d->x.v_any;
+	}
+	d->x.atoms[a].nin = 2;
+	d->x.atoms[a].in[0] = (struct dv_in){ .v = v0, .cs = cs0 };
+	d->x.atoms[a].in[1] = (struct dv_in){ .v = v1, .cs = cs1 };
+	d->x.atoms[a].nonneg = -1;
+	return dv_atom_val(&d->x, a);
+}
+
+static void set_dest(struct dc *d, const struct ptx_insn *in, uint32_t i, uint32_t v)
+{
+	const struct ptx_operand *o = &in->ops[0];
+
+	if (o->kind == PTX_OP_VEC) {
+		for (uint32_t k = 0; k < o->nelem; k++) {
+			const struct ptx_operand *e = ptx_elem(d->x.m, o, k);
+
+			if (e->kind == PTX_OP_REG)
+				d->cur[e->reg] = is_pred_reg(d, e->reg) ? 0 : v;
+		}
+		return;
+	}
+	if (o->kind != PTX_OP_REG)
+		return;
+	if (is_pred_reg(d, o->reg)) {
+		d->cur[o->reg] = 0;
+		return;
+	}
+	if (in->guard != PTX_NONE)
+		v = sel_of(d, i, d->cur[o->reg], cons_of(d, d->cs, d->cur[in->guard], in->guard_neg),
+			   v, guard_cons(d, in, d->cs));
+	d->cur[o->reg] = v;
+}
+
+/* ------------------------------------------------------------------ accesses */
+
+static void param_unknown(struct dc *d, uint32_t k, const struct ptx_insn *in, const char *what)
+{
+	if (d->pe[k].unknown)
+		return;
+	d->pe[k].unknown = true;
+	snprintf(d->pe[k].note, sizeof(d->pe[k].note), "line %u: %s", in->line, what);
+}
+
+static void check_elementwise(struct dc *d, uint32_t off, uint32_t bytes, uint32_t cs)
+{
+	const struct dv_cset *s;
+	int count = -1;
+
+	if (!d->ew)
+		return;
+	if (off != dv_mul(&d->x, d->g, dc_const(d, bytes))) {
+		d->ew = 0;
+		return;
+	}
+	s = dv_cset_get(&d->x, cs);
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct dv_poly *n = dv_poly_get(&d->x, s->c[i].n);
+
+		if (s->c[i].x == d->g && n->n == 1 && n->t[0].c == 1 && n->t[0].deg == 1 &&
+		    d->x.atoms[n->t[0].a[0]].kind == DV_K_PARAM)
+			count = n->t[0].a[0] - DV_A_PARAM0;
+	}
+	if (count < 0 || (d->ew_count >= 0 && d->ew_count != count))
+		d->ew = 0;
+	else
+		d->ew_count = count;
+}
+
+/* One global access of `bytes` at address operand o (acc: RW_ACC_*). */
+static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_operand *o, uint32_t bytes,
+		   uint8_t acc, bool atomic)
+{
+	uint32_t v, off, cs;
+	struct dv_mset ub;
+	int k;
+
+	if (!d->record || d->rc)
+		return;
+	if (o->kind != PTX_OP_ADDR || o->reg == PTX_NONE) {
+		if (o->kind == PTX_OP_ADDR && o->index != PTX_NONE)
+			return; /* a named shared / local / const variable (module .global is refused) */
+		d->rc = refuse(d->why, d->whylen, "line %u: an absolute address", in->line);
+		return;
+	}
+	v = dv_add(&d->x, d->cur[o->reg], dc_const(d, o->imm));
+	k = dv_base_param(&d->x, v);
+	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOCAL))
+		return; /* generic address into shared or local memory */
+	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOADED)) {
+		d->rc = refuse(d->why, d->whylen, "indirect: line %u: an address loaded from memory", in->line);
+		return;
+	}
+	if (k < 0) {
+		d->rc = refuse(d->why, d->whylen, "line %u: an address the analysis cannot follow", in->line);
+		return;
+	}
+	off = dv_sub(&d->x, v, dv_atom_val(&d->x, DV_A_PARAM0 + (uint32_t)k));
+	cs = guard_cons(d, in, d->cs);
+	d->pe[k].acc |= acc;
+	d->pe[k].atomic |= atomic;
+	check_elementwise(d, off, bytes, cs);
+	if (d->pe[k].unknown)
+		return;
+	if (dv_has_atom(&d->x, off, DV_A_LOADED) || dv_has_atom(&d->x, off, DV_A_ANY) ||
+	    dv_has_atom(&d->x, off, DV_A_LOCAL)) {
+		param_unknown(d, (uint32_t)k, in, "the offset depends on data or on arithmetic not followed");
+		return;
+	}
+	if (!dv_nonneg(&d->x, off)) {
+		param_unknown(d, (uint32_t)k, in, "the offset may be negative");
+		return;
+	}
+	if (dv_upper(&d->x, off, cs, &ub) < 0) {
+		param_unknown(d, (uint32_t)k, in, "no bound found for the offset");
+		return;
+	}
+	for (unsigned i = 0; i < ub.n; i++)
+		if (dv_mset_join(&d->x, &d->pe[k].span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0) {
+			param_unknown(d, (uint32_t)k, in, "too many alternative bounds");
+			return;
+		}
+}
+
+static uint32_t access_bytes(const struct ptx_insn *in)
+{
+	unsigned b = ptx_type_bytes(in->type);
+
+	return (b ? b : 4) * (in->vec ? in->vec : 1);
+}
+
+static bool global_space(const struct ptx_insn *in)
+{
+	return in->space == PTX_SPACE_GLOBAL || in->space == PTX_SPACE_GENERIC;
+}
+
+static void exec_ld(struct dc *d, const struct ptx_insn *in, uint32_t i)
+{
+	const struct ptx_operand *a = &in->ops[1];
+	uint32_t v = d->x.v_loaded;
+
+	if (in->nops < 2)
+		return;
+	if (in->space == PTX_SPACE_PARAM) {
+		if (a->kind == PTX_OP_ADDR && a->reg == PTX_NONE && a->scope == PTX_SCOPE_PARAM &&
+		    a->index != PTX_NONE && a->index < d->f->nparams) {
+			const struct ptx_var *p = &d->f->params[a->index];
+
+			v = (a->imm == 0 && access_bytes(in) == p->size) ?
+				dv_atom_val(&d->x, DV_A_PARAM0 + a->index) : d->x.v_any;
+		}
+	} else if (global_space(in)) {
+		access(d, in, a, access_bytes(in), DC_R, false);
+	}
+	set_dest(d, in, i, v);
+}
+
+static void exec_st(struct dc *d, const struct ptx_insn *in)
+{
+	if (in->nops >= 1 && global_space(in))
+		access(d, in, &in->ops[0], access_bytes(in), DC_W, false);
+}
+
+static void exec_atom(struct dc *d, const struct ptx_insn *in, uint32_t i, bool red)
+{
+	const struct ptx_operand *a = &in->ops[red ? 0 : 1];
+
+	if (global_space(in)) {
+		d->impure = true;
+		access(d, in, a, access_bytes(in), DC_R | DC_W, true);
+	}
+	if (!red)
+		set_dest(d, in, i, d->x.v_loaded);
+}
+
+/* ------------------------------------------------------------------ arithmetic */
+
+static bool is_int_type(uint8_t t)
+{
+	return t >= PTX_T_B8 && t <= PTX_T_S64;
+}
+
+static bool has_float_mod(const struct ptx_insn *in)
+{
+	for (unsigned k = 0; k < in->nmods; k++) {
+		enum ptx_type t = ptx_type_from_name(in->mods[k]);
+
+		if (t != PTX_T_NONE && !is_int_type(t))
+			return true;
+	}
+	return false;
+}
+
+static bool is_signed_type(uint8_t t)
+{
+	return t >= PTX_T_S8 && t <= PTX_T_S64;
+}
+
+static uint32_t unknown_from(struct dc *d, const struct ptx_insn *in)
+{
+	uint32_t ops[PTX_MAX_OPERANDS];
+	unsigned n = 0;
+
+	for (unsigned k = 1; k < in->nops; k++)
+		if (in->ops[k].kind == PTX_OP_REG || in->ops[k].kind == PTX_OP_SYM)
+			ops[n++] = opval(d, &in->ops[k]);
+	return dv_unknown_of(&d->x, ops, n);
+}
+
+/* min / rem: an atom of instruction i with operands a and b. */
+static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, uint32_t a, uint32_t b)
+{
+	uint32_t at, ops[2] = { a, b };
+
+	if (!value_is_plain(d, a) || !value_is_plain(d, b))
+		return dv_unknown_of(&d->x, ops, 2);
+	at = dv_atom_get(&d->x, kind, i, 0);
+	if (at == UINT32_MAX) {
+		d->x.oom = true;
+		return d->x.v_any;
+	}
+	d->x.atoms[at].a = a;
+	d->x.atoms[at].b = b;
+	d->x.atoms[at].nonneg = -1;
+	return dv_atom_val(&d->x, at);
+}
+
+static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
+{
+	const char *op = in->opcode;
+	uint32_t a = in->nops > 1 ? opval(d, &in->ops[1]) : d->x.v_any;
+	uint32_t b = in->nops > 2 ? opval(d, &in->ops[2]) : d->x.v_any;
+	bool lo = ptx_insn_has_mod(in, "lo"), wide = ptx_insn_has_mod(in, "wide");
+
+	if (!strcmp(op, "mov"))
+		return a;
+	if (!strcmp(op, "cvta"))
+		return (in->space == PTX_SPACE_GLOBAL || !value_is_plain(d, a)) ? a : d->x.v_local;
+	if (has_float_mod(in) || ptx_insn_has_mod(in, "cc") || ptx_insn_has_mod(in, "sat"))
+		return unknown_from(d, in);
+	if (!strcmp(op, "cvt"))
+		return a;
+	if (!strcmp(op, "add"))
+		return dv_add(&d->x, a, b);
+	if (!strcmp(op, "sub"))
+		return dv_sub(&d->x, a, b);
+	if (!strcmp(op, "neg"))
+		return dv_sub(&d->x, d->x.v_zero, a);
+	if (!strcmp(op, "mul") && (lo || wide))
+		return dv_mul(&d->x, a, b);
+	if (!strcmp(op, "mad") && (lo || wide) && in->nops > 3)
+		return dv_add(&d->x, dv_mul(&d->x, a, b), opval(d, &in->ops[3]));
+	if (!strcmp(op, "shl") && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm >= 0 && in->ops[2].imm < 32)
+		return dv_mul(&d->x, a, dc_const(d, (int64_t)1 << in->ops[2].imm));
+	if (!strcmp(op, "rem") && (!is_signed_type(in->type) || dv_nonneg(&d->x, a)))
+		return binary_atom(d, DV_K_REM, i, a, b);
+	if (!strcmp(op, "min"))
+		return binary_atom(d, DV_K_MIN, i, a, b);
+	if (!strcmp(op, "max"))
+		return sel_of(d, i, a, d->cs, b, d->cs);
+	if (!strcmp(op, "selp") && in->nops > 3 && in->ops[3].kind == PTX_OP_REG) {
+		uint32_t p = d->cur[in->ops[3].reg];
+		bool t = !in->ops[3].neg;
+
+		return sel_of(d, i, a, cons_of(d, d->cs, p, t), b, cons_of(d, d->cs, p, !t));
+	}
+	return unknown_from(d, in);
+}
+
+static int cmp_op(const struct ptx_insn *in)
+{
+	static const char *const names[] = { "lt", "le", "gt", "ge", "eq", "ne", "lo", "ls", "hi", "hs" };
+	static const uint8_t ops[] = { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE,
+				       CMP_LT, CMP_LE, CMP_GT, CMP_GE };
+
+	if (in->nmods == 0)
+		return -1;
+	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (!strcmp(in->mods[0], names[k]))
+			return ops[k];
+	return -1;
+}
+
+static void set_pred(struct dc *d, const struct ptx_insn *in, uint32_t p)
+{
+	const struct ptx_operand *o = &in->ops[0];
+
+	if (in->guard != PTX_NONE)
+		p = 0; /* a predicate written on one path only: say nothing */
+	if (o->kind == PTX_OP_REG && is_pred_reg(d, o->reg)) {
+		d->cur[o->reg] = p;
+	} else if (o->kind == PTX_OP_PAIR) {
+		d->cur[o->reg] = p;
+		if (o->index != PTX_NONE)
+			d->cur[o->index] = pred_make(d, PR_NOT, 0, p, 0);
+	}
+}
+
+static uint32_t pred_operand(struct dc *d, const struct ptx_operand *o)
+{
+	uint32_t p;
+
+	if (o->kind != PTX_OP_REG || !is_pred_reg(d, o->reg))
+		return 0;
+	p = d->cur[o->reg];
+	return o->neg ? pred_make(d, PR_NOT, 0, p, 0) : p;
+}
+
+static void exec_setp(struct dc *d, const struct ptx_insn *in)
+{
+	int op = cmp_op(in);
+	uint32_t p = 0;
+
+	if (op >= 0 && !has_float_mod(in) && in->nops >= 3)
+		p = pred_make(d, PR_CMP, (uint8_t)op, opval(d, &in->ops[1]), opval(d, &in->ops[2]));
+	if (in->nops >= 4) { /* setp.cmp.and / .or with a fourth predicate operand */
+		uint32_t c = pred_operand(d, &in->ops[3]);
+
+		if (ptx_insn_has_mod(in, "and"))
+			p = pred_make(d, PR_AND, 0, p, c);
+		else if (ptx_insn_has_mod(in, "or"))
+			p = pred_make(d, PR_OR, 0, p, c);
+		else
+			p = 0;
+	}
+	set_pred(d, in, p);
+}
+
+static void exec_pred_logic(struct dc *d, const struct ptx_insn *in)
+{
+	const char *op = in->opcode;
+	uint32_t a = in->nops > 1 ? pred_operand(d, &in->ops[1]) : 0;
+	uint32_t b = in->nops > 2 ? pred_operand(d, &in->ops[2]) : 0;
+
+	if (!strcmp(op, "and"))
+		set_pred(d, in, pred_make(d, PR_AND, 0, a, b));
+	else if (!strcmp(op, "or"))
+		set_pred(d, in, pred_make(d, PR_OR, 0, a, b));
+	else if (!strcmp(op, "not"))
+		set_pred(d, in, pred_make(d, PR_NOT, 0, a, 0));
+	else if (!strcmp(op, "mov"))
+		set_pred(d, in, a);
+	else
+		set_pred(d, in, 0);
+}
+
+/* Opcodes with an address operand that touch no global memory a card must name. */
+static bool harmless_with_address(const char *op)
+{
+	static const char *const ok[] = { "prefetch", "prefetchu", "applypriority", "discard",
+					  "createpolicy", "isspacep", NULL };
+
+	for (unsigned i = 0; ok[i]; i++)
+		if (!strcmp(op, ok[i]))
+			return true;
+	return false;
+}
+
+static bool is_control(const char *op)
+{
+	return !strcmp(op, "bra") || !strcmp(op, "ret") || !strcmp(op, "exit") || !strcmp(op, "trap");
+}
+
+static void exec_insn(struct dc *d, uint32_t i)
+{
+	const struct ptx_insn *in = &d->f->insns[i];
+	const char *op = in->opcode;
+
+	if (is_control(op))
+		return;
+	if (!strcmp(op, "ld") || !strcmp(op, "ldu")) {
+		exec_ld(d, in, i);
+	} else if (!strcmp(op, "st")) {
+		exec_st(d, in);
+	} else if (!strcmp(op, "atom") || !strcmp(op, "red")) {
+		exec_atom(d, in, i, op[0] == 'r');
+	} else if (!strcmp(op, "setp")) {
+		exec_setp(d, in);
+	} else if (in->type == PTX_T_PRED) {
+		exec_pred_logic(d, in);
+	} else {
+		for (unsigned k = 0; k < in->nops; k++)
+			if (in->ops[k].kind == PTX_OP_ADDR && !harmless_with_address(op) && !d->rc) {
+				if (in->space == PTX_SPACE_SHARED || in->space == PTX_SPACE_LOCAL)
+					break;
+				d->rc = refuse(d->why, d->whylen, "line %u: %s with an address is not "
+					       "analysed", in->line, op);
+			}
+		if (in->nops > 0 && in->ops[0].kind == PTX_OP_REG && is_pred_reg(d, in->ops[0].reg))
+			set_pred(d, in, 0);
+		else if (in->nops > 0)
+			set_dest(d, in, i, arith(d, in, i));
+	}
+}
+
+/* ------------------------------------------------------------------ blocks */
+
+static uint32_t label_target(const struct ptx_insn *in)
+{
+	for (unsigned k = 0; k < in->nops; k++)
+		if (in->ops[k].kind == PTX_OP_LABEL)
+			return in->ops[k].index;
+	return PTX_NONE;
+}
+
+static int build_blocks(struct dc *d)
+{
+	const struct ptx_func *f = d->f;
+	uint8_t *leader = calloc(f->ninsns + 1, 1);
+	uint32_t nb = 0;
+
+	d->blk_of = calloc(f->ninsns + 1, sizeof(*d->blk_of));
+	d->b = calloc(f->ninsns + 1, sizeof(*d->b));
+	if (!leader || !d->blk_of || !d->b) {
+		free(leader);
+		return -CF_ENOMEM;
+	}
+	leader[0] = 1;
+	for (uint32_t i = 0; i < f->ninsns; i++) {
+		uint32_t t = label_target(&f->insns[i]);
+
+		if (t != PTX_NONE && t <= f->ninsns)
+			leader[t] = 1;
+		if (is_control(f->insns[i].opcode))
+			leader[i + 1] = 1;
+	}
+	for (uint32_t i = 0; i < f->ninsns; i++) {
+		if (leader[i]) {
+			if (nb)
+				d->b[nb - 1].end = i;
+			d->b[nb++].first = i;
+		}
+		d->blk_of[i] = nb - 1;
+	}
+	if (nb)
+		d->b[nb - 1].end = f->ninsns;
+	d->blk_of[f->ninsns] = PTX_NONE; /* a branch to the end: leaves */
+	d->nb = nb;
+	for (uint32_t b = 0; b < nb; b++) {
+		struct dc_block *bl = &d->b[b];
+		const struct ptx_insn *last = &f->insns[bl->end - 1];
+		uint32_t next = b + 1 < nb ? b + 1 : PTX_NONE;
+		bool guarded = last->guard != PTX_NONE;
+
+		bl->cond = guarded && is_control(last->opcode);
+		if (!strcmp(last->opcode, "bra")) {
+			uint32_t t = label_target(last);
+			uint32_t tb = t <= f->ninsns ? d->blk_of[t] : PTX_NONE;
+
+			bl->succ[0] = guarded ? next : tb;
+			bl->succ[1] = guarded ? tb : PTX_NONE;
+		} else if (is_control(last->opcode)) {
+			bl->succ[0] = guarded ? next : PTX_NONE;
+			bl->succ[1] = PTX_NONE;
+		} else {
+			bl->succ[0] = next;
+			bl->succ[1] = PTX_NONE;
+		}
+	}
+	free(leader);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ joins and rounds */
+
+static uint32_t *edge_regs(struct dc *d, uint32_t b, unsigned slot)
+{
+	return d->out_regs + ((size_t)b * 2 + slot) * d->f->nregs;
+}
+
+/* The value of register r entering block b from the edges in[0 .. n). */
+static uint32_t join_value(struct dc *d, uint32_t b, uint32_t r, const uint32_t *src, const uint32_t *cs,
+			   const uint8_t *back, unsigned n)
+{
+	uint32_t a, base = PTX_NONE;
+	bool same = true, plain = true;
+	int k0 = -1;
+
+	for (unsigned i = 1; i < n; i++)
+		same &= src[i] == src[0];
+	if (same)
+		return src[0];
+	if (is_pred_reg(d, r))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		int k = dv_base_param(&d->x, src[i]);
+
+		plain &= value_is_plain(d, src[i]);
+		if (i == 0)
+			k0 = k;
+		else if (k != k0)
+			k0 = -3;
+	}
+	if (!plain || n > DV_MAX_IN)
+		return dv_unknown_of(&d->x, src, n);
+	if (k0 >= 0)
+		base = dv_atom_val(&d->x, DV_A_PARAM0 + (uint32_t)k0);
+	a = dv_atom_get(&d->x, DV_K_PHI, b, r);
+	if (a == UINT32_MAX) {
+		d->x.oom = true;
+		return d->x.v_any;
+	}
+	d->has_phi = true;
+	d->x.atoms[a].nin = n;
+	d->x.atoms[a].nonneg = -1;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t v = base == PTX_NONE ? src[i] : dv_sub(&d->x, src[i], base);
+
+		d->x.atoms[a].in[i] = (struct dv_in){ .v = v, .cs = cs[i], .back = back[i] };
+	}
+	a = dv_atom_val(&d->x, a);
+	return base == PTX_NONE ? a : dv_add(&d->x, base, a);
+}
+
+/* The state entering block b: false when no edge into it was reached yet. */
+static bool join(struct dc *d, uint32_t b)
+{
+	uint32_t from[DV_MAX_IN + 1], slot[DV_MAX_IN + 1], cs[DV_MAX_IN + 1], src[DV_MAX_IN + 1];
+	uint8_t back[DV_MAX_IN + 1];
+	unsigned n = 0;
+	bool many = false;
+
+	for (uint32_t p = 0; p < d->nb; p++)
+		for (unsigned s = 0; s < 2; s++)
+			if (d->b[p].succ[s] == b && d->out_reached[p * 2 + s]) {
+				if (n == DV_MAX_IN + 1) {
+					many = true;
+					continue;
+				}
+				from[n] = p;
+				slot[n] = s;
+				cs[n] = d->out_cs[p * 2 + s];
+				back[n] = p >= b;
+				n++;
+			}
+	if (n == 0)
+		return false;
+	d->cs = cs[0];
+	for (unsigned i = 1; i < n; i++)
+		d->cs = dv_cset_meet(&d->x, d->cs, cs[i]);
+	for (uint32_t r = 0; r < d->f->nregs; r++) {
+		for (unsigned i = 0; i < n; i++)
+			src[i] = edge_regs(d, from[i], slot[i])[r];
+		d->cur[r] = many ? (is_pred_reg(d, r) ? 0 : d->x.v_any) : join_value(d, b, r, src, cs, back, n);
+	}
+	return true;
+}
+
+static void store_edge(struct dc *d, uint32_t b, unsigned slot, uint32_t cs)
+{
+	uint32_t *regs = edge_regs(d, b, slot);
+	size_t bytes = d->f->nregs * sizeof(*regs);
+
+	if (d->b[b].succ[slot] == PTX_NONE)
+		return;
+	if (!d->out_reached[b * 2 + slot] || d->out_cs[b * 2 + slot] != cs || memcmp(regs, d->cur, bytes)) {
+		d->changed = true;
+		memcpy(regs, d->cur, bytes);
+		d->out_cs[b * 2 + slot] = cs;
+		d->out_reached[b * 2 + slot] = 1;
+	}
+}
+
+static void run_block(struct dc *d, uint32_t b)
+{
+	const struct dc_block *bl = &d->b[b];
+	const struct ptx_insn *last = &d->f->insns[bl->end - 1];
+
+	if (b == 0) {
+		for (uint32_t r = 0; r < d->f->nregs; r++)
+			d->cur[r] = is_pred_reg(d, r) ? 0 : d->x.v_any;
+		d->cs = 0;
+	} else if (!join(d, b)) {
+		return;
+	}
+	for (uint32_t i = bl->first; i < bl->end && !d->rc; i++)
+		exec_insn(d, i);
+	if (bl->cond) {
+		uint32_t p = d->cur[last->guard];
+
+		store_edge(d, b, 0, cons_of(d, d->cs, p, last->guard_neg));
+		store_edge(d, b, 1, cons_of(d, d->cs, p, !last->guard_neg));
+	} else {
+		store_edge(d, b, 0, d->cs);
+	}
+}
+
+static int interpret(struct dc *d)
+{
+	int round;
+
+	for (round = 0; round < DC_MAX_ROUNDS && !d->rc && !d->x.oom; round++) {
+		d->changed = false;
+		for (uint32_t b = 0; b < d->nb && !d->rc; b++)
+			run_block(d, b);
+		if (!d->changed)
+			break;
+	}
+	if (d->rc)
+		return d->rc;
+	if (d->x.oom)
+		return -CF_ENOMEM;
+	if (round == DC_MAX_ROUNDS)
+		return refuse(d->why, d->whylen, "the loops did not settle in %d rounds", DC_MAX_ROUNDS);
+	d->record = true;
+	for (uint32_t b = 0; b < d->nb && !d->rc; b++)
+		run_block(d, b);
+	return d->rc ? d->rc : (d->x.oom ? -CF_ENOMEM : 0);
+}
+
+/* ------------------------------------------------------------------ the card */
+
+struct out {
+	char *buf;
+	size_t len, at;
+	bool full;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->at, o->len - o->at, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->len - o->at)
+		o->full = true;
+	else
+		o->at += (size_t)n;
+}
+
+/* The card type of a non-pointer parameter, as its PTX declaration says. */
+static const char *scalar_type(const struct ptx_var *p)
+{
+	switch (p->type) {
+	case PTX_T_U32: case PTX_T_B32: return p->size == 4 ? "u32" : NULL;
+	case PTX_T_S32: return p->size == 4 ? "i32" : NULL;
+	case PTX_T_U64: case PTX_T_B64: return p->size == 8 ? "u64" : NULL;
+	case PTX_T_S64: return p->size == 8 ? "i64" : NULL;
+	case PTX_T_F32: return p->size == 4 ? "f32" : NULL;
+	case PTX_T_F64: return p->size == 8 ? "f64" : NULL;
+	default: return NULL;
+	}
+}
+
+static void put_span(struct dc *d, struct out *o, const struct dc_param *pe)
+{
+	char e[512];
+
+	for (unsigned i = 0; i + 1 < pe->span.n; i++)
+		put(o, "max(");
+	for (unsigned i = 0; i < pe->span.n; i++) {
+		if (dv_format(&d->x, pe->span.v[i], e, sizeof(e)) < 0) {
+			o->full = true;
+			return;
+		}
+		put(o, i == 0 ? "%s" : ", %s)", e);
+	}
+}
+
+static void put_param(struct dc *d, struct out *o, uint32_t k)
+{
+	const struct dc_param *pe = &d->pe[k];
+	const struct ptx_var *p = &d->f->params[k];
+	static const char *const acc[] = { "none", "r", "w", "rw" };
+
+	if (pe->acc) {
+		if (pe->unknown)
+			put(o, "  # p%u: span unknown: %s\n", k, pe->note);
+		if (pe->atomic)
+			put(o, "  # p%u: updated atomically\n", k);
+		put(o, "  param p%u ptr %s ", k, acc[pe->acc & 3]);
+		if (pe->unknown || pe->span.n == 0)
+			put(o, "unknown\n");
+		else {
+			put_span(d, o, pe);
+			put(o, "\n");
+		}
+	} else if (scalar_type(p)) {
+		put(o, "  param p%u %s\n", k, scalar_type(p));
+	} else {
+		put(o, "  param p%u struct %llu\n", k, (unsigned long long)p->size);
+	}
+}
+
+static int write_card(struct dc *d, const char *kernel, char *card, size_t cardlen)
+{
+	struct out o = { card, cardlen, 0, cardlen == 0 };
+	bool pure = !d->impure, elementwise = d->ew && d->ew_count >= 0 && !d->has_phi;
+
+	for (uint32_t k = 0; k < d->f->nparams; k++)
+		pure &= d->pe[k].acc != (DC_R | DC_W);
+	put(&o, "# derived from PTX (rw_card_derive): spans assume that integer parameters bounding or "
+		"scaling an index are not negative and that index arithmetic does not wrap\n");
+	put(&o, "kernel %s\n", kernel);
+	for (uint32_t k = 0; k < d->f->nparams; k++)
+		put_param(d, &o, k);
+	if (elementwise) {
+		put(&o, "  count p%d\n", d->ew_count);
+		put(&o, "  elementwise\n");
+	}
+	if (pure)
+		put(&o, "  pure\n");
+	put(&o, "end\n");
+	return o.full ? -CF_ERANGE : 0;
+}
+
+static int derive(const struct ptx_module *m, const struct ptx_func *f, char *card, size_t cardlen,
+		  char *why, size_t whylen)
+{
+	struct dc d;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	d.f = f;
+	d.why = why;
+	d.whylen = whylen;
+	d.ew = 1;
+	d.ew_count = -1;
+	rc = dv_ctx_init(&d.x, m, f);
+	if (rc == 0) {
+		struct dv_pred unk;
+
+		memset(&unk, 0, sizeof(unk)); /* predicate 0: says nothing */
+		if (dv_pool_intern(&d.x.preds, &unk) != 0)
+			rc = -CF_ENOMEM;
+	}
+	if (rc == 0)
+		rc = build_blocks(&d);
+	if (rc == 0 && d.nb == 0)
+		rc = refuse(why, whylen, "an empty body");
+	if (rc == 0) {
+		size_t regs = (size_t)(d.nb ? d.nb : 1) * 2 * (f->nregs ? f->nregs : 1);
+
+		d.out_regs = calloc(regs, sizeof(*d.out_regs));
+		d.out_cs = calloc((size_t)d.nb * 2, sizeof(*d.out_cs));
+		d.out_reached = calloc((size_t)d.nb * 2, 1);
+		d.cur = calloc(f->nregs ? f->nregs : 1, sizeof(*d.cur));
+		d.pe = calloc(f->nparams ? f->nparams : 1, sizeof(*d.pe));
+		if (!d.out_regs || !d.out_cs || !d.out_reached || !d.cur || !d.pe)
+			rc = -CF_ENOMEM;
+	}
+	if (rc == 0) {
+		d.g = dv_add(&d.x, dv_mul(&d.x, dv_atom_val(&d.x, PTX_SR_CTAID_X), dv_atom_val(&d.x, PTX_SR_NTID_X)),
+			     dv_atom_val(&d.x, PTX_SR_TID_X));
+		rc = interpret(&d);
+	}
+	if (rc == 0)
+		rc = write_card(&d, f->name, card, cardlen);
+	free(d.out_regs);
+	free(d.out_cs);
+	free(d.out_reached);
+	free(d.cur);
+	free(d.pe);
+	free(d.blk_of);
+	free(d.b);
+	dv_ctx_fini(&d.x);
+	return rc;
+}
+
 int rw_card_derive(const struct ptx_module *m, const char *kernel, char *card, size_t cardlen,
 		   char *why, size_t whylen)
 {
@@ -106,6 +1052,10 @@ int rw_card_derive(const struct ptx_module *m, const char *kernel, char *card, s
 	if (rc == 0)
 		rc = screen_params(f, why, whylen);
 	if (rc == 0)
-		rc = refuse(why, whylen, "address analysis not implemented yet");
+		rc = derive(m, f, card, cardlen, why, whylen);
+	if (rc == -CF_ENOMEM)
+		rc = refuse(why, whylen, "out of memory");
+	if (rc < 0 && rc != -CF_ENOSYS && rc != -CF_ERANGE && cardlen)
+		card[0] = '\0';
 	return rc;
 }

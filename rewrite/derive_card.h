@@ -1,7 +1,8 @@
 /* derive_card.h - a kernel card derived from the kernel's PTX instead of written by hand (issue
- * 23 part 3). rewrite layer: includes driver/ptx.h. INTERFACE ONLY so far: no implementation is
- * linked yet; this header fixes the contract the analysis, its tests and the rewriter's wiring
- * are written against.
+ * 23 part 3). rewrite layer: includes driver/ptx.h. Implemented by derive_card.c (the refusal
+ * screen and the interpretation) and derive_bound.c (values and bounds, derive_int.h); not yet
+ * wired into the rewriter: a caller parses the module with ptx_parse, calls rw_card_derive per
+ * kernel and hands the card text to rw_cards_parse.
  *
  * The result is a card in the existing card language (rewrite/cards.h), so the one card parser
  * and evaluator is reused: the caller hands the text to the card parser exactly as it would a

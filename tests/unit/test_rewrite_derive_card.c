@@ -1,9 +1,8 @@
 /* test_rewrite_derive_card.c - the refusal screen of the PTX-derived card (rewrite/derive_card.c,
  * first increment): each construct the contract refuses is refused with its reason (calls,
  * textures, module .global variables, struct parameters as "indirect"), bad arguments and
- * unknown kernels get their codes, and a clean kernel is still refused (no card is ever
- * written before the address analysis exists). Modules are built by hand, so the test does not
- * wait for the parser. tests layer (cmocka, libcufold.a; no driver). */
+ * unknown kernels get their codes, and a clean kernel gets its card. Modules are built by
+ * hand, so the test does not depend on the parser. tests layer (cmocka, libcufold.a; no driver). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,15 +105,19 @@ static void test_refuses_struct_param_as_indirect(void **state)
 	assert_int_equal(strncmp(fx.why, "indirect:", 9), 0);
 }
 
-static void test_clean_kernel_still_refused(void **state)
+/* A kernel past the screen gets a card: its one parameter, never dereferenced, is a plain u64,
+ * and a card that does not fit is -CF_ERANGE rather than a truncated card. */
+static void test_clean_kernel_gets_card(void **state)
 {
 	struct fixture fx;
 
 	(void)state;
 	build(&fx, "ret", 8, true);
-	assert_int_equal(derive(&fx, "k"), -CF_ENOSYS);
-	assert_non_null(strstr(fx.why, "not implemented"));
-	assert_string_equal(fx.card, "");
+	assert_int_equal(derive(&fx, "k"), 0);
+	assert_non_null(strstr(fx.card, "kernel k\n"));
+	assert_non_null(strstr(fx.card, "  param p0 u64\n"));
+	assert_non_null(strstr(fx.card, "end\n"));
+	assert_int_equal(rw_card_derive(&fx.m, "k", fx.card, 8, fx.why, sizeof(fx.why)), -CF_ERANGE);
 }
 
 int main(void)
@@ -125,7 +128,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_texture),
 		cmocka_unit_test(test_refuses_module_variable),
 		cmocka_unit_test(test_refuses_struct_param_as_indirect),
-		cmocka_unit_test(test_clean_kernel_still_refused),
+		cmocka_unit_test(test_clean_kernel_gets_card),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,766 @@
+/* derive_bound.c - the values of the PTX-derived card: interned polynomials over atoms,
+ * constraint sets, and the upper bounds of offsets in launch symbols (see derive_int.h).
+ * rewrite layer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "rewrite/derive_int.h"
+
+#define DV_MAX_DEPTH 12 /* nested bounds (atoms bounded through atoms) before giving up */
+
+/* ------------------------------------------------------------------ pools */
+
+static uint32_t hash_bytes(const unsigned char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+static int pool_grow(struct dv_pool *p)
+{
+	uint32_t ncap = p->tabcap ? p->tabcap * 2 : 256;
+	uint32_t *tab = calloc(ncap, sizeof(*tab));
+	unsigned char *data = realloc(p->data, (size_t)(ncap / 2) * p->recsz);
+
+	if (!tab || !data) {
+		free(tab);
+		if (data)
+			p->data = data;
+		return -CF_ENOMEM;
+	}
+	p->data = data;
+	p->cap = ncap / 2;
+	for (uint32_t id = 0; id < p->n; id++) {
+		uint32_t h = hash_bytes(p->data + (size_t)id * p->recsz, p->recsz) & (ncap - 1);
+
+		while (tab[h])
+			h = (h + 1) & (ncap - 1);
+		tab[h] = id + 1;
+	}
+	free(p->tab);
+	p->tab = tab;
+	p->tabcap = ncap;
+	return 0;
+}
+
+uint32_t dv_pool_intern(struct dv_pool *p, const void *rec)
+{
+	uint32_t h;
+
+	if (p->n >= p->cap && pool_grow(p) < 0)
+		return UINT32_MAX;
+	h = hash_bytes(rec, p->recsz) & (p->tabcap - 1);
+	while (p->tab[h]) {
+		uint32_t id = p->tab[h] - 1;
+
+		if (memcmp(p->data + (size_t)id * p->recsz, rec, p->recsz) == 0)
+			return id;
+		h = (h + 1) & (p->tabcap - 1);
+	}
+	memcpy(p->data + (size_t)p->n * p->recsz, rec, p->recsz);
+	p->tab[h] = ++p->n;
+	return p->n - 1;
+}
+
+/* ------------------------------------------------------------------ polynomials */
+
+static int term_cmp(const struct dv_term *a, const struct dv_term *b)
+{
+	if (a->deg != b->deg)
+		return a->deg < b->deg ? -1 : 1;
+	for (unsigned i = 0; i < a->deg; i++)
+		if (a->a[i] != b->a[i])
+			return a->a[i] < b->a[i] ? -1 : 1;
+	return 0;
+}
+
+static bool is_absorbing(uint32_t a)
+{
+	return a == DV_A_ANY || a == DV_A_LOADED || a == DV_A_LOCAL;
+}
+
+/* A monomial holding an absorbing atom becomes that atom alone (LOADED wins over LOCAL over
+ * ANY: a pointer made of loaded data is indirect whatever else went in). */
+static void term_absorb(struct dv_term *t)
+{
+	uint16_t best = 0;
+
+	for (unsigned i = 0; i < t->deg; i++)
+		if (is_absorbing(t->a[i]) && (best == 0 || t->a[i] == DV_A_LOADED ||
+					      (t->a[i] == DV_A_LOCAL && best == DV_A_ANY)))
+			best = t->a[i];
+	if (!best)
+		return;
+	memset(t, 0, sizeof(*t));
+	t->c = 1;
+	t->deg = 1;
+	t->a[0] = best;
+}
+
+/* Adds term t into sorted p (merging equal monomials). false when p is full. */
+static bool poly_add_term(struct dv_poly *p, struct dv_term t)
+{
+	unsigned i;
+
+	term_absorb(&t);
+	for (i = 0; i < p->n; i++) {
+		int c = term_cmp(&t, &p->t[i]);
+
+		if (c == 0) {
+			p->t[i].c = (t.deg == 1 && is_absorbing(t.a[0])) ? 1 : p->t[i].c + t.c;
+			if (p->t[i].c == 0) {
+				memmove(&p->t[i], &p->t[i + 1], (p->n - i - 1) * sizeof(p->t[0]));
+				p->n--;
+				memset(&p->t[p->n], 0, sizeof(p->t[0]));
+			}
+			return true;
+		}
+		if (c < 0)
+			break;
+	}
+	if (p->n == DV_MAX_TERMS)
+		return false;
+	memmove(&p->t[i + 1], &p->t[i], (p->n - i) * sizeof(p->t[0]));
+	p->t[i] = t;
+	p->n++;
+	return true;
+}
+
+static bool term_mul(const struct dv_term *a, const struct dv_term *b, struct dv_term *out)
+{
+	unsigned i = 0, j = 0, k = 0;
+
+	if (a->deg + b->deg > DV_MAX_DEG)
+		return false;
+	memset(out, 0, sizeof(*out));
+	if (__builtin_mul_overflow(a->c, b->c, &out->c))
+		return false;
+	while (i < a->deg || j < b->deg)
+		out->a[k++] = (j >= b->deg || (i < a->deg && a->a[i] <= b->a[j])) ? a->a[i++] : b->a[j++];
+	out->deg = (uint8_t)k;
+	return true;
+}
+
+static uint32_t intern_poly(struct dv_ctx *x, const struct dv_poly *p)
+{
+	uint32_t id = dv_pool_intern(&x->polys, p);
+
+	if (id == UINT32_MAX) {
+		x->oom = true;
+		return x->v_any;
+	}
+	return id;
+}
+
+uint32_t dv_const(struct dv_ctx *x, int64_t c)
+{
+	struct dv_poly p;
+
+	memset(&p, 0, sizeof(p));
+	if (c) {
+		p.n = 1;
+		p.t[0].c = c;
+	}
+	return intern_poly(x, &p);
+}
+
+uint32_t dv_atom_val(struct dv_ctx *x, uint32_t atom)
+{
+	struct dv_poly p;
+
+	memset(&p, 0, sizeof(p));
+	p.n = 1;
+	p.t[0].c = 1;
+	p.t[0].deg = 1;
+	p.t[0].a[0] = (uint16_t)atom;
+	return intern_poly(x, &p);
+}
+
+static uint32_t add_scaled(struct dv_ctx *x, uint32_t a, uint32_t b, int64_t sb)
+{
+	struct dv_poly p = *dv_poly_get(x, a);
+	const struct dv_poly *q = dv_poly_get(x, b);
+
+	for (unsigned i = 0; i < q->n; i++) {
+		struct dv_term t = q->t[i];
+
+		if (__builtin_mul_overflow(t.c, sb, &t.c) || !poly_add_term(&p, t)) {
+			uint32_t ops[2] = { a, b };
+
+			return dv_unknown_of(x, ops, 2);
+		}
+	}
+	return intern_poly(x, &p);
+}
+
+uint32_t dv_add(struct dv_ctx *x, uint32_t a, uint32_t b)
+{
+	return add_scaled(x, a, b, 1);
+}
+
+uint32_t dv_sub(struct dv_ctx *x, uint32_t a, uint32_t b)
+{
+	return add_scaled(x, a, b, -1);
+}
+
+uint32_t dv_mul(struct dv_ctx *x, uint32_t a, uint32_t b)
+{
+	const struct dv_poly *p = dv_poly_get(x, a), *q = dv_poly_get(x, b);
+	struct dv_poly r;
+
+	memset(&r, 0, sizeof(r));
+	for (unsigned i = 0; i < p->n; i++)
+		for (unsigned j = 0; j < q->n; j++) {
+			struct dv_term t;
+
+			if (!term_mul(&p->t[i], &q->t[j], &t) || !poly_add_term(&r, t)) {
+				uint32_t ops[2] = { a, b };
+
+				return dv_unknown_of(x, ops, 2);
+			}
+		}
+	return intern_poly(x, &r);
+}
+
+bool dv_has_atom(const struct dv_ctx *x, uint32_t v, uint32_t a)
+{
+	const struct dv_poly *p = dv_poly_get(x, v);
+
+	for (unsigned i = 0; i < p->n; i++)
+		for (unsigned k = 0; k < p->t[i].deg; k++)
+			if (p->t[i].a[k] == a)
+				return true;
+	return false;
+}
+
+static bool is_ptr_param(const struct dv_ctx *x, uint32_t a)
+{
+	return x->atoms[a].kind == DV_K_PARAM && x->f->params[a - DV_A_PARAM0].size == 8;
+}
+
+int dv_base_param(const struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly *p = dv_poly_get(x, v);
+	int base = -1;
+
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct dv_term *t = &p->t[i];
+
+		if (t->deg == 1 && t->c == 1 && is_ptr_param(x, t->a[0])) {
+			if (base >= 0)
+				return -2;
+			base = t->a[0] - DV_A_PARAM0;
+		}
+	}
+	if (base < 0)
+		return -1;
+	/* the base must not also appear inside another monomial (p0 * i is no address) */
+	for (unsigned i = 0; i < p->n; i++) {
+		if (p->t[i].deg == 1 && p->t[i].a[0] == (uint32_t)base + DV_A_PARAM0)
+			continue;
+		for (unsigned k = 0; k < p->t[i].deg; k++)
+			if (p->t[i].a[k] == (uint32_t)base + DV_A_PARAM0)
+				return -2;
+	}
+	return base;
+}
+
+uint32_t dv_unknown_of(struct dv_ctx *x, const uint32_t *ops, unsigned n)
+{
+	int base = -1;
+	bool loaded = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		int b = dv_base_param(x, ops[i]);
+
+		if (b >= 0)
+			base = (base == -1 || base == b) ? b : -2;
+		loaded |= dv_has_atom(x, ops[i], DV_A_LOADED);
+	}
+	if (base >= 0) /* still an address into that parameter's allocation */
+		return dv_add(x, dv_atom_val(x, DV_A_PARAM0 + (uint32_t)base), loaded ? x->v_loaded : x->v_any);
+	return loaded ? x->v_loaded : x->v_any;
+}
+
+/* ------------------------------------------------------------------ atoms and constraints */
+
+uint32_t dv_atom_get(struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2)
+{
+	for (uint32_t a = DV_A_PARAM0 + x->f->nparams; a < x->natoms; a++)
+		if (x->atoms[a].kind == kind && x->atoms[a].key1 == key1 && x->atoms[a].key2 == key2)
+			return a;
+	if (x->natoms >= 65535)
+		return UINT32_MAX;
+	if (x->natoms == x->capatoms) {
+		uint32_t ncap = x->capatoms ? x->capatoms * 2 : 64;
+		struct dv_atom *na = realloc(x->atoms, ncap * sizeof(*na));
+
+		if (!na)
+			return UINT32_MAX;
+		x->atoms = na;
+		x->capatoms = ncap;
+	}
+	memset(&x->atoms[x->natoms], 0, sizeof(x->atoms[0]));
+	x->atoms[x->natoms].kind = (uint8_t)kind;
+	x->atoms[x->natoms].key1 = key1;
+	x->atoms[x->natoms].key2 = key2;
+	x->atoms[x->natoms].nonneg = -1;
+	return x->natoms++;
+}
+
+uint32_t dv_cset_add(struct dv_ctx *x, uint32_t cs, uint32_t xv, uint32_t nv)
+{
+	struct dv_cset s = *dv_cset_get(x, cs);
+	uint32_t id;
+
+	for (unsigned i = 0; i < s.n; i++)
+		if (s.c[i].x == xv && s.c[i].n == nv)
+			return cs;
+	if (s.n == DV_MAX_CONS) {
+		memmove(&s.c[0], &s.c[1], (DV_MAX_CONS - 1) * sizeof(s.c[0]));
+		s.n--;
+	}
+	s.c[s.n].x = xv;
+	s.c[s.n].n = nv;
+	s.n++;
+	id = dv_pool_intern(&x->csets, &s);
+	if (id == UINT32_MAX) {
+		x->oom = true;
+		return cs;
+	}
+	return id;
+}
+
+uint32_t dv_cset_meet(struct dv_ctx *x, uint32_t a, uint32_t b)
+{
+	const struct dv_cset *sa = dv_cset_get(x, a), *sb = dv_cset_get(x, b);
+	struct dv_cset s;
+	uint32_t id;
+
+	if (a == b)
+		return a;
+	memset(&s, 0, sizeof(s));
+	for (unsigned i = 0; i < sa->n; i++)
+		for (unsigned j = 0; j < sb->n; j++)
+			if (sa->c[i].x == sb->c[j].x && sa->c[i].n == sb->c[j].n) {
+				s.c[s.n++] = sa->c[i];
+				break;
+			}
+	id = dv_pool_intern(&x->csets, &s);
+	if (id == UINT32_MAX) {
+		x->oom = true;
+		return 0; /* the empty set: fewer constraints, still sound */
+	}
+	return id;
+}
+
+/* ------------------------------------------------------------------ sign */
+
+static bool atom_nonneg(struct dv_ctx *x, uint32_t a);
+
+/* Every monomial has a positive coefficient and atoms that are not negative. */
+bool dv_nonneg(struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly *p = dv_poly_get(x, v);
+
+	for (unsigned i = 0; i < p->n; i++) {
+		struct dv_term t = p->t[i]; /* a copy: atom_nonneg may grow the pool */
+
+		if (t.c < 0)
+			return false;
+		for (unsigned k = 0; k < t.deg; k++)
+			if (!atom_nonneg(x, t.a[k]))
+				return false;
+	}
+	return true;
+}
+
+static bool in_nonneg(struct dv_ctx *x, uint32_t a, const struct dv_in *in)
+{
+	if (!in->back)
+		return dv_nonneg(x, in->v);
+	/* a step: A + s with s >= 0 never goes below A's smallest forward value */
+	return !dv_has_atom(x, dv_sub(x, in->v, dv_atom_val(x, a)), a) &&
+	       dv_nonneg(x, dv_sub(x, in->v, dv_atom_val(x, a)));
+}
+
+static bool atom_nonneg_uncached(struct dv_ctx *x, uint32_t a)
+{
+	struct dv_atom at = x->atoms[a];
+
+	switch (at.kind) {
+	case DV_K_FIXED:
+		return a <= PTX_SR_NCTAID_Z;
+	case DV_K_PARAM:
+		return true; /* the stated assumption (derive_int.h) */
+	case DV_K_PHI:
+	case DV_K_SEL:
+		for (unsigned i = 0; i < at.nin; i++)
+			if (!in_nonneg(x, a, &at.in[i]))
+				return false;
+		return at.nin > 0;
+	case DV_K_MIN:
+		return dv_nonneg(x, at.a) && dv_nonneg(x, at.b);
+	case DV_K_REM:
+		return dv_nonneg(x, at.a);
+	case DV_K_Z:
+		return dv_nonneg(x, at.a);
+	}
+	return false;
+}
+
+static bool atom_nonneg(struct dv_ctx *x, uint32_t a)
+{
+	bool r;
+
+	if (x->atoms[a].nonneg >= 0)
+		return x->atoms[a].nonneg;
+	if (x->atoms[a].busy)
+		return true; /* a cycle through a phi: its other incoming values decide */
+	x->atoms[a].busy = 1;
+	r = atom_nonneg_uncached(x, a);
+	x->atoms[a].busy = 0;
+	x->atoms[a].nonneg = r;
+	return r;
+}
+
+/* ------------------------------------------------------------------ max-sets */
+
+/* b - a provably >= 0 */
+static bool dominates(struct dv_ctx *x, uint32_t b, uint32_t a)
+{
+	return dv_nonneg(x, dv_sub(x, b, a));
+}
+
+int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < out->n; i++)
+		if (out->v[i] == v || dominates(x, out->v[i], v))
+			return 0;
+	for (unsigned i = 0; i < out->n; i++)
+		if (!dominates(x, v, out->v[i]))
+			out->v[k++] = out->v[i];
+	out->n = k;
+	if (out->n == DV_MSET)
+		return -1;
+	out->v[out->n++] = v;
+	return 0;
+}
+
+/* out = {a + b : a in p, b in q} (op 0) or {a * b} (op 1) */
+static int mset_combine(struct dv_ctx *x, const struct dv_mset *p, const struct dv_mset *q, int op,
+			struct dv_mset *out)
+{
+	struct dv_mset r = { 0 };
+
+	for (unsigned i = 0; i < p->n; i++)
+		for (unsigned j = 0; j < q->n; j++) {
+			uint32_t v = op ? dv_mul(x, p->v[i], q->v[j]) : dv_add(x, p->v[i], q->v[j]);
+
+			if (dv_has_atom(x, v, DV_A_ANY) || dv_mset_join(x, &r, v) < 0)
+				return -1;
+		}
+	*out = r;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ upper bounds */
+
+static int upper(struct dv_ctx *x, uint32_t v, uint32_t cs, int depth, struct dv_mset *out);
+
+static int in_upper(struct dv_ctx *x, uint32_t a, const struct dv_in *in, int depth,
+		    struct dv_mset *out)
+{
+	const struct dv_cset *s = dv_cset_get(x, in->cs);
+
+	if (in->back) {
+		/* the back edge is taken only under its own guard: v < N there */
+		for (unsigned i = s->n; i-- > 0;)
+			if (s->c[i].x == in->v)
+				return upper(x, dv_sub(x, s->c[i].n, dv_const(x, 1)), in->cs, depth, out);
+	}
+	(void)a;
+	return upper(x, in->v, in->cs, depth, out);
+}
+
+static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
+{
+	struct dv_atom at = x->atoms[a];
+	struct dv_mset r = { 0 }, one;
+
+	if (a <= PTX_SR_TID_Z) /* PTX_SR_TID_X is 0 */
+		return upper(x, dv_sub(x, dv_atom_val(x, a + PTX_SR_NTID_X), dv_const(x, 1)), cs, depth, out);
+	if (a >= PTX_SR_CTAID_X && a <= PTX_SR_CTAID_Z)
+		return upper(x, dv_sub(x, dv_atom_val(x, a + 3), dv_const(x, 1)), cs, depth, out);
+	switch (at.kind) {
+	case DV_K_PHI:
+	case DV_K_SEL:
+		for (unsigned i = 0; i < at.nin; i++) {
+			if (in_upper(x, a, &at.in[i], depth, &one) < 0)
+				return -1;
+			for (unsigned k = 0; k < one.n; k++)
+				if (dv_mset_join(x, &r, one.v[k]) < 0)
+					return -1;
+		}
+		*out = r;
+		return at.nin ? 0 : -1;
+	case DV_K_MIN:
+		if (upper(x, at.b, cs, depth, out) == 0)
+			return 0;
+		return upper(x, at.a, cs, depth, out);
+	case DV_K_REM:
+	case DV_K_Z:
+		return upper(x, dv_sub(x, at.b, dv_const(x, 1)), cs, depth, out);
+	}
+	return -1;
+}
+
+static int atom_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
+{
+	int rc;
+
+	if (x->atoms[a].busy || !atom_nonneg(x, a))
+		return -1;
+	x->atoms[a].busy = 1;
+	rc = atom_upper_uncached(x, a, cs, depth, out);
+	x->atoms[a].busy = 0;
+	return rc;
+}
+
+/* The monomial of x with most index atoms (the one to find in an offset), or -1. */
+static int leading_term(const struct dv_ctx *x, const struct dv_poly *p)
+{
+	int best = -1;
+	unsigned bestn = 0;
+
+	for (unsigned i = 0; i < p->n; i++) {
+		unsigned n = 0;
+
+		for (unsigned k = 0; k < p->t[i].deg; k++)
+			n += !dv_is_launch_atom(x, p->t[i].a[k]) && !is_absorbing(p->t[i].a[k]);
+		if (n > bestn) {
+			best = (int)i;
+			bestn = n;
+		}
+	}
+	return best;
+}
+
+/* t = L * m: m's atoms (t's minus L's, as multisets) into *m; false when L does not divide t. */
+static bool term_div(const struct dv_term *t, const struct dv_term *l, struct dv_term *m)
+{
+	unsigned i = 0, j = 0;
+
+	if (l->c == 0 || t->c % l->c != 0)
+		return false;
+	memset(m, 0, sizeof(*m));
+	m->c = t->c / l->c;
+	while (i < t->deg) {
+		if (j < l->deg && t->a[i] == l->a[j]) {
+			i++;
+			j++;
+		} else if (j < l->deg && l->a[j] < t->a[i]) {
+			return false;
+		} else {
+			m->a[m->deg++] = t->a[i++];
+		}
+	}
+	return j == l->deg;
+}
+
+/* Rewrites v = X*m + rest as Z*m + rest for each constraint X < N of cs (newest first), Z an
+ * atom bounded by N - 1: the guard i < n then bounds 4*i + 8 by 4*(n-1) + 8. Exact algebra, so
+ * any rewrite is sound; it only helps when the offset is built from the guarded value. */
+static uint32_t factor(struct dv_ctx *x, uint32_t v, uint32_t cs)
+{
+	const struct dv_cset s = *dv_cset_get(x, cs);
+
+	for (unsigned i = s.n; i-- > 0;) {
+		const struct dv_poly xp = *dv_poly_get(x, s.c[i].x);
+		int lt = leading_term(x, &xp);
+		uint32_t z;
+
+		if (lt < 0)
+			continue;
+		z = dv_atom_get(x, DV_K_Z, s.c[i].x, s.c[i].n);
+		if (z == UINT32_MAX)
+			return v;
+		x->atoms[z].a = s.c[i].x;
+		x->atoms[z].b = s.c[i].n;
+		for (int round = 0; round < DV_MAX_TERMS; round++) {
+			const struct dv_poly *p = dv_poly_get(x, v);
+			struct dv_term m;
+			struct dv_poly mp;
+			unsigned k;
+
+			for (k = 0; k < p->n; k++)
+				if (term_div(&p->t[k], &xp.t[lt], &m))
+					break;
+			if (k == p->n)
+				break;
+			memset(&mp, 0, sizeof(mp));
+			mp.n = 1;
+			mp.t[0] = m;
+			{
+				uint32_t mv = intern_poly(x, &mp);
+
+				v = dv_add(x, dv_sub(x, v, dv_mul(x, s.c[i].x, mv)),
+					   dv_mul(x, dv_atom_val(x, z), mv));
+			}
+		}
+	}
+	return v;
+}
+
+static int upper(struct dv_ctx *x, uint32_t v, uint32_t cs, int depth, struct dv_mset *out)
+{
+	struct dv_mset sum = { 1, { x->v_zero } };
+	struct dv_poly p;
+
+	if (depth > DV_MAX_DEPTH || x->oom)
+		return -1;
+	p = *dv_poly_get(x, factor(x, v, cs));
+	for (unsigned i = 0; i < p.n; i++) {
+		struct dv_term t = p.t[i], launch = t;
+		struct dv_poly lp;
+		struct dv_mset prod;
+		bool indexed = false;
+
+		launch.deg = 0;
+		memset(launch.a, 0, sizeof(launch.a));
+		for (unsigned k = 0; k < t.deg; k++) {
+			if (is_absorbing(t.a[k]))
+				return -1;
+			if (dv_is_launch_atom(x, t.a[k]))
+				launch.a[launch.deg++] = t.a[k];
+			else
+				indexed = true;
+		}
+		if (indexed && t.c < 0) {
+			/* c * (index atoms >= 0) * (launch symbols >= 0) <= 0: drop it */
+			for (unsigned k = 0; k < t.deg; k++)
+				if (!dv_is_launch_atom(x, t.a[k]) && !atom_nonneg(x, t.a[k]))
+					return -1;
+			continue;
+		}
+		memset(&lp, 0, sizeof(lp));
+		lp.n = 1;
+		lp.t[0] = launch;
+		prod.n = 1;
+		prod.v[0] = intern_poly(x, &lp);
+		for (unsigned k = 0; k < t.deg; k++) {
+			struct dv_mset ua;
+
+			if (dv_is_launch_atom(x, t.a[k]))
+				continue;
+			if (atom_upper(x, t.a[k], cs, depth + 1, &ua) < 0 ||
+			    mset_combine(x, &prod, &ua, 1, &prod) < 0)
+				return -1;
+		}
+		if (mset_combine(x, &sum, &prod, 0, &sum) < 0)
+			return -1;
+	}
+	*out = sum;
+	return 0;
+}
+
+int dv_upper(struct dv_ctx *x, uint32_t v, uint32_t cs, struct dv_mset *out)
+{
+	return upper(x, v, cs, 0, out);
+}
+
+/* ------------------------------------------------------------------ text */
+
+static const char *atom_name(const struct dv_ctx *x, uint32_t a, char *buf, size_t len)
+{
+	static const char *const dims[] = { [PTX_SR_NTID_X] = "bx", [PTX_SR_NTID_Y] = "by",
+					    [PTX_SR_NTID_Z] = "bz", [PTX_SR_NCTAID_X] = "gx",
+					    [PTX_SR_NCTAID_Y] = "gy", [PTX_SR_NCTAID_Z] = "gz" };
+
+	if (x->atoms[a].kind == DV_K_PARAM) {
+		snprintf(buf, len, "p%u", a - DV_A_PARAM0);
+		return buf;
+	}
+	return a <= PTX_SR_NCTAID_Z && dims[a] ? dims[a] : NULL;
+}
+
+int dv_format(const struct dv_ctx *x, uint32_t v, char *buf, size_t len)
+{
+	const struct dv_poly *p = dv_poly_get(x, v);
+	size_t at = 0;
+
+	if (len)
+		buf[0] = '\0';
+	if (p->n == 0)
+		return snprintf(buf, len, "0") < (int)len ? 0 : -CF_ERANGE;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct dv_term *t = &p->t[i];
+		int n = snprintf(buf + at, len - at, "%s%lld", i == 0 ? (t->c < 0 ? "-" : "") :
+				 (t->c < 0 ? " - " : " + "), (long long)(t->c < 0 ? -t->c : t->c));
+
+		if (n < 0 || (size_t)n >= len - at)
+			return -CF_ERANGE;
+		at += (size_t)n;
+		for (unsigned k = 0; k < t->deg; k++) {
+			char nb[16];
+			const char *name = atom_name(x, t->a[k], nb, sizeof(nb));
+
+			if (!name)
+				return -CF_EINVAL;
+			n = snprintf(buf + at, len - at, "*%s", name);
+			if (n < 0 || (size_t)n >= len - at)
+				return -CF_ERANGE;
+			at += (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ context */
+
+int dv_ctx_init(struct dv_ctx *x, const struct ptx_module *m, const struct ptx_func *f)
+{
+	memset(x, 0, sizeof(*x));
+	x->m = m;
+	x->f = f;
+	x->polys.recsz = sizeof(struct dv_poly);
+	x->csets.recsz = sizeof(struct dv_cset);
+	x->preds.recsz = 16;
+	for (uint32_t a = 0; a < DV_A_PARAM0 + f->nparams; a++) {
+		uint32_t id = dv_atom_get(x, a < DV_A_PARAM0 ? DV_K_FIXED : DV_K_PARAM, a, 0);
+
+		if (id != a)
+			return -CF_ENOMEM;
+	}
+	{
+		struct dv_cset empty;
+
+		memset(&empty, 0, sizeof(empty));
+		if (dv_pool_intern(&x->csets, &empty) != 0)
+			return -CF_ENOMEM;
+	}
+	x->v_any = 0; /* provisional, for intern_poly's fallback */
+	x->v_zero = dv_const(x, 0);
+	x->v_any = dv_atom_val(x, DV_A_ANY);
+	x->v_loaded = dv_atom_val(x, DV_A_LOADED);
+	x->v_local = dv_atom_val(x, DV_A_LOCAL);
+	return x->oom ? -CF_ENOMEM : 0;
+}
+
+void dv_ctx_fini(struct dv_ctx *x)
+{
+	free(x->polys.data);
+	free(x->polys.tab);
+	free(x->csets.data);
+	free(x->csets.tab);
+	free(x->preds.data);
+	free(x->preds.tab);
+	free(x->atoms);
+}
