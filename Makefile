@@ -343,6 +343,12 @@ $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -DTEST_CARDS_FILE='"$(abspath tests/kernels/test-kernels.cards)"' $< -o $@ \
 		$(UNIT_OBJ) $(CFARCH) $(LDSAN) $(CF_LIBS) -lcmocka
 
+# The derived-effects test checks test-kernel cards against the software device's oracle: it
+# runs oracle_runner (against libcuda.so.1) on the test kernels' PTX.
+$(B)/unit/test_derive_card: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"' \
+	-DTEST_ORACLE_RUNNER='"$(abspath $(B)/progs/oracle_runner)"' -DTEST_SIMLIB_DIR='"$(abspath $(B)/simcuda)"'
+$(B)/unit/test_derive_card: | $(KERNELS) $(B)/progs/oracle_runner
+
 # A unit test links only the archive members it names, but the rewriter's fuzzer tests every
 # registered rule: it gets every rule object, so a new rule file is registered there at once.
 RULE_OBJ := $(filter $(B)/obj/rewrite/rules/%.o,$(CF_OBJ))

@@ -289,6 +289,17 @@ uint32_t dv_unknown_of(struct dv_ctx *x, const uint32_t *ops, unsigned n)
 
 /* ------------------------------------------------------------------ atoms and constraints */
 
+bool dv_is_launch_value(const struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly *p = dv_poly_get(x, v);
+
+	for (unsigned i = 0; i < p->n; i++)
+		for (unsigned k = 0; k < p->t[i].deg; k++)
+			if (!dv_is_launch_atom(x, p->t[i].a[k]))
+				return false;
+	return true;
+}
+
 uint32_t dv_atom_get(struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2)
 {
 	for (uint32_t a = DV_A_PARAM0 + x->f->nparams; a < x->natoms; a++)
@@ -407,7 +418,10 @@ static bool atom_nonneg_uncached(struct dv_ctx *x, uint32_t a)
 	case DV_K_MIN:
 		return dv_nonneg(x, at.a) && dv_nonneg(x, at.b);
 	case DV_K_REM:
+	case DV_K_DIV:
 		return dv_nonneg(x, at.a);
+	case DV_K_SIGN:
+		return true;
 	case DV_K_Z:
 		return dv_nonneg(x, at.a);
 	}
@@ -518,6 +532,8 @@ static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int de
 	case DV_K_REM:
 	case DV_K_Z:
 		return upper(x, dv_sub(x, at.b, dv_const(x, 1)), cs, depth, out);
+	case DV_K_SIGN:
+		return upper(x, dv_const(x, 1), cs, depth, out);
 	}
 	return -1;
 }
@@ -709,9 +725,19 @@ int dv_format(const struct dv_ctx *x, uint32_t v, char *buf, size_t len)
 			return -CF_ERANGE;
 		at += (size_t)n;
 		for (unsigned k = 0; k < t->deg; k++) {
-			char nb[16];
+			char nb[256];
 			const char *name = atom_name(x, t->a[k], nb, sizeof(nb));
+			const struct dv_atom *am = &x->atoms[t->a[k]];
 
+			if (!name && am->kind == DV_K_DIV && am->launch) {
+				char inner[224];
+
+				if (dv_format(x, am->a, inner, sizeof(inner)) < 0)
+					return -CF_ERANGE;
+				snprintf(nb, sizeof(nb), "((%s)/%lld)", inner,
+					 (long long)dv_poly_get(x, am->b)->t[0].c);
+				name = nb;
+			}
 			if (!name)
 				return -CF_EINVAL;
 			n = snprintf(buf + at, len - at, "*%s", name);
@@ -738,6 +764,7 @@ int dv_ctx_init(struct dv_ctx *x, const struct ptx_module *m, const struct ptx_f
 
 		if (id != a)
 			return -CF_ENOMEM;
+		x->atoms[a].launch = a >= DV_A_PARAM0;
 	}
 	{
 		struct dv_cset empty;

@@ -13,6 +13,7 @@
 #include "rewrite/derive_int.h"
 
 #define DC_MAX_ROUNDS 8 /* rounds over the blocks before the loop fixpoint is given up */
+#define DC_MAX_PATTERN 255 /* longest kernel pattern of a card (card_parse.c) */
 #define DC_R 1u         /* a pointer is read */
 #define DC_W 2u         /* a pointer is written */
 
@@ -447,6 +448,9 @@ static void exec_atom(struct dc *d, const struct ptx_insn *in, uint32_t i, bool 
 
 /* ------------------------------------------------------------------ arithmetic */
 
+static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, uint32_t a, uint32_t b);
+static uint32_t unknown_from(struct dc *d, const struct ptx_insn *in);
+
 static bool is_int_type(uint8_t t)
 {
 	return t >= PTX_T_B8 && t <= PTX_T_S64;
@@ -494,7 +498,39 @@ static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, ui
 	d->x.atoms[at].a = a;
 	d->x.atoms[at].b = b;
 	d->x.atoms[at].nonneg = -1;
+	d->x.atoms[at].launch = kind == DV_K_DIV && dv_is_launch_value(&d->x, a) &&
+				dv_poly_get(&d->x, b)->n == 1 && dv_poly_get(&d->x, b)->t[0].deg == 0;
 	return dv_atom_val(&d->x, at);
+}
+
+/* shr by a constant: x >> 31 (unsigned) is x's sign bit, and nvcc's signed x / 2 is
+ * (x + sign(x)) >> 1; otherwise a shift of a value that is not negative is a division. */
+static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i, uint32_t a, int64_t k)
+{
+	unsigned bits = ptx_type_bytes(in->type) * 8;
+	const struct dv_poly *p;
+
+	if (!is_signed_type(in->type) && bits && k == bits - 1 && value_is_plain(d, a)) {
+		uint32_t s = binary_atom(d, DV_K_SIGN, i, a, d->x.v_zero);
+
+		return s;
+	}
+	if (k < 0 || k >= 32)
+		return unknown_from(d, in);
+	p = dv_poly_get(&d->x, a);
+	if (is_signed_type(in->type) && k == 1) {
+		for (unsigned t = 0; t < p->n; t++) {
+			uint32_t at = p->t[t].a[0];
+
+			if (p->t[t].deg == 1 && p->t[t].c == 1 && d->x.atoms[at].kind == DV_K_SIGN &&
+			    dv_add(&d->x, d->x.atoms[at].a, dv_atom_val(&d->x, at)) == a &&
+			    (dv_is_launch_value(&d->x, d->x.atoms[at].a) || dv_nonneg(&d->x, d->x.atoms[at].a)))
+				return binary_atom(d, DV_K_DIV, i, d->x.atoms[at].a, dc_const(d, 2));
+		}
+	}
+	if (!is_signed_type(in->type) || dv_nonneg(&d->x, a))
+		return binary_atom(d, DV_K_DIV, i, a, dc_const(d, (int64_t)1 << k));
+	return unknown_from(d, in);
 }
 
 static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
@@ -524,6 +560,11 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return dv_add(&d->x, dv_mul(&d->x, a, b), opval(d, &in->ops[3]));
 	if (!strcmp(op, "shl") && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm >= 0 && in->ops[2].imm < 32)
 		return dv_mul(&d->x, a, dc_const(d, (int64_t)1 << in->ops[2].imm));
+	if (!strcmp(op, "div") && in->ops[2].kind == PTX_OP_IMM && !in->ops[2].is_float && in->ops[2].imm > 0 &&
+	    (!is_signed_type(in->type) || dv_nonneg(&d->x, a) || dv_is_launch_value(&d->x, a)))
+		return binary_atom(d, DV_K_DIV, i, a, b);
+	if (!strcmp(op, "shr") && in->ops[2].kind == PTX_OP_IMM)
+		return shift_right(d, in, i, a, in->ops[2].imm);
 	if (!strcmp(op, "rem") && (!is_signed_type(in->type) || dv_nonneg(&d->x, a)))
 		return binary_atom(d, DV_K_REM, i, a, b);
 	if (!strcmp(op, "min"))
@@ -967,7 +1008,14 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 		pure &= d->pe[k].acc != (DC_R | DC_W);
 	put(&o, "# derived from PTX (rw_card_derive): spans assume that integer parameters bounding or "
 		"scaling an index are not negative and that index arithmetic does not wrap\n");
-	put(&o, "kernel %s\n", kernel);
+	if (strlen(kernel) > DC_MAX_PATTERN) {
+		/* the card language's patterns are shorter: a prefix glob names the kernel */
+		put(&o, "# the name is longer than a card pattern may be: its first %d characters\n",
+		    DC_MAX_PATTERN - 1);
+		put(&o, "kernel %.*s*\n", DC_MAX_PATTERN - 1, kernel);
+	} else {
+		put(&o, "kernel %s\n", kernel);
+	}
 	for (uint32_t k = 0; k < d->f->nparams; k++)
 		put_param(d, &o, k);
 	if (elementwise) {

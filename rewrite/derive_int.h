@@ -50,6 +50,9 @@ enum dv_atom_kind {
 	DV_K_MIN,         /* min(a, b) */
 	DV_K_REM,         /* a % b with a >= 0 */
 	DV_K_Z,           /* X of a constraint X < N, factored out of an offset */
+	DV_K_DIV,         /* a / c (C's truncation), c a constant > 0: a launch symbol when a is
+	                   * made of launch symbols, else an index atom that needs a >= 0 */
+	DV_K_SIGN,        /* a's sign bit (0 or 1), of nvcc's signed-division idiom */
 };
 
 struct dv_term {
@@ -83,9 +86,10 @@ struct dv_in {
 struct dv_atom {
 	uint8_t kind;                 /* enum dv_atom_kind */
 	uint8_t busy;                 /* being bounded (a cycle fails) */
+	uint8_t launch;               /* a launch symbol: a parameter, or DIV of launch symbols */
 	int8_t nonneg;                /* cached: 1 yes, 0 no, -1 not computed */
-	uint32_t key1, key2;          /* identity: PHI (block, reg), SEL/MIN/REM (insn, 0), Z (x, n) */
-	uint32_t a, b;                /* MIN: a, b; REM: dividend, divisor; Z: x, n */
+	uint32_t key1, key2;          /* identity: PHI (block, reg), SEL/MIN/REM/DIV (insn, 0), Z (x, n) */
+	uint32_t a, b;                /* MIN: a, b; REM, DIV: dividend, divisor; Z: x, n */
 	uint32_t nin;                 /* PHI / SEL incoming values */
 	struct dv_in in[DV_MAX_IN];
 };
@@ -154,9 +158,12 @@ int dv_base_param(const struct dv_ctx *x, uint32_t v);
 uint32_t dv_atom_get(struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2);
 static inline bool dv_is_launch_atom(const struct dv_ctx *x, uint32_t a)
 {
-	return x->atoms[a].kind == DV_K_PARAM ||
+	return x->atoms[a].launch ||
 	       (a <= PTX_SR_NCTAID_Z && ((a >= PTX_SR_NTID_X && a <= PTX_SR_NTID_Z) || a >= PTX_SR_NCTAID_X));
 }
+
+/* Whether v is made of launch symbols only (a span may name it). */
+bool dv_is_launch_value(const struct dv_ctx *x, uint32_t v);
 
 /* Constraint sets. */
 uint32_t dv_cset_add(struct dv_ctx *x, uint32_t cs, uint32_t xv, uint32_t nv);

@@ -21,6 +21,7 @@
  * warp and the grid with one log line (report_fault). */
 #include "interp_int.h"
 #include "simcuda.h"
+#include "oracle.h"
 
 #include <fenv.h>
 #include <stdio.h>
@@ -103,7 +104,7 @@ bool sim_interp_is_forced(void)
 
 	if (f < 0) {
 		const char *e = getenv("SIMCUDA_INTERPRET");
-		int want = e && *e && strcmp(e, "0") != 0, none = -1;
+		int want = (e && *e && strcmp(e, "0") != 0) || sim_oracle_enabled(), none = -1;
 
 		__atomic_compare_exchange_n(&forced, &none, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 		f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
@@ -610,6 +611,21 @@ static uint64_t order_at(const struct ii_order *o, uint64_t i, uint64_t nb)
 	if (o->a)
 		return (uint64_t)(((u128)o->a * i + o->c) % nb);
 	return i;
+
+/* The oracle's record of this launch starts: generic accesses into the run's own shared, local
+ * and call-parameter buffers are not global memory. */
+static void oracle_begin(const struct ii_run *R, size_t cb)
+{
+	const struct sim_kernel_call *k = R->k;
+	const unsigned grid[3] = { k->grid.x, k->grid.y, k->grid.z };
+	const unsigned block[3] = { k->block.x, k->block.y, k->block.z };
+	const void *const excl[3][2] = {
+		{ R->shared, R->shared + II_DYN_SHARED_BASE + k->shared_bytes },
+		{ R->local, R->local + (size_t)R->nwarps * II_LANES * (R->f->local_bytes ? R->f->local_bytes : 1) },
+		{ R->cparam, R->cparam + (size_t)R->nwarps * II_LANES * cb },
+	};
+
+	sim_oracle_begin(k->fn->entry->name, grid, block, k->param_buf, k->fn->entry->param_bytes, excl);
 }
 
 void sim_interp_run(const struct sim_kernel_call *k)
@@ -641,6 +657,8 @@ void sim_interp_run(const struct sim_kernel_call *k)
 	for (uint32_t wi = 0; wi < R.nwarps; wi++)
 		warp_init(&R, wi);
 	order_make(nb, &order);
+	if (sim_oracle_enabled())
+		oracle_begin(&R, cb);
 	for (uint64_t i = 0; i < nb; i++) {
 		uint64_t l = order_at(&order, i, nb);
 		uint32_t bx = (uint32_t)(l % k->grid.x), by = (uint32_t)(l / k->grid.x % k->grid.y);
@@ -650,6 +668,8 @@ void sim_interp_run(const struct sim_kernel_call *k)
 		if (report_fault(&R, bx, by, bz))
 			break;
 	}
+	if (sim_oracle_recording)
+		sim_oracle_end();
 	free(order.table);
 	for (uint32_t wi = 0; wi < R.nwarps; wi++)
 		count += R.warps[wi].w.count;

@@ -15,6 +15,7 @@
  * 1/sqrtf, sin/cos.approx as sinf/cosf, tanh.approx as tanhf. NaN results keep the host's
  * bits (the GPU returns 0x7fffffff). */
 #include "interp_int.h"
+#include "oracle.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -866,12 +867,27 @@ static inline void store(char *p, unsigned int size, uint64_t v)
 	}
 }
 
+/* SIMCUDA_ORACLE: the bytes each lane's access touches (global and generic addresses; the
+ * oracle leaves out the run's own shared and local buffers). */
+static void oracle_lanes(W, uint64_t bytes, int kind)
+{
+	SRC1;
+	const uintptr_t *Bs = w->base[in->space];
+
+	if (in->space != II_SP_GLOBAL && in->space != II_SP_GENERIC)
+		return;
+	LANES(sim_oracle_note(Bs[l] + A[l] + (uint64_t)in->off, bytes, kind));
+}
+
 static void h_ld32(W) /* ld of one 32-bit value, unsigned or float: the hot load */
 {
 	DST;
 	SRC1;
 	const uintptr_t *Bs = w->base[in->space];
 	const int64_t off = in->off;
+
+	if (sim_oracle_recording)
+		oracle_lanes(w, in, m, 4, SIM_ORACLE_READ);
 
 	LANES({
 		uint32_t v;
@@ -888,6 +904,8 @@ static void h_ld(W)
 	const unsigned int size = in->size;
 	const bool checked = w->lim[in->space] != ~0ull;
 
+	if (sim_oracle_recording)
+		oracle_lanes(w, in, m, (uint64_t)size * in->nvec, SIM_ORACLE_READ);
 	LANES({
 		const char *p = (const char *)(Bs[l] + A[l] + (uint64_t)in->off);
 
@@ -913,6 +931,8 @@ static void h_st(W)
 
 	const bool checked = w->lim[in->space] != ~0ull;
 
+	if (sim_oracle_recording)
+		oracle_lanes(w, in, m, (uint64_t)size * in->nvec, SIM_ORACLE_WRITE);
 	/* s[0] is the address; the values are s[1..nvec] */
 	LANES({
 		char *p = (char *)(Bs[l] + A[l] + (uint64_t)in->off);
@@ -987,6 +1007,8 @@ static void h_atom(W)
 	uint64_t *D = in->d[0] != II_NONE ? II_R(w, in->d[0]) : NULL;
 	const bool checked = w->lim[in->space] != ~0ull;
 
+	if (sim_oracle_recording)
+		oracle_lanes(w, in, m, in->size, SIM_ORACLE_ATOMIC);
 	LANES({
 		uint64_t old;
 

@@ -1,0 +1,501 @@
+/* test_derive_card.c - cards derived from PTX (rewrite/derive_card.c) against the hand-written
+ * cards of the test kernels and against what the kernels really touch on the software device
+ * (its oracle, SIMCUDA_ORACLE, through build/progs/oracle_runner). tests layer (cmocka,
+ * libcufold.a; the device runs in a child process).
+ *
+ * 1. hand cards: for every kernel of the test bed with a hand card, over many launches, every
+ *    pointer's derived span is equal to or wider than the hand card's, never narrower (a
+ *    derived `unknown` is wider than anything); counted per kernel as equal / wider / unknown /
+ *    refused and printed.
+ * 2. oracle: every test kernel that derives a card is launched with varied sizes and grids; every
+ *    byte range the device saw it read, write or update must lie inside the span of the pointer
+ *    whose allocation it is in, with that access in the card; a range in no parameter's
+ *    allocation (a module variable) fails. The same records are then checked with every span
+ *    narrowed by 4 bytes, which must fail: the check can fail. CUFOLD_DERIVE_NARROW_TEST=N
+ *    narrows the real check by N bytes, to see it fail by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "driver/ptx.h"
+#include "rewrite/cards.h"
+#include "rewrite/derive_card.h"
+
+#define ALLOC (256u << 10) /* bytes of each pointer parameter's allocation in the oracle runs */
+#define LAUNCHES 12        /* oracle launches per kernel */
+#define HAND_LAUNCHES 64   /* launch shapes each hand card comparison evaluates */
+#define MAX_MODS 32
+
+struct module {
+	char path[512];
+	struct ptx_module *m;
+};
+
+static struct module mods[MAX_MODS];
+static unsigned nmods;
+
+static uint32_t rng = 12345;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng = rng * 1103515245u + 12345u;
+	return n ? (rng >> 8) % n : 0;
+}
+
+static char *read_all(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	char *text = NULL;
+	long len;
+
+	if (!fp)
+		return NULL;
+	fseek(fp, 0, SEEK_END);
+	len = ftell(fp);
+	rewind(fp);
+	text = calloc(1, (size_t)len + 1);
+	if (text && fread(text, 1, (size_t)len, fp) != (size_t)len) {
+		free(text);
+		text = NULL;
+	}
+	fclose(fp);
+	return text;
+}
+
+static int load_modules(void **state)
+{
+	DIR *d = opendir(TEST_PTX_DIR);
+	struct dirent *e;
+
+	(void)state;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && nmods < MAX_MODS) {
+		size_t n = strlen(e->d_name);
+		char err[256], *text;
+
+		if (n < 5 || strcmp(e->d_name + n - 4, ".ptx"))
+			continue;
+		snprintf(mods[nmods].path, sizeof(mods[nmods].path), "%s/%s", TEST_PTX_DIR, e->d_name);
+		text = read_all(mods[nmods].path);
+		if (!text)
+			continue;
+		mods[nmods].m = ptx_parse(text, strlen(text), err, sizeof(err));
+		free(text);
+		if (mods[nmods].m)
+			nmods++;
+		else
+			print_message("%s: %s\n", mods[nmods].path, err);
+	}
+	closedir(d);
+	return nmods ? 0 : -1;
+}
+
+static int free_modules(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < nmods; i++)
+		ptx_module_free(mods[i].m);
+	return 0;
+}
+
+/* The derived card of f, parsed into its own set; NULL when refused (why says so). */
+static struct rw_cards *derive(const struct ptx_module *m, const struct ptx_func *f, char *why, size_t len)
+{
+	static char card[16384];
+	struct rw_cards *set;
+	int rc = rw_card_derive(m, f->name, card, sizeof(card), why, len);
+
+	if (rc == -CF_ENOSYS)
+		return NULL;
+	assert_int_equal(rc, 0);
+	set = rw_cards_create();
+	assert_non_null(set);
+	if (rw_cards_parse(set, f->name, card, strlen(card)) != 0)
+		fail_msg("derived card of %s does not parse:\n%s", f->name, card);
+	assert_non_null(rw_cards_find(set, f->name));
+	return set;
+}
+
+/* A launch of f: parameter bytes from vals (8-byte pointers and integers alike), layout from
+ * the PTX. */
+static void launch_args(const struct ptx_func *f, unsigned char *buf, const uint64_t *vals,
+			struct rw_param_info *info, struct rw_launch_args *a, const unsigned dims[6])
+{
+	memset(buf, 0, f->param_bytes + 8);
+	for (uint32_t k = 0; k < f->nparams; k++) {
+		info[k].offset = f->params[k].offset;
+		info[k].size = f->params[k].size;
+		if (f->params[k].size <= 8)
+			memcpy(buf + info[k].offset, &vals[k], f->params[k].size);
+	}
+	*a = (struct rw_launch_args){ .buf = buf, .buf_size = f->param_bytes, .params = info,
+				      .nparams = f->nparams, .grid = { dims[0], dims[1], dims[2] },
+				      .block = { dims[3], dims[4], dims[5] } };
+}
+
+/* The access of pointer parameter k in set, or NULL. */
+static const struct rw_access *acc_of(const struct rw_access_set *set, unsigned k)
+{
+	for (unsigned i = 0; i < set->n; i++)
+		if (set->acc[i].entry < 0 && set->acc[i].param == k)
+			return &set->acc[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ 1. hand cards */
+
+enum { H_EQUAL, H_WIDER, H_UNKNOWN, H_REFUSED, H_NARROWER, H_N };
+
+/* How the derived card of f compares with its hand card over many launches. */
+static int compare_hand(const struct ptx_module *m, const struct ptx_func *f, const struct rw_card *hand)
+{
+	char why[256];
+	struct rw_cards *dset = derive(m, f, why, sizeof(why));
+	const struct rw_card *dc;
+	int verdict = H_EQUAL;
+
+	if (!dset)
+		return H_REFUSED;
+	dc = rw_cards_find(dset, f->name);
+	for (int l = 0; l < HAND_LAUNCHES; l++) {
+		unsigned char buf[1024 + 8];
+		struct rw_param_info info[64];
+		struct rw_launch_args a;
+		struct rw_access_set hs, ds;
+		uint64_t vals[64];
+		unsigned dims[6] = { 1 + rnd(8), 1 + rnd(3), 1 + rnd(3), 1 + rnd(128), 1 + rnd(4), 1 + rnd(2) };
+
+		for (uint32_t k = 0; k < f->nparams && k < 64; k++)
+			vals[k] = f->params[k].size == 8 ? 0x100000000ull * (k + 1) : 1 + rnd(200);
+		launch_args(f, buf, vals, info, &a, dims);
+		if (rw_card_access(hand, &a, &hs) != 0)
+			return H_REFUSED; /* the hand card does not fit the PTX: nothing to compare */
+		assert_int_equal(rw_card_access(dc, &a, &ds), 0);
+		for (unsigned i = 0; i < hs.n; i++) {
+			const struct rw_access *h = &hs.acc[i], *d;
+
+			if (h->entry >= 0 || !h->flags)
+				continue;
+			d = acc_of(&ds, h->param);
+			if (!d || (h->flags & ~d->flags & (RW_ACC_READ | RW_ACC_WRITE))) {
+				print_message("  %s p%u: hand card says %s%s, derived %s%s\n", f->name, h->param,
+					      h->flags & RW_ACC_READ ? "r" : "", h->flags & RW_ACC_WRITE ? "w" : "",
+					      d && (d->flags & RW_ACC_READ) ? "r" : "",
+					      d && (d->flags & RW_ACC_WRITE) ? "w" : "");
+				verdict = H_NARROWER;
+			} else if (d->flags & RW_ACC_UNKNOWN) {
+				if (verdict < H_UNKNOWN)
+					verdict = H_UNKNOWN;
+			} else if (h->flags & RW_ACC_UNKNOWN) {
+				/* a hand card may say unknown where the kernel's bound is plain: the
+				 * oracle decides whether the derived bound holds */
+				if (verdict < H_WIDER)
+					verdict = H_WIDER;
+			} else if (d->bytes < h->bytes) {
+				print_message("  %s p%u: hand %llu bytes, derived %llu (grid %u %u %u block %u %u %u)\n",
+					      f->name, h->param, (unsigned long long)h->bytes,
+					      (unsigned long long)d->bytes, dims[0], dims[1], dims[2], dims[3],
+					      dims[4], dims[5]);
+				verdict = H_NARROWER;
+			} else if (d->bytes > h->bytes && verdict < H_WIDER) {
+				verdict = H_WIDER;
+			}
+		}
+	}
+	rw_cards_destroy(dset);
+	return verdict;
+}
+
+static void test_hand_cards(void **state)
+{
+	static const char *const names[H_N] = { "equal", "wider", "unknown", "refused", "NARROWER" };
+	struct rw_cards *hand = rw_cards_create();
+	unsigned count[H_N] = { 0 };
+
+	(void)state;
+	assert_non_null(hand);
+	assert_true(rw_cards_load_file(hand, TEST_CARDS_FILE) >= 0);
+	for (unsigned i = 0; i < nmods; i++)
+		for (uint32_t j = 0; j < mods[i].m->nfuncs; j++) {
+			const struct ptx_func *f = &mods[i].m->funcs[j];
+			const struct rw_card *hc;
+			int v;
+
+			if (!f->is_entry || f->is_decl || !(hc = rw_cards_find(hand, f->name)))
+				continue;
+			v = compare_hand(mods[i].m, f, hc);
+			count[v]++;
+			print_message("  %-28s %s\n", f->name, names[v]);
+		}
+	print_message("hand-carded kernels: %u equal, %u wider, %u unknown, %u refused, %u narrower\n",
+		      count[H_EQUAL], count[H_WIDER], count[H_UNKNOWN], count[H_REFUSED], count[H_NARROWER]);
+	assert_int_equal(count[H_NARROWER], 0);
+	assert_true(count[H_EQUAL] >= 10);
+	rw_cards_destroy(hand);
+}
+
+/* ------------------------------------------------------------------ 2. the oracle */
+
+struct job {
+	const struct ptx_module *m;
+	const struct ptx_func *f;
+	const char *path;
+	struct rw_cards *card;        /* the derived card (owned by the first job of its kernel) */
+	bool owner;
+	unsigned dims[6];             /* grid and block of its launch */
+};
+
+static struct job *jobs;
+static unsigned njobs;
+static char oracle_path[256];
+
+/* One job line for f: an allocation for each parameter the derived card calls a pointer, small
+ * values for the integers (an 8-byte integer such as a size_t count included). */
+static void job_line(FILE *fp, struct job *j)
+{
+	const struct rw_card *c = rw_cards_find(j->card, j->f->name);
+	unsigned *dims = j->dims;
+	unsigned char buf[1024 + 8];
+	struct rw_param_info info[64];
+	struct rw_launch_args a;
+	struct rw_access_set set;
+	uint64_t vals[64] = { 0 };
+
+	dims[0] = 1 + rnd(4), dims[1] = 1 + rnd(2), dims[2] = 1 + rnd(2);
+	dims[3] = 1 + rnd(64), dims[4] = 1 + rnd(2), dims[5] = 1 + rnd(2);
+	launch_args(j->f, buf, vals, info, &a, dims);
+	assert_int_equal(rw_card_access(c, &a, &set), 0);
+	fprintf(fp, "%s %s %u %u %u %u %u %u", j->path, j->f->name, dims[0], dims[1], dims[2], dims[3],
+		dims[4], dims[5]);
+	for (uint32_t k = 0; k < j->f->nparams; k++) {
+		const struct ptx_var *p = &j->f->params[k];
+
+		if (acc_of(&set, k))
+			fprintf(fp, " p");
+		else if (p->size > 8)
+			fprintf(fp, " b:%llu", (unsigned long long)p->size);
+		else if (p->type == PTX_T_F32)
+			fprintf(fp, " f32:1.5");
+		else if (p->type == PTX_T_F64)
+			fprintf(fp, " f64:1.5");
+		else if (p->size == 8)
+			fprintf(fp, " u64:%u", rnd(25));
+		else
+			fprintf(fp, " u32:%u", rnd(25));
+	}
+	fprintf(fp, "\n");
+}
+
+/* The next line of a buffer being read (the newline replaced by NUL), NULL at its end. */
+static char *next_line(char **cur)
+{
+	char *line = *cur, *nl;
+
+	if (!line || !*line)
+		return NULL;
+	nl = strchr(line, '\n');
+	if (nl) {
+		*nl = '\0';
+		*cur = nl + 1;
+	} else {
+		*cur = line + strlen(line);
+	}
+	return line;
+}
+
+static const struct ptx_func *func_of(const struct ptx_module *m, const char *name)
+{
+	for (uint32_t j = 0; j < m->nfuncs; j++)
+		if (m->funcs[j].is_entry && !strcmp(m->funcs[j].name, name))
+			return &m->funcs[j];
+	return NULL;
+}
+
+/* Runs every job through oracle_runner, one process per kernel: a launch that faults leaves
+ * its context unusable, and only that kernel's later launches are lost. */
+static void run_jobs(void)
+{
+	char jobs_path[256], cmd[1024];
+
+	snprintf(jobs_path, sizeof(jobs_path), "/tmp/cufold-oracle-%d.jobs", (int)getpid());
+	snprintf(oracle_path, sizeof(oracle_path), "/tmp/cufold-oracle-%d.txt", (int)getpid());
+	unlink(oracle_path);
+	for (unsigned i = 0; i < njobs;) {
+		FILE *fp = fopen(jobs_path, "w");
+		unsigned k = i;
+
+		assert_non_null(fp);
+		for (; k < njobs && jobs[k].f == jobs[i].f; k++)
+			job_line(fp, &jobs[k]);
+		fclose(fp);
+		snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s SIMCUDA_ORACLE=%s %s %u < %s > /dev/null 2>&1",
+			 TEST_SIMLIB_DIR, oracle_path, TEST_ORACLE_RUNNER, ALLOC, jobs_path);
+		if (system(cmd) != 0)
+			print_message("  %s: oracle_runner failed\n", jobs[i].f->name);
+		i = k;
+	}
+	unlink(jobs_path);
+}
+
+/* Checks one oracle record of job j (lines from *cursor); returns the violations found with
+ * every span narrowed by `narrow` bytes. */
+static unsigned check_record(const struct job *j, char **cursor, uint64_t narrow, bool say)
+{
+	const struct rw_card *c = rw_cards_find(j->card, j->f->name);
+	unsigned char buf[1024 + 8];
+	struct rw_param_info info[64];
+	struct rw_launch_args a;
+	struct rw_access_set set;
+	uint64_t vals[64] = { 0 };
+	unsigned dims[6], bad = 0;
+	char *line, *hex;
+
+	memcpy(dims, j->dims, sizeof(dims));
+	line = next_line(cursor);
+	assert_non_null(line);
+	assert_int_equal(strncmp(line, "params ", 7), 0);
+	hex = line + 7;
+	for (uint32_t k = 0; k < j->f->nparams; k++)
+		for (unsigned b = 0; b < j->f->params[k].size && b < 8; b++) {
+			unsigned v;
+
+			sscanf(hex + 2 * (j->f->params[k].offset + b), "%2x", &v);
+			vals[k] |= (uint64_t)v << (8 * b);
+		}
+	launch_args(j->f, buf, vals, info, &a, dims);
+	assert_int_equal(rw_card_access(c, &a, &set), 0);
+	while ((line = next_line(cursor)) && strcmp(line, "end")) {
+		unsigned long long lo, hi;
+		char kind;
+		const struct rw_access *acc = NULL;
+		uint32_t k;
+
+		if (sscanf(line, "%c 0x%llx 0x%llx", &kind, &lo, &hi) != 3)
+			continue;
+		for (k = 0; k < j->f->nparams; k++)
+			if (j->f->params[k].size == 8 && lo >= vals[k] && lo < vals[k] + ALLOC)
+				break;
+		if (k < j->f->nparams)
+			acc = acc_of(&set, k);
+		if (!acc) {
+			bad++;
+			if (say)
+				print_message("  %s: %c [0x%llx, 0x%llx) in no pointer parameter of the card\n",
+					      j->f->name, kind, lo, hi);
+			continue;
+		}
+		if ((kind == 'r' && !(acc->flags & RW_ACC_READ)) || (kind == 'w' && !(acc->flags & RW_ACC_WRITE)) ||
+		    (kind == 'u' && (acc->flags & (RW_ACC_READ | RW_ACC_WRITE)) != (RW_ACC_READ | RW_ACC_WRITE))) {
+			bad++;
+			if (say)
+				print_message("  %s p%u: %c not in the card\n", j->f->name, k, kind);
+			continue;
+		}
+		if (acc->flags & RW_ACC_UNKNOWN)
+			continue;
+		if (hi - vals[k] + narrow > acc->bytes) {
+			bad++;
+			if (say)
+				print_message("  %s p%u: %c bytes [%llu, %llu) outside the span %llu (grid %u %u %u "
+					      "block %u %u %u)\n", j->f->name, k, kind, lo - vals[k], hi - vals[k],
+					      (unsigned long long)acc->bytes, dims[0], dims[1], dims[2], dims[3],
+					      dims[4], dims[5]);
+		}
+	}
+	return bad;
+}
+
+/* Violations over every record with spans narrowed by `narrow`. */
+static unsigned check_all(uint64_t narrow, bool say, unsigned *checked)
+{
+	char *records = read_all(oracle_path), *cur = records;
+	unsigned bad = 0, i = 0;
+
+	assert_non_null(records);
+	*checked = 0;
+	/* a record per launch the device ran (a launch that faulted too: what it touched before
+	 * the fault counts); a job whose launch failed to start has none */
+	for (i = 0; i < njobs; i++) {
+		const struct job *j = &jobs[i];
+		char head[8192];
+
+		snprintf(head, sizeof(head), "launch %s %u %u %u %u %u %u", j->f->name, j->dims[0], j->dims[1],
+			 j->dims[2], j->dims[3], j->dims[4], j->dims[5]);
+		char *at = strstr(cur, head);
+
+		while (at && ((at != cur && at[-1] != '\n') || at[strlen(head)] != '\n'))
+			at = strstr(at + 1, head);
+		if (!at) {
+			if (say)
+				print_message("  %s: no record (the launch did not run)\n", j->f->name);
+			continue;
+		}
+		cur = at;
+		next_line(&cur);
+		bad += check_record(j, &cur, narrow, say);
+		(*checked)++;
+	}
+	free(records);
+	return bad;
+}
+
+static void test_oracle(void **state)
+{
+	const char *n = getenv("CUFOLD_DERIVE_NARROW_TEST");
+	unsigned cap = 0, bad, checked, kernels = 0;
+	(void)state;
+	for (unsigned i = 0; i < nmods; i++)
+		for (uint32_t jx = 0; jx < mods[i].m->nfuncs; jx++) {
+			const struct ptx_func *f = &mods[i].m->funcs[jx];
+			char why[256];
+			struct rw_cards *card;
+
+			if (!f->is_entry || f->is_decl || !func_of(mods[i].m, f->name))
+				continue;
+			card = derive(mods[i].m, f, why, sizeof(why));
+			if (!card)
+				continue;
+			kernels++;
+			for (int l = 0; l < LAUNCHES; l++) {
+				if (njobs == cap) {
+					cap = cap ? cap * 2 : 256;
+					jobs = realloc(jobs, cap * sizeof(*jobs));
+					assert_non_null(jobs);
+				}
+				jobs[njobs++] = (struct job){ mods[i].m, f, mods[i].path, card, l == 0, { 0 } };
+			}
+		}
+	run_jobs();
+	bad = check_all(n ? strtoull(n, NULL, 0) : 0, true, &checked);
+	print_message("oracle: %u kernels, %u of %u launches checked, %u violations\n", kernels, checked, njobs,
+		      bad);
+	assert_int_equal(bad, 0);
+	assert_true(checked >= njobs * 8 / 10);
+	/* the same records against spans 4 bytes narrower: the check must see it */
+	assert_true(check_all(4, false, &checked) > 0);
+	for (unsigned i = 0; i < njobs; i++)
+		if (jobs[i].owner)
+			rw_cards_destroy(jobs[i].card);
+	free(jobs);
+	unlink(oracle_path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hand_cards),
+		cmocka_unit_test(test_oracle),
+	};
+
+	return cmocka_run_group_tests(tests, load_modules, free_modules);
+}
