@@ -443,6 +443,80 @@ static bool atom_nonneg(struct dv_ctx *x, uint32_t a)
 	return r;
 }
 
+static bool atom_lower(struct dv_ctx *x, uint32_t a, int64_t *low)
+{
+	struct dv_atom at = x->atoms[a];
+	bool ok = true, any = false;
+	int64_t m = INT64_MAX, l;
+
+	if (at.kind == DV_K_PARAM || a <= PTX_SR_TID_Z || (a >= PTX_SR_CTAID_X && a <= PTX_SR_CTAID_Z)) {
+		*low = 0;
+		return true;
+	}
+	if (a <= PTX_SR_NCTAID_Z) { /* block and grid sizes */
+		*low = 1;
+		return true;
+	}
+	if (x->atoms[a].busy)
+		return false;
+	x->atoms[a].busy = 1;
+	switch (at.kind) {
+	case DV_K_PHI:
+	case DV_K_SEL:
+		for (unsigned i = 0; i < at.nin && ok; i++) {
+			if (at.in[i].back) {
+				ok = in_nonneg(x, a, &at.in[i]); /* a step that only grows */
+				continue;
+			}
+			ok = dv_lower(x, at.in[i].v, &l);
+			if (ok && l < m)
+				m = l;
+			any = true;
+		}
+		ok = ok && any;
+		break;
+	case DV_K_MIN:
+		ok = dv_lower(x, at.a, &m) && dv_lower(x, at.b, &l);
+		if (ok && l < m)
+			m = l;
+		break;
+	case DV_K_Z:
+		ok = dv_lower(x, at.a, &m);
+		break;
+	case DV_K_REM:
+	case DV_K_SIGN:
+	case DV_K_DIV:
+		m = 0;
+		ok = atom_nonneg(x, a);
+		break;
+	default:
+		ok = false;
+	}
+	x->atoms[a].busy = 0;
+	*low = m;
+	return ok;
+}
+
+bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+	int64_t sum = 0;
+
+	for (unsigned i = 0; i < p.n; i++) {
+		int64_t prod = p.t[i].c, l;
+
+		if (p.t[i].c < 0 && p.t[i].deg > 0)
+			return false;
+		for (unsigned k = 0; k < p.t[i].deg; k++)
+			if (!atom_lower(x, p.t[i].a[k], &l) || l < 0 || __builtin_mul_overflow(prod, l, &prod))
+				return false;
+		if (__builtin_add_overflow(sum, prod, &sum))
+			return false;
+	}
+	*low = sum;
+	return true;
+}
+
 /* ------------------------------------------------------------------ max-sets */
 
 /* b - a provably >= 0 */
@@ -497,11 +571,166 @@ static int in_upper(struct dv_ctx *x, uint32_t a, const struct dv_in *in, int de
 	if (in->back) {
 		/* the back edge is taken only under its own guard: v < N there */
 		for (unsigned i = s->n; i-- > 0;)
-			if (s->c[i].x == in->v)
+			if (s->c[i].x == in->v && s->c[i].n != DV_NONZERO)
 				return upper(x, dv_sub(x, s->c[i].n, dv_const(x, 1)), in->cs, depth, out);
 	}
 	(void)a;
 	return upper(x, in->v, in->cs, depth, out);
+}
+
+/* The constant c with v = base + c, or false. */
+static bool const_step(struct dv_ctx *x, uint32_t v, uint32_t base, int64_t *c)
+{
+	const struct dv_poly *p = dv_poly_get(x, dv_sub(x, v, base));
+
+	if (p->n > 1 || (p->n == 1 && p->t[0].deg != 0))
+		return false;
+	*c = p->n ? p->t[0].c : 0;
+	return *c != 0;
+}
+
+/* The one back incoming of phi a and its constant step, or -1. */
+static int phi_back(struct dv_ctx *x, uint32_t a, int64_t *step)
+{
+	const struct dv_atom *at = &x->atoms[a];
+	int back = -1;
+
+	if (at->kind != DV_K_PHI)
+		return -1;
+	for (unsigned i = 0; i < at->nin; i++)
+		if (at->in[i].back) {
+			if (back >= 0)
+				return -1;
+			back = (int)i;
+		}
+	if (back < 0 || !const_step(x, at->in[back].v, dv_atom_val(x, a), step))
+		return -1;
+	return back;
+}
+
+/* v is a multiple of c: every coefficient is, once each x - REM(x, c) in it is taken out. */
+static bool is_multiple(struct dv_ctx *x, uint32_t v, int64_t c)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+	const struct dv_poly *q;
+
+	if (c == 1)
+		return true;
+	for (unsigned i = 0; i < p.n; i++) {
+		const struct dv_atom *r = &x->atoms[p.t[i].a[0]];
+
+		if (p.t[i].deg == 1 && r->kind == DV_K_REM && dv_poly_get(x, r->b)->n == 1 &&
+		    dv_poly_get(x, r->b)->t[0].deg == 0 && dv_poly_get(x, r->b)->t[0].c == c)
+			v = dv_add(x, v, dv_mul(x, dv_const(x, p.t[i].c),
+						dv_sub(x, r->a, dv_atom_val(x, p.t[i].a[0]))));
+	}
+	q = dv_poly_get(x, v);
+	for (unsigned i = 0; i < q->n; i++)
+		if (q->t[i].c % c)
+			return false;
+	return true;
+}
+
+/* ub / c for a launch value ub: itself when c is 1, else a DIV atom (C's truncation). */
+static uint32_t launch_div(struct dv_ctx *x, uint32_t ub, int64_t c)
+{
+	uint32_t d;
+
+	if (c == 1)
+		return ub;
+	d = dv_atom_get(x, DV_K_DIV, ub, (uint32_t)c);
+	if (d == UINT32_MAX) {
+		x->oom = true;
+		return x->v_any;
+	}
+	x->atoms[d].a = ub;
+	x->atoms[d].b = dv_const(x, c);
+	x->atoms[d].launch = 1;
+	return dv_atom_val(x, d);
+}
+
+/* The most iterations - 1 of the loop whose header holds phi a, from a counter phi of the same
+ * header: one counting up by s > 0 from a constant while its next value < N (t <= (N-1-init)/s),
+ * or one counting down by s < 0 to exactly 0 (t <= init/|s| - 1, init a multiple of |s|). */
+static int trip_upper(struct dv_ctx *x, uint32_t a, uint32_t back_cs, int depth, struct dv_mset *out)
+{
+	const struct dv_cset s = *dv_cset_get(x, back_cs);
+
+	for (uint32_t c = DV_A_PARAM0 + x->f->nparams; c < x->natoms; c++) {
+		struct dv_atom cat = x->atoms[c];
+		struct dv_mset r = { 0 }, one;
+		int64_t step;
+		int b;
+		bool ok = true;
+
+		if (cat.kind != DV_K_PHI || cat.key1 != x->atoms[a].key1 || (b = phi_back(x, c, &step)) < 0)
+			continue;
+		for (unsigned i = 0; i < s.n && ok; i++) {
+			int64_t kend = 0; /* a down counter ends at kend: the fact is back - kend != 0 */
+
+			if (s.c[i].x != cat.in[b].v &&
+			    !(s.c[i].n == DV_NONZERO && const_step(x, cat.in[b].v, s.c[i].x, &kend)))
+				continue;
+			for (unsigned k = 0; k < cat.nin && ok; k++) {
+				const struct dv_poly *iv = dv_poly_get(x, cat.in[k].v);
+				int64_t init = iv->n ? iv->t[0].c : 0;
+
+				if (cat.in[k].back)
+					continue;
+				if (step > 0 && s.c[i].n != DV_NONZERO && (iv->n == 0 || (iv->n == 1 && iv->t[0].deg == 0)))
+					ok = upper(x, dv_sub(x, s.c[i].n, dv_const(x, 1 + init)), back_cs, depth, &one) == 0;
+				else if (step < 0 && s.c[i].n == DV_NONZERO &&
+					 is_multiple(x, dv_sub(x, cat.in[k].v, dv_const(x, kend)), -step))
+					ok = upper(x, dv_sub(x, cat.in[k].v, dv_const(x, kend)), cat.in[k].cs, depth,
+						   &one) == 0;
+				else
+					ok = false;
+				for (unsigned m = 0; ok && m < one.n; m++) {
+					uint32_t t = step > 0 ? launch_div(x, one.v[m], step) :
+						dv_sub(x, launch_div(x, one.v[m], -step), dv_const(x, 1));
+
+					ok = dv_mset_join(x, &r, t) == 0;
+				}
+			}
+			if (ok && r.n) {
+				*out = r;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+/* A loop's phi a that steps by a constant: its forward values plus step times the most
+ * iterations a counter of the same loop allows. */
+static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
+{
+	struct dv_atom at = x->atoms[a];
+	struct dv_mset fwd = { 0 }, trips, one, stepped;
+	int64_t step;
+	int b = phi_back(x, a, &step);
+
+	(void)cs;
+	if (b < 0 || step < 0 || trip_upper(x, a, at.in[b].cs, depth, &trips) < 0)
+		return -1;
+	for (unsigned i = 0; i < at.nin; i++) {
+		if (at.in[i].back)
+			continue;
+		if (upper(x, at.in[i].v, at.in[i].cs, depth, &one) < 0)
+			return -1;
+		for (unsigned k = 0; k < one.n; k++)
+			if (dv_mset_join(x, &fwd, one.v[k]) < 0)
+				return -1;
+	}
+	for (unsigned k = 0; k < trips.n; k++)
+		trips.v[k] = dv_mul(x, trips.v[k], dv_const(x, step));
+	if (mset_combine(x, &fwd, &trips, 0, &stepped) < 0)
+		return -1;
+	for (unsigned k = 0; k < stepped.n; k++)
+		if (dv_mset_join(x, &fwd, stepped.v[k]) < 0)
+			return -1;
+	*out = fwd;
+	return 0;
 }
 
 static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
@@ -518,7 +747,7 @@ static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int de
 	case DV_K_SEL:
 		for (unsigned i = 0; i < at.nin; i++) {
 			if (in_upper(x, a, &at.in[i], depth, &one) < 0)
-				return -1;
+				return at.kind == DV_K_PHI ? phi_trip_upper(x, a, cs, depth, out) : -1;
 			for (unsigned k = 0; k < one.n; k++)
 				if (dv_mset_join(x, &r, one.v[k]) < 0)
 					return -1;
@@ -599,10 +828,14 @@ static uint32_t factor(struct dv_ctx *x, uint32_t v, uint32_t cs)
 	const struct dv_cset s = *dv_cset_get(x, cs);
 
 	for (unsigned i = s.n; i-- > 0;) {
-		const struct dv_poly xp = *dv_poly_get(x, s.c[i].x);
-		int lt = leading_term(x, &xp);
+		struct dv_poly xp;
+		int lt;
 		uint32_t z;
 
+		if (s.c[i].n == DV_NONZERO)
+			continue;
+		xp = *dv_poly_get(x, s.c[i].x);
+		lt = leading_term(x, &xp);
 		if (lt < 0)
 			continue;
 		z = dv_atom_get(x, DV_K_Z, s.c[i].x, s.c[i].n);

@@ -229,6 +229,12 @@ static uint32_t cons_of(struct dc *d, uint32_t cs, uint32_t p, bool truth)
 	case CMP_EQ:
 		cs = dv_cset_add(&d->x, cs, a, dv_add(&d->x, b, one));
 		return dv_cset_add(&d->x, cs, b, dv_add(&d->x, a, one));
+	case CMP_NE: /* x != K, kept as x - K != 0: what ends a down-counting loop */
+		if (dv_poly_get(&d->x, b)->n == 0 || (dv_poly_get(&d->x, b)->n == 1 && dv_poly_get(&d->x, b)->t[0].deg == 0))
+			return dv_cset_add(&d->x, cs, dv_sub(&d->x, a, b), DV_NONZERO);
+		if (dv_poly_get(&d->x, a)->n == 0 || (dv_poly_get(&d->x, a)->n == 1 && dv_poly_get(&d->x, a)->t[0].deg == 0))
+			return dv_cset_add(&d->x, cs, dv_sub(&d->x, b, a), DV_NONZERO);
+		return cs;
 	}
 	return cs;
 }
@@ -328,8 +334,11 @@ static void check_elementwise(struct dc *d, uint32_t off, uint32_t bytes, uint32
 	}
 	s = dv_cset_get(&d->x, cs);
 	for (unsigned i = 0; i < s->n; i++) {
-		const struct dv_poly *n = dv_poly_get(&d->x, s->c[i].n);
+		const struct dv_poly *n;
 
+		if (s->c[i].n == DV_NONZERO)
+			continue;
+		n = dv_poly_get(&d->x, s->c[i].n);
 		if (s->c[i].x == d->g && n->n == 1 && n->t[0].c == 1 && n->t[0].deg == 1 &&
 		    d->x.atoms[n->t[0].a[0]].kind == DV_K_PARAM)
 			count = n->t[0].a[0] - DV_A_PARAM0;
@@ -346,6 +355,7 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 {
 	uint32_t v, off, cs;
 	struct dv_mset ub;
+	int64_t low;
 	int k;
 
 	if (!d->record || d->rc)
@@ -380,7 +390,7 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 		param_unknown(d, (uint32_t)k, in, "the offset depends on data or on arithmetic not followed");
 		return;
 	}
-	if (!dv_nonneg(&d->x, off)) {
+	if (!dv_nonneg(&d->x, off) && !(dv_lower(&d->x, off, &low) && low >= 0)) {
 		param_unknown(d, (uint32_t)k, in, "the offset may be negative");
 		return;
 	}
@@ -565,6 +575,9 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return binary_atom(d, DV_K_DIV, i, a, b);
 	if (!strcmp(op, "shr") && in->ops[2].kind == PTX_OP_IMM)
 		return shift_right(d, in, i, a, in->ops[2].imm);
+	if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm > 0 &&
+	    in->ops[2].imm < INT32_MAX && (in->ops[2].imm & (in->ops[2].imm + 1)) == 0)
+		return binary_atom(d, DV_K_REM, i, a, dc_const(d, in->ops[2].imm + 1)); /* x & (2^m - 1) */
 	if (!strcmp(op, "rem") && (!is_signed_type(in->type) || dv_nonneg(&d->x, a)))
 		return binary_atom(d, DV_K_REM, i, a, b);
 	if (!strcmp(op, "min"))

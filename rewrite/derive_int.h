@@ -68,8 +68,10 @@ struct dv_poly {
 	struct dv_term t[DV_MAX_TERMS];
 };
 
+#define DV_NONZERO UINT32_MAX /* a constraint's n for "x != 0" */
+
 struct dv_cons {
-	uint32_t x, n;                /* value ids: x < n holds */
+	uint32_t x, n;                /* value ids: x < n holds (n DV_NONZERO: x != 0) */
 };
 
 struct dv_cset {
@@ -173,6 +175,9 @@ uint32_t dv_cset_meet(struct dv_ctx *x, uint32_t a, uint32_t b); /* the constrai
  * path where cs holds; 0 or -1 when it cannot. dv_nonneg: v >= 0 provable. */
 int dv_upper(struct dv_ctx *x, uint32_t v, uint32_t cs, struct dv_mset *out);
 bool dv_nonneg(struct dv_ctx *x, uint32_t v);
+/* A constant lower bound of v (parameters taken as >= 0, block and grid sizes as >= 1, loop
+ * variables from their first value when they only grow); false when none is found. */
+bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low);
 /* out |= {v}, keeping only values no other value of the set provably dominates; -1 when
  * more than DV_MSET remain. */
 int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v);
