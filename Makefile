@@ -113,7 +113,7 @@ SIMNVML   := $(B)/simcuda/libnvidia-ml.so.1
 CFLIB     := $(B)/libcufold.so
 CFARCH    := $(B)/libcufold.a
 
-.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep \
+.PHONY: all deps test demo api clean check-api check-layers bench bench-grid bench-overhead bench-interp fault-sweep corpus-effects \
         install uninstall man deps-clients test-clients deps-torch test-torch
 all: $(CFLIB) $(SIMLIB) $(SIMNVML) $(KERNELS) $(PROGS) $(WORKLOADS) $(PLUGINS) $(SIM_UNIT) $(CF_UNIT) $(CUDART_PROGS)
 
@@ -346,8 +346,19 @@ $(B)/unit/test_%: tests/unit/test_%.c $(CFARCH)
 # The derived-effects test checks test-kernel cards against the software device's oracle: it
 # runs oracle_runner (against libcuda.so.1) on the test kernels' PTX.
 $(B)/unit/test_derive_card: CPPFLAGS += -DTEST_PTX_DIR='"$(abspath $(B)/kernels)"' \
+	-DTEST_DATA_PTX_DIR='"$(abspath tests/data/ptx)"' \
 	-DTEST_ORACLE_RUNNER='"$(abspath $(B)/progs/oracle_runner)"' -DTEST_SIMLIB_DIR='"$(abspath $(B)/simcuda)"'
 $(B)/unit/test_derive_card: | $(KERNELS) $(B)/progs/oracle_runner
+
+# The corpus run of the derived cards (issue 23 part 5): a tool linked with libcufold.a, run by
+# scripts/corpus-effects over every PTX kernel at hand.
+$(B)/tools/corpus_effects: tests/unit/corpus_effects.c $(CFARCH)
+	@mkdir -p $(dir $@)
+	$(call msg,CCLD,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $< -o $@ $(CFARCH) $(LDSAN) $(CF_LIBS)
+
+corpus-effects: $(B)/tools/corpus_effects $(KERNELS) $(RW_PTX)
+	@B=$(B) scripts/corpus-effects
 
 # A unit test links only the archive members it names, but the rewriter's fuzzer tests every
 # registered rule: it gets every rule object, so a new rule file is registered there at once.

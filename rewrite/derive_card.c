@@ -525,6 +525,8 @@ static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i,
 
 		return s;
 	}
+	if (is_signed_type(in->type) && bits && k == bits - 1 && dv_nonneg(&d->x, a))
+		return d->x.v_zero; /* the sign of a value that is not negative (numba's wraparound) */
 	if (k < 0 || k >= 32)
 		return unknown_from(d, in);
 	p = dv_poly_get(&d->x, a);
@@ -575,6 +577,8 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return binary_atom(d, DV_K_DIV, i, a, b);
 	if (!strcmp(op, "shr") && in->ops[2].kind == PTX_OP_IMM)
 		return shift_right(d, in, i, a, in->ops[2].imm);
+	if (!strcmp(op, "and") && (a == d->x.v_zero || b == d->x.v_zero))
+		return d->x.v_zero;
 	if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm > 0 &&
 	    in->ops[2].imm < INT32_MAX && (in->ops[2].imm & (in->ops[2].imm + 1)) == 0)
 		return binary_atom(d, DV_K_REM, i, a, dc_const(d, in->ops[2].imm + 1)); /* x & (2^m - 1) */

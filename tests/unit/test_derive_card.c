@@ -71,21 +71,21 @@ static char *read_all(const char *path)
 	return text;
 }
 
-static int load_modules(void **state)
+/* Every .ptx file of dir into mods[]. */
+static void load_dir(const char *dir)
 {
-	DIR *d = opendir(TEST_PTX_DIR);
+	DIR *d = opendir(dir);
 	struct dirent *e;
 
-	(void)state;
 	if (!d)
-		return -1;
+		return;
 	while ((e = readdir(d)) && nmods < MAX_MODS) {
 		size_t n = strlen(e->d_name);
 		char err[256], *text;
 
 		if (n < 5 || strcmp(e->d_name + n - 4, ".ptx"))
 			continue;
-		snprintf(mods[nmods].path, sizeof(mods[nmods].path), "%s/%s", TEST_PTX_DIR, e->d_name);
+		snprintf(mods[nmods].path, sizeof(mods[nmods].path), "%s/%s", dir, e->d_name);
 		text = read_all(mods[nmods].path);
 		if (!text)
 			continue;
@@ -97,6 +97,14 @@ static int load_modules(void **state)
 			print_message("%s: %s\n", mods[nmods].path, err);
 	}
 	closedir(d);
+}
+
+/* The test bed's PTX and the numba / NVRTC PTX committed beside it. */
+static int load_modules(void **state)
+{
+	(void)state;
+	load_dir(TEST_PTX_DIR);
+	load_dir(TEST_DATA_PTX_DIR);
 	return nmods ? 0 : -1;
 }
 
