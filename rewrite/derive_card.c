@@ -13,6 +13,7 @@
 #include "rewrite/derive_int.h"
 
 #define DC_MAX_ROUNDS 8 /* rounds over the blocks before the loop fixpoint is given up */
+#define DC_MAX_CALL_DEPTH 8 /* nested device functions the purity screen follows */
 #define DC_MAX_PATTERN 255 /* longest kernel pattern of a card (card_parse.c) */
 #define DC_R 1u         /* a pointer is read */
 #define DC_W 2u         /* a pointer is written */
@@ -46,8 +47,6 @@ static const char *refused_opcode(const char *op)
 	static const char *const images[] = { "tex", "tld4", "txq", "suld", "sust", "sured", "suq",
 					      NULL };
 
-	if (strcmp(op, "call") == 0)
-		return "calls a function (device function, device-side launch or grid sync)";
 	if (strcmp(op, "brx") == 0)
 		return "branches through a table (brx.idx)";
 	for (unsigned i = 0; images[i]; i++)
@@ -66,6 +65,48 @@ static bool names_module_global(const struct ptx_module *m, const struct ptx_ope
 	return m->vars[o->index].space == PTX_SPACE_GLOBAL;
 }
 
+/* The .func a call instruction names directly, or PTX_NONE (through a register). */
+static uint32_t callee_of(const struct ptx_insn *in)
+{
+	for (unsigned k = 0; k < in->nops; k++)
+		if (in->ops[k].kind == PTX_OP_SYM && in->ops[k].scope == PTX_SCOPE_FUNC)
+			return in->ops[k].index;
+	return PTX_NONE;
+}
+
+/* A device function with no effect a card must say: a body (not an extern declaration such as
+ * vprintf, cudaLaunchDevice or the grid-sync intrinsics), no global or generic memory access, no
+ * module .global variable, no texture, and callees like it. Its results are unknown values. */
+static bool callee_is_pure(const struct ptx_module *m, uint32_t fi, const uint32_t *path, int depth)
+{
+	const struct ptx_func *f = fi < m->nfuncs ? &m->funcs[fi] : NULL;
+	uint32_t here[DC_MAX_CALL_DEPTH];
+
+	for (int k = 0; k < depth; k++)
+		if (path[k] == fi)
+			return true; /* recursion: pure if the rest of the body is */
+	if (!f || f->is_decl || f->is_entry || depth >= DC_MAX_CALL_DEPTH)
+		return false;
+	memcpy(here, path, (size_t)depth * sizeof(*path));
+	here[depth] = fi;
+	for (uint32_t i = 0; i < f->ninsns; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+
+		if (refused_opcode(in->opcode))
+			return false;
+		if (!strcmp(in->opcode, "call") && !callee_is_pure(m, callee_of(in), here, depth + 1))
+			return false;
+		for (unsigned k = 0; k < in->nops; k++) {
+			if (names_module_global(m, &in->ops[k]))
+				return false;
+			if (in->ops[k].kind == PTX_OP_ADDR &&
+			    (in->space == PTX_SPACE_GLOBAL || in->space == PTX_SPACE_GENERIC))
+				return false;
+		}
+	}
+	return true;
+}
+
 static int screen_body(const struct ptx_module *m, const struct ptx_func *f, char *why,
 		       size_t whylen)
 {
@@ -75,6 +116,10 @@ static int screen_body(const struct ptx_module *m, const struct ptx_func *f, cha
 
 		if (r)
 			return refuse(why, whylen, "line %u: %s", in->line, r);
+		if (!strcmp(in->opcode, "call") && !callee_is_pure(m, callee_of(in), NULL, 0))
+			return refuse(why, whylen, "line %u: calls a function with effects or no body (a "
+				      "device function touching memory, device-side launch, grid sync, printf)",
+				      in->line);
 		for (unsigned k = 0; k < in->nops; k++)
 			if (names_module_global(m, &in->ops[k]))
 				return refuse(why, whylen, "line %u: uses module variable %s",
@@ -425,7 +470,9 @@ static void exec_ld(struct dc *d, const struct ptx_insn *in, uint32_t i)
 	if (in->nops < 2)
 		return;
 	if (in->space == PTX_SPACE_PARAM) {
-		if (a->kind == PTX_OP_ADDR && a->reg == PTX_NONE && a->scope == PTX_SCOPE_PARAM &&
+		if (a->kind == PTX_OP_ADDR && a->reg == PTX_NONE && a->scope == PTX_SCOPE_VAR)
+			v = d->x.v_any; /* a pure callee's result (the screen let only those through) */
+		else if (a->kind == PTX_OP_ADDR && a->reg == PTX_NONE && a->scope == PTX_SCOPE_PARAM &&
 		    a->index != PTX_NONE && a->index < d->f->nparams) {
 			const struct ptx_var *p = &d->f->params[a->index];
 

@@ -72,6 +72,23 @@ static void test_refuses_call(void **state)
 	assert_string_equal(fx.card, "");
 }
 
+/* A call to a device function with a body and no memory access is no effect: the kernel gets a
+ * card; the same call to a declaration only (vprintf, cudaLaunchDevice, grid sync) is refused. */
+static void test_pure_call_allowed(void **state)
+{
+	struct fixture fx;
+
+	(void)state;
+	build(&fx, "call", 8, true);
+	fx.insns[0].nops = 1;
+	fx.insns[0].ops[0] = (struct ptx_operand){ .kind = PTX_OP_SYM, .scope = PTX_SCOPE_FUNC, .index = 0,
+						   .reg = PTX_NONE };
+	assert_int_equal(derive(&fx, "k"), 0);
+	fx.funcs[0].is_decl = true;
+	assert_int_equal(derive(&fx, "k"), -CF_ENOSYS);
+	assert_non_null(strstr(fx.why, "calls a function"));
+}
+
 static void test_refuses_texture(void **state)
 {
 	struct fixture fx;
@@ -125,6 +142,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_arguments),
 		cmocka_unit_test(test_refuses_call),
+		cmocka_unit_test(test_pure_call_allowed),
 		cmocka_unit_test(test_refuses_texture),
 		cmocka_unit_test(test_refuses_module_variable),
 		cmocka_unit_test(test_refuses_struct_param_as_indirect),
