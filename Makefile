@@ -358,7 +358,7 @@ $(B)/tools/corpus_effects: tests/unit/corpus_effects.c $(CFARCH)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $< -o $@ $(CFARCH) $(LDSAN) $(CF_LIBS)
 
 corpus-effects: $(B)/tools/corpus_effects $(KERNELS) $(RW_PTX)
-	@B=$(B) scripts/corpus-effects
+	@B=$(B) scripts/corpus-effects $(CORPUS_ARGS)
 
 # A unit test links only the archive members it names, but the rewriter's fuzzer tests every
 # registered rule: it gets every rule object, so a new rule file is registered there at once.
