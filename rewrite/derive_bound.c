@@ -707,11 +707,22 @@ static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, 
 {
 	struct dv_atom at = x->atoms[a];
 	struct dv_mset fwd = { 0 }, trips, one, stepped;
-	int64_t step;
-	int b = phi_back(x, a, &step);
+	uint32_t step = PTX_NONE;
+	int b = -1;
 
 	(void)cs;
-	if (b < 0 || step < 0 || trip_upper(x, a, at.in[b].cs, depth, &trips) < 0)
+	/* the one back value must be a + step, step made of launch symbols and not negative (a
+	 * pointer walking a column steps by 4*n) */
+	for (unsigned i = 0; i < at.nin; i++)
+		if (at.in[i].back) {
+			if (b >= 0)
+				return -1;
+			b = (int)i;
+		}
+	if (b >= 0)
+		step = dv_sub(x, at.in[b].v, dv_atom_val(x, a));
+	if (b < 0 || dv_has_atom(x, step, a) || !dv_is_launch_value(x, step) || !dv_nonneg(x, step) ||
+	    trip_upper(x, a, at.in[b].cs, depth, &trips) < 0)
 		return -1;
 	for (unsigned i = 0; i < at.nin; i++) {
 		if (at.in[i].back)
@@ -723,7 +734,7 @@ static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, 
 				return -1;
 	}
 	for (unsigned k = 0; k < trips.n; k++)
-		trips.v[k] = dv_mul(x, trips.v[k], dv_const(x, step));
+		trips.v[k] = dv_mul(x, trips.v[k], step);
 	if (mset_combine(x, &fwd, &trips, 0, &stepped) < 0)
 		return -1;
 	for (unsigned k = 0; k < stepped.n; k++)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/errors.h"
+#include "rewrite/cards.h"
 #include "rewrite/derive_card.h"
 #include "rewrite/derive_int.h"
 
@@ -191,6 +192,7 @@ struct dc {
 	int ew;                       /* elementwise so far: 1 yes, 0 no */
 	int ew_count;                 /* parameter of the elementwise guard, -1 none yet */
 	uint32_t g;                   /* value ctaid.x * ntid.x + tid.x */
+	char span[4096];              /* a span's text while the card is written */
 };
 
 static bool is_pred_reg(const struct dc *d, uint32_t r)
@@ -1023,19 +1025,35 @@ static const char *scalar_type(const struct ptx_var *p)
 	}
 }
 
-static void put_span(struct dc *d, struct out *o, const struct dc_param *pe)
+/* The span of pe as a card expression into buf; false when it does not fit or the card's
+ * expression compiler would refuse it (too many operations): the span is then unknown. */
+static bool span_text(struct dc *d, const struct dc_param *pe, char *buf, size_t len)
 {
-	char e[512];
+	struct out o = { buf, len, 0, len == 0 };
+	const char *names[RW_CARD_MAX_PARAMS + 6];
+	int64_t vals[RW_CARD_MAX_PARAMS + 6], v;
+	char e[512], pn[RW_CARD_MAX_PARAMS][8];
+	unsigned n = 0;
 
 	for (unsigned i = 0; i + 1 < pe->span.n; i++)
-		put(o, "max(");
+		put(&o, "max(");
 	for (unsigned i = 0; i < pe->span.n; i++) {
-		if (dv_format(&d->x, pe->span.v[i], e, sizeof(e)) < 0) {
-			o->full = true;
-			return;
-		}
-		put(o, i == 0 ? "%s" : ", %s)", e);
+		if (dv_format(&d->x, pe->span.v[i], e, sizeof(e)) < 0)
+			return false;
+		put(&o, i == 0 ? "%s" : ", %s)", e);
 	}
+	if (o.full)
+		return false;
+	for (const char *g = "gx\0gy\0gz\0bx\0by\0bz\0"; *g; g += 3) {
+		names[n] = g;
+		vals[n++] = 1;
+	}
+	for (uint32_t k = 0; k < d->f->nparams && k < RW_CARD_MAX_PARAMS; k++) {
+		snprintf(pn[k], sizeof(pn[k]), "p%u", k);
+		names[n] = pn[k];
+		vals[n++] = 1;
+	}
+	return rw_expr_eval_text(buf, names, vals, n, &v, NULL, 0) != -CF_EINVAL;
 }
 
 static void put_param(struct dc *d, struct out *o, uint32_t k)
@@ -1045,17 +1063,16 @@ static void put_param(struct dc *d, struct out *o, uint32_t k)
 	static const char *const acc[] = { "none", "r", "w", "rw" };
 
 	if (pe->acc) {
+		char *span = d->span;
+		bool known = !pe->unknown && pe->span.n && span_text(d, pe, span, sizeof(d->span));
+
 		if (pe->unknown)
 			put(o, "  # p%u: span unknown: %s\n", k, pe->note);
+		else if (!known)
+			put(o, "  # p%u: span unknown: its bound is too long for a card expression\n", k);
 		if (pe->atomic)
 			put(o, "  # p%u: updated atomically\n", k);
-		put(o, "  param p%u ptr %s ", k, acc[pe->acc & 3]);
-		if (pe->unknown || pe->span.n == 0)
-			put(o, "unknown\n");
-		else {
-			put_span(d, o, pe);
-			put(o, "\n");
-		}
+		put(o, "  param p%u ptr %s %s\n", k, acc[pe->acc & 3], known ? span : "unknown");
 	} else if (scalar_type(p)) {
 		put(o, "  param p%u %s\n", k, scalar_type(p));
 	} else {
