@@ -303,8 +303,9 @@ static uint32_t opval(struct dc *d, const struct ptx_operand *o)
 	case PTX_OP_SPECIAL:
 		if (o->index <= PTX_SR_NCTAID_Z)
 			return dv_atom_val(&d->x, o->index);
-		if (o->index >= PTX_SR_SMID && o->index != PTX_SR_NSMID && o->index < PTX_SR_DYNAMIC_SMEM_SIZE)
-			d->impure = true; /* %smid, %gridid, clocks, timers */
+		if (o->index == PTX_SR_WARPID ||
+		    (o->index >= PTX_SR_SMID && o->index != PTX_SR_NSMID && o->index < PTX_SR_DYNAMIC_SMEM_SIZE))
+			d->impure = true; /* %warpid, %smid, %gridid, clocks, timers */
 		return d->x.v_any;
 	case PTX_OP_SYM:
 		return o->scope == PTX_SCOPE_FUNC ? d->x.v_any : d->x.v_local;
@@ -415,8 +416,10 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 	}
 	v = dv_add(&d->x, d->cur[o->reg], dc_const(d, o->imm));
 	k = dv_base_param(&d->x, v);
-	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOCAL))
-		return; /* generic address into shared or local memory */
+	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOCAL)) {
+		d->ew = 0; /* generic address into shared (or local) memory */
+		return;
+	}
 	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOADED)) {
 		d->rc = refuse(d->why, d->whylen, "indirect: line %u: an address loaded from memory", in->line);
 		return;
@@ -740,6 +743,20 @@ static bool is_control(const char *op)
 	return !strcmp(op, "bra") || !strcmp(op, "ret") || !strcmp(op, "exit") || !strcmp(op, "trap");
 }
 
+/* Instructions through which threads exchange data (shared memory, shuffles, votes, barriers):
+ * a kernel using them is not elementwise even when every global access is element i, since
+ * splitting or merging its launches regroups its threads. */
+static bool cross_thread(const struct ptx_insn *in)
+{
+	static const char *const ops[] = { "shfl", "vote", "redux", "match", "bar", "barrier",
+					   "activemask", "elect", NULL };
+
+	for (unsigned i = 0; ops[i]; i++)
+		if (!strcmp(in->opcode, ops[i]))
+			return true;
+	return in->space == PTX_SPACE_SHARED;
+}
+
 static void exec_insn(struct dc *d, uint32_t i)
 {
 	const struct ptx_insn *in = &d->f->insns[i];
@@ -747,6 +764,8 @@ static void exec_insn(struct dc *d, uint32_t i)
 
 	if (is_control(op))
 		return;
+	if (cross_thread(in))
+		d->ew = 0; /* thread i may compute element i from what other threads read */
 	if (!strcmp(op, "ld") || !strcmp(op, "ldu")) {
 		exec_ld(d, in, i);
 	} else if (!strcmp(op, "st")) {

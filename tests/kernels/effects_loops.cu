@@ -59,3 +59,16 @@ extern "C" __global__ void fx_diff(float *d, const float *x, int n)
 	if (i < n - 1)
 		d[i] = x[i + 1] - x[i];
 }
+
+/* out[i] = in of the next thread of the block, through shared memory: every global access is
+ * element i, but the kernel is not elementwise (splitting its launch regroups the threads) */
+extern "C" __global__ void fx_shared_neighbor(float *out, const float *in, int n)
+{
+	extern __shared__ float tile[];
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	tile[threadIdx.x] = i < n ? in[i] : 0.0f;
+	__syncthreads();
+	if (i < n)
+		out[i] = tile[(threadIdx.x + 1) % blockDim.x];
+}

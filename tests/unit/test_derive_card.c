@@ -252,6 +252,37 @@ static void test_hand_cards(void **state)
 	rw_cards_destroy(hand);
 }
 
+/* elementwise (and its count) only where it holds: a guarded p + 4*i kernel is, a grid-stride
+ * loop and a kernel exchanging data through shared memory are not. */
+static void test_elementwise_claims(void **state)
+{
+	static const struct { const char *kernel; bool elementwise; } cases[] = {
+		{ "fill", true }, { "axpy", true }, { "fx_index64", true }, { "fx_grid_stride", false },
+		{ "fx_shared_neighbor", false }, { "bias_add", false }, { "fx_rows_cols", false },
+	};
+	unsigned found = 0;
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (unsigned i = 0; i < nmods; i++)
+			for (uint32_t j = 0; j < mods[i].m->nfuncs; j++) {
+				const struct ptx_func *f = &mods[i].m->funcs[j];
+				struct rw_cards *set;
+				char why[256];
+
+				if (!f->is_entry || strcmp(f->name, cases[c].kernel))
+					continue;
+				set = derive(mods[i].m, f, why, sizeof(why));
+				assert_non_null(set);
+				if (!!(rw_card_flags(rw_cards_find(set, f->name)) & RW_CARD_ELEMENTWISE) !=
+				    cases[c].elementwise)
+					fail_msg("%s: elementwise should be %d", f->name, cases[c].elementwise);
+				rw_cards_destroy(set);
+				found++;
+			}
+	assert_int_equal(found, sizeof(cases) / sizeof(cases[0]));
+}
+
 /* ------------------------------------------------------------------ 2. the oracle */
 
 struct job {
@@ -502,6 +533,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_cards),
+		cmocka_unit_test(test_elementwise_claims),
 		cmocka_unit_test(test_oracle),
 	};
 
