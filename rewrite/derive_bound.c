@@ -542,6 +542,43 @@ int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v)
 	return 0;
 }
 
+uint32_t dv_mset_collapse(struct dv_ctx *x, const struct dv_mset *set)
+{
+	struct dv_poly r;
+
+	memset(&r, 0, sizeof(r));
+	for (unsigned i = 0; i < set->n; i++) {
+		const struct dv_poly p = *dv_poly_get(x, set->v[i]);
+
+		for (unsigned k = 0; k < p.n; k++) {
+			struct dv_term t = p.t[k];
+			unsigned j;
+
+			for (unsigned a = 0; a < t.deg; a++)
+				if (!atom_nonneg(x, t.a[a]))
+					return UINT32_MAX;
+			for (j = 0; j < r.n && term_cmp(&r.t[j], &t); j++)
+				;
+			if (j < r.n) {
+				if (t.c > r.t[j].c)
+					r.t[j].c = t.c;
+			} else if (t.c > 0 && !poly_add_term(&r, t)) {
+				return UINT32_MAX;
+			}
+		}
+	}
+	/* a monomial some value lacks counts 0 there: keep only positive maxima */
+	for (unsigned j = 0; j < r.n;) {
+		if (r.t[j].c <= 0) {
+			memmove(&r.t[j], &r.t[j + 1], (r.n - j - 1) * sizeof(r.t[0]));
+			memset(&r.t[--r.n], 0, sizeof(r.t[0]));
+		} else {
+			j++;
+		}
+	}
+	return intern_poly(x, &r);
+}
+
 /* out = {a + b : a in p, b in q} (op 0) or {a * b} (op 1) */
 static int mset_combine(struct dv_ctx *x, const struct dv_mset *p, const struct dv_mset *q, int op,
 			struct dv_mset *out)

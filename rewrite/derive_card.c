@@ -1044,9 +1044,9 @@ static const char *scalar_type(const struct ptx_var *p)
 	}
 }
 
-/* The span of pe as a card expression into buf; false when it does not fit or the card's
+/* A max-set as a card expression into buf; false when it does not fit or the card's
  * expression compiler would refuse it (too many operations): the span is then unknown. */
-static bool span_text(struct dc *d, const struct dc_param *pe, char *buf, size_t len)
+static bool span_text(struct dc *d, const struct dv_mset *set, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, len == 0 };
 	const char *names[RW_CARD_MAX_PARAMS + 6];
@@ -1054,10 +1054,10 @@ static bool span_text(struct dc *d, const struct dc_param *pe, char *buf, size_t
 	char e[512], pn[RW_CARD_MAX_PARAMS][8];
 	unsigned n = 0;
 
-	for (unsigned i = 0; i + 1 < pe->span.n; i++)
+	for (unsigned i = 0; i + 1 < set->n; i++)
 		put(&o, "max(");
-	for (unsigned i = 0; i < pe->span.n; i++) {
-		if (dv_format(&d->x, pe->span.v[i], e, sizeof(e)) < 0)
+	for (unsigned i = 0; i < set->n; i++) {
+		if (dv_format(&d->x, set->v[i], e, sizeof(e)) < 0)
 			return false;
 		put(&o, i == 0 ? "%s" : ", %s)", e);
 	}
@@ -1083,7 +1083,14 @@ static void put_param(struct dc *d, struct out *o, uint32_t k)
 
 	if (pe->acc) {
 		char *span = d->span;
-		bool known = !pe->unknown && pe->span.n && span_text(d, pe, span, sizeof(d->span));
+		bool known = !pe->unknown && pe->span.n && span_text(d, &pe->span, span, sizeof(d->span));
+
+		if (!known && !pe->unknown && pe->span.n > 1) {
+			/* too long as a max of bounds: one wider bound, monomial by monomial */
+			struct dv_mset one = { 1, { dv_mset_collapse(&d->x, &pe->span) } };
+
+			known = one.v[0] != UINT32_MAX && span_text(d, &one, span, sizeof(d->span));
+		}
 
 		if (pe->unknown)
 			put(o, "  # p%u: span unknown: %s\n", k, pe->note);

@@ -182,6 +182,11 @@ bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low);
  * more than DV_MSET remain. */
 int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v);
 
+/* One value >= every value of set: each monomial with the largest coefficient any value gives
+ * it (0 where a value lacks it), when every monomial is provably >= 0; UINT32_MAX otherwise. A
+ * shorter, wider bound for a card expression that would be too long. */
+uint32_t dv_mset_collapse(struct dv_ctx *x, const struct dv_mset *set);
+
 /* Writes value v (over launch symbols) as a card expression. */
 int dv_format(const struct dv_ctx *x, uint32_t v, char *buf, size_t len);
 
