@@ -611,6 +611,7 @@ static uint64_t order_at(const struct ii_order *o, uint64_t i, uint64_t nb)
 	if (o->a)
 		return (uint64_t)(((u128)o->a * i + o->c) % nb);
 	return i;
+}
 
 /* The oracle's record of this launch starts: generic accesses into the run's own shared, local
  * and call-parameter buffers are not global memory. */
