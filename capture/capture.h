@@ -92,6 +92,9 @@ struct cap_func {
 	struct cap_image *image;     /* the code it was loaded from (one reference), NULL when unknown;
 				      * part of the record's identity: the same name and layout from
 				      * another text is another record */
+	void *derived;               /* rewrite's card derived from the PTX (rewrite/derived.c): the one
+				      * field a layer above writes, once, with an atomic store; NULL
+				      * until a rule first asks */
 	struct cap_func *next;       /* every function, newest first */
 };
 

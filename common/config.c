@@ -57,6 +57,7 @@ void cf_config_defaults(struct cf_config *cfg)
 	snprintf(cfg->barrier_kernels, sizeof(cfg->barrier_kernels), "%s", CF_DEFAULT_BARRIER_KERNELS);
 	cfg->log_level = CF_LOG_WARN;
 	cfg->gate = true;
+	cfg->derive = true;
 	snprintf(cfg->libcuda, sizeof(cfg->libcuda), "%s", CF_DEFAULT_LIBCUDA);
 }
 
@@ -263,6 +264,7 @@ static void parse_switches(struct cf_config *cfg)
 		{ CF_VAR_CALLSITES, &cfg->callsites, "0" },
 		{ CF_VAR_GATE, &cfg->gate, "1" },
 		{ CF_VAR_STRICT, &cfg->strict, "0" },
+		{ CF_VAR_DERIVE, &cfg->derive, "1" },
 	};
 	const char *v;
 

@@ -39,7 +39,8 @@ enum cf_mode {
 	X(DOT, "CUFOLD_DOT") \
 	X(LIBCUDA, "CUFOLD_LIBCUDA") \
 	X(RUN_ID, "CUFOLD_RUN_ID") \
-	X(REPORT_EVERY, "CUFOLD_REPORT_EVERY")
+	X(REPORT_EVERY, "CUFOLD_REPORT_EVERY") \
+	X(DERIVE, "CUFOLD_DERIVE")
 
 enum cf_config_var {
 #define CF_CONFIG_VAR_ENUM_(id, name) CF_VAR_##id,
@@ -80,6 +81,8 @@ struct cf_config {
 	bool gate;                     /* CUFOLD_GATE: 0|1, replay a shape only while it pays (1) */
 	bool strict;                   /* CUFOLD_STRICT: 0|1, a failure of cufold's own or a failed
 				        * guard is an error and exit status 70 (0) */
+	bool derive;                   /* CUFOLD_DERIVE: 0|1, cards derived from kernels' PTX where no
+				        * user card names them (1) */
 	enum cf_log_level log_level;   /* CUFOLD_LOG: err|warn|info|debug */
 	char log_file[CF_PATH_MAX];    /* CUFOLD_LOG_FILE: log destination ("%p" expanded when
 				        * opened); "" is stderr */

@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "driver/api.h"
+#include "rewrite/derived.h"
 #include "rewrite/effects.h"
 #include "rewrite/kernels/batch.h"
 #include "rewrite/rewriter.h"
@@ -84,7 +85,7 @@ int rw_op_kernel_access(const struct cap_op *op, struct rw_access_set *set)
 
 	if (op->kind != CAP_OP_KERNEL || !k->info || !k->info->layout_known || k->info->nparams > RW_CARD_MAX_PARAMS)
 		return -CF_EINVAL;
-	card = rw_card_lookup(k->info->name);
+	card = rw_card_for(k->info, NULL); /* the user's card, else one derived from the PTX */
 	if (!card)
 		return -CF_ENOENT;
 	for (uint32_t i = 0; i < k->info->nparams; i++) {
