@@ -6,7 +6,8 @@
 # cufold over 20 seeds, with the software device's blocks in shuffled order (a wrong fusion shows
 # there); the device's counters show fewer kernels executed per steady-state step than with the
 # rule switched off (which runs eager's kernels and cufold's own batch-copy kernels); the report
-# counts what was fused. tests layer.
+# counts what was fused. Then without CUFOLD_CARDS: the cards derived from the kernels' PTX fuse
+# the same way, and with derivation off nothing is fused. tests layer.
 source "$(dirname "$0")/lib.sh"
 prog=$B/workloads/recsys
 [[ -x $prog ]] || fail "$prog is not built"
@@ -39,3 +40,29 @@ if fused > 0.7 * apart:
     sys.exit("want at most 70 %% of the kernels per step without batch-kernel (55 %% when written): %.1f of %.1f"
              % (fused, apart))
 PY
+
+# Cards derived from the kernels' PTX (issue 23): without CUFOLD_CARDS the same fusion, from the
+# cards rewrite/derived.c makes; with CUFOLD_DERIVE=0 as well, no card, no fusion.
+CUFOLD_CARDS= same_output_over_seeds "$prog" --steps 8
+CUFOLD_CARDS= count_steps derived cufold "$prog" --steps @STEPS@
+CUFOLD_CARDS= CUFOLD_DERIVE=0 count_steps nocards cufold "$prog" --steps @STEPS@
+derived=$(per_step derived kernels_executed) || fail "cannot read the counters"
+nocards=$(per_step nocards kernels_executed) || fail "cannot read the counters"
+note "recsys without CUFOLD_CARDS, kernels per step: derived cards $derived, none (CUFOLD_DERIVE=0) $nocards"
+python3 - "$derived" "$nocards" "$TMP/derived.16.report" "$TMP/nocards.16.report" <<'PY' ||
+import json, sys
+derived, nocards = float(sys.argv[1]), float(sys.argv[2])
+def fused(p):
+    f = [0, 0]
+    for t in json.load(open(p))["replay"]["templates"]:
+        k = t["rewrite"]["kernels_fused"]
+        f = [f[0] + k[0], f[1] + k[1]]
+    return f
+d, n = fused(sys.argv[3]), fused(sys.argv[4])
+print("derived cards: %s fused; CUFOLD_DERIVE=0: %s" % (d, n))
+if n != [0, 0]:
+    sys.exit("with no card at all nothing may be fused: %s" % n)
+if not d[0] > d[1] > 0 or derived > 0.7 * nocards:
+    sys.exit("derived cards should fuse as the hand cards do: %s, %.1f of %.1f kernels per step" % (d, derived, nocards))
+PY
+	fail "derived cards did not let batch-kernel fuse recsys"

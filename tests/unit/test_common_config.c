@@ -94,6 +94,7 @@ static void test_defaults(void **state)
 	assert_false(c.callsites);
 	assert_true(c.gate);
 	assert_false(c.strict);
+	assert_true(c.derive);
 	assert_int_equal(c.log_level, CF_LOG_WARN);
 	assert_string_equal(c.log_file, "");
 	assert_string_equal(c.report, "");
@@ -121,6 +122,7 @@ static void test_valid_values(void **state)
 	setenv("CUFOLD_CALLSITES", "1", 1);
 	setenv("CUFOLD_GATE", "0", 1);
 	setenv("CUFOLD_STRICT", "1", 1);
+	setenv("CUFOLD_DERIVE", "0", 1);
 	setenv("CUFOLD_LOG", "debug", 1);
 	setenv("CUFOLD_LOG_FILE", "/tmp/x y.log", 1);
 	setenv("CUFOLD_REPORT", "r.json", 1);
@@ -140,6 +142,7 @@ static void test_valid_values(void **state)
 	assert_true(c.callsites);
 	assert_false(c.gate);
 	assert_true(c.strict);
+	assert_false(c.derive);
 	assert_int_equal(c.log_level, CF_LOG_DEBUG);
 	assert_string_equal(c.log_file, "/tmp/x y.log");
 	assert_string_equal(c.report, "r.json");
@@ -296,7 +299,8 @@ static void test_names(void **state)
 	assert_string_equal(cf_config_var_name(CF_VAR_MODE), "CUFOLD_MODE");
 	assert_string_equal(cf_config_var_name(CF_VAR_RUN_ID), "CUFOLD_RUN_ID");
 	assert_string_equal(cf_config_var_name(CF_VAR_REPORT_EVERY), "CUFOLD_REPORT_EVERY");
-	assert_int_equal(CF_VAR_COUNT, 20);
+	assert_string_equal(cf_config_var_name(CF_VAR_DERIVE), "CUFOLD_DERIVE");
+	assert_int_equal(CF_VAR_COUNT, 21);
 }
 
 int main(void)
