@@ -98,6 +98,10 @@ struct cap_func {
 	struct cap_func *next;       /* every function, newest first */
 };
 
+/* Every function record of ce, newest first (f->next); read under the engine's lock. */
+struct cap_engine;
+const struct cap_func *cap_funcs_all(struct cap_engine *ce);
+
 /* The PTX text of the module f was loaded from (which holds f's `.entry` f->name), NULL with
  * *len 0 when there is none at hand (cap_func_code says why). Valid while f lives. */
 const char *cap_func_ptx(const struct cap_func *f, size_t *len);

@@ -422,6 +422,11 @@ bool cap_window_uses_unloading(struct cap_engine *ce)
 	return false;
 }
 
+const struct cap_func *cap_funcs_all(struct cap_engine *ce)
+{
+	return ce->funcs.all;
+}
+
 struct cap_func *cap__funcs_all(struct cap_engine *ce)
 {
 	return ce->funcs.all;

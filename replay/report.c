@@ -3,9 +3,12 @@
  * submissions saved, what the rewrite did (rules fired, kernels, copies, memsets and bytes before
  * and after, call sites of the ops it changed); totals; the measured matching cost. replay layer. */
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "common/json.h"
 #include "replay/replay_int.h"
+#include "rewrite/derived.h"
 
 static void write_fallbacks(struct cf_json *j, const uint64_t *fb)
 {
@@ -265,6 +268,35 @@ static void held_figures(struct rpl_engine *re, uint64_t *pinned, uint64_t *node
 	}
 }
 
+/* "kernel_cards": where each launched kernel's card came from (issue 23): "user card",
+ * "derived", "refused: why", "no PTX", or "none" (no card, no image known, derivation off, or
+ * no template asked about it). One entry per name: the first record's (newest) wins. */
+static void write_kernel_cards(struct rpl_engine *re, struct cf_json *j)
+{
+	const struct cap_func *fn, *g;
+
+	cf_json_key(j, "kernel_cards");
+	cf_json_obj_begin(j);
+	for (fn = cap_funcs_all(re->cap); fn; fn = fn->next) {
+		enum rw_card_source src = rw_card_source_of(fn);
+		char buf[200];
+
+		if (!__atomic_load_n(&fn->launches, __ATOMIC_RELAXED))
+			continue;
+		for (g = cap_funcs_all(re->cap); g != fn && strcmp(g->name, fn->name); g = g->next)
+			;
+		if (g != fn)
+			continue; /* a newer record of the name was written */
+		if (src == RW_CARD_REFUSED)
+			snprintf(buf, sizeof(buf), "refused: %s", rw_card_refused_why(fn));
+		else
+			snprintf(buf, sizeof(buf), "%s", rw_card_source_name(src));
+		cf_json_nl(j, 6);
+		cf_json_kstr(j, fn->name, buf);
+	}
+	cf_json_obj_end(j);
+}
+
 void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j)
 {
 	struct rpl_totals tot;
@@ -289,6 +321,8 @@ void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j)
 	write_rejected(re, j);
 	cf_json_nl(j, 4);
 	rpl__errors_write_json(re, j);
+	cf_json_nl(j, 4);
+	write_kernel_cards(re, j);
 	cf_json_nl(j, 4);
 	cf_json_key(j, "templates");
 	cf_json_arr_begin(j);

@@ -135,3 +135,15 @@ const char *rw_card_refused_why(const struct cap_func *f)
 
 	return d && d->source == RW_CARD_REFUSED ? d->why : NULL;
 }
+
+enum rw_card_source rw_card_source_of(const struct cap_func *f)
+{
+	const struct rw_derived *d;
+
+	if (!f)
+		return RW_CARD_NONE;
+	if (rw_card_lookup(f->name))
+		return RW_CARD_USER;
+	d = __atomic_load_n(&((struct cap_func *)f)->derived, __ATOMIC_ACQUIRE);
+	return d ? d->source : RW_CARD_NONE;
+}

@@ -22,5 +22,8 @@ const struct rw_card *rw_card_for(const struct cap_func *f, enum rw_card_source 
 const char *rw_card_source_name(enum rw_card_source s);
 /* Why the analysis refused f's kernel, NULL unless it did. */
 const char *rw_card_refused_why(const struct cap_func *f);
+/* Where f's card comes from, without deriving one: RW_CARD_NONE also when no rule has asked
+ * about the kernel yet (it ran in no template) or CUFOLD_DERIVE=0. For the report. */
+enum rw_card_source rw_card_source_of(const struct cap_func *f);
 
 #endif

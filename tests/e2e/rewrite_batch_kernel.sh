@@ -64,5 +64,13 @@ if n != [0, 0]:
     sys.exit("with no card at all nothing may be fused: %s" % n)
 if not d[0] > d[1] > 0 or derived > 0.7 * nocards:
     sys.exit("derived cards should fuse as the hand cards do: %s, %.1f of %.1f kernels per step" % (d, derived, nocards))
+# every kernel the program launched has a card status in the report
+rep = json.load(open(sys.argv[3]))
+cards, launched = rep["replay"]["kernel_cards"], set(rep["launches_by_kernel"])
+missing = sorted(k for k in launched if k not in cards and not k.startswith("cufold_"))
+if missing or sum(v == "derived" for v in cards.values()) < 10:
+    sys.exit("kernel_cards: %d derived; no status for %s" % (sum(v == "derived" for v in cards.values()), missing))
+print("kernel cards: %d derived, %d refused" % (sum(v == "derived" for v in cards.values()),
+                                                sum(v.startswith("refused") for v in cards.values())))
 PY
 	fail "derived cards did not let batch-kernel fuse recsys"
