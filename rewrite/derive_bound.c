@@ -227,6 +227,13 @@ uint32_t dv_mul(struct dv_ctx *x, uint32_t a, uint32_t b)
 	return intern_poly(x, &r);
 }
 
+bool dv_is_const(const struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly *p = dv_poly_get(x, v);
+
+	return p->n == 0 || (p->n == 1 && p->t[0].deg == 0);
+}
+
 bool dv_has_atom(const struct dv_ctx *x, uint32_t v, uint32_t a)
 {
 	const struct dv_poly *p = dv_poly_get(x, v);
@@ -298,6 +305,14 @@ bool dv_is_launch_value(const struct dv_ctx *x, uint32_t v)
 			if (!dv_is_launch_atom(x, p->t[i].a[k]))
 				return false;
 	return true;
+}
+
+uint32_t dv_atom_find(const struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2)
+{
+	for (uint32_t a = DV_A_PARAM0 + x->f->nparams; a < x->natoms; a++)
+		if (x->atoms[a].kind == kind && x->atoms[a].key1 == key1 && x->atoms[a].key2 == key2)
+			return a;
+	return UINT32_MAX;
 }
 
 uint32_t dv_atom_get(struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2)
@@ -714,8 +729,9 @@ static int trip_upper(struct dv_ctx *x, uint32_t a, uint32_t back_cs, int depth,
 
 				if (cat.in[k].back)
 					continue;
-				if (step > 0 && s.c[i].n != DV_NONZERO && (iv->n == 0 || (iv->n == 1 && iv->t[0].deg == 0)))
-					ok = upper(x, dv_sub(x, s.c[i].n, dv_const(x, 1 + init)), back_cs, depth, &one) == 0;
+				if (step > 0 && s.c[i].n != DV_NONZERO && dv_is_const(x, cat.in[k].v))
+					ok = upper(x, dv_sub(x, s.c[i].n, dv_const(x, 1 + init)), back_cs, depth,
+						   &one) == 0;
 				else if (step < 0 && s.c[i].n == DV_NONZERO &&
 					 is_multiple(x, dv_sub(x, cat.in[k].v, dv_const(x, kend)), -step))
 					ok = upper(x, dv_sub(x, cat.in[k].v, dv_const(x, kend)), cat.in[k].cs, depth,

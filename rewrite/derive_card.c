@@ -277,9 +277,9 @@ static uint32_t cons_of(struct dc *d, uint32_t cs, uint32_t p, bool truth)
 		cs = dv_cset_add(&d->x, cs, a, dv_add(&d->x, b, one));
 		return dv_cset_add(&d->x, cs, b, dv_add(&d->x, a, one));
 	case CMP_NE: /* x != K, kept as x - K != 0: what ends a down-counting loop */
-		if (dv_poly_get(&d->x, b)->n == 0 || (dv_poly_get(&d->x, b)->n == 1 && dv_poly_get(&d->x, b)->t[0].deg == 0))
+		if (dv_is_const(&d->x, b))
 			return dv_cset_add(&d->x, cs, dv_sub(&d->x, a, b), DV_NONZERO);
-		if (dv_poly_get(&d->x, a)->n == 0 || (dv_poly_get(&d->x, a)->n == 1 && dv_poly_get(&d->x, a)->t[0].deg == 0))
+		if (dv_is_const(&d->x, a))
 			return dv_cset_add(&d->x, cs, dv_sub(&d->x, b, a), DV_NONZERO);
 		return cs;
 	}
@@ -880,6 +880,26 @@ static uint32_t join_value(struct dc *d, uint32_t b, uint32_t r, const uint32_t 
 		return src[0];
 	if (is_pred_reg(d, r))
 		return 0;
+	{
+		/* a value a loop does not change comes back over its back edge as the block's own
+		 * phi (what the first round made of it): the other edges decide */
+		uint32_t self = dv_atom_find(&d->x, DV_K_PHI, b, r), other = PTX_NONE;
+		bool one = self != UINT32_MAX;
+
+		for (unsigned i = 0; i < n && one; i++) {
+			int k = dv_base_param(&d->x, src[i]);
+			uint32_t sv = self != UINT32_MAX ? dv_atom_val(&d->x, self) : PTX_NONE;
+
+			if (src[i] == sv ||
+			    (k >= 0 && src[i] == dv_add(&d->x, dv_atom_val(&d->x, DV_A_PARAM0 + (uint32_t)k), sv)))
+				continue;
+			if (other != PTX_NONE && other != src[i])
+				one = false;
+			other = src[i];
+		}
+		if (one && other != PTX_NONE)
+			return other;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		int k = dv_base_param(&d->x, src[i]);
 

@@ -151,11 +151,15 @@ uint32_t dv_mul(struct dv_ctx *x, uint32_t a, uint32_t b);
 /* The value of an operation cufold does not model, from its operands: base pointer + ANY when
  * exactly one operand holds a pointer parameter, LOADED when one holds LOADED, else ANY. */
 uint32_t dv_unknown_of(struct dv_ctx *x, const uint32_t *ops, unsigned n);
+/* Whether value v is a constant (no atom). */
+bool dv_is_const(const struct dv_ctx *x, uint32_t v);
 /* Whether value v holds atom a anywhere. */
 bool dv_has_atom(const struct dv_ctx *x, uint32_t v, uint32_t a);
 /* The pointer parameter v is based on: the one 8-byte parameter appearing as a monomial of
  * its own with coefficient 1. -1 when none, -2 when more than one or used otherwise too. */
 int dv_base_param(const struct dv_ctx *x, uint32_t v);
+/* The dynamic atom of that identity, UINT32_MAX when none was made. */
+uint32_t dv_atom_find(const struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2);
 /* Atom ids for dynamic atoms (found or made). UINT32_MAX when out of memory. */
 uint32_t dv_atom_get(struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2);
 static inline bool dv_is_launch_atom(const struct dv_ctx *x, uint32_t a)

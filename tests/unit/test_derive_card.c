@@ -210,8 +210,8 @@ static int compare_hand(const struct ptx_module *m, const struct ptx_func *f, co
 				if (verdict < H_WIDER)
 					verdict = H_WIDER;
 			} else if (d->bytes < h->bytes) {
-				print_message("  %s p%u: hand %llu bytes, derived %llu (grid %u %u %u block %u %u %u)\n",
-					      f->name, h->param, (unsigned long long)h->bytes,
+				print_message("  %s p%u: hand %llu bytes, derived %llu (grid %u %u %u block %u %u "
+					      "%u)\n", f->name, h->param, (unsigned long long)h->bytes,
 					      (unsigned long long)d->bytes, dims[0], dims[1], dims[2], dims[3],
 					      dims[4], dims[5]);
 				verdict = H_NARROWER;
