@@ -200,6 +200,12 @@ static bool is_pred_reg(const struct dc *d, uint32_t r)
 	return d->f->regs[r].type == PTX_T_PRED;
 }
 
+/* The predicate register r holds; 0 (says nothing) for a register that is not a predicate. */
+static uint32_t pred_of(const struct dc *d, uint32_t r)
+{
+	return r < d->f->nregs && is_pred_reg(d, r) ? d->cur[r] : 0;
+}
+
 static uint32_t pred_make(struct dc *d, uint8_t kind, uint8_t op, uint32_t a, uint32_t b)
 {
 	struct dv_pred p;
@@ -290,7 +296,7 @@ static uint32_t guard_cons(struct dc *d, const struct ptx_insn *in, uint32_t cs)
 {
 	if (in->guard == PTX_NONE)
 		return cs;
-	return cons_of(d, cs, d->cur[in->guard], !in->guard_neg);
+	return cons_of(d, cs, pred_of(d, in->guard), !in->guard_neg);
 }
 
 static uint32_t opval(struct dc *d, const struct ptx_operand *o)
@@ -354,7 +360,7 @@ static void set_dest(struct dc *d, const struct ptx_insn *in, uint32_t i, uint32
 		return;
 	}
 	if (in->guard != PTX_NONE)
-		v = sel_of(d, i, d->cur[o->reg], cons_of(d, d->cs, d->cur[in->guard], in->guard_neg),
+		v = sel_of(d, i, d->cur[o->reg], cons_of(d, d->cs, pred_of(d, in->guard), in->guard_neg),
 			   v, guard_cons(d, in, d->cs));
 	d->cur[o->reg] = v;
 }
@@ -414,7 +420,7 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 		d->rc = refuse(d->why, d->whylen, "line %u: an absolute address", in->line);
 		return;
 	}
-	v = dv_add(&d->x, d->cur[o->reg], dc_const(d, o->imm));
+	v = dv_add(&d->x, is_pred_reg(d, o->reg) ? d->x.v_any : d->cur[o->reg], dc_const(d, o->imm));
 	k = dv_base_param(&d->x, v);
 	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOCAL)) {
 		d->ew = 0; /* generic address into shared (or local) memory */
@@ -641,7 +647,7 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 	if (!strcmp(op, "max"))
 		return sel_of(d, i, a, d->cs, b, d->cs);
 	if (!strcmp(op, "selp") && in->nops > 3 && in->ops[3].kind == PTX_OP_REG) {
-		uint32_t p = d->cur[in->ops[3].reg];
+		uint32_t p = pred_of(d, in->ops[3].reg);
 		bool t = !in->ops[3].neg;
 
 		return sel_of(d, i, a, cons_of(d, d->cs, p, t), b, cons_of(d, d->cs, p, !t));
@@ -671,9 +677,9 @@ static void set_pred(struct dc *d, const struct ptx_insn *in, uint32_t p)
 		p = 0; /* a predicate written on one path only: say nothing */
 	if (o->kind == PTX_OP_REG && is_pred_reg(d, o->reg)) {
 		d->cur[o->reg] = p;
-	} else if (o->kind == PTX_OP_PAIR) {
+	} else if (o->kind == PTX_OP_PAIR && is_pred_reg(d, o->reg)) {
 		d->cur[o->reg] = p;
-		if (o->index != PTX_NONE)
+		if (o->index != PTX_NONE && o->index < d->f->nregs && is_pred_reg(d, o->index))
 			d->cur[o->index] = pred_make(d, PR_NOT, 0, p, 0);
 	}
 }
@@ -994,7 +1000,7 @@ static void run_block(struct dc *d, uint32_t b)
 	for (uint32_t i = bl->first; i < bl->end && !d->rc; i++)
 		exec_insn(d, i);
 	if (bl->cond) {
-		uint32_t p = d->cur[last->guard];
+		uint32_t p = pred_of(d, last->guard);
 
 		store_edge(d, b, 0, cons_of(d, d->cs, p, last->guard_neg));
 		store_edge(d, b, 1, cons_of(d, d->cs, p, !last->guard_neg));
@@ -1064,6 +1070,8 @@ static const char *scalar_type(const struct ptx_var *p)
 	}
 }
 
+static const char *scalar_type(const struct ptx_var *p);
+
 /* A max-set as a card expression into buf; false when it does not fit or the card's
  * expression compiler would refuse it (too many operations): the span is then unknown. */
 static bool span_text(struct dc *d, const struct dv_mset *set, char *buf, size_t len)
@@ -1087,7 +1095,12 @@ static bool span_text(struct dc *d, const struct dv_mset *set, char *buf, size_t
 		names[n] = g;
 		vals[n++] = 1;
 	}
+	/* only the parameters the card declares as integers may appear in a span */
 	for (uint32_t k = 0; k < d->f->nparams && k < RW_CARD_MAX_PARAMS; k++) {
+		const char *t = scalar_type(&d->f->params[k]);
+
+		if (d->pe[k].acc || !t || t[0] == 'f')
+			continue;
 		snprintf(pn[k], sizeof(pn[k]), "p%u", k);
 		names[n] = pn[k];
 		vals[n++] = 1;
@@ -1130,6 +1143,10 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 {
 	struct out o = { card, cardlen, 0, cardlen == 0 };
 	bool pure = !d->impure, elementwise = d->ew && d->ew_count >= 0 && !d->has_phi;
+	const char *ct = elementwise ? scalar_type(&d->f->params[d->ew_count]) : NULL;
+
+	if (elementwise && (!ct || ct[0] == 'f' || d->pe[d->ew_count].acc))
+		elementwise = false; /* the count must be an integer parameter of the card */
 
 	for (uint32_t k = 0; k < d->f->nparams; k++)
 		pure &= d->pe[k].acc != (DC_R | DC_W);

@@ -283,6 +283,80 @@ static void test_elementwise_claims(void **state)
 	assert_int_equal(found, sizeof(cases) / sizeof(cases[0]));
 }
 
+/* Mutated PTX (a random line dropped, or two lines swapped) that still parses is derived
+ * without a crash, with a card that parses or a refusal: the analysis never assumes nvcc's
+ * shapes hold. */
+static void test_mutations(void **state)
+{
+	unsigned derived = 0, refused = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < nmods; i++) {
+		char *text = read_all(mods[i].path);
+		size_t len;
+
+		assert_non_null(text);
+		len = strlen(text);
+		for (int round = 0; round < 40; round++) {
+			char *mut = malloc(len + 2), *lines[8192], err[256];
+			unsigned nl = 0, drop, swap;
+			size_t at = 0;
+			struct ptx_module *m;
+
+			assert_non_null(mut);
+			memcpy(mut, text, len + 1);
+			for (char *p = mut; p && *p && nl < 8192; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+				lines[nl++] = p;
+			drop = rnd(nl);
+			swap = rnd(nl);
+			{
+				char *out = malloc(len + 2);
+
+				assert_non_null(out);
+				for (unsigned l = 0; l < nl; l++) {
+					unsigned src = l == swap ? drop : (l == drop ? swap : l);
+					char *e = strchr(lines[src], '\n');
+					size_t n = e ? (size_t)(e - lines[src]) + 1 : strlen(lines[src]);
+
+					if (round % 2 == 0 && l == drop)
+						continue; /* even rounds drop the line, odd ones swap two */
+					memcpy(out + at, lines[src], n);
+					at += n;
+				}
+				out[at] = '\0';
+				free(mut);
+				mut = out;
+			}
+			m = ptx_parse(mut, at, err, sizeof(err));
+			for (uint32_t j = 0; m && j < m->nfuncs; j++) {
+				static char card[16384];
+				char why[256];
+				int rc;
+
+				if (!m->funcs[j].is_entry || m->funcs[j].is_decl)
+					continue;
+				rc = rw_card_derive(m, m->funcs[j].name, card, sizeof(card), why, sizeof(why));
+				if (rc == 0) {
+					struct rw_cards *set = rw_cards_create();
+
+					assert_non_null(set);
+					assert_int_equal(rw_cards_parse(set, "mutant", card, strlen(card)), 0);
+					rw_cards_destroy(set);
+					derived++;
+				} else {
+					assert_int_equal(rc, -CF_ENOSYS);
+					refused++;
+				}
+			}
+			ptx_module_free(m);
+			free(mut);
+		}
+		free(text);
+	}
+	print_message("mutants: %u cards derived, %u refused\n", derived, refused);
+	assert_true(derived > 0);
+}
+
 /* ------------------------------------------------------------------ 2. the oracle */
 
 struct job {
@@ -534,6 +608,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_cards),
 		cmocka_unit_test(test_elementwise_claims),
+		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_oracle),
 	};
 
