@@ -112,7 +112,10 @@ static bool poly_add_term(struct dv_poly *p, struct dv_term t)
 		int c = term_cmp(&t, &p->t[i]);
 
 		if (c == 0) {
-			p->t[i].c = (t.deg == 1 && is_absorbing(t.a[0])) ? 1 : p->t[i].c + t.c;
+			if (t.deg == 1 && is_absorbing(t.a[0]))
+				p->t[i].c = 1;
+			else if (__builtin_add_overflow(p->t[i].c, t.c, &p->t[i].c))
+				return false; /* the caller makes the value unknown */
 			if (p->t[i].c == 0) {
 				memmove(&p->t[i], &p->t[i + 1], (p->n - i - 1) * sizeof(p->t[0]));
 				p->n--;
@@ -690,6 +693,8 @@ static uint32_t launch_div(struct dv_ctx *x, uint32_t ub, int64_t c)
 
 	if (c == 1)
 		return ub;
+	if (c <= 0 || c > UINT32_MAX)
+		return x->v_any; /* no bound: the span becomes unknown */
 	d = dv_atom_get(x, DV_K_DIV, ub, (uint32_t)c);
 	if (d == UINT32_MAX) {
 		x->oom = true;
@@ -725,12 +730,13 @@ static int trip_upper(struct dv_ctx *x, uint32_t a, uint32_t back_cs, int depth,
 				continue;
 			for (unsigned k = 0; k < cat.nin && ok; k++) {
 				const struct dv_poly *iv = dv_poly_get(x, cat.in[k].v);
-				int64_t init = iv->n ? iv->t[0].c : 0;
+				int64_t init = iv->n ? iv->t[0].c : 0, next;
 
 				if (cat.in[k].back)
 					continue;
-				if (step > 0 && s.c[i].n != DV_NONZERO && dv_is_const(x, cat.in[k].v))
-					ok = upper(x, dv_sub(x, s.c[i].n, dv_const(x, 1 + init)), back_cs, depth,
+				if (step > 0 && s.c[i].n != DV_NONZERO && dv_is_const(x, cat.in[k].v) &&
+				    !__builtin_add_overflow(init, 1, &next))
+					ok = upper(x, dv_sub(x, s.c[i].n, dv_const(x, next)), back_cs, depth,
 						   &one) == 0;
 				else if (step < 0 && s.c[i].n == DV_NONZERO &&
 					 is_multiple(x, dv_sub(x, cat.in[k].v, dv_const(x, kend)), -step))
@@ -867,7 +873,7 @@ static bool term_div(const struct dv_term *t, const struct dv_term *l, struct dv
 {
 	unsigned i = 0, j = 0;
 
-	if (l->c == 0 || t->c % l->c != 0)
+	if (l->c == 0 || (l->c == -1 && t->c == INT64_MIN) || t->c % l->c != 0)
 		return false;
 	memset(m, 0, sizeof(*m));
 	m->c = t->c / l->c;
@@ -1015,7 +1021,11 @@ int dv_format(const struct dv_ctx *x, uint32_t v, char *buf, size_t len)
 		return snprintf(buf, len, "0") < (int)len ? 0 : -CF_ERANGE;
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct dv_term *t = &p->t[i];
-		int n = snprintf(buf + at, len - at, "%s%lld", i == 0 ? (t->c < 0 ? "-" : "") :
+		int n;
+
+		if (t->c == INT64_MIN)
+			return -CF_ERANGE;
+		n = snprintf(buf + at, len - at, "%s%lld", i == 0 ? (t->c < 0 ? "-" : "") :
 				 (t->c < 0 ? " - " : " + "), (long long)(t->c < 0 ? -t->c : t->c));
 
 		if (n < 0 || (size_t)n >= len - at)
