@@ -88,7 +88,8 @@ static bool callee_is_pure(const struct ptx_module *m, uint32_t fi, const uint32
 			return true; /* recursion: pure if the rest of the body is */
 	if (!f || f->is_decl || f->is_entry || depth >= DC_MAX_CALL_DEPTH)
 		return false;
-	memcpy(here, path, (size_t)depth * sizeof(*path));
+	if (depth > 0)
+		memcpy(here, path, (size_t)depth * sizeof(*path));
 	here[depth] = fi;
 	for (uint32_t i = 0; i < f->ninsns; i++) {
 		const struct ptx_insn *in = &f->insns[i];
