@@ -194,6 +194,18 @@ struct dc {
 	int ew_count;                 /* parameter of the elementwise guard, -1 none yet */
 	uint32_t g;                   /* value ctaid.x * ntid.x + tid.x */
 	char span[4096];              /* a span's text while the card is written */
+	unsigned facts;               /* DC_F_*: what a rewrite must respect, said in a note */
+};
+
+enum {
+	DC_F_NCTAID = 1u << 0,        /* reads %nctaid: results may depend on the grid's size */
+	DC_F_CLOCK = 1u << 1,         /* reads a clock, timer, %smid, %warpid or %gridid */
+	DC_F_BARRIER = 1u << 2,       /* bar / barrier */
+	DC_F_SHARED = 1u << 3,        /* shared memory (static or dynamic) */
+	DC_F_ATOMIC = 1u << 4,        /* atomics on global memory */
+	DC_F_TRAP = 1u << 5,          /* trap */
+	DC_F_CALL = 1u << 6,          /* calls device functions (without effects) */
+	DC_F_CROSS = 1u << 7,         /* shuffles, votes: threads exchange values */
 };
 
 static bool is_pred_reg(const struct dc *d, uint32_t r)
@@ -311,8 +323,10 @@ static uint32_t opval(struct dc *d, const struct ptx_operand *o)
 		if (o->index <= PTX_SR_NCTAID_Z)
 			return dv_atom_val(&d->x, o->index);
 		if (o->index == PTX_SR_WARPID ||
-		    (o->index >= PTX_SR_SMID && o->index != PTX_SR_NSMID && o->index < PTX_SR_DYNAMIC_SMEM_SIZE))
+		    (o->index >= PTX_SR_SMID && o->index != PTX_SR_NSMID && o->index < PTX_SR_DYNAMIC_SMEM_SIZE)) {
 			d->impure = true; /* %warpid, %smid, %gridid, clocks, timers */
+			d->facts |= DC_F_CLOCK;
+		}
 		return d->x.v_any;
 	case PTX_OP_SYM:
 		return o->scope == PTX_SCOPE_FUNC ? d->x.v_any : d->x.v_local;
@@ -764,15 +778,36 @@ static bool cross_thread(const struct ptx_insn *in)
 	return in->space == PTX_SPACE_SHARED;
 }
 
+static void note_facts(struct dc *d, const struct ptx_insn *in)
+{
+	if (!strcmp(in->opcode, "bar") || !strcmp(in->opcode, "barrier"))
+		d->facts |= DC_F_BARRIER;
+	else if (in->space == PTX_SPACE_SHARED)
+		d->facts |= DC_F_SHARED;
+	else if (!strcmp(in->opcode, "call"))
+		d->facts |= DC_F_CALL;
+	else if (cross_thread(in))
+		d->facts |= DC_F_CROSS;
+	if ((!strcmp(in->opcode, "atom") || !strcmp(in->opcode, "red")) && in->space != PTX_SPACE_SHARED)
+		d->facts |= DC_F_ATOMIC;
+	for (unsigned k = 0; k < in->nops; k++)
+		if (in->ops[k].kind == PTX_OP_SPECIAL && in->ops[k].index >= PTX_SR_NCTAID_X &&
+		    in->ops[k].index <= PTX_SR_NCTAID_Z)
+			d->facts |= DC_F_NCTAID;
+}
+
 static void exec_insn(struct dc *d, uint32_t i)
 {
 	const struct ptx_insn *in = &d->f->insns[i];
 	const char *op = in->opcode;
 
+	if (!strcmp(op, "trap"))
+		d->facts |= DC_F_TRAP;
 	if (is_control(op))
 		return;
 	if (cross_thread(in))
 		d->ew = 0; /* thread i may compute element i from what other threads read */
+	note_facts(d, in);
 	if (!strcmp(op, "ld") || !strcmp(op, "ldu")) {
 		exec_ld(d, in, i);
 	} else if (!strcmp(op, "st")) {
@@ -1140,6 +1175,50 @@ static void put_param(struct dc *d, struct out *o, uint32_t k)
 	}
 }
 
+/* What a rewrite must respect beyond the spans, as a note (the card language has no word for
+ * it yet): grid-size dependence, clocks, barriers, shared memory, atomics, trap, calls. */
+static void put_facts(struct dc *d, struct out *o)
+{
+	static const char *const names[] = { "reads %nctaid", "reads a clock or an SM/warp id",
+					      "barriers", "shared memory", "global atomics", "trap",
+					      "calls device functions", "shuffles or votes" };
+	uint64_t shared = 0;
+	bool dynamic = false;
+
+	for (uint32_t v = 0; v < d->f->nvars; v++)
+		if (d->f->vars[v].space == PTX_SPACE_SHARED) {
+			shared += d->f->vars[v].size;
+			dynamic |= d->f->vars[v].is_extern;
+		}
+	/* module-scope shared variables count for the kernels that name them */
+	for (uint32_t v = 0; v < d->x.m->nvars; v++) {
+		const struct ptx_var *mv = &d->x.m->vars[v];
+		bool named = false;
+
+		for (uint32_t i = 0; i < d->f->ninsns && !named && mv->space == PTX_SPACE_SHARED; i++)
+			for (unsigned k = 0; k < d->f->insns[i].nops; k++) {
+				const struct ptx_operand *op = &d->f->insns[i].ops[k];
+
+				named |= (op->kind == PTX_OP_SYM || op->kind == PTX_OP_ADDR) &&
+					 op->scope == PTX_SCOPE_GLOBAL && op->index == v;
+			}
+		if (named) {
+			shared += mv->size;
+			dynamic |= mv->is_extern;
+		}
+	}
+	if (!d->facts && !shared && !dynamic)
+		return;
+	put(o, "# facts:");
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (d->facts & (1u << i))
+			put(o, " %s;", names[i]);
+	if (shared || dynamic)
+		put(o, " %llu bytes of static shared memory%s;", (unsigned long long)shared,
+		    dynamic ? ", dynamic shared memory" : "");
+	put(o, "\n");
+}
+
 static int write_card(struct dc *d, const char *kernel, char *card, size_t cardlen)
 {
 	struct out o = { card, cardlen, 0, cardlen == 0 };
@@ -1161,6 +1240,7 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 	} else {
 		put(&o, "kernel %s\n", kernel);
 	}
+	put_facts(d, &o);
 	for (uint32_t k = 0; k < d->f->nparams; k++)
 		put_param(d, &o, k);
 	if (elementwise) {
