@@ -12,7 +12,8 @@
  *    whose allocation it is in, with that access in the card; a range in no parameter's
  *    allocation (a module variable) fails. The same records are then checked with every span
  *    narrowed by 4 bytes, which must fail: the check can fail. CUFOLD_DERIVE_NARROW_TEST=N
- *    narrows the real check by N bytes, to see it fail by hand. */
+ *    narrows the real check by N bytes, to see it fail by hand; CUFOLD_DERIVE_SEED=N draws
+ *    other launch shapes (and mutants, see test_mutations). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,7 +103,11 @@ static void load_dir(const char *dir)
 /* The test bed's PTX and the numba / NVRTC PTX committed beside it. */
 static int load_modules(void **state)
 {
+	const char *seed = getenv("CUFOLD_DERIVE_SEED");
+
 	(void)state;
+	if (seed)
+		rng = (uint32_t)strtoul(seed, NULL, 0); /* other launch shapes and mutants, by hand */
 	load_dir(TEST_PTX_DIR);
 	load_dir(TEST_DATA_PTX_DIR);
 	return nmods ? 0 : -1;
