@@ -21,7 +21,7 @@
 #include "rewrite/derive_card.h"
 #include "rewrite/derived.h"
 
-#define CARD_TEXT_MAX 8192
+#define CARD_TEXT_MAX 16384 /* derive_card.h: 16 KiB holds every card of the corpus */
 
 /* What became of one kernel (hung on its cap_func, never freed: records live as long as their
  * engine, and an abandoned engine's are not freed either). */
