@@ -74,6 +74,8 @@ struct cap_image {
 	const char *ptx;             /* the module's whole PTX, NUL-terminated (owned); NULL unless PTX */
 	size_t ptx_len;              /* its bytes, without the NUL */
 	uint32_t refs;               /* references (images.c) */
+	void *parsed;                /* its PTX parsed (struct ptx_module, cap_func_module), made on
+				      * first use and published with one atomic store; NULL before */
 };
 
 /* A kernel's name and parameter layout, cached per function (capture/funcs.c). */
@@ -106,6 +108,12 @@ const struct cap_func *cap_funcs_all(struct cap_engine *ce);
  * *len 0 when there is none at hand (cap_func_code says why). Valid while f lives. */
 const char *cap_func_ptx(const struct cap_func *f, size_t *len);
 enum cap_code cap_func_code(const struct cap_func *f);
+/* That text parsed (driver/ptx.h), once per image whatever asks (the effects analysis, the
+ * variants), NULL when there is no PTX or it does not parse (err says why when errlen). Made
+ * on first use, outside the engine's lock too (a template build): thread-safe; valid while f
+ * lives. */
+struct ptx_module;
+const struct ptx_module *cap_func_module(const struct cap_func *f, char *err, size_t errlen);
 /* "unknown", "ptx", "machine_code", "none" (the report's words). */
 const char *cap_code_name(enum cap_code c);
 

@@ -18,6 +18,7 @@
  *     link's output (by address) gets them as its PTX, whatever the output is (a cubin on a
  *     GPU, joined PTX on the software device). */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +29,8 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "driver/image.h"
+#include "driver/ptx.h"
+#include "driver/ptx.h"
 
 #define CAP_IMAGE_MACHINE_ID 1       /* ids of the shared records */
 #define CAP_IMAGE_NONE_ID 2
@@ -90,6 +93,7 @@ void cap__image_unref(struct cap_engine *ce, struct cap_image *img)
 	ce->images.texts--;
 	ce->images.text_bytes -= img->ptx_len;
 	free((char *)img->ptx);
+	ptx_module_free(img->parsed);
 	free(r);
 }
 
@@ -532,6 +536,34 @@ size_t cap__images_bytes(struct cap_engine *ce)
 }
 
 /* ------------------------------------------------------------------ what function records see */
+
+const struct ptx_module *cap_func_module(const struct cap_func *f, char *err, size_t errlen)
+{
+	struct cap_image *img = f ? f->image : NULL;
+	struct ptx_module *m, *expected = NULL;
+	char why[160];
+
+	if (!img || img->code != CAP_CODE_PTX) {
+		if (errlen)
+			snprintf(err, errlen, "no PTX");
+		return NULL;
+	}
+	m = __atomic_load_n((struct ptx_module **)&img->parsed, __ATOMIC_ACQUIRE);
+	if (m)
+		return m;
+	m = ptx_parse(img->ptx, img->ptx_len, why, sizeof(why));
+	if (!m) {
+		if (errlen)
+			snprintf(err, errlen, "%s", why);
+		return NULL; /* not kept: a text that does not parse is asked rarely (once per kernel) */
+	}
+	if (!__atomic_compare_exchange_n((struct ptx_module **)&img->parsed, &expected, m, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		ptx_module_free(m); /* another build parsed it first */
+		return expected;
+	}
+	return m;
+}
 
 const char *cap_func_ptx(const struct cap_func *f, size_t *len)
 {

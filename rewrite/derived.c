@@ -36,19 +36,16 @@ static struct rw_derived *derive(const struct cap_func *f)
 {
 	struct rw_derived *d = calloc(1, sizeof(*d));
 	char err[160], *card = NULL;
-	struct ptx_module *m = NULL;
-	const char *ptx;
-	size_t len;
+	const struct ptx_module *m;
 	int rc;
 
 	if (!d)
 		return NULL;
 	d->source = RW_CARD_NO_PTX;
-	ptx = cap_func_ptx(f, &len);
-	if (!ptx)
+	if (!cap_func_ptx(f, NULL))
 		return d;
 	d->source = RW_CARD_REFUSED;
-	m = ptx_parse(ptx, len, err, sizeof(err));
+	m = cap_func_module(f, err, sizeof(err)); /* parsed once per image */
 	card = malloc(CARD_TEXT_MAX);
 	if (!m || !card) {
 		snprintf(d->why, sizeof(d->why), "%s", m ? "out of memory" : err);
@@ -74,7 +71,6 @@ out:
 	if (d->source == RW_CARD_REFUSED)
 		cf_log_info("kernel %s: no card derived from its PTX: %s", f->name, d->why);
 	free(card);
-	ptx_module_free(m);
 	return d;
 }
 

@@ -245,16 +245,14 @@ static void variant_make(CUcontext ctx, const struct cap_func *f, struct variant
 {
 	char why[256] = "", err[256];
 	const struct ptx_func *pf;
-	struct ptx_module *m;
-	size_t len, tlen;
-	const char *ptx = cap_func_ptx(f, &len);
+	const struct ptx_module *m = cap_func_module(f, err, sizeof(err)); /* parsed once per image */
+	size_t tlen;
 	char *text = NULL;
 	CUmodule mod;
 	CUresult rc;
 
-	m = ptx ? ptx_parse(ptx, len, err, sizeof(err)) : NULL;
 	if (!m) {
-		snprintf(why, sizeof(why), "%s", ptx ? err : "no PTX");
+		snprintf(why, sizeof(why), "%s", err);
 		goto out;
 	}
 	pf = ptx_find_func(m, f->name);
@@ -287,7 +285,6 @@ out:
 	if (!v->ok)
 		cf_log_info("kernel %s: no multi-instance variant: %s", f->name, why);
 	free(text);
-	ptx_module_free(m);
 }
 
 /* The variant entry of op's kernel in op's context, made on first use; NULL when none can be
