@@ -56,19 +56,7 @@ static int batch_launch(struct rw_kernels *kc, const struct cap_op *first, enum 
 
 	if (resolve(kc, first->ctx, k, &fn) != CUDA_SUCCESS)
 		return -CF_EINVAL;
-	memset(out, 0, sizeof(*out));
-	out->kind = CAP_OP_KERNEL;
-	out->api = DRV_ID_cuLaunchKernel;
-	out->stream_kind = first->stream_kind;
-	out->stream_slot = first->stream_slot;
-	out->tid = first->tid;
-	out->stream = first->stream;
-	out->ctx = first->ctx;
-	out->seq = first->seq;
-	out->callsite = first->callsite;
-	out->u.kernel.handle = fn;
-	out->u.kernel.func = fn;
-	out->u.kernel.info = &batch_info[k == RW_K_BATCH_COPY ? 0 : k == RW_K_BATCH_MEMSET ? 1 : 2];
+	rw_kernels_launch_op(first, fn, &batch_info[k == RW_K_BATCH_COPY ? 0 : k == RW_K_BATCH_MEMSET ? 1 : 2], out);
 	out->u.kernel.grid[0] = (unsigned)(gx < 1 ? 1 : gx > BATCH_MAX_GRID_X ? BATCH_MAX_GRID_X : gx);
 	out->u.kernel.grid[1] = n;
 	out->u.kernel.grid[2] = 1;

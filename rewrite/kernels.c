@@ -227,6 +227,23 @@ void rw_kernels_forget(struct rw_kernels *cache, CUcontext ctx)
 	pthread_mutex_unlock(&cache->lock);
 }
 
+void rw_kernels_launch_op(const struct cap_op *first, CUfunction fn, const struct cap_func *info, struct cap_op *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = CAP_OP_KERNEL;
+	out->api = DRV_ID_cuLaunchKernel;
+	out->stream_kind = first->stream_kind;
+	out->stream_slot = first->stream_slot;
+	out->tid = first->tid;
+	out->stream = first->stream;
+	out->ctx = first->ctx;
+	out->seq = first->seq;
+	out->callsite = first->callsite;
+	out->u.kernel.handle = fn;
+	out->u.kernel.func = fn;
+	out->u.kernel.info = info;
+}
+
 /* ------------------------------------------------------------------ multi-instance variants */
 
 static struct variant_entry *variant_find(struct rw_kernels *kc, CUcontext ctx, uint64_t image, const char *entry)
@@ -351,19 +368,7 @@ int rw_kernels_multi_launch(struct rw_kernels *kc, const struct cap_op *const *m
 	rc = rw_variant_table(k, grid, params, v->param_bytes, table, cap, &total);
 	if (rc != 0)
 		return rc;
-	memset(out, 0, sizeof(*out));
-	out->kind = CAP_OP_KERNEL;
-	out->api = DRV_ID_cuLaunchKernel;
-	out->stream_kind = first->stream_kind;
-	out->stream_slot = first->stream_slot;
-	out->tid = first->tid;
-	out->stream = first->stream;
-	out->ctx = first->ctx;
-	out->seq = first->seq;
-	out->callsite = first->callsite;
-	out->u.kernel.handle = v->fn;
-	out->u.kernel.func = v->fn;
-	out->u.kernel.info = &v->info;
+	rw_kernels_launch_op(first, v->fn, &v->info, out);
 	out->u.kernel.grid[0] = total;
 	out->u.kernel.grid[1] = first->u.kernel.grid[1];
 	out->u.kernel.grid[2] = first->u.kernel.grid[2];

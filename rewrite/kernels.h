@@ -51,6 +51,10 @@ CUresult rw_kernels_func(struct rw_kernels *kc, CUcontext ctx, enum rw_kernel k,
 void rw_kernels_forget(struct rw_kernels *kc, CUcontext ctx);
 
 struct cap_op;
+struct cap_func;
+/* out: a launch of fn (described by info) standing where first stood (its stream, context,
+ * thread, sequence and call site); grid, block and parameters zero, for the caller to set. */
+void rw_kernels_launch_op(const struct cap_op *first, CUfunction fn, const struct cap_func *info, struct cap_op *out);
 /* Whether the kernel launch op names can be run as an instance of a multi-instance variant in
  * op's context (RW_NODE_BATCH_KERNEL). */
 bool rw_kernels_multi_possible(struct rw_kernels *kc, const struct cap_op *op);
