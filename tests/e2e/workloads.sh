@@ -134,5 +134,8 @@ else
 		fi
 	done
 	[[ -s $TMP/gcout/gpu-check.txt && -s $TMP/gcout/gpu-check.json ]] || fail "gpu-check wrote nothing under \$OUT"
+	# cufold's own device memory: each run's device memory in use (cuMemGetInfo) reaches the JSON
+	python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['rows']; sys.exit(0 if r and all(x['device_used_kib'] for x in r) else 1)" \
+		"$TMP/gcout/gpu-check.json" || fail "gpu-check --sim: a row without device_used_kib"
 fi
 echo "workloads: ok"

@@ -375,6 +375,7 @@ static inline void wl_timer_step(struct wl_timer *t, int step)
 static inline void wl_timer_report(struct wl_timer *t)
 {
 	float ms = 0.0f;
+	size_t free_b = 0, total_b = 0;
 
 	if (!t->on || t->timed == 0)
 		return;
@@ -382,8 +383,12 @@ static inline void wl_timer_report(struct wl_timer *t)
 	CHECK(cuEventSynchronize(t->stop));
 	t->wall_us += wl_now_us();
 	CHECK(cuEventElapsedTime(&ms, t->start, t->stop));
-	printf("time: timed_steps=%d step_us_wall=%.1f step_us_event=%.1f\n", t->timed,
-	       t->wall_us / t->timed, (double)ms * 1000.0 / t->timed);
+	/* device memory in use now, everyone's (the driver's view): under cufold its graph execs and
+	 * modules are alive at this point, so the difference to an eager run is cufold's own device
+	 * memory (scripts/gpu-check prints both) */
+	CHECK(cuMemGetInfo(&free_b, &total_b));
+	printf("time: timed_steps=%d step_us_wall=%.1f step_us_event=%.1f device_used_kib=%zu\n", t->timed,
+	       t->wall_us / t->timed, (double)ms * 1000.0 / t->timed, (total_b - free_b) / 1024);
 }
 
 /* ------------------------------------------------------------------ output */
