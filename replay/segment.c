@@ -16,7 +16,8 @@
  * ordering eager execution had inside the segment:
  *  - the only dependencies between two parts are the program's event record -> wait pairs (no
  *    implicit synchronization with the legacy stream, no plan node over two streams, no
- *    parallel-rule memory dependency across streams);
+ *    parallel-rule memory dependency across streams, no batch kernel moved past an event wait
+ *    of its stream: it would not wait for what the waited-for streams did before the segment);
  *  - such a wait becomes an event-wait node, which waits for the event's most recent record
  *    when its graph is launched: so every record of an event in the segment is in one part, and
  *    a wait on it in another part comes after all of them (that part is launched first) or
@@ -169,6 +170,31 @@ static bool split_node_one_part(const struct split *sp, const struct rpl_seg *g,
 	return pn->from == RW_NONE || sp->part[pn->from] == sp->part[i];
 }
 
+/* Whether the plan node at position i is a batch kernel whose later members were moved past an
+ * event wait of their stream (rewrite/rules/batch_kernel.c): the merged node does not wait for
+ * what the wait brought in. Inside the segment the rule proved that unneeded; work before the
+ * segment on the waited-for streams is done before the node runs only when the segment is one
+ * graph launched after joining its streams. */
+static bool split_node_passes_wait(const struct rpl_seg *g, const struct cap_window *w, uint32_t i)
+{
+	const struct rw_plan_node *pn;
+	const struct cap_op *first;
+
+	if (!g->run || g->run->node_of[i] < 0)
+		return false;
+	pn = &g->run->plan->nodes[g->run->node_of[i]];
+	if (pn->kind != RW_NODE_BATCH_KERNEL)
+		return false;
+	first = cap_window_op(w, g->first + pn->orig[0]);
+	for (uint32_t p = pn->orig[0] + 1; p < pn->orig[pn->norig - 1]; p++) {
+		const struct cap_op *op = cap_window_op(w, g->first + p);
+
+		if (op->kind == CAP_OP_EVENT_WAIT && op->stream_slot == first->stream_slot)
+			return true;
+	}
+	return false;
+}
+
 /* The event rule: every record of a slot in one part; a wait in another part before all of
  * them (its part first) or after all of them (theirs first). Event ops must have nodes. */
 static bool split_events(struct split *sp, const struct rpl_seg *g, const struct cap_window *w)
@@ -250,6 +276,10 @@ static uint32_t split_decide(struct rpl_seg *g, const struct cap_window *w, cons
 			continue; /* its dependencies are checked where they are passed on */
 		if (!split_node_one_part(&sp, g, i)) {
 			why = "a rewrite spans streams";
+			goto out_one;
+		}
+		if (split_node_passes_wait(g, w, i)) {
+			why = "a batch kernel was moved past an event wait";
 			goto out_one;
 		}
 		for (uint32_t k = 0; k < d[i].n; k++)

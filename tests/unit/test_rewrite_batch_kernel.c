@@ -36,6 +36,30 @@ static struct cap_op fill_op(uint32_t slot, uint64_t x, int32_t n)
 	return rwt_fill_op(&fill_info, params[slot], x, 1.0f, n, STREAM_A);
 }
 
+/* An event record / wait of event slot ev on stream s. */
+static struct cap_op record_op(CUstream s, uint16_t ev)
+{
+	struct cap_op op = rwt_op(CAP_OP_EVENT_RECORD, DRV_ID_cuEventRecord, s);
+
+	op.u.event.event = (CUevent)(uintptr_t)(0x3000 + ev);
+	op.u.event.slot = ev;
+	return rwt_finish(op);
+}
+
+static struct cap_op wait_op(CUstream s, uint16_t ev)
+{
+	struct cap_op op = rwt_op(CAP_OP_EVENT_WAIT, DRV_ID_cuStreamWaitEvent, s);
+
+	op.u.event.event = (CUevent)(uintptr_t)(0x3000 + ev);
+	op.u.event.slot = ev;
+	return rwt_finish(op);
+}
+
+static struct cap_op scale_on(uint32_t slot, uint64_t out, uint64_t in, int32_t n, CUstream s)
+{
+	return rwt_scale_op(&scale_info, params[slot], out, in, 2.0f, n, s);
+}
+
 /* ------------------------------------------------------------------ the stand-in variant */
 
 #define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
@@ -214,6 +238,67 @@ static void test_run_layout(void **state)
 	rw_run_destroy(r);
 }
 
+/* Across events and streams: the members are on stream A; between them an event record of A, a
+ * record of B, a launch on B after that record and a wait of A for it. The second scale passes
+ * what the wait brings in, the fill on B issued before the first scale (its guard names an op
+ * before the first member: the ancestry reaches below it), and the launch on B between, which
+ * nothing orders against it (passed all the same: a race stays in issue order). */
+static void test_across_events(void **state)
+{
+	struct cap_op ops[7] = { rwt_fill_op(&fill_info, params[0], AT(2), 1.0f, 100, STREAM_B),
+				 scale_op(1, AT(0), AT(1), 1000), record_op(STREAM_A, 1), record_op(STREAM_B, 2),
+				 scale_on(4, AT(8), AT(9), 100, STREAM_B), wait_op(STREAM_A, 2),
+				 scale_op(6, AT(3), AT(4), 300) };
+	const struct cap_op *ptr[7];
+	struct cap_op tmp;
+	struct rw_config cfg = { .opt = 1 };
+	struct rw_run *r;
+	char buf[2048];
+	struct rw_plan *p = run(ops, 7, buf, sizeof(buf));
+
+	(void)state;
+	assert_string_equal(buf, "op(0) batch_kernel(1,6) op(2) op(3) op(4) op(5) | independent(1,6) independent(4,6) "
+				 "independent(0,6)");
+	rw_plan_destroy(p);
+	/* the second scale reads what the fill wrote: it waited for it, it stays */
+	rwt_set_param_u64(&ops[6], 8, AT(2));
+	rwt_expect_identity(run, ops, 7);
+	rwt_set_param_u64(&ops[6], 8, AT(4));
+	/* the layout: the second scale has no node of its own, the event ops keep theirs */
+	rwt_ptrs(ops, 7, ptr);
+	r = rw_run_create(ptr, 7, &cfg);
+	assert_non_null(r);
+	assert_true(rw_run_is_folded(r, 6));
+	assert_false(rw_run_is_folded(r, 5));
+	assert_ptr_equal(rw_run_op(r, 1, ops, &tmp)->u.kernel.func, FAKE_MULTI);
+	rw_run_destroy(r);
+}
+
+/* A dependent chain across streams: the first scale writes AT(0); B waits for it, a scale on B
+ * reads it and writes AT(5); A waits for that and the second scale on A reads AT(5). The second
+ * depends on the first through the events: never fused, though the two touch nothing in common
+ * directly. */
+static void test_chain_across_streams(void **state)
+{
+	struct cap_op ops[6] = { scale_op(0, AT(0), AT(1), 100), record_op(STREAM_A, 0), wait_op(STREAM_B, 0),
+				 scale_on(3, AT(5), AT(0), 100, STREAM_B), record_op(STREAM_B, 1),
+				 wait_op(STREAM_A, 1) };
+	struct cap_op chain[7];
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	memcpy(chain, ops, sizeof(ops));
+	chain[6] = scale_op(6, AT(6), AT(5), 100);
+	rwt_expect_identity(run, chain, 7);
+	/* the same second scale reading a buffer nothing writes: fused past the chain */
+	chain[6] = scale_op(6, AT(6), AT(7), 100);
+	p = run(chain, 7, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,6) op(1) op(2) op(3) op(4) op(5) | independent(0,6) "
+				 "independent(3,6)");
+	rw_plan_destroy(p);
+}
+
 /* ------------------------------------------------------------------ near misses */
 
 static void test_no_variant(void **state)
@@ -252,8 +337,21 @@ static void test_near_misses(void **state)
 		ops[1] = rwt_finish(ops[1]);
 		rwt_expect_identity(run, ops, 2);
 	}
-	{ /* another stream between: an event record is not plain */
-		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), rwt_event_record_op(STREAM_A),
+	{ /* a wait whose record is not in the window: what it orders after is not known */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), wait_op(STREAM_A, 1),
+					 scale_op(2, AT(2), AT(3), 100) };
+
+		rwt_expect_identity(run, ops, 3);
+	}
+	{ /* the legacy stream in the window: only a plain run of the members' stream is read */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), record_op(STREAM_A, 1),
+					 scale_op(2, AT(2), AT(3), 100) };
+
+		ops[1].stream_kind = CAP_STREAM_LEGACY;
+		rwt_expect_identity(run, ops, 3);
+	}
+	{ /* an op of the members' stream that is not a kernel, copy, memset or event op */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), rwt_op(CAP_OP_HOST_FN, DRV_ID_cuLaunchHostFunc, STREAM_A),
 					 scale_op(2, AT(2), AT(3), 100) };
 
 		rwt_expect_identity(run, ops, 3);
@@ -272,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_tower),         cmocka_unit_test(test_guards_move),
 		cmocka_unit_test(test_skips_dependent), cmocka_unit_test(test_run_layout),
 		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
+		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
