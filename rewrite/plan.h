@@ -186,6 +186,11 @@ struct rw_eff_view {
 struct rw_effects;
 bool rw_eff_pool_put(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct rw_effects *e,
 		     uint32_t *r, uint32_t *w);
+/* The effects of a batch-kernel node over ops[orig[0..n)] (RW_NODE_BATCH_KERNEL: the union of its
+ * instances', each from its card), appended to the pool as rw_eff_pool_put appends one op's:
+ * into s (all, r, nr, w, nw; valid untouched). false when out of memory. */
+bool rw_eff_pool_put_batch(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct cap_op *const *ops,
+			   const uint32_t *orig, uint32_t n, struct rw_eff_slot *s);
 /* rw_cond_holds for the kinds judged on effects alone (unread, unwritten, independent: a's and
  * b's effects; covers: a's effects and op b), with effects worked out beforehand: 1 or 0, the
  * answer rw_cond_holds gives; -1 for any other kind. */

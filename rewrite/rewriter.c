@@ -673,6 +673,24 @@ static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t
 			return NULL;
 	}
 	s = &rw->eff[i];
+	if (!s->valid && rw->nodes[i].kind == RW_NODE_BATCH_KERNEL) {
+		/* a multi-instance launch touches what its instances touch (the derived launch's own
+		 * kernel has no card) */
+		struct rw_eff_slot u;
+
+		if (!rw_eff_pool_put_batch(&rw->eff_pool, &rw->eff_used, &rw->eff_cap, rw->ops, rw->nodes[i].orig,
+					   rw->nodes[i].norig, &u))
+			return NULL;
+		s->all = u.all;
+		s->r = u.r;
+		s->nr = u.nr;
+		s->w = u.w;
+		s->nw = u.nw;
+		s->wraps = bounds_of(rw->eff_pool ? &rw->eff_pool[u.r] : NULL, u.nr, &s->rlo, &s->rhi);
+		s->wraps |= bounds_of(rw->eff_pool ? &rw->eff_pool[u.w] : NULL, u.nw, &s->wlo, &s->whi);
+		s->sure = false;
+		s->valid = true;
+	}
 	if (!s->valid) {
 		struct rw_effects e;
 

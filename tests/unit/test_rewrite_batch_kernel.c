@@ -13,6 +13,7 @@
 #include "rw_test.h"
 
 extern const struct rw_rule rw_rule_batch_kernel;
+extern const struct rw_rule rw_rule_parallel;
 
 #define BUF 0x7f0000000000ull /* buffers of 64 KB each: BUF + b * 0x10000 */
 #define AT(b) (BUF + (uint64_t)(b) * 0x10000)
@@ -299,6 +300,34 @@ static void test_chain_across_streams(void **state)
 	rw_plan_destroy(p);
 }
 
+/* A batch node's effects are the union of its instances' (the variant's own kernel has no card):
+ * the parallel rule, which runs after it, finds a fill of other memory independent of it, and
+ * one that writes what an instance reads not; checked again on every launch's bindings. */
+static void test_batch_effects(void **state)
+{
+	const struct rw_rule *rules[2] = { &rw_rule_batch_kernel, &rw_rule_parallel };
+	struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 1000), scale_op(1, AT(2), AT(3), 300), fill_op(2, AT(4), 100) };
+	const struct cap_op *ptr[3];
+	uint32_t failed = 999;
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	p = rwt_run(ops, 3, rules, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) op(2) | independent(0,1) independent(batch_kernel(0,1),2)");
+	rwt_ptrs(ops, 3, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	/* the fill moves onto what the second instance reads: the guard on the batch node fails */
+	rwt_set_param_u64(&ops[2], 0, AT(3));
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].b, 2);
+	assert_true(p->guards[failed].na >= 0);
+	rw_plan_destroy(p);
+	p = rwt_run(ops, 3, rules, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) op(2) | independent(0,1)");
+	rw_plan_destroy(p);
+}
+
 /* ------------------------------------------------------------------ near misses */
 
 static void test_no_variant(void **state)
@@ -371,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_skips_dependent), cmocka_unit_test(test_run_layout),
 		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
+		cmocka_unit_test(test_batch_effects),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
