@@ -225,10 +225,16 @@ void rw__set_multi_hooks(const struct rw_multi_hooks *h);
 					   * only), or its PTX cannot be made into one */ \
 	X(EFFECTS, "effects_unknown")     /* no card and none derived, or one that says indirect or \
 					   * unknown: never independent of anything */ \
-	X(ALONE, "alone")                 /* no other launch of its kernel and shape in its run */ \
-	X(ORDERED, "ordered")             /* others exist, but a dependence, an op that is not a \
-					   * kernel, copy or memset of its stream, or the scan's reach \
-					   * keeps them apart */
+	X(ALONE, "alone")                 /* no other launch of its kernel and shape on its stream \
+					   * in its segment */ \
+	X(UNKNOWN_BETWEEN, "unknown_between") /* others exist, some of them past a kernel whose \
+					   * effects are unknown (no card, or one that says indirect or \
+					   * unknown): nothing is moved past one */ \
+	X(ORDERED, "ordered")             /* others exist, but a dependence (through memory, or \
+					   * through events across streams), a wait whose record is not \
+					   * in the segment, the legacy stream, an op of another kind on \
+					   * its stream, the scan's reach or a full launch keeps them \
+					   * apart */
 enum rw_apart {
 #define RW_APART_ENUM_(name, key) RW_APART_##name,
 	RW_APART_LIST(RW_APART_ENUM_)
