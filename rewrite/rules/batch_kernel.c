@@ -79,9 +79,9 @@ struct scan {
 	uint32_t n;                  /* members */
 };
 
-static const struct cap_op *op_at(const struct rw_rewriter *rw, uint32_t k)
+static inline const struct cap_op *op_at(const struct rw_rewriter *rw, uint32_t k)
 {
-	return &rw_node_at(rw, k)->op;
+	return &rw_nodes(rw)[k].op;
 }
 
 static bool is_event(const struct cap_op *op)
@@ -106,16 +106,6 @@ static uint32_t record_of(const struct rw_rewriter *rw, uint32_t w)
 			return q;
 	}
 	return NO_NODE;
-}
-
-/* Whether any node up to last is on the legacy stream (its implicit synchronization with every
- * blocking stream is not followed here). */
-static bool legacy_before(const struct rw_rewriter *rw, uint32_t last)
-{
-	for (uint32_t q = 0; q <= last && q < rw_count(rw); q++)
-		if (op_at(rw, q)->stream_kind == CAP_STREAM_LEGACY)
-			return true;
-	return false;
 }
 
 /* sc->reach: the ancestry of node i (not i itself), read from the list below it. false when an
@@ -192,13 +182,18 @@ static bool ancestry_extend(const struct rw_rewriter *rw, struct scan *sc, uint3
 /* Whether node j may be an instance beside node i: an untouched launch of i's shape. */
 static bool same_shape(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 {
-	return rw_is_plain(rw, j) && rw_multi_fits(op_at(rw, i), op_at(rw, j));
+	const struct cap_op *a = op_at(rw, i), *b = op_at(rw, j);
+
+	/* the kernel first, inline: most nodes a scan meets are other kernels */
+	return b->kind == CAP_OP_KERNEL && b->u.kernel.info == a->u.kernel.info && rw_is_plain(rw, j) &&
+	       rw_multi_fits(a, b);
 }
 
-/* Whether node j is independent of every op passed so far (event ops touch no memory). */
+/* Whether node j is independent of every op passed so far (event ops touch no memory). The
+ * latest first: a launch most often depends on what came just before it. */
 static bool independent_of_passed(const struct rw_rewriter *rw, const struct scan *sc, uint32_t j)
 {
-	for (uint32_t k = 0; k < sc->npassed; k++)
+	for (uint32_t k = sc->npassed; k-- > 0;)
 		if (!is_event(op_at(rw, sc->passed[k])) && rw_need(rw, NULL, RW_G_INDEPENDENT, sc->passed[k], j) != 0)
 			return false;
 	return true;
@@ -257,6 +252,11 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	sc->slot = x->stream_slot;
 	if (!rw_is_plain(rw, i) || x->kind != CAP_OP_KERNEL || x->u.kernel.attrs || x->stream_slot >= SLOTS_MAX)
 		return;
+	/* the last candidate: most launches have none left, and a scan past it finds nothing */
+	while (last > i && (op_at(rw, last)->stream_slot != sc->slot || !same_shape(rw, i, last)))
+		last--;
+	if (last == i)
+		return;
 	memset(sc->reach, 0, sizeof(sc->reach));
 	(void)passed_add(sc, i);
 	sc->reach[sc->slot] = i + 1;
@@ -266,7 +266,7 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 		if (y->stream_slot != sc->slot || !touches_memory_known_kind(y) || y->ctx != x->ctx) {
 			/* an op that is not a kernel, copy or memset of the members' stream */
 			if (!cross_known) {
-				cross = x->stream_kind != CAP_STREAM_LEGACY && !legacy_before(rw, last);
+				cross = !rw_has_legacy(rw);
 				cross_known = true;
 			}
 			if (!cross || !step_other(rw, sc, j, &ancestry))
@@ -315,8 +315,7 @@ const struct rw_rule rw_rule_batch_kernel = {
 	.level = 1,
 	.match = bk_match,
 	.apply = bk_apply,
-	/* 0: match may read below i (a passed wait's record and its ancestry), so an edit anywhere
-	 * before a node can change its answer: asked again at every pass */
-	.reach = 0,
+	.reach = SCAN_MAX + 1, /* match reads i .. i + SCAN_MAX, */
+	.reads_before = true,  /* and below i: a passed wait's record and its ancestry */
 };
 RW_RULE_REGISTER(batch_kernel);
