@@ -571,10 +571,12 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 	}
 	/* a node covers a run of ops with only erased ops (-2) inside it: it can stand at its
 	 * first op's position, everything else of the run being empty nodes. A batch_kernel node
-	 * may cover ops with others between them: its members were proved independent of every op
-	 * they pass (its guards), and the ops between are plain ops of its stream, each ordered
-	 * after the one before, so standing at its first op's position it runs before them all
-	 * and everything after a member still waits for it (through the ops between). */
+	 * may cover ops with others between them: its members were proved independent of every
+	 * kernel, copy and memset they pass, whatever its stream, and of what the event waits of
+	 * their stream they pass brought in (its guards; rewrite/rules/batch_kernel.c). Standing at
+	 * its first op's position it has the first member's dependencies, and everything after a
+	 * later member still waits for it: that member's predecessor on its stream comes after the
+	 * first member on that stream. */
 	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
 		const struct rw_plan_node *pn = &r->plan->nodes[k];
 
