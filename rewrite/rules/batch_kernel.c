@@ -21,8 +21,10 @@
  * every earlier op of s, and through each event wait among them, the record it waits for and
  * that record's own ancestry, on whatever stream (as a per-stream prefix of the list: the
  * ancestry of an op is closed under stream order). Moved to where the first member stood, m
- * keeps the ancestry the first member has and loses the rest: those are the ops m "passes". So
- * (each a guard checked on every launch, on the bindings of that launch):
+ * keeps the ancestry the first member has and loses the rest: those are the ops m "passes",
+ * with every op of another stream issued between the first member and m, which nothing orders
+ * against m (a race the program has stays in the order it was issued in). So (each a guard
+ * checked on every launch, on the bindings of that launch):
  *  - independent(x, m) for every member m and every kernel, copy or memset x m passes (the
  *    members before it among them): what one writes the other neither reads nor writes. Effects
  *    come from the kernel's card (written, or derived from its PTX): a kernel whose effects are
@@ -73,7 +75,6 @@ struct scan {
 	uint32_t passed[PASSED_MAX]; /* the ancestors the first member does not have, in the order
 				      * found: what a member found now would pass */
 	uint32_t npassed;            /* entries */
-	bool crossed;                /* a wait was passed */
 	uint32_t idx[RW_MULTI_MAX];  /* the members: idx[0] = i */
 	uint32_t npass[RW_MULTI_MAX]; /* per member: the passed entries it must be independent of */
 	uint32_t n;                  /* members */
@@ -231,7 +232,6 @@ static bool step_other(const struct rw_rewriter *rw, struct scan *sc, uint32_t j
 	r = record_of(rw, j);
 	if (r == NO_NODE || !ancestry_extend(rw, sc, r))
 		return false;
-	sc->crossed = true;
 	return true;
 }
 
@@ -248,7 +248,6 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	sc->n = 1;
 	sc->npass[0] = 0;
 	sc->npassed = 0;
-	sc->crossed = false;
 	sc->slot = x->stream_slot;
 	if (!rw_is_plain(rw, i) || x->kind != CAP_OP_KERNEL || x->u.kernel.attrs || x->stream_slot >= SLOTS_MAX)
 		return;
