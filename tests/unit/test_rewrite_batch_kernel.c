@@ -300,6 +300,39 @@ static void test_chain_across_streams(void **state)
 	rw_plan_destroy(p);
 }
 
+/* On a third stream: op with its stream handle and slot 2. */
+static struct cap_op on_c(struct cap_op op)
+{
+	op.stream = (CUstream)0x4000;
+	op.stream_slot = 2;
+	return rwt_finish(op);
+}
+
+/* Waits nested across three streams: A waits for B, whose record came after B waited for C,
+ * whose record came after a fill on C issued before the first member. The second scale's
+ * ancestry reaches the fill through both waits: it passes it, and when it reads what the fill
+ * wrote it stays. */
+static void test_nested_waits(void **state)
+{
+	struct cap_op ops[8] = { on_c(fill_op(0, AT(2), 100)), scale_op(1, AT(0), AT(1), 1000),
+				 on_c(record_op(STREAM_A, 3)), wait_op(STREAM_B, 3), record_op(STREAM_B, 4),
+				 wait_op(STREAM_A, 4), scale_op(6, AT(3), AT(4), 300), scale_op(7, AT(5), AT(6), 300) };
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	p = run(ops, 8, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) batch_kernel(1,6,7) op(2) op(3) op(4) op(5) | independent(1,6) independent(0,6) "
+				 "independent(1,7) independent(0,7) independent(6,7)");
+	rw_plan_destroy(p);
+	/* the second scale reads what the fill on C wrote: it stays; the third passes it */
+	rwt_set_param_u64(&ops[6], 8, AT(2));
+	p = run(ops, 8, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) batch_kernel(1,7) op(2) op(3) op(4) op(5) op(6) | independent(1,7) "
+				 "independent(0,7) independent(6,7)");
+	rw_plan_destroy(p);
+}
+
 /* A batch node's effects are the union of its instances' (the variant's own kernel has no card):
  * the parallel rule, which runs after it, finds a fill of other memory independent of it, and
  * one that writes what an instance reads not; checked again on every launch's bindings. */
@@ -400,7 +433,7 @@ int main(void)
 		cmocka_unit_test(test_skips_dependent), cmocka_unit_test(test_run_layout),
 		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
-		cmocka_unit_test(test_batch_effects),
+		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
