@@ -6,7 +6,9 @@
  * (stream order, the legacy stream's implicit synchronization, event record -> wait) or, in a
  * plan of the parallel rule, on exactly the plan nodes it depends on through memory. An op
  * without a node (folded into a plan node, or erased) passes the dependencies it had on to the
- * nodes after it. Everything before the segment was submitted before its launch.
+ * nodes after it; a later member of a batch kernel also passes on the batch kernel's node, which
+ * does its work (its first member may be on another stream). Everything before the segment was
+ * submitted before its launch.
  *
  * Split (issue 11, part 3). One graph launched on one stream, after joining the segment's other
  * streams and forking to them after (launch.c), makes each segment boundary a barrier across the
@@ -59,15 +61,48 @@ static void list_add(uint32_t *v, uint32_t *n, uint32_t p)
 	v[(*n)++] = p;
 }
 
-/* Position p as a dependency: itself when it has a node, else what it stands in for. */
-static void dep_position(const struct rpl_seg *g, const struct pos_list *d, uint32_t p, uint32_t *v, uint32_t *n)
+/* Position p as a dependency: itself when it has a node, else what it stands in for: what it
+ * depended on and, for a later member of a batch kernel (head[p], the node's position), the
+ * node doing its work (which may stand on another stream than p's successors). */
+static void dep_position(const struct rpl_seg *g, const struct pos_list *d, const uint32_t *head, uint32_t p,
+			 uint32_t *v, uint32_t *n)
 {
 	if (!pos_folded(g, p)) {
 		list_add(v, n, p);
 		return;
 	}
+	if (head && head[p] != UINT32_MAX)
+		list_add(v, n, head[p]);
 	for (uint32_t k = 0; k < d[p].n; k++)
 		list_add(v, n, d[p].v[k]);
+}
+
+/* Per position: the position of the batch kernel node it is a later member of, or UINT32_MAX;
+ * NULL when the plan has no batch kernel (*ok true) or memory ran out (*ok false). */
+static uint32_t *batch_heads(const struct rpl_seg *g, bool *ok)
+{
+	const struct rw_plan *plan = g->run ? g->run->plan : NULL;
+	uint32_t *head = NULL;
+
+	*ok = true;
+	for (uint32_t k = 0; plan && k < plan->nnodes; k++) {
+		const struct rw_plan_node *pn = &plan->nodes[k];
+
+		if (pn->kind != RW_NODE_BATCH_KERNEL)
+			continue;
+		if (!head) {
+			head = malloc(g->n * sizeof(*head));
+			if (!head) {
+				*ok = false;
+				return NULL;
+			}
+			for (uint32_t i = 0; i < g->n; i++)
+				head[i] = UINT32_MAX;
+		}
+		for (uint32_t m = 1; m < pn->norig; m++)
+			head[pn->orig[m]] = pn->orig[0];
+	}
+	return head;
 }
 
 /* d[i]: the positions with nodes that position i depends on. 0 or -CF_ENOMEM. */
@@ -75,9 +110,14 @@ static int deps_compute(const struct rpl_seg *g, const struct cap_graph *tg, str
 {
 	const struct rw_plan *plan = g->run ? g->run->plan : NULL;
 	uint32_t *scratch = malloc((g->n + 1) * sizeof(*scratch));
+	bool heads_ok;
+	uint32_t *head = batch_heads(g, &heads_ok);
 
-	if (!scratch)
+	if (!scratch || !heads_ok) {
+		free(scratch);
+		free(head);
 		return -CF_ENOMEM;
+	}
 	for (uint32_t i = 0; i < g->n; i++) {
 		uint32_t n = 0;
 
@@ -86,19 +126,20 @@ static int deps_compute(const struct rpl_seg *g, const struct cap_graph *tg, str
 			uint32_t k = (uint32_t)g->run->node_of[i];
 
 			for (uint32_t e = plan->dep_start[k]; e < plan->dep_start[k + 1]; e++)
-				dep_position(g, d, plan->nodes[plan->dep_list[e]].orig[0], scratch, &n);
+				dep_position(g, d, head, plan->nodes[plan->dep_list[e]].orig[0], scratch, &n);
 		} else {
 			uint32_t np = cap_graph_npred(tg, g->first + i);
 			const uint32_t *pred = cap_graph_pred(tg, g->first + i);
 
 			for (uint32_t j = 0; j < np; j++)
 				if (pred[j] >= g->first && pred[j] < g->first + i)
-					dep_position(g, d, pred[j] - g->first, scratch, &n);
+					dep_position(g, d, head, pred[j] - g->first, scratch, &n);
 		}
 		if (n) {
 			d[i].v = malloc(n * sizeof(*d[i].v));
 			if (!d[i].v) {
 				free(scratch);
+				free(head);
 				return -CF_ENOMEM;
 			}
 			memcpy(d[i].v, scratch, n * sizeof(*scratch));
@@ -106,6 +147,7 @@ static int deps_compute(const struct rpl_seg *g, const struct cap_graph *tg, str
 		}
 	}
 	free(scratch);
+	free(head);
 	return 0;
 }
 

@@ -225,8 +225,8 @@ void rw__set_multi_hooks(const struct rw_multi_hooks *h);
 					   * only), or its PTX cannot be made into one */ \
 	X(EFFECTS, "effects_unknown")     /* no card and none derived, or one that says indirect or \
 					   * unknown: never independent of anything */ \
-	X(ALONE, "alone")                 /* no other launch of its kernel and shape on its stream \
-					   * in its segment */ \
+	X(ALONE, "alone")                 /* no other launch of its kernel and shape in its \
+					   * segment */ \
 	X(UNKNOWN_BETWEEN, "unknown_between") /* others exist, some of them past a kernel whose \
 					   * effects are unknown (no card, or one that says indirect or \
 					   * unknown): nothing is moved past one */ \

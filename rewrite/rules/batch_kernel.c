@@ -16,15 +16,16 @@
  * its launch did. What is not the same is timing: the members run at once, where the first one
  * stood, before the ops they were moved past.
  *
- * Grouping follows the window's dependence graph, not adjacency. The members are on the first
- * member's stream s; a later member m depends (eager execution) on the ops its ancestry holds:
- * every earlier op of s, and through each event wait among them, the record it waits for and
+ * Grouping follows the window's dependence graph, not adjacency. A later member m, on the first
+ * member's stream s or another, depends (eager execution) on the ops its ancestry holds: every
+ * earlier op of its stream, and through each event wait among them, the record it waits for and
  * that record's own ancestry, on whatever stream (as a per-stream prefix of the list: the
- * ancestry of an op is closed under stream order). Moved to where the first member stood, m
- * keeps the ancestry the first member has and loses the rest: those are the ops m "passes",
- * with every op of another stream issued between the first member and m, which nothing orders
- * against m (a race the program has stays in the order it was issued in). So (each a guard
- * checked on every launch, on the bindings of that launch):
+ * ancestry of an op is closed under stream order; a batch kernel node is in the order of each of
+ * its members' streams). Moved to where the first member stood, m keeps the ancestry the first
+ * member has and loses the rest: those are the ops m "passes", with every op issued between the
+ * first member and m, which nothing may order against m (a race the program has stays in the
+ * order it was issued in). So (each a guard checked on every launch, on the bindings of that
+ * launch):
  *  - independent(x, m) for every member m and every kernel, copy or memset x m passes (the
  *    members before it among them): what one writes the other neither reads nor writes. Effects
  *    come from the kernel's card (written, or derived from its PTX): a kernel whose effects are
@@ -40,17 +41,19 @@
  * wait whose record is not in the list (its ancestry reaches outside: an earlier segment, another
  * window), an op of another context, an op on s that is not a kernel, copy, memset, record or
  * wait, and, when the list has an op on the legacy stream (implicit synchronization, which this
- * reading does not model), at the first op that is not a kernel, copy or memset of s.
+ * reading does not model), at the first op that is not a kernel, copy or memset of s (members
+ * then are on s only).
  *
  * Where the merged node sits, and its dependencies (replay: rewrite/plan.h struct rw_run,
- * replay/segment.c): at the first member's position, with the first member's dependencies. The
- * later members' positions have no node; what depended on one of them depends on its own
- * predecessor on s, which comes after the first member on s, so on the merged node too. What a
- * later member waited for through a wait it passed is not waited for: proved unneeded inside the
- * segment by the guards, and outside it (work before the segment on the streams the passed
- * record's ancestry runs on) done before the segment starts only when the segment is one graph
- * launched after joining its streams: segment.c does not split a segment into per-stream graphs
- * when a batch node passes a wait.
+ * replay/segment.c): at the first member's position, on the first member's stream, with the
+ * first member's dependencies. The later members' positions have no node; what depended on one
+ * of them depends on the merged node and on what that member depended on (segment.c), so its
+ * stream's order goes on past it. What a later member waited for that the first did not is not
+ * waited for: proved unneeded inside the segment by the guards, and outside it (work before the
+ * segment on the streams its ancestry runs on) done before the segment starts only when the
+ * segment is one graph launched after joining its streams: segment.c does not split a segment
+ * into per-stream graphs when a batch node passes a wait of its stream or has members on
+ * several streams.
  *
  * Level 1: the results are the program's own to the bit; only the number of launches changes.
  *
@@ -93,6 +96,39 @@ static bool is_event(const struct cap_op *op)
 static bool touches_memory_known_kind(const struct cap_op *op)
 {
 	return op->kind == CAP_OP_KERNEL || op->kind == CAP_OP_MEMCPY || op->kind == CAP_OP_MEMSET;
+}
+
+/* Whether node k is in slot s's stream order: its op's stream, or, for a batch kernel, the stream
+ * of any of its members (what followed a member on its stream waits for the merged node). */
+static bool on_slot(const struct rw_rewriter *rw, uint32_t k, uint32_t s)
+{
+	const struct rw_node *nd = &rw_nodes(rw)[k];
+
+	if (nd->op.stream_slot == s)
+		return true;
+	if (nd->kind != RW_NODE_BATCH_KERNEL)
+		return false;
+	for (uint32_t m = 1; m < nd->norig; m++)
+		if (rw_orig(rw, nd->orig[m])->stream_slot == s)
+			return true;
+	return false;
+}
+
+/* Whether node k, in slot s's order, is an ancestor already through another stream it is in
+ * the order of (a batch kernel with members on several streams). */
+static bool ancestor_elsewhere(const struct rw_rewriter *rw, const struct scan *sc, uint32_t k, uint32_t s)
+{
+	const struct rw_node *nd = &rw_nodes(rw)[k];
+
+	if (nd->kind != RW_NODE_BATCH_KERNEL)
+		return false;
+	for (uint32_t m = 0; m < nd->norig; m++) {
+		uint32_t t = rw_orig(rw, nd->orig[m])->stream_slot;
+
+		if (t != s && t < SLOTS_MAX && k < sc->reach[t])
+			return true;
+	}
+	return false;
 }
 
 /* The record wait w (node) waits for: the latest record of its event before it, or NO_NODE. */
@@ -162,7 +198,7 @@ static bool ancestry_extend(const struct rw_rewriter *rw, struct scan *sc, uint3
 		for (uint32_t q = top + 1; q-- > lo;) {
 			const struct cap_op *op = op_at(rw, q);
 
-			if (op->stream_slot != s || op->kind == CAP_OP_EVENT_RECORD)
+			if (op->kind == CAP_OP_EVENT_RECORD || !on_slot(rw, q, s))
 				continue;
 			if (op->ctx != op_at(rw, sc->i)->ctx)
 				return false;
@@ -172,7 +208,9 @@ static bool ancestry_extend(const struct rw_rewriter *rw, struct scan *sc, uint3
 				if (r == NO_NODE || n == sizeof(stack) / sizeof(stack[0]))
 					return false;
 				stack[n++] = r;
-			} else if (!touches_memory_known_kind(op) || (q < sc->i && !passed_add(sc, q))) {
+			} else if (!touches_memory_known_kind(op)) {
+				return false;
+			} else if (q < sc->i && !ancestor_elsewhere(rw, sc, q, s) && !passed_add(sc, q)) {
 				return false; /* (those after the first member the scan itself passed) */
 			}
 		}
@@ -200,11 +238,25 @@ static bool independent_of_passed(const struct rw_rewriter *rw, const struct sca
 	return true;
 }
 
+/* Make sc->reach the first member's ancestry, once (most scans never read below the first
+ * member); *ancestry says whether it is. false when it cannot be known. */
+static bool ancestry_ready(const struct rw_rewriter *rw, struct scan *sc, bool *ancestry)
+{
+	uint32_t keep = sc->reach[sc->slot];
+
+	if (*ancestry)
+		return true;
+	if (!ancestry_make(rw, sc))
+		return false;
+	sc->reach[sc->slot] = keep;
+	*ancestry = true;
+	return true;
+}
+
 /* Step the scan over node j, which is not a kernel, copy or memset of the members' stream:
  * false when the scan must stop there. A kernel, copy or memset of another stream is passed
  * whether or not a member depends on it: what the program does not order, a race, stays in the
- * order it was issued in. *ancestry: whether sc->reach holds the first member's ancestry yet
- * (made on the first wait: most scans never read below the first member). */
+ * order it was issued in. */
 static bool step_other(const struct rw_rewriter *rw, struct scan *sc, uint32_t j, bool *ancestry)
 {
 	const struct cap_op *op = op_at(rw, j);
@@ -221,23 +273,35 @@ static bool step_other(const struct rw_rewriter *rw, struct scan *sc, uint32_t j
 	sc->reach[sc->slot] = j + 1;
 	if (op->kind == CAP_OP_EVENT_RECORD)
 		return true;
-	if (!*ancestry) {
-		uint32_t keep = sc->reach[sc->slot];
-
-		if (!ancestry_make(rw, sc))
-			return false;
-		sc->reach[sc->slot] = keep;
-		*ancestry = true;
-	}
 	r = record_of(rw, j);
-	if (r == NO_NODE || !ancestry_extend(rw, sc, r))
+	return ancestry_ready(rw, sc, ancestry) && r != NO_NODE && ancestry_extend(rw, sc, r);
+}
+
+/* Whether node j, a launch of the first member's shape on another stream, may be a member: its
+ * own stream's earlier ops and what their waits bring in, as far as the first member does not
+ * have them, are passed too (those before the first member are added to sc's passed ops), and it
+ * is independent of every op passed. On a no, sc is as it was. */
+static bool cross_member(const struct rw_rewriter *rw, struct scan *sc, uint32_t j, bool *ancestry)
+{
+	uint32_t keep_n = sc->npassed, keep_reach[SLOTS_MAX];
+	bool ok;
+
+	if (!ancestry_ready(rw, sc, ancestry))
 		return false;
-	return true;
+	memcpy(keep_reach, sc->reach, sizeof(keep_reach));
+	/* j's own stream up to j (j itself and its stream's ops after the first member are passed
+	 * by the scan already) */
+	ok = ancestry_extend(rw, sc, j) && independent_of_passed(rw, sc, j);
+	if (!ok) {
+		sc->npassed = keep_n;
+		memcpy(sc->reach, keep_reach, sizeof(keep_reach));
+	}
+	return ok;
 }
 
 /* The members of a fusion starting at node i (sc->idx, sc->n: 1 when nothing to fuse): i, then
- * every later node of i's shape on i's stream, at most SCAN_MAX on, that is independent of
- * every op it would pass (the file's header), and for each the passed ops it relies on. */
+ * every later node of i's shape, at most SCAN_MAX on, that is independent of every op it would
+ * pass (the file's header), and for each the passed ops it relies on. */
 static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 {
 	const struct cap_op *x = op_at(rw, i);
@@ -252,7 +316,7 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	if (!rw_is_plain(rw, i) || x->kind != CAP_OP_KERNEL || x->u.kernel.attrs || x->stream_slot >= SLOTS_MAX)
 		return;
 	/* the last candidate: most launches have none left, and a scan past it finds nothing */
-	while (last > i && (op_at(rw, last)->stream_slot != sc->slot || !same_shape(rw, i, last)))
+	while (last > i && ((op_at(rw, last)->stream_slot != sc->slot && rw_has_legacy(rw)) || !same_shape(rw, i, last)))
 		last--;
 	if (last == i)
 		return;
@@ -268,7 +332,14 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 				cross = !rw_has_legacy(rw);
 				cross_known = true;
 			}
-			if (!cross || !step_other(rw, sc, j, &ancestry))
+			if (!cross)
+				break;
+			if (y->ctx == x->ctx && y->stream_slot < SLOTS_MAX && same_shape(rw, i, j) &&
+			    cross_member(rw, sc, j, &ancestry)) {
+				sc->npass[sc->n] = sc->npassed;
+				sc->idx[sc->n++] = j;
+			}
+			if (!step_other(rw, sc, j, &ancestry))
 				break;
 			continue;
 		}

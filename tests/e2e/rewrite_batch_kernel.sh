@@ -48,9 +48,10 @@ PY
 # independent though each waits (through the events) for the previous feature's tanh: three
 # launches a step instead of 18. chain: each scale reads the previous feature's tanh output,
 # written on the other stream: a dependent chain through events, never fused (the adds still are).
+# alternate: launches of one kernel on two streams become one.
 bk=$B/progs/rw_bk_streams
 [[ -x $bk ]] || fail "$bk is not built"
-for mode in fuse chain; do
+for mode in fuse chain alternate; do
 	same_output_over_seeds "$bk" $mode 8
 	CUFOLD_CARDS= same_output_over_seeds "$bk" $mode 8
 	count_steps "bk_$mode" cufold "$bk" $mode @STEPS@
@@ -62,6 +63,12 @@ want_per_step bk_fuse kernel:scale 0
 want_per_step bk_chain kernel:scale 6
 want_per_step bk_chain kernel:tanh_kernel 6
 want_per_step bk_chain kernel:add_cf_multi 1
+# alternate: the features' scales and tanhs on two streams, each kind one launch over both, and
+# a launch on t after them that waits for the tanhs' launch standing on s (a missing dependency
+# shows on most seeds)
+want_per_step bk_alternate kernel:scale_cf_multi 1
+want_per_step bk_alternate kernel:tanh_kernel_cf_multi 1
+want_per_step bk_alternate kernel:tanh_kernel 0
 
 # Cards derived from the kernels' PTX (issue 23): without CUFOLD_CARDS the same fusion, from the
 # cards rewrite/derived.c makes; with CUFOLD_DERIVE=0 as well, no card, no fusion.

@@ -4,7 +4,7 @@
  * buffer its own allocation; a hash of everything is printed. Knows nothing of cufold; with and
  * without it the output must be identical. tests layer.
  *
- * usage: rw_bk_streams fuse|chain [steps]
+ * usage: rw_bk_streams fuse|chain|alternate [steps]
  *
  * Per step, for each feature f (N floats per buffer), on stream s unless said:
  *   y_f = s_f * in_f (scale);  record e_f;  t waits e_f;  z_f = tanh(y_f) (tanh_kernel, on t);
@@ -14,7 +14,11 @@
  * tanh on t: batch-kernel runs them as one launch, the tanhs as another, the adds as a third.
  * chain: in_f = z_{f-1} for f > 0: each scale reads what the previous feature's tanh wrote on the
  * other stream, a dependent chain across streams and events: the scales and the tanhs must stay
- * apart (the adds still fuse). */
+ * apart (the adds still fuse). alternate: feature f's scale and tanh both run on s for even f, on
+ * t for odd f (t waits for s at the start of the step, s for t before the adds): the scales of
+ * both streams become one launch, the tanhs another; then a scale of another block shape on t
+ * reads z_1 (t's order alone makes it wait for the tanh that became part of a launch standing on
+ * s: replay must give it that launch as a dependency). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,16 +54,17 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "fuse";
 	int steps = argc > 2 ? atoi(argv[2]) : 8, n = N, chain = !strcmp(mode, "chain");
+	int alternate = !strcmp(mode, "alternate");
 	size_t bytes = N * sizeof(float);
-	CUdeviceptr x[F], y[F], z[F];
+	CUdeviceptr x[F], y[F], z[F], w;
 	CUevent e[F], d[F];
 	float *h = malloc(bytes);
 	uint64_t hash = TL_HASH_INIT;
 	CUmodule elem;
 	CUstream s, t;
 
-	if (!h || (!chain && strcmp(mode, "fuse"))) {
-		fprintf(stderr, "usage: rw_bk_streams fuse|chain [steps]\n");
+	if (!h || (!chain && !alternate && strcmp(mode, "fuse"))) {
+		fprintf(stderr, "usage: rw_bk_streams fuse|chain|alternate [steps]\n");
 		return 2;
 	}
 	tl_init();
@@ -78,8 +83,30 @@ int main(int argc, char **argv)
 		CHECK(cuEventCreate(&e[f], CU_EVENT_DISABLE_TIMING));
 		CHECK(cuEventCreate(&d[f], CU_EVENT_DISABLE_TIMING));
 	}
+	w = alloc(bytes);
 	for (int step = 0; step < steps; step++) {
-		for (int f = 0; f < F; f++) {
+		if (alternate) {
+			CHECK(cuEventRecord(e[0], s));
+			CHECK(cuStreamWaitEvent(t, e[0], 0));
+		}
+		for (int f = 0; f < F && alternate; f++) {
+			float sc = 0.5f + 0.125f * (float)f;
+			CUstream u = f % 2 ? t : s;
+			void *as[] = { &y[f], &x[f], &sc, &n };
+			void *at[] = { &z[f], &y[f], &n };
+
+			launch(f_scale, u, as);
+			launch(f_tanh, u, at);
+		}
+		if (alternate) {
+			float two = 2.0f;
+			void *aw[] = { &w, &z[1], &two, &n };
+
+			CHECK(cuLaunchKernel(f_scale, grid(N) * 2, 1, 1, 128, 1, 1, 0, t, aw, NULL));
+			CHECK(cuEventRecord(d[0], t));
+			CHECK(cuStreamWaitEvent(s, d[0], 0));
+		}
+		for (int f = 0; f < F && !alternate; f++) {
 			CUdeviceptr in = chain && f > 0 ? z[f - 1] : x[f];
 			float sc = 0.5f + 0.125f * (float)f;
 			void *as[] = { &y[f], &in, &sc, &n };
@@ -104,6 +131,7 @@ int main(int argc, char **argv)
 		hash = tl_hash_device(y[f], bytes, hash);
 		hash = tl_hash_device(z[f], bytes, hash);
 	}
+	hash = tl_hash_device(w, bytes, hash);
 	printf("rw_bk_streams %s %d: %016llx\n", mode, steps, (unsigned long long)hash);
 	free(h);
 	return 0;

@@ -239,11 +239,11 @@ static void test_run_layout(void **state)
 	rw_run_destroy(r);
 }
 
-/* Across events and streams: the members are on stream A; between them an event record of A, a
- * record of B, a launch on B after that record and a wait of A for it. The second scale passes
- * what the wait brings in, the fill on B issued before the first scale (its guard names an op
- * before the first member: the ancestry reaches below it), and the launch on B between, which
- * nothing orders against it (passed all the same: a race stays in issue order). */
+/* Across events and streams: the first member on stream A; between it and the last an event
+ * record of A, a record of B, a scale on B after that record and a wait of A for it. The scale on
+ * B joins: it passes what its stream did before the first member (the fill on B). The last scale
+ * passes what the wait brings in (the fill again: its guard names an op before the first member,
+ * the ancestry reaches below it) and the scale on B between. */
 static void test_across_events(void **state)
 {
 	struct cap_op ops[7] = { rwt_fill_op(&fill_info, params[0], AT(2), 1.0f, 100, STREAM_B),
@@ -258,21 +258,61 @@ static void test_across_events(void **state)
 	struct rw_plan *p = run(ops, 7, buf, sizeof(buf));
 
 	(void)state;
-	assert_string_equal(buf, "op(0) batch_kernel(1,6) op(2) op(3) op(4) op(5) | independent(1,6) independent(4,6) "
-				 "independent(0,6)");
+	/* the scale on B is a member too: it passes what its own stream did before (the fill) */
+	assert_string_equal(buf, "op(0) batch_kernel(1,4,6) op(2) op(3) op(5) | independent(1,4) independent(0,4) "
+				 "independent(1,6) independent(0,6) independent(4,6)");
 	rw_plan_destroy(p);
 	/* the second scale reads what the fill wrote: it waited for it, it stays */
 	rwt_set_param_u64(&ops[6], 8, AT(2));
-	rwt_expect_identity(run, ops, 7);
+	p = run(ops, 7, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) batch_kernel(1,4) op(2) op(3) op(5) op(6) | independent(1,4) independent(0,4)");
+	rw_plan_destroy(p);
 	rwt_set_param_u64(&ops[6], 8, AT(4));
 	/* the layout: the second scale has no node of its own, the event ops keep theirs */
 	rwt_ptrs(ops, 7, ptr);
 	r = rw_run_create(ptr, 7, &cfg);
 	assert_non_null(r);
 	assert_true(rw_run_is_folded(r, 6));
+	assert_true(rw_run_is_folded(r, 4));
 	assert_false(rw_run_is_folded(r, 5));
 	assert_ptr_equal(rw_run_op(r, 1, ops, &tmp)->u.kernel.func, FAKE_MULTI);
 	rw_run_destroy(r);
+}
+
+/* On a third stream: op with its stream handle and slot 2. */
+static struct cap_op on_c(struct cap_op op)
+{
+	op.stream = (CUstream)0x4000;
+	op.stream_slot = 2;
+	return rwt_finish(op);
+}
+
+/* Members on two streams: the scales, then the fills, one launch each. The fill on B follows the
+ * scales' node in B's order (it holds B's scale), but so does the first fill in A's: nothing
+ * more to pass. */
+static void test_two_streams(void **state)
+{
+	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 100), scale_on(1, AT(2), AT(3), 100, STREAM_B),
+				 fill_op(2, AT(4), 100), rwt_fill_op(&fill_info, params[3], AT(5), 1.0f, 100, STREAM_B) };
+	char buf[2048];
+	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
+
+	(void)state;
+	assert_string_equal(buf, "batch_kernel(0,1) batch_kernel(2,3) | independent(0,1) independent(2,3)");
+	rw_plan_destroy(p);
+	/* the first fill on a third stream: the scales' node is in the second fill's ancestry (A's
+	 * order), not in the first's: the second fill passes it (a guard on its effects, the union
+	 * of its instances'); when it reads what the scale on A wrote, it stays */
+	ops[2] = on_c(fill_op(2, AT(4), 100));
+	ops[3] = fill_op(3, AT(5), 100);
+	p = run(ops, 4, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) batch_kernel(2,3) | independent(0,1) independent(2,3) "
+				 "independent(batch_kernel(0,1),3)");
+	rw_plan_destroy(p);
+	ops[3] = fill_op(3, AT(0) + 64, 100);
+	p = run(ops, 4, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) op(2) op(3) | independent(0,1)");
+	rw_plan_destroy(p);
 }
 
 /* A dependent chain across streams: the first scale writes AT(0); B waits for it, a scale on B
@@ -298,14 +338,6 @@ static void test_chain_across_streams(void **state)
 	assert_string_equal(buf, "batch_kernel(0,6) op(1) op(2) op(3) op(4) op(5) | independent(0,6) "
 				 "independent(3,6)");
 	rw_plan_destroy(p);
-}
-
-/* On a third stream: op with its stream handle and slot 2. */
-static struct cap_op on_c(struct cap_op op)
-{
-	op.stream = (CUstream)0x4000;
-	op.stream_slot = 2;
-	return rwt_finish(op);
 }
 
 /* Waits nested across three streams: A waits for B, whose record came after B waited for C,
@@ -418,11 +450,12 @@ static void test_near_misses(void **state)
 
 		rwt_expect_identity(run, ops, 3);
 	}
-	{ /* the other launch on another stream */
-		struct cap_op ops[2] = { scale_op(0, AT(0), AT(1), 100),
-					 rwt_scale_op(&scale_info, params[1], AT(2), AT(3), 2.0f, 100, STREAM_B) };
+	{ /* the other launch on another stream reads what an op of its stream wrote before the
+	   * first member */
+		struct cap_op ops[3] = { rwt_fill_op(&fill_info, params[0], AT(3), 1.0f, 100, STREAM_B),
+					 scale_op(1, AT(0), AT(1), 100), scale_on(2, AT(2), AT(3), 100, STREAM_B) };
 
-		rwt_expect_identity(run, ops, 2);
+		rwt_expect_identity(run, ops, 3);
 	}
 }
 
@@ -434,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
 		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
+		cmocka_unit_test(test_two_streams),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
