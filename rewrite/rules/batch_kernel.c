@@ -219,7 +219,7 @@ static bool ancestry_extend(const struct rw_rewriter *rw, struct scan *sc, uint3
 }
 
 /* Whether node j may be an instance beside node i: an untouched launch of i's shape. */
-static bool same_shape(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
+static inline bool same_shape(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 {
 	const struct cap_op *a = op_at(rw, i), *b = op_at(rw, j);
 
@@ -228,14 +228,20 @@ static bool same_shape(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 	       rw_multi_fits(a, b);
 }
 
-/* Whether node j is independent of every op passed so far (event ops touch no memory). The
- * latest first: a launch most often depends on what came just before it. */
-static bool independent_of_passed(const struct rw_rewriter *rw, const struct scan *sc, uint32_t j)
+/* Whether node j is independent of the passed ops from..npassed (event ops touch no memory).
+ * The latest first: a launch most often depends on what came just before it. */
+static bool independent_of_passed_from(const struct rw_rewriter *rw, const struct scan *sc, uint32_t from,
+				       uint32_t j)
 {
-	for (uint32_t k = sc->npassed; k-- > 0;)
+	for (uint32_t k = sc->npassed; k-- > from;)
 		if (!is_event(op_at(rw, sc->passed[k])) && rw_need(rw, NULL, RW_G_INDEPENDENT, sc->passed[k], j) != 0)
 			return false;
 	return true;
+}
+
+static bool independent_of_passed(const struct rw_rewriter *rw, const struct scan *sc, uint32_t j)
+{
+	return independent_of_passed_from(rw, sc, 0, j);
 }
 
 /* Make sc->reach the first member's ancestry, once (most scans never read below the first
@@ -286,12 +292,13 @@ static bool cross_member(const struct rw_rewriter *rw, struct scan *sc, uint32_t
 	uint32_t keep_n = sc->npassed, keep_reach[SLOTS_MAX];
 	bool ok;
 
-	if (!ancestry_ready(rw, sc, ancestry))
+	/* what it passes in any case first: most candidates fail there, without a walk below */
+	if (!independent_of_passed(rw, sc, j) || !ancestry_ready(rw, sc, ancestry))
 		return false;
 	memcpy(keep_reach, sc->reach, sizeof(keep_reach));
 	/* j's own stream up to j (j itself and its stream's ops after the first member are passed
 	 * by the scan already) */
-	ok = ancestry_extend(rw, sc, j) && independent_of_passed(rw, sc, j);
+	ok = ancestry_extend(rw, sc, j) && independent_of_passed_from(rw, sc, keep_n, j);
 	if (!ok) {
 		sc->npassed = keep_n;
 		memcpy(sc->reach, keep_reach, sizeof(keep_reach));
@@ -316,7 +323,8 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	if (!rw_is_plain(rw, i) || x->kind != CAP_OP_KERNEL || x->u.kernel.attrs || x->stream_slot >= SLOTS_MAX)
 		return;
 	/* the last candidate: most launches have none left, and a scan past it finds nothing */
-	while (last > i && ((op_at(rw, last)->stream_slot != sc->slot && rw_has_legacy(rw)) || !same_shape(rw, i, last)))
+	while (last > i && (op_at(rw, last)->u.kernel.info != x->u.kernel.info || op_at(rw, last)->kind != CAP_OP_KERNEL ||
+			    (op_at(rw, last)->stream_slot != sc->slot && rw_has_legacy(rw)) || !same_shape(rw, i, last)))
 		last--;
 	if (last == i)
 		return;
