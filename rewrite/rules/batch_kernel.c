@@ -306,6 +306,17 @@ static bool cross_member(const struct rw_rewriter *rw, struct scan *sc, uint32_t
 	return ok;
 }
 
+/* Whether node k may be a member beside the first one, x, as far as its shape and stream say. */
+static inline bool candidate_at(const struct rw_rewriter *rw, const struct scan *sc, const struct cap_op *x,
+				uint32_t k)
+{
+	const struct cap_op *op = op_at(rw, k);
+
+	if (op->kind != CAP_OP_KERNEL || op->u.kernel.info != x->u.kernel.info)
+		return false;
+	return (op->stream_slot == sc->slot || !rw_has_legacy(rw)) && same_shape(rw, sc->i, k);
+}
+
 /* The members of a fusion starting at node i (sc->idx, sc->n: 1 when nothing to fuse): i, then
  * every later node of i's shape, at most SCAN_MAX on, that is independent of every op it would
  * pass (the file's header), and for each the passed ops it relies on. */
@@ -323,8 +334,7 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	if (!rw_is_plain(rw, i) || x->kind != CAP_OP_KERNEL || x->u.kernel.attrs || x->stream_slot >= SLOTS_MAX)
 		return;
 	/* the last candidate: most launches have none left, and a scan past it finds nothing */
-	while (last > i && (op_at(rw, last)->u.kernel.info != x->u.kernel.info || op_at(rw, last)->kind != CAP_OP_KERNEL ||
-			    (op_at(rw, last)->stream_slot != sc->slot && rw_has_legacy(rw)) || !same_shape(rw, i, last)))
+	while (last > i && !candidate_at(rw, sc, x, last))
 		last--;
 	if (last == i)
 		return;

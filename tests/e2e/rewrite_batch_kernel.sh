@@ -39,7 +39,8 @@ if apart < eager:
 if not (f[0] > f[1] > 0):
     sys.exit("the report shows no fusion: %s" % f)
 if fused > 0.6 * apart:
-    sys.exit("want at most 60 %% of the kernels per step without batch-kernel (54 %% on 2026-12-05: 578 of 1,062): %.1f of %.1f"
+    sys.exit("want at most 60 %% of the kernels per step without batch-kernel "
+             "(54 %% on 2026-12-05: 578 of 1,062): %.1f of %.1f"
              % (fused, apart))
 PY
 

@@ -293,7 +293,8 @@ static struct cap_op on_c(struct cap_op op)
 static void test_two_streams(void **state)
 {
 	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 100), scale_on(1, AT(2), AT(3), 100, STREAM_B),
-				 fill_op(2, AT(4), 100), rwt_fill_op(&fill_info, params[3], AT(5), 1.0f, 100, STREAM_B) };
+				 fill_op(2, AT(4), 100),
+				 rwt_fill_op(&fill_info, params[3], AT(5), 1.0f, 100, STREAM_B) };
 	char buf[2048];
 	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
 
@@ -354,8 +355,8 @@ static void test_nested_waits(void **state)
 
 	(void)state;
 	p = run(ops, 8, buf, sizeof(buf));
-	assert_string_equal(buf, "op(0) batch_kernel(1,6,7) op(2) op(3) op(4) op(5) | independent(1,6) independent(0,6) "
-				 "independent(1,7) independent(0,7) independent(6,7)");
+	assert_string_equal(buf, "op(0) batch_kernel(1,6,7) op(2) op(3) op(4) op(5) | independent(1,6) "
+				 "independent(0,6) independent(1,7) independent(0,7) independent(6,7)");
 	rw_plan_destroy(p);
 	/* the second scale reads what the fill on C wrote: it stays; the third passes it */
 	rwt_set_param_u64(&ops[6], 8, AT(2));
@@ -371,7 +372,8 @@ static void test_nested_waits(void **state)
 static void test_batch_effects(void **state)
 {
 	const struct rw_rule *rules[2] = { &rw_rule_batch_kernel, &rw_rule_parallel };
-	struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 1000), scale_op(1, AT(2), AT(3), 300), fill_op(2, AT(4), 100) };
+	struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 1000), scale_op(1, AT(2), AT(3), 300),
+				 fill_op(2, AT(4), 100) };
 	const struct cap_op *ptr[3];
 	uint32_t failed = 999;
 	char buf[2048];
@@ -445,7 +447,8 @@ static void test_near_misses(void **state)
 		rwt_expect_identity(run, ops, 3);
 	}
 	{ /* an op of the members' stream that is not a kernel, copy, memset or event op */
-		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), rwt_op(CAP_OP_HOST_FN, DRV_ID_cuLaunchHostFunc, STREAM_A),
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100),
+					 rwt_op(CAP_OP_HOST_FN, DRV_ID_cuLaunchHostFunc, STREAM_A),
 					 scale_op(2, AT(2), AT(3), 100) };
 
 		rwt_expect_identity(run, ops, 3);
