@@ -6,7 +6,9 @@
  * (stream order, the legacy stream's implicit synchronization, event record -> wait) or, in a
  * plan of the parallel rule, on exactly the plan nodes it depends on through memory. An op
  * without a node (folded into a plan node, or erased) passes the dependencies it had on to the
- * nodes after it. Everything before the segment was submitted before its launch.
+ * nodes after it; a later member of a batch kernel also passes on the batch kernel's node, which
+ * does its work (its first member may be on another stream). Everything before the segment was
+ * submitted before its launch.
  *
  * Split (issue 11, part 3). One graph launched on one stream, after joining the segment's other
  * streams and forking to them after (launch.c), makes each segment boundary a barrier across the
@@ -16,7 +18,8 @@
  * ordering eager execution had inside the segment:
  *  - the only dependencies between two parts are the program's event record -> wait pairs (no
  *    implicit synchronization with the legacy stream, no plan node over two streams, no
- *    parallel-rule memory dependency across streams);
+ *    parallel-rule memory dependency across streams, no batch kernel moved past an event wait
+ *    of its stream: it would not wait for what the waited-for streams did before the segment);
  *  - such a wait becomes an event-wait node, which waits for the event's most recent record
  *    when its graph is launched: so every record of an event in the segment is in one part, and
  *    a wait on it in another part comes after all of them (that part is launched first) or
@@ -58,15 +61,48 @@ static void list_add(uint32_t *v, uint32_t *n, uint32_t p)
 	v[(*n)++] = p;
 }
 
-/* Position p as a dependency: itself when it has a node, else what it stands in for. */
-static void dep_position(const struct rpl_seg *g, const struct pos_list *d, uint32_t p, uint32_t *v, uint32_t *n)
+/* Position p as a dependency: itself when it has a node, else what it stands in for: what it
+ * depended on and, for a later member of a batch kernel (head[p], the node's position), the
+ * node doing its work (which may stand on another stream than p's successors). */
+static void dep_position(const struct rpl_seg *g, const struct pos_list *d, const uint32_t *head, uint32_t p,
+			 uint32_t *v, uint32_t *n)
 {
 	if (!pos_folded(g, p)) {
 		list_add(v, n, p);
 		return;
 	}
+	if (head && head[p] != UINT32_MAX)
+		list_add(v, n, head[p]);
 	for (uint32_t k = 0; k < d[p].n; k++)
 		list_add(v, n, d[p].v[k]);
+}
+
+/* Per position: the position of the batch kernel node it is a later member of, or UINT32_MAX;
+ * NULL when the plan has no batch kernel (*ok true) or memory ran out (*ok false). */
+static uint32_t *batch_heads(const struct rpl_seg *g, bool *ok)
+{
+	const struct rw_plan *plan = g->run ? g->run->plan : NULL;
+	uint32_t *head = NULL;
+
+	*ok = true;
+	for (uint32_t k = 0; plan && k < plan->nnodes; k++) {
+		const struct rw_plan_node *pn = &plan->nodes[k];
+
+		if (pn->kind != RW_NODE_BATCH_KERNEL)
+			continue;
+		if (!head) {
+			head = malloc(g->n * sizeof(*head));
+			if (!head) {
+				*ok = false;
+				return NULL;
+			}
+			for (uint32_t i = 0; i < g->n; i++)
+				head[i] = UINT32_MAX;
+		}
+		for (uint32_t m = 1; m < pn->norig; m++)
+			head[pn->orig[m]] = pn->orig[0];
+	}
+	return head;
 }
 
 /* d[i]: the positions with nodes that position i depends on. 0 or -CF_ENOMEM. */
@@ -74,9 +110,14 @@ static int deps_compute(const struct rpl_seg *g, const struct cap_graph *tg, str
 {
 	const struct rw_plan *plan = g->run ? g->run->plan : NULL;
 	uint32_t *scratch = malloc((g->n + 1) * sizeof(*scratch));
+	bool heads_ok;
+	uint32_t *head = batch_heads(g, &heads_ok);
 
-	if (!scratch)
+	if (!scratch || !heads_ok) {
+		free(scratch);
+		free(head);
 		return -CF_ENOMEM;
+	}
 	for (uint32_t i = 0; i < g->n; i++) {
 		uint32_t n = 0;
 
@@ -85,19 +126,20 @@ static int deps_compute(const struct rpl_seg *g, const struct cap_graph *tg, str
 			uint32_t k = (uint32_t)g->run->node_of[i];
 
 			for (uint32_t e = plan->dep_start[k]; e < plan->dep_start[k + 1]; e++)
-				dep_position(g, d, plan->nodes[plan->dep_list[e]].orig[0], scratch, &n);
+				dep_position(g, d, head, plan->nodes[plan->dep_list[e]].orig[0], scratch, &n);
 		} else {
 			uint32_t np = cap_graph_npred(tg, g->first + i);
 			const uint32_t *pred = cap_graph_pred(tg, g->first + i);
 
 			for (uint32_t j = 0; j < np; j++)
 				if (pred[j] >= g->first && pred[j] < g->first + i)
-					dep_position(g, d, pred[j] - g->first, scratch, &n);
+					dep_position(g, d, head, pred[j] - g->first, scratch, &n);
 		}
 		if (n) {
 			d[i].v = malloc(n * sizeof(*d[i].v));
 			if (!d[i].v) {
 				free(scratch);
+				free(head);
 				return -CF_ENOMEM;
 			}
 			memcpy(d[i].v, scratch, n * sizeof(*scratch));
@@ -105,6 +147,7 @@ static int deps_compute(const struct rpl_seg *g, const struct cap_graph *tg, str
 		}
 	}
 	free(scratch);
+	free(head);
 	return 0;
 }
 
@@ -167,6 +210,31 @@ static bool split_node_one_part(const struct split *sp, const struct rpl_seg *g,
 		if (sp->part[pn->orig[k]] != sp->part[i])
 			return false;
 	return pn->from == RW_NONE || sp->part[pn->from] == sp->part[i];
+}
+
+/* Whether the plan node at position i is a batch kernel whose later members were moved past an
+ * event wait of their stream (rewrite/rules/batch_kernel.c): the merged node does not wait for
+ * what the wait brought in. Inside the segment the rule proved that unneeded; work before the
+ * segment on the waited-for streams is done before the node runs only when the segment is one
+ * graph launched after joining its streams. */
+static bool split_node_passes_wait(const struct rpl_seg *g, const struct cap_window *w, uint32_t i)
+{
+	const struct rw_plan_node *pn;
+	const struct cap_op *first;
+
+	if (!g->run || g->run->node_of[i] < 0)
+		return false;
+	pn = &g->run->plan->nodes[g->run->node_of[i]];
+	if (pn->kind != RW_NODE_BATCH_KERNEL)
+		return false;
+	first = cap_window_op(w, g->first + pn->orig[0]);
+	for (uint32_t p = pn->orig[0] + 1; p < pn->orig[pn->norig - 1]; p++) {
+		const struct cap_op *op = cap_window_op(w, g->first + p);
+
+		if (op->kind == CAP_OP_EVENT_WAIT && op->stream_slot == first->stream_slot)
+			return true;
+	}
+	return false;
 }
 
 /* The event rule: every record of a slot in one part; a wait in another part before all of
@@ -250,6 +318,10 @@ static uint32_t split_decide(struct rpl_seg *g, const struct cap_window *w, cons
 			continue; /* its dependencies are checked where they are passed on */
 		if (!split_node_one_part(&sp, g, i)) {
 			why = "a rewrite spans streams";
+			goto out_one;
+		}
+		if (split_node_passes_wait(g, w, i)) {
+			why = "a batch kernel was moved past an event wait";
 			goto out_one;
 		}
 		for (uint32_t k = 0; k < d[i].n; k++)

@@ -394,6 +394,28 @@ const char *rw_apart_name(enum rw_apart a)
 	return (unsigned)a < RW_APART_COUNT ? names[a] : "?";
 }
 
+/* Whether some launch of ops[i]'s kernel and shape lies past a kernel whose
+ * effects are unknown (batch-kernel moves nothing past one): beyond the first such kernel on
+ * either side of it. */
+static bool unknown_between(const struct cap_op *const *ops, uint32_t n, uint32_t i)
+{
+	for (int dir = -1; dir <= 1; dir += 2) {
+		bool unknown = false;
+
+		for (uint32_t j = i + (uint32_t)dir; j < n; j += (uint32_t)dir) {
+			struct rw_effects e;
+
+			if (unknown && rw_multi_fits(ops[i], ops[j]))
+				return true;
+			if (!unknown && ops[j]->kind == CAP_OP_KERNEL && !rw_multi_fits(ops[i], ops[j])) {
+				rw_op_effects(ops[j], &e);
+				unknown = e.all;
+			}
+		}
+	}
+	return false;
+}
+
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
 {
 	struct rw_effects e;
@@ -404,8 +426,8 @@ enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *
 	if (e.all)
 		return RW_APART_EFFECTS;
 	for (uint32_t j = 0; j < n; j++)
-		if (j != i && ops[j]->stream_slot == ops[i]->stream_slot && rw_multi_fits(ops[i], ops[j]))
-			return RW_APART_ORDERED;
+		if (j != i && rw_multi_fits(ops[i], ops[j]))
+			return unknown_between(ops, n, i) ? RW_APART_UNKNOWN_BETWEEN : RW_APART_ORDERED;
 	return RW_APART_ALONE;
 }
 

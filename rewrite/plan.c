@@ -324,11 +324,19 @@ static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, 
 
 /* The effects of guard side (index, snap) for this check, worked out once (slot of the cache).
  * false when out of memory (the caller then works them out itself). */
-static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op, struct rw_eff_view *v)
+static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op,
+		     const struct cap_op *const *ops, struct rw_eff_view *v)
 {
 	uint32_t k = snap >= 0 ? p->norig + (uint32_t)snap : index;
 	struct rw_eff_slot *s = &p->eff[k];
 
+	if (!s->valid && snap >= 0 && p->snaps[snap].kind == RW_NODE_BATCH_KERNEL) {
+		/* a multi-instance launch touches what its instances touch */
+		if (!rw_eff_pool_put_batch(&p->eff_pool, &p->eff_used, &p->eff_cap, ops, p->snaps[snap].orig,
+					   p->snaps[snap].norig, s))
+			return false;
+		s->valid = true;
+	}
 	if (!s->valid) {
 		struct rw_effects e;
 
@@ -356,15 +364,15 @@ static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, stru
 /* A guard on effects, with each side's effects from the plan's cache; -1 when the cache cannot
  * serve (out of memory, or a kind that needs more than effects). */
 static int guard_on_effects(struct rw_plan *p, const struct rw_guard *g, const struct cap_op *a,
-			    const struct cap_op *b)
+			    const struct cap_op *b, const struct cap_op *const *ops)
 {
 	struct rw_eff_view va, vb;
 
 	if (!p->eff || (g->kind != RW_G_UNREAD && g->kind != RW_G_UNWRITTEN && g->kind != RW_G_INDEPENDENT &&
 			g->kind != RW_G_COVERS))
 		return -1;
-	if (!eff_slot(p, g->a, g->na, a, &va) ||
-	    (g->kind != RW_G_COVERS && !eff_slot(p, g->b, g->nb, b, &vb)))
+	if (!eff_slot(p, g->a, g->na, a, ops, &va) ||
+	    (g->kind != RW_G_COVERS && !eff_slot(p, g->b, g->nb, b, ops, &vb)))
 		return -1;
 	eff_bind(p, g->a, g->na, &va);
 	if (g->kind == RW_G_COVERS)
@@ -401,7 +409,7 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 		cf_assert(g->a < p->norig && g->b < p->norig); /* guards name original ops (guard_add) */
 		a = guard_side(p, g->a, g->na, ops);
 		b = guard_side(p, g->b, g->nb, ops);
-		held = a && b ? guard_on_effects(p, g, a, b) : 0;
+		held = a && b ? guard_on_effects(p, g, a, b, ops) : 0;
 
 		if (held < 0)
 			held = rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb);
@@ -563,10 +571,12 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 	}
 	/* a node covers a run of ops with only erased ops (-2) inside it: it can stand at its
 	 * first op's position, everything else of the run being empty nodes. A batch_kernel node
-	 * may cover ops with others between them: its members were proved independent of every op
-	 * they pass (its guards), and the ops between are plain ops of its stream, each ordered
-	 * after the one before, so standing at its first op's position it runs before them all
-	 * and everything after a member still waits for it (through the ops between). */
+	 * may cover ops with others between them: its members were proved independent of every
+	 * kernel, copy and memset they pass, whatever its stream, and of what the event waits of
+	 * their stream they pass brought in (its guards; rewrite/rules/batch_kernel.c). Standing at
+	 * its first op's position it has the first member's dependencies, and everything after a
+	 * later member still waits for it: that member's predecessor on its stream comes after the
+	 * first member on that stream. */
 	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
 		const struct rw_plan_node *pn = &r->plan->nodes[k];
 
@@ -746,5 +756,39 @@ bool rw_eff_pool_put(struct rw_range **pool, uint32_t *used, uint32_t *cap, cons
 	*w = *used;
 	memcpy(&(*pool)[*used], e->w, e->nw * sizeof(e->w[0]));
 	*used += e->nw;
+	return true;
+}
+
+bool rw_eff_pool_put_batch(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct cap_op *const *ops,
+			   const uint32_t *orig, uint32_t n, struct rw_eff_slot *s)
+{
+	struct rw_effects e;
+	uint32_t at[2], ignore;
+
+	/* every instance's reads, then every instance's writes: each instance's effects worked out
+	 * twice, so that one instance's are all this holds at a time */
+	s->all = false;
+	s->nr = s->nw = 0;
+	for (uint32_t pass = 0; pass < 2; pass++) {
+		at[pass] = *used;
+		for (uint32_t k = 0; k < n; k++) {
+			rw_op_effects(ops[orig[k]], &e);
+			if (e.all) {
+				s->all = true;
+				s->nr = s->nw = 0;
+				return true;
+			}
+			if (pass == 0)
+				e.nw = 0;
+			else
+				e.nr = 0;
+			if (!rw_eff_pool_put(pool, used, cap, &e, &ignore, &ignore))
+				return false;
+			s->nr += e.nr;
+			s->nw += e.nw;
+		}
+	}
+	s->r = at[0];
+	s->w = at[1];
 	return true;
 }

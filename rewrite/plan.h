@@ -186,6 +186,11 @@ struct rw_eff_view {
 struct rw_effects;
 bool rw_eff_pool_put(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct rw_effects *e,
 		     uint32_t *r, uint32_t *w);
+/* The effects of a batch-kernel node over ops[orig[0..n)] (RW_NODE_BATCH_KERNEL: the union of its
+ * instances', each from its card), appended to the pool as rw_eff_pool_put appends one op's:
+ * into s (all, r, nr, w, nw; valid untouched). false when out of memory. */
+bool rw_eff_pool_put_batch(struct rw_range **pool, uint32_t *used, uint32_t *cap, const struct cap_op *const *ops,
+			   const uint32_t *orig, uint32_t n, struct rw_eff_slot *s);
 /* rw_cond_holds for the kinds judged on effects alone (unread, unwritten, independent: a's and
  * b's effects; covers: a's effects and op b), with effects worked out beforehand: 1 or 0, the
  * answer rw_cond_holds gives; -1 for any other kind. */
@@ -220,10 +225,16 @@ void rw__set_multi_hooks(const struct rw_multi_hooks *h);
 					   * only), or its PTX cannot be made into one */ \
 	X(EFFECTS, "effects_unknown")     /* no card and none derived, or one that says indirect or \
 					   * unknown: never independent of anything */ \
-	X(ALONE, "alone")                 /* no other launch of its kernel and shape in its run */ \
-	X(ORDERED, "ordered")             /* others exist, but a dependence, an op that is not a \
-					   * kernel, copy or memset of its stream, or the scan's reach \
-					   * keeps them apart */
+	X(ALONE, "alone")                 /* no other launch of its kernel and shape in its \
+					   * segment */ \
+	X(UNKNOWN_BETWEEN, "unknown_between") /* others exist, some of them past a kernel whose \
+					   * effects are unknown (no card, or one that says indirect or \
+					   * unknown): nothing is moved past one */ \
+	X(ORDERED, "ordered")             /* others exist, but a dependence (through memory, or \
+					   * through events across streams), a wait whose record is not \
+					   * in the segment, the legacy stream, an op of another kind on \
+					   * its stream, the scan's reach or a full launch keeps them \
+					   * apart */
 enum rw_apart {
 #define RW_APART_ENUM_(name, key) RW_APART_##name,
 	RW_APART_LIST(RW_APART_ENUM_)

@@ -71,6 +71,7 @@ struct rw_rewriter {
 	uint32_t edit_lo;            /* since the driver last looked: the first node an edit
 				      * touched (UINT32_MAX: none) */
 	uint32_t edit_tail;          /* and how many nodes at the end no edit touched */
+	bool legacy;                 /* an op of the window is on the legacy stream */
 };
 
 /* ------------------------------------------------------------------ registration */
@@ -230,6 +231,16 @@ bool rw_config_has_rules(const struct rw_config *cfg)
 uint32_t rw_count(const struct rw_rewriter *rw)
 {
 	return rw->n;
+}
+
+const struct rw_node *rw_nodes(const struct rw_rewriter *rw)
+{
+	return rw->nodes;
+}
+
+bool rw_has_legacy(const struct rw_rewriter *rw)
+{
+	return rw->legacy;
 }
 
 const struct rw_node *rw_node_at(const struct rw_rewriter *rw, uint32_t i)
@@ -673,6 +684,24 @@ static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t
 			return NULL;
 	}
 	s = &rw->eff[i];
+	if (!s->valid && rw->nodes[i].kind == RW_NODE_BATCH_KERNEL) {
+		/* a multi-instance launch touches what its instances touch (the derived launch's own
+		 * kernel has no card) */
+		struct rw_eff_slot u;
+
+		if (!rw_eff_pool_put_batch(&rw->eff_pool, &rw->eff_used, &rw->eff_cap, rw->ops, rw->nodes[i].orig,
+					   rw->nodes[i].norig, &u))
+			return NULL;
+		s->all = u.all;
+		s->r = u.r;
+		s->nr = u.nr;
+		s->w = u.w;
+		s->nw = u.nw;
+		s->wraps = bounds_of(rw->eff_pool ? &rw->eff_pool[u.r] : NULL, u.nr, &s->rlo, &s->rhi);
+		s->wraps |= bounds_of(rw->eff_pool ? &rw->eff_pool[u.w] : NULL, u.nw, &s->wlo, &s->whi);
+		s->sure = false;
+		s->valid = true;
+	}
 	if (!s->valid) {
 		struct rw_effects e;
 
@@ -1095,6 +1124,7 @@ static int list_init(struct rw_rewriter *rw)
 		nd->op = *rw->ops[i];
 		nd->from = RW_NONE;
 		nd->snap = -1;
+		rw->legacy |= rw->ops[i]->stream_kind == CAP_STREAM_LEGACY;
 	}
 	rc = 0;
 out:
@@ -1117,7 +1147,9 @@ struct nomatch {
 
 /* After an application: what edits left alone keeps its answers. Match at k reads nodes
  * k .. k + reach - 1 only (struct rw_rule), so an answer stays true before the first edited node
- * by more than the reach, and in the untouched tail (which moved with the nodes). */
+ * by more than the reach, and in the untouched tail (which moved with the nodes); for a rule
+ * that reads before k too (reads_before), only before the first edited node by more than the
+ * reach. */
 static void nomatch_update(struct nomatch *nm, const struct rw_rewriter *rw, const struct rw_rule *const *run,
 			   uint32_t nrun, uint32_t n_before)
 {
@@ -1130,13 +1162,14 @@ static void nomatch_update(struct nomatch *nm, const struct rw_rewriter *rw, con
 	for (uint32_t r = 0; r < nrun; r++) {
 		uint8_t *row = &nm->no[(size_t)r * nm->norig];
 		uint32_t reach = run[r]->reach, keep = lo + 1 > reach ? lo + 1 - reach : 0;
+		uint32_t kept_tail = run[r]->reads_before ? 0 : tail; /* it read the edit from there */
 
 		if (!reach)
 			continue;
-		if (keep > rw->n - tail)
-			keep = rw->n - tail;
-		memmove(&row[rw->n - tail], &row[n_before - tail], tail);
-		memset(&row[keep], 0, rw->n - tail - keep);
+		if (keep > rw->n - kept_tail)
+			keep = rw->n - kept_tail;
+		memmove(&row[rw->n - kept_tail], &row[n_before - kept_tail], kept_tail);
+		memset(&row[keep], 0, rw->n - kept_tail - keep);
 		memset(&row[rw->n], 0, nm->norig - rw->n);
 	}
 }

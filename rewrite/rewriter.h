@@ -60,6 +60,10 @@ struct rw_rule {
 	 * ops aside), so a "no" at i stays true until an edit reaches those nodes and the driver
 	 * need not ask again. 0: unknown, asked at every pass. */
 	uint32_t reach;
+	/* match reads nodes before i too (any of them, the original ops aside), and i + reach - 1
+	 * at most after it: an answer stays true until an edit reaches a node before that, so no
+	 * answer after an edit is kept (batch-kernel: a passed wait's record and its ancestry). */
+	bool reads_before;
 };
 
 #define RW_RULE_REGISTER(name) \
@@ -105,6 +109,12 @@ void rw__set_memo(bool on);
 uint32_t rw_count(const struct rw_rewriter *rw);
 /* Node i (valid until the next edit). */
 const struct rw_node *rw_node_at(const struct rw_rewriter *rw, uint32_t i);
+/* The nodes as one array, 0 .. rw_count - 1 (valid until the next edit): for a rule's scan over
+ * many of them. */
+const struct rw_node *rw_nodes(const struct rw_rewriter *rw);
+/* Whether an op of the window is on the legacy stream (implicit synchronization with every
+ * blocking stream). */
+bool rw_has_legacy(const struct rw_rewriter *rw);
 /* Original op j as captured. */
 const struct cap_op *rw_orig(const struct rw_rewriter *rw, uint32_t j);
 /* Whether original op b's only ordering inputs are original op a and what a already waits for

@@ -13,6 +13,7 @@
 #include "rw_test.h"
 
 extern const struct rw_rule rw_rule_batch_kernel;
+extern const struct rw_rule rw_rule_parallel;
 
 #define BUF 0x7f0000000000ull /* buffers of 64 KB each: BUF + b * 0x10000 */
 #define AT(b) (BUF + (uint64_t)(b) * 0x10000)
@@ -34,6 +35,30 @@ static struct cap_op scale_op(uint32_t slot, uint64_t out, uint64_t in, int32_t 
 static struct cap_op fill_op(uint32_t slot, uint64_t x, int32_t n)
 {
 	return rwt_fill_op(&fill_info, params[slot], x, 1.0f, n, STREAM_A);
+}
+
+/* An event record / wait of event slot ev on stream s. */
+static struct cap_op record_op(CUstream s, uint16_t ev)
+{
+	struct cap_op op = rwt_op(CAP_OP_EVENT_RECORD, DRV_ID_cuEventRecord, s);
+
+	op.u.event.event = (CUevent)(uintptr_t)(0x3000 + ev);
+	op.u.event.slot = ev;
+	return rwt_finish(op);
+}
+
+static struct cap_op wait_op(CUstream s, uint16_t ev)
+{
+	struct cap_op op = rwt_op(CAP_OP_EVENT_WAIT, DRV_ID_cuStreamWaitEvent, s);
+
+	op.u.event.event = (CUevent)(uintptr_t)(0x3000 + ev);
+	op.u.event.slot = ev;
+	return rwt_finish(op);
+}
+
+static struct cap_op scale_on(uint32_t slot, uint64_t out, uint64_t in, int32_t n, CUstream s)
+{
+	return rwt_scale_op(&scale_info, params[slot], out, in, 2.0f, n, s);
 }
 
 /* ------------------------------------------------------------------ the stand-in variant */
@@ -214,6 +239,162 @@ static void test_run_layout(void **state)
 	rw_run_destroy(r);
 }
 
+/* Across events and streams: the first member on stream A; between it and the last an event
+ * record of A, a record of B, a scale on B after that record and a wait of A for it. The scale on
+ * B joins: it passes what its stream did before the first member (the fill on B). The last scale
+ * passes what the wait brings in (the fill again: its guard names an op before the first member,
+ * the ancestry reaches below it) and the scale on B between. */
+static void test_across_events(void **state)
+{
+	struct cap_op ops[7] = { rwt_fill_op(&fill_info, params[0], AT(2), 1.0f, 100, STREAM_B),
+				 scale_op(1, AT(0), AT(1), 1000), record_op(STREAM_A, 1), record_op(STREAM_B, 2),
+				 scale_on(4, AT(8), AT(9), 100, STREAM_B), wait_op(STREAM_A, 2),
+				 scale_op(6, AT(3), AT(4), 300) };
+	const struct cap_op *ptr[7];
+	struct cap_op tmp;
+	struct rw_config cfg = { .opt = 1 };
+	struct rw_run *r;
+	char buf[2048];
+	struct rw_plan *p = run(ops, 7, buf, sizeof(buf));
+
+	(void)state;
+	/* the scale on B is a member too: it passes what its own stream did before (the fill) */
+	assert_string_equal(buf, "op(0) batch_kernel(1,4,6) op(2) op(3) op(5) | independent(1,4) independent(0,4) "
+				 "independent(1,6) independent(0,6) independent(4,6)");
+	rw_plan_destroy(p);
+	/* the second scale reads what the fill wrote: it waited for it, it stays */
+	rwt_set_param_u64(&ops[6], 8, AT(2));
+	p = run(ops, 7, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) batch_kernel(1,4) op(2) op(3) op(5) op(6) | independent(1,4) independent(0,4)");
+	rw_plan_destroy(p);
+	rwt_set_param_u64(&ops[6], 8, AT(4));
+	/* the layout: the second scale has no node of its own, the event ops keep theirs */
+	rwt_ptrs(ops, 7, ptr);
+	r = rw_run_create(ptr, 7, &cfg);
+	assert_non_null(r);
+	assert_true(rw_run_is_folded(r, 6));
+	assert_true(rw_run_is_folded(r, 4));
+	assert_false(rw_run_is_folded(r, 5));
+	assert_ptr_equal(rw_run_op(r, 1, ops, &tmp)->u.kernel.func, FAKE_MULTI);
+	rw_run_destroy(r);
+}
+
+/* On a third stream: op with its stream handle and slot 2. */
+static struct cap_op on_c(struct cap_op op)
+{
+	op.stream = (CUstream)0x4000;
+	op.stream_slot = 2;
+	return rwt_finish(op);
+}
+
+/* Members on two streams: the scales, then the fills, one launch each. The fill on B follows the
+ * scales' node in B's order (it holds B's scale), but so does the first fill in A's: nothing
+ * more to pass. */
+static void test_two_streams(void **state)
+{
+	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 100), scale_on(1, AT(2), AT(3), 100, STREAM_B),
+				 fill_op(2, AT(4), 100),
+				 rwt_fill_op(&fill_info, params[3], AT(5), 1.0f, 100, STREAM_B) };
+	char buf[2048];
+	struct rw_plan *p = run(ops, 4, buf, sizeof(buf));
+
+	(void)state;
+	assert_string_equal(buf, "batch_kernel(0,1) batch_kernel(2,3) | independent(0,1) independent(2,3)");
+	rw_plan_destroy(p);
+	/* the first fill on a third stream: the scales' node is in the second fill's ancestry (A's
+	 * order), not in the first's: the second fill passes it (a guard on its effects, the union
+	 * of its instances'); when it reads what the scale on A wrote, it stays */
+	ops[2] = on_c(fill_op(2, AT(4), 100));
+	ops[3] = fill_op(3, AT(5), 100);
+	p = run(ops, 4, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) batch_kernel(2,3) | independent(0,1) independent(2,3) "
+				 "independent(batch_kernel(0,1),3)");
+	rw_plan_destroy(p);
+	ops[3] = fill_op(3, AT(0) + 64, 100);
+	p = run(ops, 4, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) op(2) op(3) | independent(0,1)");
+	rw_plan_destroy(p);
+}
+
+/* A dependent chain across streams: the first scale writes AT(0); B waits for it, a scale on B
+ * reads it and writes AT(5); A waits for that and the second scale on A reads AT(5). The second
+ * depends on the first through the events: never fused, though the two touch nothing in common
+ * directly. */
+static void test_chain_across_streams(void **state)
+{
+	struct cap_op ops[6] = { scale_op(0, AT(0), AT(1), 100), record_op(STREAM_A, 0), wait_op(STREAM_B, 0),
+				 scale_on(3, AT(5), AT(0), 100, STREAM_B), record_op(STREAM_B, 1),
+				 wait_op(STREAM_A, 1) };
+	struct cap_op chain[7];
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	memcpy(chain, ops, sizeof(ops));
+	chain[6] = scale_op(6, AT(6), AT(5), 100);
+	rwt_expect_identity(run, chain, 7);
+	/* the same second scale reading a buffer nothing writes: fused past the chain */
+	chain[6] = scale_op(6, AT(6), AT(7), 100);
+	p = run(chain, 7, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,6) op(1) op(2) op(3) op(4) op(5) | independent(0,6) "
+				 "independent(3,6)");
+	rw_plan_destroy(p);
+}
+
+/* Waits nested across three streams: A waits for B, whose record came after B waited for C,
+ * whose record came after a fill on C issued before the first member. The second scale's
+ * ancestry reaches the fill through both waits: it passes it, and when it reads what the fill
+ * wrote it stays. */
+static void test_nested_waits(void **state)
+{
+	struct cap_op ops[8] = { on_c(fill_op(0, AT(2), 100)), scale_op(1, AT(0), AT(1), 1000),
+				 on_c(record_op(STREAM_A, 3)), wait_op(STREAM_B, 3), record_op(STREAM_B, 4),
+				 wait_op(STREAM_A, 4), scale_op(6, AT(3), AT(4), 300), scale_op(7, AT(5), AT(6), 300) };
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	p = run(ops, 8, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) batch_kernel(1,6,7) op(2) op(3) op(4) op(5) | independent(1,6) "
+				 "independent(0,6) independent(1,7) independent(0,7) independent(6,7)");
+	rw_plan_destroy(p);
+	/* the second scale reads what the fill on C wrote: it stays; the third passes it */
+	rwt_set_param_u64(&ops[6], 8, AT(2));
+	p = run(ops, 8, buf, sizeof(buf));
+	assert_string_equal(buf, "op(0) batch_kernel(1,7) op(2) op(3) op(4) op(5) op(6) | independent(1,7) "
+				 "independent(0,7) independent(6,7)");
+	rw_plan_destroy(p);
+}
+
+/* A batch node's effects are the union of its instances' (the variant's own kernel has no card):
+ * the parallel rule, which runs after it, finds a fill of other memory independent of it, and
+ * one that writes what an instance reads not; checked again on every launch's bindings. */
+static void test_batch_effects(void **state)
+{
+	const struct rw_rule *rules[2] = { &rw_rule_batch_kernel, &rw_rule_parallel };
+	struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 1000), scale_op(1, AT(2), AT(3), 300),
+				 fill_op(2, AT(4), 100) };
+	const struct cap_op *ptr[3];
+	uint32_t failed = 999;
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	p = rwt_run(ops, 3, rules, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) op(2) | independent(0,1) independent(batch_kernel(0,1),2)");
+	rwt_ptrs(ops, 3, ptr);
+	assert_true(rw_plan_guards_hold(p, ptr, NULL));
+	/* the fill moves onto what the second instance reads: the guard on the batch node fails */
+	rwt_set_param_u64(&ops[2], 0, AT(3));
+	assert_false(rw_plan_guards_hold(p, ptr, &failed));
+	assert_int_equal(p->guards[failed].b, 2);
+	assert_true(p->guards[failed].na >= 0);
+	rw_plan_destroy(p);
+	p = rwt_run(ops, 3, rules, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,1) op(2) | independent(0,1)");
+	rw_plan_destroy(p);
+}
+
 /* ------------------------------------------------------------------ near misses */
 
 static void test_no_variant(void **state)
@@ -252,17 +433,32 @@ static void test_near_misses(void **state)
 		ops[1] = rwt_finish(ops[1]);
 		rwt_expect_identity(run, ops, 2);
 	}
-	{ /* another stream between: an event record is not plain */
-		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), rwt_event_record_op(STREAM_A),
+	{ /* a wait whose record is not in the window: what it orders after is not known */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), wait_op(STREAM_A, 1),
 					 scale_op(2, AT(2), AT(3), 100) };
 
 		rwt_expect_identity(run, ops, 3);
 	}
-	{ /* the other launch on another stream */
-		struct cap_op ops[2] = { scale_op(0, AT(0), AT(1), 100),
-					 rwt_scale_op(&scale_info, params[1], AT(2), AT(3), 2.0f, 100, STREAM_B) };
+	{ /* the legacy stream in the window: only a plain run of the members' stream is read */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100), record_op(STREAM_A, 1),
+					 scale_op(2, AT(2), AT(3), 100) };
 
-		rwt_expect_identity(run, ops, 2);
+		ops[1].stream_kind = CAP_STREAM_LEGACY;
+		rwt_expect_identity(run, ops, 3);
+	}
+	{ /* an op of the members' stream that is not a kernel, copy, memset or event op */
+		struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 100),
+					 rwt_op(CAP_OP_HOST_FN, DRV_ID_cuLaunchHostFunc, STREAM_A),
+					 scale_op(2, AT(2), AT(3), 100) };
+
+		rwt_expect_identity(run, ops, 3);
+	}
+	{ /* the other launch on another stream reads what an op of its stream wrote before the
+	   * first member */
+		struct cap_op ops[3] = { rwt_fill_op(&fill_info, params[0], AT(3), 1.0f, 100, STREAM_B),
+					 scale_op(1, AT(0), AT(1), 100), scale_on(2, AT(2), AT(3), 100, STREAM_B) };
+
+		rwt_expect_identity(run, ops, 3);
 	}
 }
 
@@ -272,6 +468,9 @@ int main(void)
 		cmocka_unit_test(test_tower),         cmocka_unit_test(test_guards_move),
 		cmocka_unit_test(test_skips_dependent), cmocka_unit_test(test_run_layout),
 		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
+		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
+		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
+		cmocka_unit_test(test_two_streams),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
