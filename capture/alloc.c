@@ -91,12 +91,14 @@ int cap_alloc_add(struct cap_engine *ce, uint64_t base, uint64_t size, enum cap_
 
 	if (rc == 0)
 		ce->alloc.next_id++;
+	ce->alloc.gen++;
 	return rc;
 }
 
 int cap_alloc_restore(struct cap_engine *ce, const struct cap_alloc *a)
 {
 	cf_assert(cf_serial_is_held());
+	ce->alloc.gen++;
 	return insert(ce, a);
 }
 
@@ -114,6 +116,7 @@ int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out
 	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[i + 1],
 		(ce->alloc.nranges - i - 1) * sizeof(*ce->alloc.ranges));
 	ce->alloc.nranges--;
+	ce->alloc.gen++;
 	return 0;
 }
 
@@ -131,12 +134,82 @@ int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size)
 		;
 	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j], (ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
 	ce->alloc.nranges -= j - i;
+	ce->alloc.gen++;
 	return (int)(j - i);
 }
 
 size_t cap_alloc_count(struct cap_engine *ce)
 {
 	return ce->alloc.nranges;
+}
+
+uint64_t cap_alloc_gen(struct cap_engine *ce)
+{
+	return ce->alloc.gen;
+}
+
+static int by_base(const void *x, const void *y)
+{
+	const struct cap_alloc *a = x, *b = y;
+
+	return a->base < b->base ? -1 : a->base > b->base;
+}
+
+int cap_alloc_snapshot(struct cap_engine *ce, const struct cap_window *w, struct cap_alloc **out, size_t *n)
+{
+	struct cap_alloc *snap = NULL;
+	size_t used = 0, cap = 0, kept = 0;
+
+	cf_assert(cf_serial_is_held());
+	for (uint32_t i = 0; i < cap_window_nops(w); i++) {
+		const struct cap_op *op = cap_window_op(w, i);
+
+		for (uint32_t off = 0; op->kind == CAP_OP_KERNEL && off + 8 <= op->u.kernel.param_size; off += 8) {
+			const struct cap_alloc *a;
+			uint64_t word;
+
+			memcpy(&word, (const char *)op->u.kernel.params + off, sizeof(word));
+			if (!word || !(a = cap_alloc_find(ce, word)))
+				continue;
+			if (used == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct cap_alloc *m = realloc(snap, ncap * sizeof(*m));
+
+				if (!m) {
+					free(snap);
+					return -CF_ENOMEM;
+				}
+				snap = m;
+				cap = ncap;
+			}
+			snap[used++] = *a;
+		}
+	}
+	if (used)
+		qsort(snap, used, sizeof(*snap), by_base);
+	for (size_t k = 0; k < used; k++)
+		if (!kept || snap[kept - 1].id != snap[k].id)
+			snap[kept++] = snap[k];
+	*out = snap;
+	*n = kept;
+	return 0;
+}
+
+const struct cap_alloc *cap_alloc_snapshot_find(const struct cap_alloc *snap, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first entry whose base is > addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (snap[mid].base <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr - snap[lo - 1].base < snap[lo - 1].size)
+		return &snap[lo - 1];
+	return NULL;
 }
 
 bool cap_alloc_is_device(const struct cap_alloc *a)

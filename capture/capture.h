@@ -488,6 +488,17 @@ int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size);
 const struct cap_alloc *cap_alloc_find(struct cap_engine *ce, uint64_t addr);
 /* Live allocations. */
 size_t cap_alloc_count(struct cap_engine *ce);
+/* A number that changes whenever the map does (an allocation added, removed or restored): a
+ * decision that relied on an allocation's extent holds while it stays the same. */
+uint64_t cap_alloc_gen(struct cap_engine *ce);
+struct cap_window;
+/* The allocations the window's kernel parameter words (8-byte aligned, as pointers lie) point
+ * into, as the map holds them now, sorted by base, each once: *out (malloc'd, the caller frees;
+ * NULL when none) and *n. For work that runs outside the lock (a template build), which must
+ * not read the map itself. 0 or -CF_ENOMEM. */
+int cap_alloc_snapshot(struct cap_engine *ce, const struct cap_window *w, struct cap_alloc **out, size_t *n);
+/* The allocation of a snapshot (sorted by base) containing addr, or NULL: O(log n). */
+const struct cap_alloc *cap_alloc_snapshot_find(const struct cap_alloc *snap, size_t n, uint64_t addr);
 bool cap_alloc_is_device(const struct cap_alloc *a); /* device, async, managed or mapped */
 
 /* ------------------------------------------------------------------ windows and shapes */

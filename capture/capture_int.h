@@ -178,6 +178,7 @@ struct cap_alloc_map {
 	struct cap_alloc *ranges;    /* sorted by base, non-overlapping */
 	size_t nranges, capranges;   /* used and allocated entries */
 	uint64_t next_id;            /* id of the next allocation */
+	uint64_t gen;                /* bumped on every change of ranges (cap_alloc_gen) */
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
 };
 

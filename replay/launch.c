@@ -528,7 +528,7 @@ static void launch_seg_now(struct rpl_engine *re, struct rpl_template *t, uint32
 		flush_eager(re, RPL_FB_MISMATCH);
 		return;
 	}
-	if (!rpl__seg_guards_hold(g, re->st.def)) {
+	if (!rpl__seg_guards_hold(re, g, re->st.def)) {
 		/* the rewrite plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
 		struct rpl_shape_note *n = cap_shape_user(t->shape);

@@ -80,6 +80,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
+#include "rewrite/effects.h"
 #include "rewrite/kernels.h"
 
 #define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
@@ -251,6 +252,7 @@ void rpl_engine_destroy(struct rpl_engine *re)
 		return;
 	if (re->st.build_due)
 		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
+	free(re->st.build.allocs);
 	rpl_flush(re);
 	templates_drop_all(re);
 	notes_free(re);
@@ -544,6 +546,7 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 
 	if (re->st.build_due || re->st.build_running)
 		return;
+	free(b->allocs); /* a build never run (rpl_engine_destroy frees it too) */
 	memset(b, 0, sizeof(*b));
 	b->cfg = re->st.cfg; /* the configuration its template is built with */
 	if (n->guard_retires >= RPL_GUARD_RETIRES)
@@ -556,6 +559,10 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 	b->w = cap_shape_pin_last(re->cap, s);
 	b->nops = cap_window_nops(b->w);
 	b->ctx = cap_window_op(b->w, 0)->ctx;
+	/* out of memory: no snapshot, and unknown spans stay "everything" */
+	if (cap_alloc_snapshot(re->cap, b->w, &b->allocs, &b->nallocs) != 0)
+		b->nallocs = 0;
+	b->alloc_gen = cap_alloc_gen(re->cap);
 	re->st.build_due = true;
 }
 
@@ -571,10 +578,13 @@ bool rpl_build_take(struct rpl_engine *re)
 void rpl_build_run(struct rpl_engine *re)
 {
 	struct rpl_build *b = &re->st.build;
+	struct rw_alloc_view v = { .snap = b->allocs, .nsnap = b->nallocs, .gen = b->alloc_gen }, *was;
 	uint64_t t0 = rpl__gate_clock(), wall_t0 = cf_now_ns();
 
 	rpl__mark_build_begin(b->shape_id);
+	was = rw_alloc_view_use(&v);
 	b->t = rpl__template_build(re, b->w, b->shape_id, &b->cfg, &b->why, &b->own_failure);
+	rw_alloc_view_use(was);
 	rpl__mark_end();
 	b->t_ns = rpl__gate_clock() - t0;
 	b->wall_ns = cf_now_ns() - wall_t0;
@@ -610,6 +620,9 @@ void rpl_build_publish(struct rpl_engine *re)
 
 	re->st.build_running = false;
 	cap_window_unpin(re->cap, b->w);
+	free(b->allocs);
+	b->allocs = NULL;
+	b->nallocs = 0;
 	b->w = NULL;
 	b->t = NULL;
 	if (!b->shape || b->stale || !re->st.ready || (t && rpl_ctx_is_failed(re, t->ctx))) {

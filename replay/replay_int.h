@@ -244,6 +244,11 @@ struct rpl_build {
 	uint64_t t_ns;               /* gate clock time the build took */
 	uint64_t wall_ns;            /* monotonic time it took (the report's worst window close) */
 	uint32_t nops;               /* ops of its window */
+	struct cap_alloc *allocs;    /* the allocations its kernels' pointer words point into, as
+				      * the map held them at scheduling (cap_alloc_snapshot; the
+				      * build runs outside the lock): unknown spans resolve to them */
+	size_t nallocs;
+	uint64_t alloc_gen;          /* the map's generation then */
 };
 
 /* The matcher (match.c). */
@@ -410,7 +415,7 @@ void rpl__copy_desc(const struct cap_op *op, const void *stage, CUDA_MEMCPY3D *d
 bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b);
 /* Whether the rewrite plan of g (if any) holds for the deferred ops def[0..g->n): its guards,
  * and every node derivable. */
-bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def);
+bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const struct cap_op *def);
 /* The op node i of g stands for at this launch (right after rpl__seg_guards_hold(g, def) said
  * yes): &def[i], tmp filled with a derived op, or NULL: an op without a node of its own (folded
  * into another node or erased), or a plan node that could not be derived (a failure). */

@@ -278,9 +278,18 @@ static void glue_rewrites(struct rpl_engine *re, uint8_t *glued, const struct ca
 	rw_run_destroy(run);
 }
 
-bool rpl__seg_guards_hold(const struct rpl_seg *g, const struct cap_op *def)
+bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const struct cap_op *def)
 {
-	return !g->run || rw_run_guards_hold(g->run, def);
+	/* at a launch, under the engine's lock: unknown spans resolve in the live allocation map */
+	struct rw_alloc_view v = { .live = re->cap, .gen = cap_alloc_gen(re->cap) }, *was;
+	bool ok;
+
+	if (!g->run)
+		return true;
+	was = rw_alloc_view_use(&v);
+	ok = rw_run_guards_hold(g->run, def);
+	rw_alloc_view_use(was);
+	return ok;
 }
 
 const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp)

@@ -2,7 +2,9 @@
  * kernels from their cards), purity and sameness of ops. rewrite layer; pure computation. */
 #include <string.h>
 
+#include "common/compiler.h"
 #include "common/errors.h"
+#include "common/serial.h"
 #include "driver/api.h"
 #include "rewrite/derived.h"
 #include "rewrite/effects.h"
@@ -158,6 +160,43 @@ static bool batch_effects(const struct cap_op *op, struct rw_effects *e)
 	return true;
 }
 
+static __thread struct rw_alloc_view *alloc_view;
+
+struct rw_alloc_view *rw_alloc_view_use(struct rw_alloc_view *v)
+{
+	struct rw_alloc_view *was = alloc_view;
+
+	alloc_view = v;
+	return was;
+}
+
+struct rw_alloc_view *rw_alloc_view_current(void)
+{
+	return alloc_view;
+}
+
+/* The extent of the allocation addr points into, as this thread's view knows it; false when
+ * it does not (the span is then everything). */
+static bool alloc_extent(uint64_t addr, struct rw_range *out)
+{
+	struct rw_alloc_view *v = alloc_view;
+	const struct cap_alloc *a = NULL;
+
+	if (!v)
+		return false;
+	v->asked = true;
+	if (v->snap)
+		a = cap_alloc_snapshot_find(v->snap, v->nsnap, addr);
+	else if (v->live) {
+		cf_assert(cf_serial_is_held()); /* the map's array moves under other threads' calls */
+		a = cap_alloc_find(v->live, addr);
+	}
+	if (!a)
+		return false;
+	*out = (struct rw_range){ a->base, a->size, 0, 0 };
+	return true;
+}
+
 static void kernel_effects(const struct cap_op *op, struct rw_effects *e)
 {
 	struct rw_access_set set;
@@ -165,21 +204,24 @@ static void kernel_effects(const struct cap_op *op, struct rw_effects *e)
 	if (batch_effects(op, e))
 		return;
 
-	if (rw_op_kernel_access(op, &set) != 0 || (set.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN))) {
+	/* indirect: addresses from loaded data, anywhere; an unknown span is its allocation */
+	if (rw_op_kernel_access(op, &set) != 0 || (set.flags & RW_SET_INDIRECT)) {
 		e->all = true;
 		return;
 	}
 	for (unsigned i = 0; i < set.n; i++) {
 		const struct rw_access *a = &set.acc[i];
+		struct rw_range r = { a->addr, a->bytes, 0, 0 };
 
-		if (a->flags & RW_ACC_UNKNOWN) {
+		if ((a->flags & RW_ACC_UNKNOWN) && !alloc_extent(a->addr, &r)) {
 			e->all = true;
+			e->nr = e->nw = 0;
 			return;
 		}
 		if (a->flags & RW_ACC_READ)
-			e->r[e->nr++] = (struct rw_range){ a->addr, a->bytes, 0, 0 };
+			e->r[e->nr++] = r;
 		if (a->flags & RW_ACC_WRITE)
-			e->w[e->nw++] = (struct rw_range){ a->addr, a->bytes, 0, 0 };
+			e->w[e->nw++] = r;
 	}
 }
 

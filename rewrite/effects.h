@@ -37,6 +37,22 @@ struct rw_effects {
 	struct rw_range w[RW_ACCESS_MAX];
 };
 
+/* What an unknown span of a card ("somewhere in the allocation the pointer points into",
+ * RW_ACC_UNKNOWN) resolves to on this thread: the extent of that allocation, from a snapshot of
+ * the allocation map (a template build, which runs outside the engine's lock and must not read
+ * the map) or from the live map (a launch's guard check, under the lock). Without a view, or
+ * for a pointer the view does not hold, an unknown span is everything (`all`). */
+struct rw_alloc_view {
+	const struct cap_alloc *snap; /* sorted by base (cap_alloc_snapshot), or NULL */
+	size_t nsnap;                 /* its entries */
+	struct cap_engine *live;      /* else the live map (the caller holds the engine's lock) */
+	uint64_t gen;                 /* cap_alloc_gen when the snapshot was taken / now */
+	bool asked;                   /* set when an unknown span was looked up through it */
+};
+/* Make v this thread's view (NULL: none); returns the one it replaces, to put back after. */
+struct rw_alloc_view *rw_alloc_view_use(struct rw_alloc_view *v);
+struct rw_alloc_view *rw_alloc_view_current(void);
+
 /* What op may read and write. Never fails: what cannot be known is `all`. */
 void rw_op_effects(const struct cap_op *op, struct rw_effects *e);
 

@@ -687,10 +687,43 @@ static bool run_same_as(const struct rw_run *r, const struct rw_run_seen *e, con
 	return true;
 }
 
+/* Forget the remembered passes when one relied on an allocation's extent and the allocation map
+ * changed since (this thread's view says how it stands now). */
+static void run_forget_stale(struct rw_run *r, const struct rw_alloc_view *v)
+{
+	if (!r->extents || (v && v->gen == r->alloc_gen))
+		return;
+	for (int k = 0; k < RW_RUN_SEEN; k++)
+		r->seen[k].gen = 0;
+	r->cur = -1;
+	r->extents = false;
+}
+
+/* run_check, noting whether it resolved an unknown span through this thread's view. */
+static bool run_check_noted(struct rw_run *r, struct rw_alloc_view *v)
+{
+	bool asked = v ? v->asked : false, ok;
+
+	if (v)
+		v->asked = false;
+	ok = run_check(r);
+	if (v) {
+		if (ok && v->asked) {
+			r->extents = true;
+			r->alloc_gen = v->gen;
+		}
+		v->asked |= asked;
+	}
+	return ok;
+}
+
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 {
+	struct rw_alloc_view *v = rw_alloc_view_current();
+
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = &def[i];
+	run_forget_stale(r, v);
 	/* the entry matched last time first: a program whose bindings stay put asks once */
 	if (r->cur >= 0 && run_same_as(r, &r->seen[r->cur], def))
 		return true;
@@ -700,7 +733,7 @@ bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 			return true;
 		}
 	}
-	if (!run_check(r)) {
+	if (!run_check_noted(r, v)) {
 		r->cur = -1;
 		return false;
 	}

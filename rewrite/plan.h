@@ -294,6 +294,11 @@ struct rw_run {
 	int32_t cur;                 /* the entry the last rw_run_guards_hold matched or filled, -1 */
 	uint32_t victim;             /* the entry the next new pass replaces (round robin) */
 	uint64_t gen;                /* passes remembered so far */
+	/* A pass that resolved an unknown span to its allocation's extent (rw_alloc_view) holds
+	 * only while the allocation map is as it was then: a free and a new allocation at the same
+	 * address with another size leaves the bindings the same and the extent stale. */
+	bool extents;                /* some remembered pass looked an extent up */
+	uint64_t alloc_gen;          /* the map's generation those passes saw */
 };
 
 /* Rewrite ops[0..n) with the rules cfg enables. NULL when nothing fires, the plan does not fit

@@ -38,10 +38,9 @@ if apart < eager:
     sys.exit("without batch-kernel cufold should run at least eager's kernels: %.1f vs %.1f" % (apart, eager))
 if not (f[0] > f[1] > 0):
     sys.exit("the report shows no fusion: %s" % f)
-if fused > 0.6 * apart:
-    sys.exit("want at most 60 %% of the kernels per step without batch-kernel "
-             "(54 %% on 2026-12-05: 578 of 1,062): %.1f of %.1f"
-             % (fused, apart))
+if fused > 0.11 * apart:
+    sys.exit("want at most 11 %% of the kernels per step without batch-kernel (9.7 %% on 2026-12-05: 103 of 1,062,"
+             " an unknown span being its allocation; 54 %% when it was everything): %.1f of %.1f" % (fused, apart))
 PY
 
 # Across streams and events (tests/progs/rw_bk_streams.c): per feature a scale on s, a tanh on t
@@ -71,6 +70,25 @@ want_per_step bk_alternate kernel:scale_cf_multi 1
 want_per_step bk_alternate kernel:tanh_kernel_cf_multi 1
 want_per_step bk_alternate kernel:tanh_kernel 0
 
+# An "unknown" span is the allocation the pointer points into (tests/progs/rw_bk_realloc.c): two
+# scales fuse past a gather of unknown span over a table of its own; every step frees and
+# allocates the table again at the same address, and on some steps one allocation holds the table
+# and what the second scale writes, with the very same pointer words: the plan remembered from the
+# other steps must be checked again (the allocation map changed) and fail there. 5 ops a window:
+# CUFOLD_MIN_OPS=2 lets it be replayed.
+rb=$B/progs/rw_bk_realloc
+[[ -x $rb ]] || fail "$rb is not built"
+CUFOLD_MIN_OPS=2 same_output_over_seeds "$rb" 40
+CUFOLD_MIN_OPS=2 CUFOLD_REPORT=$TMP/realloc.report run_cufold "$TMP/realloc.out" "$rb" 40 || fail "$rb failed"
+python3 - "$TMP/realloc.report" <<'PY' || fail "rw_bk_realloc: no fusion past the gather, or no failed guard"
+import json, sys
+rp = json.load(open(sys.argv[1]))["replay"]
+f = [sum(t["rewrite"]["kernels_fused"][i] for t in rp["templates"]) for i in (0, 1)]
+print("rw_bk_realloc: %s fused; fallbacks %s" % (f, rp["fallbacks"]))
+if not f[0] > f[1] > 0 or not rp["fallbacks"].get("GUARD"):
+    sys.exit("want the scales fused and the re-allocated steps refused by a guard")
+PY
+
 # Cards derived from the kernels' PTX (issue 23): without CUFOLD_CARDS the same fusion, from the
 # cards rewrite/derived.c makes; with CUFOLD_DERIVE=0 as well, no card, no fusion.
 CUFOLD_CARDS= same_output_over_seeds "$prog" --steps 8
@@ -92,7 +110,7 @@ d, n = fused(sys.argv[3]), fused(sys.argv[4])
 print("derived cards: %s fused; CUFOLD_DERIVE=0: %s" % (d, n))
 if n != [0, 0]:
     sys.exit("with no card at all nothing may be fused: %s" % n)
-if not d[0] > d[1] > 0 or derived > 0.7 * nocards:
+if not d[0] > d[1] > 0 or derived > 0.125 * nocards:  # 121 of 1,062 on 2026-12-05
     sys.exit("derived cards should fuse as the hand cards do: %s, %.1f of %.1f kernels per step" % (d, derived, nocards))
 # every kernel the program launched has a card status in the report
 rep = json.load(open(sys.argv[3]))

@@ -24,7 +24,7 @@
  *   nearmiss  the same skeleton, each pattern nearly there but unsafe to rewrite, so that no
  *             operation of the census may be removed:
  *             (a) group 0: an indirect kernel (embedding_bag_backward: its card cannot say which
- *                 rows it touches) adds into a piece between the slices and the glue; group 1:
+ *                 rows it touches) adds into each piece between the slices and the glue; group 1:
  *                 the glue destinations leave a gap, and a `cat` kernel reads every piece after
  *                 the glue (scratch read later: group 1's slices are not dead, though group 2
  *                 overwrites them); group 2: a second stream waits for the slices and changes a
@@ -308,8 +308,11 @@ static void phase_slice_glue(const struct bufs *b, enum mode m, enum variant v, 
 		for (int k = 0; k < PIECES; k++)
 			copy_f(piece[k], src + (size_t)(k * SG_CH + (src_gap && k >= 4 ? SG_CH / 4 : 0)) * sizeof(float),
 			       SG_CH, st);
-		if (m == MODE_NEARMISS && g == 0)
-			k_indirect(b, piece[2], st);
+		/* into every piece: an unknown span is its allocation (each piece's own), and a piece
+		 * the kernel left alone would let copy-chain read the glue from the source and
+		 * dead-write drop that piece's slice */
+		for (int k = 0; m == MODE_NEARMISS && g == 0 && k < PIECES; k++)
+			k_indirect(b, piece[k], st);
 		if (m == MODE_NEARMISS && g == 2) {
 			/* another stream changes a piece between the slices and the glue */
 			CHECK(cuEventRecord(ev_a, st));

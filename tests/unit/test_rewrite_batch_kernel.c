@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #define RWT_HASH_OPS /* rw_run's last-launch cache reads capture's hashes */
 #include "rw_test.h"
+#include "rewrite/effects.h"
 
 extern const struct rw_rule rw_rule_batch_kernel;
 extern const struct rw_rule rw_rule_parallel;
@@ -18,7 +19,7 @@ extern const struct rw_rule rw_rule_parallel;
 #define BUF 0x7f0000000000ull /* buffers of 64 KB each: BUF + b * 0x10000 */
 #define AT(b) (BUF + (uint64_t)(b) * 0x10000)
 #define MAX_OPS 16
-#define MAX_PARAMS 32
+#define MAX_PARAMS 48
 
 /* scale (out w n*4, in r n*4, s, n) and fill (x w n*4, v, n) have cards; my_scale has none. */
 static const struct cap_func scale_info = RWT_FUNC(0x5ca1e, 1, "scale", RWT_LAYOUT_SCALE);
@@ -462,6 +463,101 @@ static void test_near_misses(void **state)
 	}
 }
 
+/* ------------------------------------------------------------------ unknown spans */
+
+/* embedding_bag_sum (test-kernels.cards): table and indices `unknown` (a gather), offsets
+ * (nbags+1)*4, out nbags*dim*4. */
+static uint32_t bag_off[6] = { 0, 8, 16, 24, 28, 32 };
+static uint32_t bag_size[6] = { 8, 8, 8, 4, 4, 8 };
+static const struct cap_func bag_info = RWT_FUNC(0xba9, 4, "embedding_bag_sum", 6, 40, bag_off, bag_size);
+
+static struct cap_op bag_op(uint32_t slot, uint64_t table, uint64_t out)
+{
+	unsigned char *pb = params[slot];
+
+	rwt_put_u64(pb, 0, table);
+	rwt_put_u64(pb, 8, AT(11));
+	rwt_put_u64(pb, 16, AT(12));
+	rwt_put_i32(pb, 24, 4);
+	rwt_put_i32(pb, 28, 8);
+	rwt_put_u64(pb, 32, out);
+	return rwt_kernel_n_op(&bag_info, pb, 32, STREAM_A);
+}
+
+/* The allocation map as a snapshot: buffers 0..15 of 64 KB, but buffer 2 is `big2` bytes (buffer
+ * 3, inside it when it is bigger, is then gone from the map). gen: the map's generation. */
+static struct cap_alloc allocs[16];
+
+static struct rw_alloc_view *view_of_map(struct rw_alloc_view *v, uint64_t big2, uint64_t gen)
+{
+	size_t n = 0;
+
+	for (uint32_t b = 0; b < 16; b++) {
+		if (b == 3 && big2 > 0x10000)
+			continue;
+		allocs[n++] = (struct cap_alloc){ .base = AT(b), .size = b == 2 ? big2 : 0x10000, .id = gen * 100 + b };
+	}
+	*v = (struct rw_alloc_view){ .snap = allocs, .nsnap = n, .gen = gen };
+	return v;
+}
+
+/* A gather of unknown span sits between two scales over other buffers. With the allocation map
+ * at hand the span is its allocations (table, indices): the scales pass it and fuse. Without a
+ * map it is everything, as it is when the table is the second scale's output: nothing fuses. */
+static void test_unknown_span_is_allocation(void **state)
+{
+	struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 1000), bag_op(1, AT(10) + 0x100, AT(13)),
+				 scale_op(2, AT(3), AT(4), 300) };
+	struct rw_alloc_view v, *was;
+	char buf[2048];
+	struct rw_plan *p;
+
+	(void)state;
+	rwt_expect_identity(run, ops, 3); /* no view: the gather may touch anything */
+	was = rw_alloc_view_use(view_of_map(&v, 0x10000, 1));
+	p = run(ops, 3, buf, sizeof(buf));
+	assert_string_equal(buf, "batch_kernel(0,2) op(1) | independent(0,2) independent(1,2)");
+	assert_true(v.asked);
+	rw_plan_destroy(p);
+	/* the table is the allocation the second scale writes (its pointer inside it): apart */
+	ops[1] = bag_op(1, AT(3) + 0x80, AT(13));
+	rwt_expect_identity(run, ops, 3);
+	/* a table outside every allocation the map knows: everything again */
+	ops[1] = bag_op(1, AT(40), AT(13));
+	rwt_expect_identity(run, ops, 3);
+	rw_alloc_view_use(was);
+}
+
+/* A launch's check relied on the table's extent; then the table is freed and allocated again at
+ * the same address with a size that reaches the second scale's output. The bindings are the
+ * very same, but the map's generation moved: the check runs again and fails. */
+static void test_unknown_span_realloc(void **state)
+{
+	struct cap_op ops[3] = { scale_op(0, AT(0), AT(1), 1000), bag_op(1, AT(2), AT(13)),
+				 scale_op(2, AT(3), AT(4), 300) };
+	const struct cap_op *ptr[3];
+	struct rw_config cfg = { .opt = 1 };
+	struct rw_alloc_view v, *was;
+	struct rw_run *r;
+
+	(void)state;
+	rwt_ptrs(ops, 3, ptr);
+	was = rw_alloc_view_use(view_of_map(&v, 0x10000, 1));
+	r = rw_run_create(ptr, 3, &cfg);
+	assert_non_null(r);
+	assert_true(rw_run_is_folded(r, 2));
+	assert_true(rw_run_guards_hold(r, ops));
+	assert_true(rw_run_guards_hold(r, ops)); /* remembered */
+	view_of_map(&v, 0x20000, 2);             /* buffer 2 again, twice the size: over buffer 3 */
+	assert_false(rw_run_guards_hold(r, ops));
+	view_of_map(&v, 0x10000, 3); /* and back to its size: holds again */
+	assert_true(rw_run_guards_hold(r, ops));
+	rw_alloc_view_use(NULL); /* no view at all: nothing to resolve with, the pass is not kept */
+	assert_false(rw_run_guards_hold(r, ops));
+	rw_alloc_view_use(was);
+	rw_run_destroy(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
 		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
 		cmocka_unit_test(test_two_streams),
+		cmocka_unit_test(test_unknown_span_is_allocation), cmocka_unit_test(test_unknown_span_realloc),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
