@@ -84,6 +84,15 @@ struct rw_card_table {
 	uint32_t unit;              /* bytes per length unit */
 };
 
+/* A `field` line: one pointer at a fixed offset inside a by-value struct parameter. */
+struct rw_card_field {
+	uint8_t param;              /* the struct parameter holding it */
+	uint8_t access;             /* RW_ACC_READ | RW_ACC_WRITE */
+	uint8_t span;               /* RW_SPAN_EXPR or RW_SPAN_UNKNOWN */
+	uint32_t off;               /* the pointer's 8 bytes start here in the struct */
+	struct rw_expr expr;        /* the span (RW_SPAN_EXPR) */
+};
+
 struct rw_card {
 	char *patterns[RW_CARD_MAX_PATTERNS]; /* globs, malloc'd */
 	unsigned npatterns;         /* used entries of patterns */
@@ -97,6 +106,8 @@ struct rw_card {
 	unsigned ntables;           /* entries of tables */
 	struct rw_card_table tables[RW_CARD_MAX_TABLES]; /* table, cat and split lines in order */
 	int table_ptr;              /* the parameter whose span is `table`, or -1 */
+	unsigned nfields;           /* entries of fields */
+	struct rw_card_field fields[RW_CARD_MAX_FIELDS]; /* field lines in order */
 	struct rw_op *ops;          /* every expression's ops, malloc'd */
 	unsigned nops;              /* used entries of ops */
 };

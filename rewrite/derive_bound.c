@@ -250,6 +250,8 @@ bool dv_has_atom(const struct dv_ctx *x, uint32_t v, uint32_t a)
 
 static bool is_ptr_param(const struct dv_ctx *x, uint32_t a)
 {
+	if (x->atoms[a].kind == DV_K_FIELD)
+		return (x->atoms[a].key2 & 15) == 8;
 	return x->atoms[a].kind == DV_K_PARAM && x->f->params[a - DV_A_PARAM0].size == 8;
 }
 
@@ -426,6 +428,7 @@ static bool atom_nonneg_uncached(struct dv_ctx *x, uint32_t a)
 	case DV_K_FIXED:
 		return a <= PTX_SR_NCTAID_Z;
 	case DV_K_PARAM:
+	case DV_K_FIELD:
 		return true; /* the stated assumption (derive_int.h) */
 	case DV_K_PHI:
 	case DV_K_SEL:
@@ -467,7 +470,7 @@ static bool atom_lower(struct dv_ctx *x, uint32_t a, int64_t *low)
 	bool ok = true, any = false;
 	int64_t m = INT64_MAX, l;
 
-	if (at.kind == DV_K_PARAM || a <= PTX_SR_TID_Z || (a >= PTX_SR_CTAID_X && a <= PTX_SR_CTAID_Z)) {
+	if (at.kind == DV_K_PARAM || at.kind == DV_K_FIELD || a <= PTX_SR_TID_Z || (a >= PTX_SR_CTAID_X && a <= PTX_SR_CTAID_Z)) {
 		*low = 0;
 		return true;
 	}
@@ -533,6 +536,63 @@ bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low)
 	}
 	*low = sum;
 	return true;
+}
+
+uint32_t dv_subst(struct dv_ctx *x, uint32_t v, uint32_t a, uint32_t r)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+	uint32_t sum = x->v_zero;
+
+	if (!dv_has_atom(x, v, a))
+		return v;
+	for (unsigned i = 0; i < p.n; i++) {
+		uint32_t prod = dv_const(x, p.t[i].c);
+
+		for (unsigned k = 0; k < p.t[i].deg; k++)
+			prod = dv_mul(x, prod, p.t[i].a[k] == a ? r : dv_atom_val(x, p.t[i].a[k]));
+		sum = dv_add(x, sum, prod);
+	}
+	return sum;
+}
+
+/* The monomial of p with t's atoms, or -1. */
+static int find_monomial(const struct dv_poly *p, const struct dv_term *t)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->t[i].deg == t->deg && !memcmp(p->t[i].a, t->a, sizeof(t->a)))
+			return (int)i;
+	return -1;
+}
+
+bool dv_nonneg_under(struct dv_ctx *x, uint32_t v, uint32_t cs)
+{
+	const struct dv_cset s = *dv_cset_get(x, cs);
+	int64_t low;
+
+	if (dv_nonneg(x, v) || (dv_lower(x, v, &low) && low >= 0))
+		return true;
+	for (unsigned i = s.n; i-- > 0;) {
+		uint32_t gap;
+		struct dv_poly vp, gp;
+
+		if (s.c[i].n == DV_NONZERO)
+			continue;
+		gap = dv_sub(x, dv_sub(x, s.c[i].n, s.c[i].x), dv_const(x, 1)); /* N - X - 1 >= 0 */
+		vp = *dv_poly_get(x, v);
+		gp = *dv_poly_get(x, gap);
+		/* k from a negative monomial of v that the gap has with a negative coefficient too */
+		for (unsigned t = 0; t < vp.n; t++) {
+			int g = vp.t[t].c < 0 ? find_monomial(&gp, &vp.t[t]) : -1;
+			int64_t k;
+
+			if (g < 0 || gp.t[g].c >= 0 || vp.t[t].c % gp.t[g].c)
+				continue;
+			k = vp.t[t].c / gp.t[g].c;
+			if (dv_nonneg(x, dv_sub(x, v, dv_mul(x, dv_const(x, k), gap))))
+				return true;
+		}
+	}
+	return false;
 }
 
 /* ------------------------------------------------------------------ max-sets */
@@ -803,6 +863,62 @@ static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, 
 	return 0;
 }
 
+static bool term_div(const struct dv_term *t, const struct dv_term *l, struct dv_term *m);
+
+/* m with n = b * m exactly, by long division checked by multiplying back; false when none. */
+static bool poly_div_exact(struct dv_ctx *x, uint32_t n, uint32_t b, uint32_t *m)
+{
+	const struct dv_poly bp = *dv_poly_get(x, b);
+	uint32_t r = n, q = x->v_zero;
+	unsigned lb = 0;
+
+	if (bp.n == 0)
+		return false;
+	for (unsigned i = 1; i < bp.n; i++)
+		if (bp.t[i].deg > bp.t[lb].deg)
+			lb = i;
+	for (unsigned round = 0; round < DV_MAX_TERMS && dv_poly_get(x, r)->n; round++) {
+		const struct dv_poly rp = *dv_poly_get(x, r);
+		struct dv_poly tp;
+		unsigned lr = 0;
+
+		for (unsigned i = 1; i < rp.n; i++)
+			if (rp.t[i].deg > rp.t[lr].deg)
+				lr = i;
+		memset(&tp, 0, sizeof(tp));
+		tp.n = 1;
+		if (!term_div(&rp.t[lr], &bp.t[lb], &tp.t[0]))
+			return false;
+		q = dv_add(x, q, intern_poly(x, &tp));
+		r = dv_sub(x, n, dv_mul(x, b, q));
+	}
+	*m = q;
+	return dv_mul(x, b, q) == n;
+}
+
+/* a / b (b >= 1: a DIV atom is made only then): below N / b when the path has a < N with N a
+ * multiple of b (i < rows * w gives i / w < rows), else at most a itself, or a's bound / b for
+ * a constant b. */
+static int div_upper(struct dv_ctx *x, const struct dv_atom *at, uint32_t cs, int depth, struct dv_mset *out)
+{
+	const struct dv_cset s = *dv_cset_get(x, cs);
+	const struct dv_poly *bp = dv_poly_get(x, at->b);
+	struct dv_mset ua;
+	uint32_t m;
+
+	for (unsigned i = s.n; i-- > 0;)
+		if (s.c[i].n != DV_NONZERO && s.c[i].x == at->a && poly_div_exact(x, s.c[i].n, at->b, &m) &&
+		    upper(x, dv_sub(x, m, dv_const(x, 1)), cs, depth, out) == 0)
+			return 0;
+	if (upper(x, at->a, cs, depth, &ua) < 0)
+		return -1;
+	if (bp->n == 1 && bp->t[0].deg == 0)
+		for (unsigned i = 0; i < ua.n; i++)
+			ua.v[i] = launch_div(x, ua.v[i], bp->t[0].c);
+	*out = ua;
+	return 0;
+}
+
 static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
 {
 	struct dv_atom at = x->atoms[a];
@@ -833,6 +949,8 @@ static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int de
 		return upper(x, dv_sub(x, at.b, dv_const(x, 1)), cs, depth, out);
 	case DV_K_SIGN:
 		return upper(x, dv_const(x, 1), cs, depth, out);
+	case DV_K_DIV:
+		return div_upper(x, &at, cs, depth, out);
 	}
 	return -1;
 }
