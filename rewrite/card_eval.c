@@ -189,6 +189,15 @@ static int launch_vars(const struct rw_card *card, const struct rw_launch_args *
 		vars[card->nparams + RW_GX + g] = args->grid[g];
 		vars[card->nparams + RW_BX + g] = args->block[g];
 	}
+	for (unsigned f = 0; f < card->nfvars; f++) {
+		const struct rw_card_fvar *fv = &card->fvars[f]; /* inside its struct: the parser checked */
+		unsigned v = card->nparams + RW_GRID_VARS + f;
+		bool big = false;
+
+		vars[v] = read_int(buf + args->params[fv->param].offset + fv->off, (enum rw_type)fv->type, &big);
+		if (big)
+			*invalid |= 1ull << v;
+	}
 	return 0;
 }
 
@@ -307,7 +316,7 @@ static void set_flags(const struct rw_card *card, const struct rw_launch_args *a
 int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args,
 		   struct rw_access_set *set)
 {
-	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS];
+	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS + RW_CARD_MAX_FVARS];
 	uint64_t invalid;
 	int64_t table_total;
 	bool tables_ok;

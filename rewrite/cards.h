@@ -57,7 +57,9 @@
  *                                  scattered, in order, into the table's ranges (written).
  *   end                            closes the card.
  *
- * Expressions: integers (decimal or 0x hex), integer parameters by name, the launch's grid
+ * Expressions: integers (decimal or 0x hex), integer parameters by name, an integer inside a
+ * by-value struct parameter as NAME@OFF[:T] (T i32 default, u32 i64 u64; OFF its byte offset
+ * in struct NAME: `args@96` is cat_args.count), the launch's grid
  * gx gy gz and block bx by bz, + - * / % with C precedence and truncation, unary minus,
  * parentheses, min(a, b) and max(a, b). Evaluated in 64-bit signed arithmetic; an overflow or
  * a division by zero makes that span unknown; a negative span counts as 0.

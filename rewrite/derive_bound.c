@@ -252,6 +252,7 @@ static bool is_ptr_param(const struct dv_ctx *x, uint32_t a)
 {
 	if (x->atoms[a].kind == DV_K_FIELD)
 		return (x->atoms[a].key2 & 15) == 8;
+
 	return x->atoms[a].kind == DV_K_PARAM && x->f->params[a - DV_A_PARAM0].size == 8;
 }
 
@@ -392,6 +393,8 @@ uint32_t dv_cset_meet(struct dv_ctx *x, uint32_t a, uint32_t b)
 
 /* ------------------------------------------------------------------ sign */
 
+#define DV_Z_NONNEG 0x80000000u /* in a Z atom's key1: its X was proved >= 0 on the path */
+
 static bool atom_nonneg(struct dv_ctx *x, uint32_t a);
 
 /* Every monomial has a positive coefficient and atoms that are not negative. */
@@ -444,7 +447,7 @@ static bool atom_nonneg_uncached(struct dv_ctx *x, uint32_t a)
 	case DV_K_SIGN:
 		return true;
 	case DV_K_Z:
-		return dv_nonneg(x, at.a);
+		return (at.key1 & DV_Z_NONNEG) || dv_nonneg(x, at.a);
 	}
 	return false;
 }
@@ -1019,6 +1022,7 @@ static uint32_t factor(struct dv_ctx *x, uint32_t v, uint32_t cs)
 		struct dv_poly xp;
 		int lt;
 		uint32_t z;
+		bool nn;
 
 		if (s.c[i].n == DV_NONZERO)
 			continue;
@@ -1026,7 +1030,10 @@ static uint32_t factor(struct dv_ctx *x, uint32_t v, uint32_t cs)
 		lt = leading_term(x, &xp);
 		if (lt < 0)
 			continue;
-		z = dv_atom_get(x, DV_K_Z, s.c[i].x, s.c[i].n);
+		/* X >= 0 from the path's other constraints (at = i - len0 after i >= len0) makes Z
+		 * a different atom: one not negative whatever the path */
+		nn = !dv_nonneg(x, s.c[i].x) && dv_nonneg_under(x, s.c[i].x, cs);
+		z = dv_atom_get(x, DV_K_Z, s.c[i].x | (nn ? DV_Z_NONNEG : 0), s.c[i].n);
 		if (z == UINT32_MAX)
 			return v;
 		x->atoms[z].a = s.c[i].x;
@@ -1123,6 +1130,12 @@ static const char *atom_name(const struct dv_ctx *x, uint32_t a, char *buf, size
 
 	if (x->atoms[a].kind == DV_K_PARAM) {
 		snprintf(buf, len, "p%u", a - DV_A_PARAM0);
+		return buf;
+	}
+	if (x->atoms[a].kind == DV_K_FIELD) {
+		uint32_t k2 = x->atoms[a].key2;
+
+		snprintf(buf, len, "p%u@%u:%c%u", x->atoms[a].key1, k2 / 32, k2 & 16 ? 'i' : 'u', (k2 & 15) * 8);
 		return buf;
 	}
 	return a <= PTX_SR_NCTAID_Z && dims[a] ? dims[a] : NULL;

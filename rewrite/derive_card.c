@@ -561,6 +561,7 @@ static bool global_space(const struct ptx_insn *in)
 }
 
 static bool is_int_type(uint8_t t);
+static bool is_signed_type(uint8_t t);
 
 /* The value of `bytes` bytes at byte off of by-value struct parameter k: a field atom for an
  * integer or pointer of 4 or 8 bytes inside it, else ANY. */
@@ -571,11 +572,12 @@ static uint32_t field_value(struct dc *d, const struct ptx_insn *in, uint32_t k,
 	if ((bytes != 4 && bytes != 8) || off < 0 || (uint64_t)off + bytes > d->f->params[k].size ||
 	    !is_int_type(in->type))
 		return d->x.v_any;
-	a = dv_atom_get(&d->x, DV_K_FIELD, k, (uint32_t)off * 16u + bytes);
+	a = dv_atom_get(&d->x, DV_K_FIELD, k, (uint32_t)off * 32u + (is_signed_type(in->type) ? 16u : 0u) + bytes);
 	if (a == UINT32_MAX) {
 		d->x.oom = true;
 		return d->x.v_any;
 	}
+	d->x.atoms[a].launch = 1; /* a span may name it: NAME@OFF */
 	return dv_atom_val(&d->x, a);
 }
 
@@ -1270,9 +1272,10 @@ static bool span_text(struct dc *d, const struct dv_mset *set, char *buf, size_t
 	/* only the parameters the card declares as integers may appear in a span */
 	for (uint32_t k = 0; k < d->f->nparams && k < RW_CARD_MAX_PARAMS; k++) {
 		const char *t = scalar_type(&d->f->params[k]);
+		bool is_struct = !d->f->params[k].is_ptr && d->f->params[k].size > 8;
 
-		if (d->pe[k].acc || !t || t[0] == 'f')
-			continue;
+		if (!is_struct && (d->pe[k].acc || !t || t[0] == 'f'))
+			continue; /* a struct is named by its fields (p0@8) */
 		snprintf(pn[k], sizeof(pn[k]), "p%u", k);
 		names[n] = pn[k];
 		vals[n++] = 1;
@@ -1330,8 +1333,8 @@ static void put_fields(struct dc *d, struct out *o)
 
 		if (!d->fe[i].acc)
 			continue;
-		snprintf(name, sizeof(name), "p%u+%u", a->key1, a->key2 / 16);
-		snprintf(line, sizeof(line), "field p%u %u", a->key1, a->key2 / 16);
+		snprintf(name, sizeof(name), "p%u+%u", a->key1, a->key2 / 32);
+		snprintf(line, sizeof(line), "field p%u %u", a->key1, a->key2 / 32);
 		put_pointer(d, o, &d->fe[i], name, line);
 	}
 }

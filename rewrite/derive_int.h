@@ -54,9 +54,9 @@ enum dv_atom_kind {
 	                   * made of launch symbols, else an index atom that needs a >= 0 */
 	DV_K_SIGN,        /* a's sign bit (0 or 1), of nvcc's signed-division idiom */
 	DV_K_FIELD,       /* the bytes of a by-value struct parameter at a fixed offset: key1 the
-	                   * parameter, key2 offset * 16 + bytes. An 8-byte field is a pointer
-	                   * base like a pointer parameter; an integer field is not a launch symbol
-	                   * (a span cannot name it) */
+	                   * parameter, key2 offset * 32 + 16 if signed + bytes. A launch symbol (a
+	                   * span names it NAME@OFF:T); an 8-byte field is also a pointer base like
+	                   * a pointer parameter */
 };
 
 struct dv_term {
