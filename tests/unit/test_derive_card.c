@@ -413,6 +413,74 @@ static void test_mutations(void **state)
 	assert_true(derived > 0);
 }
 
+/* The card language's words for struct parameters: a `field` line reads its pointer out of the
+ * struct's bytes, NAME@OFF[:T] names an integer inside it, a table without len= has unknown
+ * spans; malformed uses are rejected. */
+static void test_field_cards(void **state)
+{
+	static const char text[] =
+		"kernel k\n"
+		"  param s struct 40\n"
+		"  param n i32\n"
+		"  field s 0 w n*4\n"
+		"  field s 8 r s@16*4 + s@24:u64\n"
+		"  field s 32 rw unknown\n"
+		"  table s r ptr=0+8i count=20 max=2\n"
+		"end\n";
+	static const char *const bad[] = {
+		"kernel b\n  param n i32\n  field n 0 r 4\nend\n",                    /* not a struct */
+		"kernel b\n  param s struct 8\n  field s 4 r 4\nend\n",               /* past its end */
+		"kernel b\n  param s struct 8\n  field s 0 x 4\nend\n",               /* access */
+		"kernel b\n  param s struct 8\n  param p ptr r s@8\nend\n",           /* past its end */
+		"kernel b\n  param n i32\n  param p ptr r n@0\nend\n",                /* not a struct */
+		"kernel b\n  param s struct 8\n  param p ptr r s@0:f32\nend\n",       /* type */
+		"kernel b\n  param s struct 16\n  param o ptr w table\n  cat s ptr=0+8i count=8 max=1\nend\n",
+	};
+	struct rw_cards *set = rw_cards_create();
+	const struct rw_card *c;
+	struct rw_param_info info[2] = { { 0, 40 }, { 40, 4 } };
+	unsigned char buf[48] = { 0 };
+	struct rw_launch_args a = { .buf = buf, .buf_size = 44, .params = info, .nparams = 2,
+				    .grid = { 1, 1, 1 }, .block = { 1, 1, 1 } };
+	struct rw_access_set set_;
+	uint64_t p0 = 0x1000, p1 = 0x2000, p4 = 0x4000, u64 = 5;
+	int32_t i16 = 3, n = 10, count = 7;
+
+	(void)state;
+	assert_non_null(set);
+	assert_int_equal(rw_cards_parse(set, "t", text, strlen(text)), 0);
+	c = rw_cards_find(set, "k");
+	assert_non_null(c);
+	memcpy(buf + 0, &p0, 8);
+	memcpy(buf + 8, &p1, 8);
+	memcpy(buf + 16, &i16, 4);
+	memcpy(buf + 20, &count, 4);
+	memcpy(buf + 24, &u64, 8);
+	memcpy(buf + 32, &p4, 8);
+	memcpy(buf + 40, &n, 4);
+	assert_int_equal(rw_card_access(c, &a, &set_), 0);
+	/* the table's two entries (count 20, max 2), unknown spans; then the three fields */
+	assert_int_equal(set_.n, 5);
+	assert_int_equal(set_.acc[0].addr, p0);
+	assert_true(set_.acc[0].flags & RW_ACC_UNKNOWN);
+	assert_int_equal(set_.acc[1].addr, p1);
+	assert_true(set_.acc[1].flags & RW_ACC_UNKNOWN);
+	assert_int_equal(set_.acc[2].addr, p0);
+	assert_int_equal(set_.acc[2].bytes, 40);
+	assert_int_equal(set_.acc[2].flags, RW_ACC_WRITE);
+	assert_int_equal(set_.acc[2].table, RW_ACCESS_FIELD);
+	assert_int_equal(set_.acc[3].addr, p1);
+	assert_int_equal(set_.acc[3].bytes, 3 * 4 + 5);
+	assert_int_equal(set_.acc[3].flags, RW_ACC_READ);
+	assert_int_equal(set_.acc[4].addr, p4);
+	assert_int_equal(set_.acc[4].flags, RW_ACC_READ | RW_ACC_WRITE | RW_ACC_UNKNOWN);
+	assert_true(set_.flags & RW_SET_UNKNOWN_SPAN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (rw_cards_parse(set, "bad", bad[i], strlen(bad[i])) != 1)
+			fail_msg("malformed card %zu was not rejected:\n%s", i, bad[i]);
+	rw_cards_destroy(set);
+}
+
 /* ------------------------------------------------------------------ 2. the oracle */
 
 struct job {
@@ -693,6 +761,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_cards),
 		cmocka_unit_test(test_elementwise_claims),
+		cmocka_unit_test(test_field_cards),
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_oracle),
 	};
