@@ -623,9 +623,60 @@ int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v)
 	return 0;
 }
 
+/* v >= 0, where a launch remainder X % c taken away counts as X (X % c <= X for X >= 0): what
+ * shows X - X % c not negative. */
+static bool nonneg_rem(struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+
+	if (dv_nonneg(x, v))
+		return true;
+	for (unsigned i = 0; i < p.n; i++)
+		for (unsigned k = 0; k < p.t[i].deg; k++) {
+			const struct dv_atom *r = &x->atoms[p.t[i].a[k]];
+
+			if (r->kind == DV_K_REM && r->launch && p.t[i].c < 0 && p.t[i].deg == 1 && dv_nonneg(x, r->a))
+				v = dv_subst(x, v, p.t[i].a[k], r->a);
+		}
+	return dv_nonneg(x, v);
+}
+
+uint32_t dv_weaken_div(struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+	uint32_t out = x->v_zero;
+
+	for (unsigned i = 0; i < p.n; i++) {
+		struct dv_poly one;
+		struct dv_term t = p.t[i];
+		uint32_t tv, by = UINT32_MAX;
+
+		for (unsigned k = 0; k < t.deg && by == UINT32_MAX && t.c > 0; k++) {
+			const struct dv_atom *d = &x->atoms[t.a[k]];
+			const struct dv_poly *b = d->kind == DV_K_DIV && d->launch ? dv_poly_get(x, d->b) : NULL;
+
+			if (b && b->n == 1 && b->t[0].deg == 0 && b->t[0].c > 0 && t.c % b->t[0].c == 0 &&
+			    nonneg_rem(x, d->a)) {
+				/* c*m * (X / c) <= m * X: drop the atom, scale by X / c */
+				by = d->a;
+				t.c /= b->t[0].c;
+				memmove(&t.a[k], &t.a[k + 1], (size_t)(t.deg - k - 1) * sizeof(t.a[0]));
+				t.a[--t.deg] = 0;
+			}
+		}
+		memset(&one, 0, sizeof(one));
+		one.n = 1;
+		one.t[0] = t;
+		tv = intern_poly(x, &one);
+		out = dv_add(x, out, by == UINT32_MAX ? tv : dv_mul(x, tv, by));
+	}
+	return out;
+}
+
 uint32_t dv_mset_collapse(struct dv_ctx *x, const struct dv_mset *set)
 {
 	struct dv_poly r;
+	uint8_t seen[DV_MAX_TERMS] = { 0 };
 
 	memset(&r, 0, sizeof(r));
 	for (unsigned i = 0; i < set->n; i++) {
@@ -643,14 +694,31 @@ uint32_t dv_mset_collapse(struct dv_ctx *x, const struct dv_mset *set)
 			if (j < r.n) {
 				if (t.c > r.t[j].c)
 					r.t[j].c = t.c;
-			} else if (t.c > 0 && !poly_add_term(&r, t)) {
-				return UINT32_MAX;
+				seen[j]++;
+			} else if (i == 0) {
+				/* the first value's monomials, negative ones too: kept when every value
+				 * has them */
+				if (!poly_add_term(&r, t))
+					return UINT32_MAX;
+				for (j = 0; j < r.n && term_cmp(&r.t[j], &t); j++)
+					;
+				memmove(&seen[j + 1], &seen[j], (size_t)(r.n - 1 - j));
+				seen[j] = 1;
+			} else if (t.c > 0) {
+				if (!poly_add_term(&r, t))
+					return UINT32_MAX;
+				for (j = 0; j < r.n && term_cmp(&r.t[j], &t); j++)
+					;
+				memmove(&seen[j + 1], &seen[j], (size_t)(r.n - 1 - j));
+				seen[j] = 1;
 			}
 		}
 	}
-	/* a monomial some value lacks counts 0 there: keep only positive maxima */
+	/* a monomial some value lacks counts 0 there: a negative maximum is kept only when every
+	 * value has the monomial */
 	for (unsigned j = 0; j < r.n;) {
-		if (r.t[j].c <= 0) {
+		if (r.t[j].c == 0 || (r.t[j].c < 0 && seen[j] != set->n)) {
+			memmove(&seen[j], &seen[j + 1], (size_t)(r.n - j - 1));
 			memmove(&r.t[j], &r.t[j + 1], (r.n - j - 1) * sizeof(r.t[0]));
 			memset(&r.t[--r.n], 0, sizeof(r.t[0]));
 		} else {
@@ -1167,12 +1235,12 @@ int dv_format(const struct dv_ctx *x, uint32_t v, char *buf, size_t len)
 			const char *name = atom_name(x, t->a[k], nb, sizeof(nb));
 			const struct dv_atom *am = &x->atoms[t->a[k]];
 
-			if (!name && am->kind == DV_K_DIV && am->launch) {
+			if (!name && (am->kind == DV_K_DIV || am->kind == DV_K_REM) && am->launch) {
 				char inner[224];
 
 				if (dv_format(x, am->a, inner, sizeof(inner)) < 0)
 					return -CF_ERANGE;
-				snprintf(nb, sizeof(nb), "((%s)/%lld)", inner,
+				snprintf(nb, sizeof(nb), "((%s)%c%lld)", inner, am->kind == DV_K_DIV ? '/' : '%',
 					 (long long)dv_poly_get(x, am->b)->t[0].c);
 				name = nb;
 			}

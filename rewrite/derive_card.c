@@ -490,6 +490,21 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 	access_value(d, in, v, guard_cons(d, in, d->cs), bytes, acc, atomic, 0);
 }
 
+/* A max-set grown too large: its bounds (and v) with divisions by constants weakened, which
+ * lets more of them dominate others (n%4 + 4*(n/4 ...)); -1 when still too many. */
+static int span_weaken_join(struct dc *d, struct dv_mset *span, uint32_t v)
+{
+	struct dv_mset w = { 0 };
+
+	for (unsigned i = 0; i < span->n; i++)
+		if (dv_mset_join(&d->x, &w, dv_weaken_div(&d->x, span->v[i])) < 0)
+			return -1;
+	if (dv_mset_join(&d->x, &w, dv_weaken_div(&d->x, v)) < 0)
+		return -1;
+	*span = w;
+	return 0;
+}
+
 /* The access at address value v on a path where cs holds. */
 static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, uint32_t cs, uint32_t bytes,
 			 uint8_t acc, bool atomic, int depth)
@@ -542,7 +557,8 @@ static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, ui
 		return;
 	}
 	for (unsigned i = 0; i < ub.n; i++)
-		if (dv_mset_join(&d->x, &pe->span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0) {
+		if (dv_mset_join(&d->x, &pe->span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0 &&
+		    span_weaken_join(d, &pe->span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0) {
 			param_unknown(pe, in, "too many alternative bounds");
 			return;
 		}
@@ -684,14 +700,19 @@ static uint32_t unknown_from(struct dc *d, const struct ptx_insn *in)
 	return dv_unknown_of(&d->x, ops, n);
 }
 
-/* min / rem: an atom of instruction i with operands a and b. */
+/* min / rem: an atom of instruction i with operands a and b. A launch value divided by a
+ * constant c > 0 (or its remainder) is one atom whatever instruction computes it, keyed (a, c)
+ * as derive_bound.c's launch_div keys its own: n%4 from two instructions cancels. */
 static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, uint32_t a, uint32_t b)
 {
 	uint32_t at, ops[2] = { a, b };
+	const struct dv_poly *bp = dv_poly_get(&d->x, b);
+	bool launch = (kind == DV_K_DIV || kind == DV_K_REM) && bp->n == 1 && bp->t[0].deg == 0 &&
+		      bp->t[0].c > 0 && bp->t[0].c <= UINT32_MAX && dv_is_launch_value(&d->x, a);
 
 	if (!value_is_plain(d, a) || !value_is_plain(d, b))
 		return dv_unknown_of(&d->x, ops, 2);
-	at = dv_atom_get(&d->x, kind, i, 0);
+	at = launch ? dv_atom_get(&d->x, kind, a, (uint32_t)bp->t[0].c) : dv_atom_get(&d->x, kind, i, 0);
 	if (at == UINT32_MAX) {
 		d->x.oom = true;
 		return d->x.v_any;
@@ -699,8 +720,8 @@ static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, ui
 	d->x.atoms[at].a = a;
 	d->x.atoms[at].b = b;
 	d->x.atoms[at].nonneg = -1;
-	d->x.atoms[at].launch = kind == DV_K_DIV && dv_is_launch_value(&d->x, a) &&
-				dv_poly_get(&d->x, b)->n == 1 && dv_poly_get(&d->x, b)->t[0].deg == 0;
+	/* a launch value divided by a constant, or its remainder: a span may say it (n/4, n%4) */
+	d->x.atoms[at].launch = launch;
 	return dv_atom_val(&d->x, at);
 }
 
@@ -1293,10 +1314,18 @@ static void put_pointer(struct dc *d, struct out *o, const struct dc_param *pe, 
 	bool known = !pe->unknown && pe->span.n && span_text(d, &pe->span, span, sizeof(d->span));
 
 	if (!known && !pe->unknown && pe->span.n > 1) {
-		/* too long as a max of bounds: one wider bound, monomial by monomial */
-		struct dv_mset one = { 1, { dv_mset_collapse(&d->x, &pe->span) } };
+		/* too long as a max of bounds: divisions by constants weakened (the bounds then
+		 * often dominate one another), else one wider bound, monomial by monomial */
+		struct dv_mset weak = { 0 }, one;
+		bool ok = true;
 
-		known = one.v[0] != UINT32_MAX && span_text(d, &one, span, sizeof(d->span));
+		for (unsigned i = 0; i < pe->span.n && ok; i++)
+			ok = dv_mset_join(&d->x, &weak, dv_weaken_div(&d->x, pe->span.v[i])) == 0;
+		known = ok && span_text(d, &weak, span, sizeof(d->span));
+		if (!known) {
+			one = (struct dv_mset){ 1, { dv_mset_collapse(&d->x, ok ? &weak : &pe->span) } };
+			known = one.v[0] != UINT32_MAX && span_text(d, &one, span, sizeof(d->span));
+		}
 	}
 	if (pe->unknown)
 		put(o, "  # %s: span unknown: %s\n", name, pe->note);

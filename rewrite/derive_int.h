@@ -197,6 +197,11 @@ bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low);
  * more than DV_MSET remain. */
 int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v);
 
+/* v with each monomial c*m*(X/c) of a launch division by a constant (c > 0, X >= 0) written as
+ * m*X, which is not smaller: a bound a card can say in fewer words, and compare with others
+ * (16*(k/4) <= 4*k). */
+uint32_t dv_weaken_div(struct dv_ctx *x, uint32_t v);
+
 /* One value >= every value of set: each monomial with the largest coefficient any value gives
  * it (0 where a value lacks it), when every monomial is provably >= 0; UINT32_MAX otherwise. A
  * shorter, wider bound for a card expression that would be too long. */
