@@ -440,7 +440,7 @@ static bool access_split(struct dc *d, const struct ptx_insn *in, uint32_t v, ui
 {
 	const struct dv_poly p = *dv_poly_get(&d->x, v);
 	const struct dv_atom *j0 = NULL;
-	uint32_t a0 = 0;
+	uint32_t a0 = 0, nin;
 
 	for (unsigned t = 0; t < p.n && !j0; t++) {
 		const struct dv_atom *at = &d->x.atoms[p.t[t].a[0]];
@@ -450,11 +450,12 @@ static bool access_split(struct dc *d, const struct ptx_insn *in, uint32_t v, ui
 	}
 	if (!j0 || depth > 1)
 		return false;
-	for (unsigned e = 0; e < j0->nin; e++)
+	nin = j0->nin;
+	for (unsigned e = 0; e < nin; e++)
 		if (j0->in[e].back)
 			return false; /* a pointer that changes around a loop */
-	for (unsigned e = 0; e < j0->nin && !d->rc; e++) {
-		const struct dv_atom *j = &d->x.atoms[a0]; /* re-read: substitution may grow the pool */
+	for (unsigned e = 0; e < nin && !d->rc; e++) {
+		const struct dv_atom *j = &d->x.atoms[a0]; /* re-read: access_value may grow the atoms */
 		uint32_t ve = v, cs = j->in[e].cs;
 
 		for (unsigned t = 0; t < p.n; t++)
