@@ -135,8 +135,8 @@ static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsig
 	set->tables[ti].n = (uint16_t)count;
 	for (int64_t e = 0; e < count; e++) {
 		struct rw_access *a = &set->acc[set->n++];
-		int64_t len = read_int(base + t->len_off + (size_t)t->len_stride * (size_t)e,
-				       (enum rw_type)t->len_type, &big);
+		int64_t len = t->len_stride ? read_int(base + t->len_off + (size_t)t->len_stride * (size_t)e,
+						       (enum rw_type)t->len_type, &big) : 0;
 		int64_t bytes;
 
 		a->addr = read_u64(base + t->ptr_off + (size_t)t->ptr_stride * (size_t)e);
@@ -144,6 +144,12 @@ static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsig
 		a->entry = (int16_t)e;
 		a->table = (uint8_t)ti;
 		a->flags = t->access;
+		if (!t->len_stride) { /* a table without lengths: each entry's whole allocation */
+			a->bytes = 0;
+			a->flags |= RW_ACC_UNKNOWN;
+			total = -1;
+			continue;
+		}
 		if (big || len < 0 || __builtin_mul_overflow(len, (int64_t)t->unit, &bytes)) {
 			a->bytes = 0;
 			a->flags |= RW_ACC_UNKNOWN;
@@ -182,6 +188,15 @@ static int launch_vars(const struct rw_card *card, const struct rw_launch_args *
 	for (unsigned g = 0; g < 3; g++) {
 		vars[card->nparams + RW_GX + g] = args->grid[g];
 		vars[card->nparams + RW_BX + g] = args->block[g];
+	}
+	for (unsigned f = 0; f < card->nfvars; f++) {
+		const struct rw_card_fvar *fv = &card->fvars[f]; /* inside its struct: the parser checked */
+		unsigned v = card->nparams + RW_GRID_VARS + f;
+		bool big = false;
+
+		vars[v] = read_int(buf + args->params[fv->param].offset + fv->off, (enum rw_type)fv->type, &big);
+		if (big)
+			*invalid |= 1ull << v;
 	}
 	return 0;
 }
@@ -245,6 +260,29 @@ static bool table_accesses(const struct rw_card *card, const struct rw_launch_ar
 	return ok;
 }
 
+/* One access per `field` line, after the tables: the pointer read out of the struct's bytes. */
+static void field_accesses(const struct rw_card *card, const struct rw_launch_args *args, const int64_t *vars,
+			   uint64_t invalid, struct rw_access_set *set)
+{
+	for (unsigned i = 0; i < card->nfields; i++) {
+		const struct rw_card_field *fl = &card->fields[i];
+		const unsigned char *base = (const unsigned char *)args->buf + args->params[fl->param].offset;
+		struct rw_access *a = &set->acc[set->n++];
+		int64_t bytes;
+
+		a->addr = read_u64(base + fl->off); /* inside the struct: the card parser checked */
+		a->bytes = 0;
+		a->param = fl->param;
+		a->entry = (int16_t)i;
+		a->table = RW_ACCESS_FIELD;
+		a->flags = fl->access;
+		if (fl->span == RW_SPAN_UNKNOWN || rw__expr_eval(card->ops, fl->expr, vars, invalid, &bytes) != 0)
+			a->flags |= RW_ACC_UNKNOWN;
+		else
+			a->bytes = bytes > 0 ? (uint64_t)bytes : 0;
+	}
+}
+
 /* The set's count and flags: what the card claims, where the launch lets it be computed. */
 static void set_flags(const struct rw_card *card, const struct rw_launch_args *args, const int64_t *vars,
 		      uint64_t invalid, bool tables_ok, int64_t table_total, struct rw_access_set *set)
@@ -278,7 +316,7 @@ static void set_flags(const struct rw_card *card, const struct rw_launch_args *a
 int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args,
 		   struct rw_access_set *set)
 {
-	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS];
+	int64_t vars[RW_CARD_MAX_PARAMS + RW_GRID_VARS + RW_CARD_MAX_FVARS];
 	uint64_t invalid;
 	int64_t table_total;
 	bool tables_ok;
@@ -295,6 +333,7 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 		goto out;
 	pointer_accesses(card, vars, invalid, set);
 	tables_ok = table_accesses(card, args, set, &table_total);
+	field_accesses(card, args, vars, invalid, set);
 	set_flags(card, args, vars, invalid, tables_ok, table_total, set);
 out:
 	return rc;

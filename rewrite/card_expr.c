@@ -1,5 +1,6 @@
 /* card_expr.c - the compiler of kernel card expressions: infix text (integers, a card's
- * integer parameters, the grid variables gx..bz, unary -, + - * / %, min and max) into the
+ * integer parameters, integers inside its struct parameters (NAME@OFF:TYPE), the grid
+ * variables gx..bz, unary -, + - * / %, min and max) into the
  * reverse-Polish ops rewrite/card_eval.c runs, with the stack depth tracked as ops are
  * emitted. A recursive-descent parser, one function per precedence level. rewrite layer; the
  * card statements around expressions are card_parse.c's. */
@@ -16,7 +17,8 @@ const char *const rw__grid_names[RW_GRID_VARS] = { "gx", "gy", "gz", "bx", "by",
 
 /* Resolves a name to a variable index for the compiler. */
 struct names {
-	const struct rw_card *card;         /* its integer parameters, then grid names; or NULL */
+	struct rw_card *card;               /* its integer parameters, then grid names, then the
+					     * struct fields named (added to card->fvars); or NULL */
 	const char *const *list;            /* or a plain list of names (tests) */
 	unsigned nlist;                     /* entries of list */
 };
@@ -152,6 +154,69 @@ static int64_t resolve(struct expr_parser *p, const char *name, size_t len)
 	return -1;
 }
 
+/* NAME@OFF[:TYPE] at '@' (NAME, len bytes, read): an integer (i32 unless TYPE says u32, i64 or
+ * u64) at byte OFF of by-value struct parameter NAME. Without a card (a list of names, for
+ * tests and the derivation's check of its own text) it is NAME's value. */
+static void parse_field(struct expr_parser *p, const char *name, size_t len)
+{
+	static const struct { const char *n; enum rw_type t; } types[] = {
+		{ "i32", RW_T_I32 }, { "u32", RW_T_U32 }, { "i64", RW_T_I64 }, { "u64", RW_T_U64 },
+	};
+	enum rw_type type = RW_T_I32;
+	struct rw_card *c = p->names->card;
+	uint64_t off;
+	size_t used = rw__parse_number(p->s + ++p->at, &off);
+	int param = -1;
+
+	if (!used || off > 32764) {
+		expr_fail(p, "bad field offset at column %zu", p->at + 1);
+		return;
+	}
+	p->at += used;
+	if (p->s[p->at] == ':') {
+		size_t i;
+
+		for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+			if (!strncmp(p->s + p->at + 1, types[i].n, 3) && !rw__is_ident_char(p->s[p->at + 4]))
+				break;
+		if (i == sizeof(types) / sizeof(types[0])) {
+			expr_fail(p, "a field's type is i32, u32, i64 or u64 (column %zu)", p->at + 2);
+			return;
+		}
+		type = types[i].t;
+		p->at += 4;
+	}
+	if (!c) {
+		int64_t v = resolve(p, name, len);
+
+		if (v >= 0)
+			emit(p, RW_OP_VAR, v);
+		return;
+	}
+	for (unsigned i = 0; i < c->nparams; i++)
+		if (strlen(c->params[i].name) == len && !memcmp(c->params[i].name, name, len))
+			param = (int)i;
+	if (param < 0 || c->params[param].type != RW_T_STRUCT) {
+		expr_fail(p, "'%.*s' is not a struct parameter", (int)len, name);
+		return;
+	}
+	if (off + rw__type_size(type) > c->params[param].size) {
+		expr_fail(p, "field %.*s@%llu reaches past the struct", (int)len, name, (unsigned long long)off);
+		return;
+	}
+	for (unsigned i = 0; i < c->nfvars; i++)
+		if (c->fvars[i].param == param && c->fvars[i].off == off && c->fvars[i].type == type) {
+			emit(p, RW_OP_VAR, (int64_t)(c->nparams + RW_GRID_VARS + i));
+			return;
+		}
+	if (c->nfvars == RW_CARD_MAX_FVARS) {
+		expr_fail(p, "more than %d struct fields named", RW_CARD_MAX_FVARS);
+		return;
+	}
+	c->fvars[c->nfvars] = (struct rw_card_fvar){ (uint8_t)param, (uint8_t)type, (uint32_t)off };
+	emit(p, RW_OP_VAR, (int64_t)(c->nparams + RW_GRID_VARS + c->nfvars++));
+}
+
 static void parse_sum(struct expr_parser *p);
 
 /* min(a, b) or max(a, b), at its '(' (the name is read). */
@@ -222,6 +287,10 @@ static void parse_primary(struct expr_parser *p)
 		while (rw__is_ident_char(s[len]))
 			len++;
 		p->at += len;
+		if (p->s[p->at] == '@') {
+			parse_field(p, s, len);
+			return;
+		}
 		skip_blanks(p);
 		if (p->s[p->at] == '(' && ((len == 3 && !memcmp(s, "min", 3)) ||
 					   (len == 3 && !memcmp(s, "max", 3)))) {

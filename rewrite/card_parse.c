@@ -92,6 +92,8 @@ struct parser {
 	bool bad;                           /* already rejected; skipping to `end` */
 	struct pending_span spans[RW_CARD_MAX_PARAMS]; /* per parameter */
 	struct pending_span count;          /* `count` */
+	struct pending_span field_spans[RW_CARD_MAX_FIELDS]; /* per field line */
+	char field_params[RW_CARD_MAX_FIELDS][RW_CARD_NAME_MAX]; /* its struct parameter */
 	struct pending_table tables[RW_CARD_MAX_TABLES]; /* table/cat/split lines */
 	unsigned ntables;                   /* used entries of tables */
 	unsigned elementwise_line;          /* line of `elementwise` (0: none) */
@@ -124,6 +126,10 @@ static void pending_clear(struct parser *p)
 	}
 	free(p->count.text);
 	p->count.text = NULL;
+	for (unsigned i = 0; i < RW_CARD_MAX_FIELDS; i++) {
+		free(p->field_spans[i].text);
+		p->field_spans[i].text = NULL;
+	}
 	p->ntables = 0;
 	p->elementwise_line = 0;
 }
@@ -453,11 +459,79 @@ static void stmt_table(struct parser *p, struct words *ws, int role)
 			return;
 		}
 	}
-	if (!have_ptr || !have_len || !have_count || !have_max) {
-		reject(p, p->line, "a table needs ptr=, len=, count= and max=");
+	if (!have_ptr || !have_count || !have_max || (!have_len && role != TBL_PLAIN)) {
+		reject(p, p->line, "a table needs ptr=, len=, count= and max= (a plain table may leave "
+		       "out len=: its spans are then unknown)");
 		return;
 	}
 	p->ntables++;
+}
+
+/* field PARAM OFF ACCESS SPAN: checked against PARAM and compiled at `end`. */
+static void stmt_field(struct parser *p, struct words *ws, const char *line)
+{
+	struct rw_card *c = p->card;
+	struct rw_card_field *fl;
+	uint64_t off;
+
+	if (c->nfields == RW_CARD_MAX_FIELDS) {
+		reject(p, p->line, "more than %d fields", RW_CARD_MAX_FIELDS);
+		return;
+	}
+	if (ws->n < 5) {
+		reject(p, p->line, "'field' needs a struct parameter, an offset, an access and a span");
+		return;
+	}
+	fl = &c->fields[c->nfields];
+	memset(fl, 0, sizeof(*fl));
+	if (rw__parse_number(ws->w[2], &off) != strlen(ws->w[2]) || off > STRUCT_MAX) {
+		reject(p, p->line, "bad field offset '%s'", ws->w[2]);
+		return;
+	}
+	if (access_parse(ws->w[3], &fl->access) != 0 || fl->access == 0) {
+		reject(p, p->line, "a field's access is r, w or rw, not '%s'", ws->w[3]);
+		return;
+	}
+	fl->off = (uint32_t)off;
+	snprintf(p->field_params[c->nfields], RW_CARD_NAME_MAX, "%s", ws->w[1]);
+	if (ws->n == 5 && !strcmp(ws->w[4], "unknown")) {
+		fl->span = RW_SPAN_UNKNOWN;
+	} else {
+		fl->span = RW_SPAN_EXPR;
+		p->field_spans[c->nfields].line = p->line;
+		p->field_spans[c->nfields].text = dup_str(p, line + ws->start[4]);
+	}
+	c->nfields++;
+}
+
+/* At `end`: each field's struct parameter resolved, its pointer inside it, its span compiled. */
+static bool fields_finish(struct parser *p)
+{
+	struct rw_card *c = p->card;
+	char err[ERR_MAX];
+
+	for (unsigned i = 0; i < c->nfields; i++) {
+		struct rw_card_field *fl = &c->fields[i];
+		int idx = rw_card_param_index(c, p->field_params[i]);
+		unsigned line = p->field_spans[i].line ? p->field_spans[i].line : c->line;
+
+		if (idx < 0 || c->params[idx].type != RW_T_STRUCT) {
+			reject(p, line, "field parameter '%s' is not a declared struct", p->field_params[i]);
+			return false;
+		}
+		if ((uint64_t)fl->off + 8 > c->params[idx].size) {
+			reject(p, line, "field at %u reaches past the %u bytes of '%s'", fl->off,
+			       c->params[idx].size, p->field_params[i]);
+			return false;
+		}
+		fl->param = (uint8_t)idx;
+		if (fl->span == RW_SPAN_EXPR &&
+		    rw__expr_compile(c, p->field_spans[i].text, &fl->expr, err, sizeof(err)) != 0) {
+			reject(p, line, "span of field %u of '%s': %s", fl->off, p->field_params[i], err);
+			return false;
+		}
+	}
+	return true;
 }
 
 static void stmt_count(struct parser *p, struct words *ws, const char *line)
@@ -514,7 +588,8 @@ static bool table_fits(struct parser *p, const struct pending_table *pt, struct 
 	size = prm->size;
 	last = t->max - 1u;
 	if ((uint64_t)t->ptr_off + t->ptr_stride * last + 8 > size ||
-	    (uint64_t)t->len_off + t->len_stride * last + rw__type_size((enum rw_type)t->len_type) > size ||
+	    (t->len_stride && /* no len=: the entries' spans are unknown */
+	     (uint64_t)t->len_off + t->len_stride * last + rw__type_size((enum rw_type)t->len_type) > size) ||
 	    (uint64_t)t->count_off + rw__type_size((enum rw_type)t->count_type) > size) {
 		reject(p, pt->line, "table fields reach past the %u bytes of '%s'", prm->size, pt->param);
 		return false;
@@ -560,6 +635,8 @@ static void card_finish(struct parser *p)
 		reject(p, p->elementwise_line, "elementwise needs 'count NAME' with an integer parameter");
 		return;
 	}
+	if (!fields_finish(p))
+		return;
 	for (unsigned i = 0; i < p->ntables; i++) {
 		if (!table_fits(p, &p->tables[i], &c->tables[i]))
 			return;
@@ -657,6 +734,8 @@ static void statement(struct parser *p, char *buf, const char *line)
 		stmt_flag(p, &ws);
 	else if (!strcmp(w, "table"))
 		stmt_table(p, &ws, TBL_PLAIN);
+	else if (!strcmp(w, "field"))
+		stmt_field(p, &ws, line);
 	else if (!strcmp(w, "cat"))
 		stmt_table(p, &ws, TBL_CAT);
 	else if (!strcmp(w, "split"))

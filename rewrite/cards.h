@@ -44,6 +44,12 @@
  *                                    max=N                  the most entries the kernel reads
  *                                    unit=U                 bytes per length unit (default 1)
  *                                  Entries used: min(max(count, 0), N).
+ *                                  Without len= each entry's span is unknown (the whole
+ *                                  allocation its pointer points into): what a derived card
+ *                                  says of pointers it finds in a table but cannot bound.
+ *   field PARAM OFF ACCESS SPAN    a pointer inside the by-value struct parameter PARAM: its
+ *                                  8 bytes at byte OFF of the struct, ACCESS r, w or rw, SPAN an
+ *                                  expression or `unknown`, as for a pointer parameter.
  *   cat PARAM KEYS                 a read table (as above) whose ranges the kernel gathers, in
  *                                  order, into the contiguous output: the pointer whose SPAN is
  *                                  `table` (ACCESS w). The cat-like property.
@@ -51,7 +57,9 @@
  *                                  scattered, in order, into the table's ranges (written).
  *   end                            closes the card.
  *
- * Expressions: integers (decimal or 0x hex), integer parameters by name, the launch's grid
+ * Expressions: integers (decimal or 0x hex), integer parameters by name, an integer inside a
+ * by-value struct parameter as NAME@OFF[:T] (T i32 default, u32 i64 u64; OFF its byte offset
+ * in struct NAME: `args@96` is cat_args.count), the launch's grid
  * gx gy gz and block bx by bz, + - * / % with C precedence and truncation, unary minus,
  * parentheses, min(a, b) and max(a, b). Evaluated in 64-bit signed arithmetic; an overflow or
  * a division by zero makes that span unknown; a negative span counts as 0.
@@ -90,7 +98,9 @@
 #define RW_CARD_MAX_PARAMS 32   /* parameters a card may list */
 #define RW_CARD_MAX_TABLES 4    /* table/cat/split lines per card */
 #define RW_CARD_MAX_ENTRIES 64  /* table entries per card, all tables together */
-#define RW_ACCESS_MAX (RW_CARD_MAX_PARAMS + RW_CARD_MAX_ENTRIES)
+#define RW_CARD_MAX_FIELDS 32   /* field lines per card */
+#define RW_ACCESS_MAX (RW_CARD_MAX_PARAMS + RW_CARD_MAX_ENTRIES + RW_CARD_MAX_FIELDS)
+#define RW_ACCESS_FIELD 0xff    /* struct rw_access.table of a `field` line's access */
 
 struct rw_card;  /* one parsed card; immutable, owned by its set */
 struct rw_cards; /* a set of cards with a name cache; thread-safe */
@@ -178,8 +188,9 @@ struct rw_access {
 	uint64_t addr;            /* device address (the pointer's value) */
 	uint64_t bytes;           /* length; 0 with RW_ACC_UNKNOWN (or when nothing is touched) */
 	uint16_t param;           /* the parameter it comes from */
-	int16_t entry;            /* table entry index, -1 for a pointer parameter */
-	uint8_t table;            /* which table of the card (when entry >= 0) */
+	int16_t entry;            /* table entry or field line index, -1 for a pointer parameter */
+	uint8_t table;            /* which table of the card (when entry >= 0), RW_ACCESS_FIELD
+				     for a field line */
 	uint8_t flags;            /* RW_ACC_* */
 };
 
@@ -208,7 +219,8 @@ struct rw_access_set {
 	int cat_out;                              /* cat/split: acc[] index of the contiguous side, else -1 */
 	unsigned ntables;                         /* tables decoded */
 	struct rw_access_table tables[RW_CARD_MAX_TABLES]; /* where each table's entries are */
-	struct rw_access acc[RW_ACCESS_MAX];      /* pointer parameters in order, then table entries */
+	struct rw_access acc[RW_ACCESS_MAX];      /* pointer parameters in order, then table
+						     entries, then field lines */
 };
 
 /* Evaluate what a launch of card's kernel touches. Returns 0, or -CF_EINVAL when the launch's

@@ -15,7 +15,7 @@
 #define RW_EXPR_MAX_DEPTH 16    /* evaluation stack */
 
 /* Grid variables an expression may name; their values follow the parameters in the
- * evaluator's variable array. */
+ * evaluator's variable array (then the struct fields it names: RW_CARD_MAX_FVARS). */
 enum rw_grid_var { RW_GX, RW_GY, RW_GZ, RW_BX, RW_BY, RW_BZ, RW_GRID_VARS };
 
 enum rw_type {
@@ -39,7 +39,8 @@ enum rw_span {
 /* Reverse Polish: each op pushes or combines values on a stack. */
 enum rw_op_kind {
 	RW_OP_CONST, /* push v */
-	RW_OP_VAR,   /* push variable v (a parameter index, or nparams + enum rw_grid_var) */
+	RW_OP_VAR,   /* push variable v (a parameter index, nparams + enum rw_grid_var, or
+		      * nparams + RW_GRID_VARS + a struct field's index in fvars) */
 	RW_OP_NEG,   /* unary minus */
 	RW_OP_ADD,
 	RW_OP_SUB,
@@ -84,6 +85,25 @@ struct rw_card_table {
 	uint32_t unit;              /* bytes per length unit */
 };
 
+#define RW_CARD_MAX_FVARS 16   /* struct fields (NAME@OFF) one card's expressions may name */
+
+/* An integer inside a by-value struct parameter that an expression names (NAME@OFF:TYPE);
+ * its value follows the grid variables in the evaluator's variable array. */
+struct rw_card_fvar {
+	uint8_t param;              /* the struct parameter */
+	uint8_t type;               /* enum rw_type: an integer */
+	uint32_t off;               /* its bytes start here in the struct */
+};
+
+/* A `field` line: one pointer at a fixed offset inside a by-value struct parameter. */
+struct rw_card_field {
+	uint8_t param;              /* the struct parameter holding it */
+	uint8_t access;             /* RW_ACC_READ | RW_ACC_WRITE */
+	uint8_t span;               /* RW_SPAN_EXPR or RW_SPAN_UNKNOWN */
+	uint32_t off;               /* the pointer's 8 bytes start here in the struct */
+	struct rw_expr expr;        /* the span (RW_SPAN_EXPR) */
+};
+
 struct rw_card {
 	char *patterns[RW_CARD_MAX_PATTERNS]; /* globs, malloc'd */
 	unsigned npatterns;         /* used entries of patterns */
@@ -97,6 +117,10 @@ struct rw_card {
 	unsigned ntables;           /* entries of tables */
 	struct rw_card_table tables[RW_CARD_MAX_TABLES]; /* table, cat and split lines in order */
 	int table_ptr;              /* the parameter whose span is `table`, or -1 */
+	unsigned nfvars;            /* entries of fvars */
+	struct rw_card_fvar fvars[RW_CARD_MAX_FVARS]; /* struct fields named in expressions */
+	unsigned nfields;           /* entries of fields */
+	struct rw_card_field fields[RW_CARD_MAX_FIELDS]; /* field lines in order */
 	struct rw_op *ops;          /* every expression's ops, malloc'd */
 	unsigned nops;              /* used entries of ops */
 };

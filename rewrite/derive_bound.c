@@ -250,6 +250,9 @@ bool dv_has_atom(const struct dv_ctx *x, uint32_t v, uint32_t a)
 
 static bool is_ptr_param(const struct dv_ctx *x, uint32_t a)
 {
+	if (x->atoms[a].kind == DV_K_FIELD)
+		return (x->atoms[a].key2 & 15) == 8;
+
 	return x->atoms[a].kind == DV_K_PARAM && x->f->params[a - DV_A_PARAM0].size == 8;
 }
 
@@ -390,6 +393,8 @@ uint32_t dv_cset_meet(struct dv_ctx *x, uint32_t a, uint32_t b)
 
 /* ------------------------------------------------------------------ sign */
 
+#define DV_Z_NONNEG 0x80000000u /* in a Z atom's key1: its X was proved >= 0 on the path */
+
 static bool atom_nonneg(struct dv_ctx *x, uint32_t a);
 
 /* Every monomial has a positive coefficient and atoms that are not negative. */
@@ -426,6 +431,7 @@ static bool atom_nonneg_uncached(struct dv_ctx *x, uint32_t a)
 	case DV_K_FIXED:
 		return a <= PTX_SR_NCTAID_Z;
 	case DV_K_PARAM:
+	case DV_K_FIELD:
 		return true; /* the stated assumption (derive_int.h) */
 	case DV_K_PHI:
 	case DV_K_SEL:
@@ -441,7 +447,7 @@ static bool atom_nonneg_uncached(struct dv_ctx *x, uint32_t a)
 	case DV_K_SIGN:
 		return true;
 	case DV_K_Z:
-		return dv_nonneg(x, at.a);
+		return (at.key1 & DV_Z_NONNEG) || dv_nonneg(x, at.a);
 	}
 	return false;
 }
@@ -467,7 +473,7 @@ static bool atom_lower(struct dv_ctx *x, uint32_t a, int64_t *low)
 	bool ok = true, any = false;
 	int64_t m = INT64_MAX, l;
 
-	if (at.kind == DV_K_PARAM || a <= PTX_SR_TID_Z || (a >= PTX_SR_CTAID_X && a <= PTX_SR_CTAID_Z)) {
+	if (at.kind == DV_K_PARAM || at.kind == DV_K_FIELD || a <= PTX_SR_TID_Z || (a >= PTX_SR_CTAID_X && a <= PTX_SR_CTAID_Z)) {
 		*low = 0;
 		return true;
 	}
@@ -535,6 +541,63 @@ bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low)
 	return true;
 }
 
+uint32_t dv_subst(struct dv_ctx *x, uint32_t v, uint32_t a, uint32_t r)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+	uint32_t sum = x->v_zero;
+
+	if (!dv_has_atom(x, v, a))
+		return v;
+	for (unsigned i = 0; i < p.n; i++) {
+		uint32_t prod = dv_const(x, p.t[i].c);
+
+		for (unsigned k = 0; k < p.t[i].deg; k++)
+			prod = dv_mul(x, prod, p.t[i].a[k] == a ? r : dv_atom_val(x, p.t[i].a[k]));
+		sum = dv_add(x, sum, prod);
+	}
+	return sum;
+}
+
+/* The monomial of p with t's atoms, or -1. */
+static int find_monomial(const struct dv_poly *p, const struct dv_term *t)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->t[i].deg == t->deg && !memcmp(p->t[i].a, t->a, sizeof(t->a)))
+			return (int)i;
+	return -1;
+}
+
+bool dv_nonneg_under(struct dv_ctx *x, uint32_t v, uint32_t cs)
+{
+	const struct dv_cset s = *dv_cset_get(x, cs);
+	int64_t low;
+
+	if (dv_nonneg(x, v) || (dv_lower(x, v, &low) && low >= 0))
+		return true;
+	for (unsigned i = s.n; i-- > 0;) {
+		uint32_t gap;
+		struct dv_poly vp, gp;
+
+		if (s.c[i].n == DV_NONZERO)
+			continue;
+		gap = dv_sub(x, dv_sub(x, s.c[i].n, s.c[i].x), dv_const(x, 1)); /* N - X - 1 >= 0 */
+		vp = *dv_poly_get(x, v);
+		gp = *dv_poly_get(x, gap);
+		/* k from a negative monomial of v that the gap has with a negative coefficient too */
+		for (unsigned t = 0; t < vp.n; t++) {
+			int g = vp.t[t].c < 0 ? find_monomial(&gp, &vp.t[t]) : -1;
+			int64_t k;
+
+			if (g < 0 || gp.t[g].c >= 0 || vp.t[t].c % gp.t[g].c)
+				continue;
+			k = vp.t[t].c / gp.t[g].c;
+			if (dv_nonneg(x, dv_sub(x, v, dv_mul(x, dv_const(x, k), gap))))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* ------------------------------------------------------------------ max-sets */
 
 /* b - a provably >= 0 */
@@ -560,9 +623,60 @@ int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v)
 	return 0;
 }
 
+/* v >= 0, where a launch remainder X % c taken away counts as X (X % c <= X for X >= 0): what
+ * shows X - X % c not negative. */
+static bool nonneg_rem(struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+
+	if (dv_nonneg(x, v))
+		return true;
+	for (unsigned i = 0; i < p.n; i++)
+		for (unsigned k = 0; k < p.t[i].deg; k++) {
+			const struct dv_atom *r = &x->atoms[p.t[i].a[k]];
+
+			if (r->kind == DV_K_REM && r->launch && p.t[i].c < 0 && p.t[i].deg == 1 && dv_nonneg(x, r->a))
+				v = dv_subst(x, v, p.t[i].a[k], r->a);
+		}
+	return dv_nonneg(x, v);
+}
+
+uint32_t dv_weaken_div(struct dv_ctx *x, uint32_t v)
+{
+	const struct dv_poly p = *dv_poly_get(x, v);
+	uint32_t out = x->v_zero;
+
+	for (unsigned i = 0; i < p.n; i++) {
+		struct dv_poly one;
+		struct dv_term t = p.t[i];
+		uint32_t tv, by = UINT32_MAX;
+
+		for (unsigned k = 0; k < t.deg && by == UINT32_MAX && t.c > 0; k++) {
+			const struct dv_atom *d = &x->atoms[t.a[k]];
+			const struct dv_poly *b = d->kind == DV_K_DIV && d->launch ? dv_poly_get(x, d->b) : NULL;
+
+			if (b && b->n == 1 && b->t[0].deg == 0 && b->t[0].c > 0 && t.c % b->t[0].c == 0 &&
+			    nonneg_rem(x, d->a)) {
+				/* c*m * (X / c) <= m * X: drop the atom, scale by X / c */
+				by = d->a;
+				t.c /= b->t[0].c;
+				memmove(&t.a[k], &t.a[k + 1], (size_t)(t.deg - k - 1) * sizeof(t.a[0]));
+				t.a[--t.deg] = 0;
+			}
+		}
+		memset(&one, 0, sizeof(one));
+		one.n = 1;
+		one.t[0] = t;
+		tv = intern_poly(x, &one);
+		out = dv_add(x, out, by == UINT32_MAX ? tv : dv_mul(x, tv, by));
+	}
+	return out;
+}
+
 uint32_t dv_mset_collapse(struct dv_ctx *x, const struct dv_mset *set)
 {
 	struct dv_poly r;
+	uint8_t seen[DV_MAX_TERMS] = { 0 };
 
 	memset(&r, 0, sizeof(r));
 	for (unsigned i = 0; i < set->n; i++) {
@@ -580,14 +694,31 @@ uint32_t dv_mset_collapse(struct dv_ctx *x, const struct dv_mset *set)
 			if (j < r.n) {
 				if (t.c > r.t[j].c)
 					r.t[j].c = t.c;
-			} else if (t.c > 0 && !poly_add_term(&r, t)) {
-				return UINT32_MAX;
+				seen[j]++;
+			} else if (i == 0) {
+				/* the first value's monomials, negative ones too: kept when every value
+				 * has them */
+				if (!poly_add_term(&r, t))
+					return UINT32_MAX;
+				for (j = 0; j < r.n && term_cmp(&r.t[j], &t); j++)
+					;
+				memmove(&seen[j + 1], &seen[j], (size_t)(r.n - 1 - j));
+				seen[j] = 1;
+			} else if (t.c > 0) {
+				if (!poly_add_term(&r, t))
+					return UINT32_MAX;
+				for (j = 0; j < r.n && term_cmp(&r.t[j], &t); j++)
+					;
+				memmove(&seen[j + 1], &seen[j], (size_t)(r.n - 1 - j));
+				seen[j] = 1;
 			}
 		}
 	}
-	/* a monomial some value lacks counts 0 there: keep only positive maxima */
+	/* a monomial some value lacks counts 0 there: a negative maximum is kept only when every
+	 * value has the monomial */
 	for (unsigned j = 0; j < r.n;) {
-		if (r.t[j].c <= 0) {
+		if (r.t[j].c == 0 || (r.t[j].c < 0 && seen[j] != set->n)) {
+			memmove(&seen[j], &seen[j + 1], (size_t)(r.n - j - 1));
 			memmove(&r.t[j], &r.t[j + 1], (r.n - j - 1) * sizeof(r.t[0]));
 			memset(&r.t[--r.n], 0, sizeof(r.t[0]));
 		} else {
@@ -803,6 +934,62 @@ static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, 
 	return 0;
 }
 
+static bool term_div(const struct dv_term *t, const struct dv_term *l, struct dv_term *m);
+
+/* m with n = b * m exactly, by long division checked by multiplying back; false when none. */
+static bool poly_div_exact(struct dv_ctx *x, uint32_t n, uint32_t b, uint32_t *m)
+{
+	const struct dv_poly bp = *dv_poly_get(x, b);
+	uint32_t r = n, q = x->v_zero;
+	unsigned lb = 0;
+
+	if (bp.n == 0)
+		return false;
+	for (unsigned i = 1; i < bp.n; i++)
+		if (bp.t[i].deg > bp.t[lb].deg)
+			lb = i;
+	for (unsigned round = 0; round < DV_MAX_TERMS && dv_poly_get(x, r)->n; round++) {
+		const struct dv_poly rp = *dv_poly_get(x, r);
+		struct dv_poly tp;
+		unsigned lr = 0;
+
+		for (unsigned i = 1; i < rp.n; i++)
+			if (rp.t[i].deg > rp.t[lr].deg)
+				lr = i;
+		memset(&tp, 0, sizeof(tp));
+		tp.n = 1;
+		if (!term_div(&rp.t[lr], &bp.t[lb], &tp.t[0]))
+			return false;
+		q = dv_add(x, q, intern_poly(x, &tp));
+		r = dv_sub(x, n, dv_mul(x, b, q));
+	}
+	*m = q;
+	return dv_mul(x, b, q) == n;
+}
+
+/* a / b (b >= 1: a DIV atom is made only then): below N / b when the path has a < N with N a
+ * multiple of b (i < rows * w gives i / w < rows), else at most a itself, or a's bound / b for
+ * a constant b. */
+static int div_upper(struct dv_ctx *x, const struct dv_atom *at, uint32_t cs, int depth, struct dv_mset *out)
+{
+	const struct dv_cset s = *dv_cset_get(x, cs);
+	const struct dv_poly *bp = dv_poly_get(x, at->b);
+	struct dv_mset ua;
+	uint32_t m;
+
+	for (unsigned i = s.n; i-- > 0;)
+		if (s.c[i].n != DV_NONZERO && s.c[i].x == at->a && poly_div_exact(x, s.c[i].n, at->b, &m) &&
+		    upper(x, dv_sub(x, m, dv_const(x, 1)), cs, depth, out) == 0)
+			return 0;
+	if (upper(x, at->a, cs, depth, &ua) < 0)
+		return -1;
+	if (bp->n == 1 && bp->t[0].deg == 0)
+		for (unsigned i = 0; i < ua.n; i++)
+			ua.v[i] = launch_div(x, ua.v[i], bp->t[0].c);
+	*out = ua;
+	return 0;
+}
+
 static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
 {
 	struct dv_atom at = x->atoms[a];
@@ -833,6 +1020,8 @@ static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int de
 		return upper(x, dv_sub(x, at.b, dv_const(x, 1)), cs, depth, out);
 	case DV_K_SIGN:
 		return upper(x, dv_const(x, 1), cs, depth, out);
+	case DV_K_DIV:
+		return div_upper(x, &at, cs, depth, out);
 	}
 	return -1;
 }
@@ -901,6 +1090,7 @@ static uint32_t factor(struct dv_ctx *x, uint32_t v, uint32_t cs)
 		struct dv_poly xp;
 		int lt;
 		uint32_t z;
+		bool nn;
 
 		if (s.c[i].n == DV_NONZERO)
 			continue;
@@ -908,7 +1098,10 @@ static uint32_t factor(struct dv_ctx *x, uint32_t v, uint32_t cs)
 		lt = leading_term(x, &xp);
 		if (lt < 0)
 			continue;
-		z = dv_atom_get(x, DV_K_Z, s.c[i].x, s.c[i].n);
+		/* X >= 0 from the path's other constraints (at = i - len0 after i >= len0) makes Z
+		 * a different atom: one not negative whatever the path */
+		nn = !dv_nonneg(x, s.c[i].x) && dv_nonneg_under(x, s.c[i].x, cs);
+		z = dv_atom_get(x, DV_K_Z, s.c[i].x | (nn ? DV_Z_NONNEG : 0), s.c[i].n);
 		if (z == UINT32_MAX)
 			return v;
 		x->atoms[z].a = s.c[i].x;
@@ -1007,6 +1200,12 @@ static const char *atom_name(const struct dv_ctx *x, uint32_t a, char *buf, size
 		snprintf(buf, len, "p%u", a - DV_A_PARAM0);
 		return buf;
 	}
+	if (x->atoms[a].kind == DV_K_FIELD) {
+		uint32_t k2 = x->atoms[a].key2;
+
+		snprintf(buf, len, "p%u@%u:%c%u", x->atoms[a].key1, k2 / 32, k2 & 16 ? 'i' : 'u', (k2 & 15) * 8);
+		return buf;
+	}
 	return a <= PTX_SR_NCTAID_Z && dims[a] ? dims[a] : NULL;
 }
 
@@ -1036,12 +1235,12 @@ int dv_format(const struct dv_ctx *x, uint32_t v, char *buf, size_t len)
 			const char *name = atom_name(x, t->a[k], nb, sizeof(nb));
 			const struct dv_atom *am = &x->atoms[t->a[k]];
 
-			if (!name && am->kind == DV_K_DIV && am->launch) {
+			if (!name && (am->kind == DV_K_DIV || am->kind == DV_K_REM) && am->launch) {
 				char inner[224];
 
 				if (dv_format(x, am->a, inner, sizeof(inner)) < 0)
 					return -CF_ERANGE;
-				snprintf(nb, sizeof(nb), "((%s)/%lld)", inner,
+				snprintf(nb, sizeof(nb), "((%s)%c%lld)", inner, am->kind == DV_K_DIV ? '/' : '%',
 					 (long long)dv_poly_get(x, am->b)->t[0].c);
 				name = nb;
 			}

@@ -130,17 +130,6 @@ static int screen_body(const struct ptx_module *m, const struct ptx_func *f, cha
 	return 0;
 }
 
-/* A parameter wider than a pointer and not itself a pointer is a struct passed by value: its
- * pointer fields (if any) are addresses no card can name. */
-static int screen_params(const struct ptx_func *f, char *why, size_t whylen)
-{
-	for (uint32_t i = 0; i < f->nparams; i++)
-		if (!f->params[i].is_ptr && f->params[i].size > 8)
-			return refuse(why, whylen, "indirect: p%u is a %llu-byte struct that may hold "
-				      "pointers", i, (unsigned long long)f->params[i].size);
-	return 0;
-}
-
 /* ------------------------------------------------------------------ predicates */
 
 enum { PR_UNK, PR_CMP, PR_AND, PR_OR, PR_NOT };
@@ -185,6 +174,9 @@ struct dc {
 	bool record;                  /* the final pass: accesses are recorded */
 	bool changed;                 /* an edge state changed this round */
 	struct dc_param *pe;          /* per parameter */
+	struct dc_param fe[RW_CARD_MAX_FIELDS]; /* per pointer field of a struct parameter */
+	uint32_t fe_atom[RW_CARD_MAX_FIELDS];   /* its DV_K_FIELD atom */
+	unsigned nfe;
 	int rc;                       /* a refusal met on the way */
 	char *why;
 	size_t whylen;
@@ -382,12 +374,12 @@ static void set_dest(struct dc *d, const struct ptx_insn *in, uint32_t i, uint32
 
 /* ------------------------------------------------------------------ accesses */
 
-static void param_unknown(struct dc *d, uint32_t k, const struct ptx_insn *in, const char *what)
+static void param_unknown(struct dc_param *pe, const struct ptx_insn *in, const char *what)
 {
-	if (d->pe[k].unknown)
+	if (pe->unknown)
 		return;
-	d->pe[k].unknown = true;
-	snprintf(d->pe[k].note, sizeof(d->pe[k].note), "line %u: %s", in->line, what);
+	pe->unknown = true;
+	snprintf(pe->note, sizeof(pe->note), "line %u: %s", in->line, what);
 }
 
 static void check_elementwise(struct dc *d, uint32_t off, uint32_t bytes, uint32_t cs)
@@ -418,14 +410,74 @@ static void check_elementwise(struct dc *d, uint32_t off, uint32_t bytes, uint32
 		d->ew_count = count;
 }
 
+/* The record of pointer base k (dv_base_param): a parameter's, or a struct field's (made on
+ * first use); NULL when the card would need more fields than it may hold. */
+static struct dc_param *base_entry(struct dc *d, int k)
+{
+	uint32_t atom = DV_A_PARAM0 + (uint32_t)k;
+
+	if ((uint32_t)k < d->f->nparams)
+		return &d->pe[k];
+	for (unsigned i = 0; i < d->nfe; i++)
+		if (d->fe_atom[i] == atom)
+			return &d->fe[i];
+	if (d->nfe == RW_CARD_MAX_FIELDS)
+		return NULL;
+	d->fe_atom[d->nfe] = atom;
+	memset(&d->fe[d->nfe], 0, sizeof(d->fe[0]));
+	return &d->fe[d->nfe++];
+}
+
+static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, uint32_t cs, uint32_t bytes,
+			 uint8_t acc, bool atomic, int depth);
+
+/* An address that is a join of pointers with different bases (cat's `src[s]` unrolled, or
+ * `c < acols ? a[..] : b[..]`): v holds a phi or select atom whose incoming values each have a
+ * base. Each incoming edge is an access of its own, with the phis of that block (the offset's
+ * too) taken on that edge, bounded under that edge's constraints. false when v is not that. */
+static bool access_split(struct dc *d, const struct ptx_insn *in, uint32_t v, uint32_t bytes, uint8_t acc,
+			 bool atomic, int depth)
+{
+	const struct dv_poly p = *dv_poly_get(&d->x, v);
+	const struct dv_atom *j0 = NULL;
+	uint32_t a0 = 0, nin;
+
+	for (unsigned t = 0; t < p.n && !j0; t++) {
+		const struct dv_atom *at = &d->x.atoms[p.t[t].a[0]];
+
+		if (p.t[t].deg == 1 && p.t[t].c == 1 && (at->kind == DV_K_PHI || at->kind == DV_K_SEL) && at->nin)
+			j0 = at, a0 = p.t[t].a[0];
+	}
+	if (!j0 || depth > 1)
+		return false;
+	nin = j0->nin;
+	for (unsigned e = 0; e < nin; e++)
+		if (j0->in[e].back)
+			return false; /* a pointer that changes around a loop */
+	for (unsigned e = 0; e < nin && !d->rc; e++) {
+		const struct dv_atom *j = &d->x.atoms[a0]; /* re-read: access_value may grow the atoms */
+		uint32_t ve = v, cs = j->in[e].cs;
+
+		for (unsigned t = 0; t < p.n; t++)
+			for (unsigned k = 0; k < p.t[t].deg; k++) {
+				uint32_t b = p.t[t].a[k];
+				const struct dv_atom *bt = &d->x.atoms[b];
+
+				if (b == a0 || (j->kind == DV_K_PHI && bt->kind == DV_K_PHI && bt->key1 == j->key1 &&
+						bt->nin == j->nin && !bt->in[e].back))
+					ve = dv_subst(&d->x, ve, b, d->x.atoms[b].in[e].v);
+			}
+		d->ew = 0;
+		access_value(d, in, ve, guard_cons(d, in, cs), bytes, acc, atomic, depth + 1);
+	}
+	return true;
+}
+
 /* One global access of `bytes` at address operand o (acc: RW_ACC_*). */
 static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_operand *o, uint32_t bytes,
 		   uint8_t acc, bool atomic)
 {
-	uint32_t v, off, cs;
-	struct dv_mset ub;
-	int64_t low;
-	int k;
+	uint32_t v;
 
 	if (!d->record || d->rc)
 		return;
@@ -436,7 +488,34 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 		return;
 	}
 	v = dv_add(&d->x, is_pred_reg(d, o->reg) ? d->x.v_any : d->cur[o->reg], dc_const(d, o->imm));
-	k = dv_base_param(&d->x, v);
+	access_value(d, in, v, guard_cons(d, in, d->cs), bytes, acc, atomic, 0);
+}
+
+/* A max-set grown too large: its bounds (and v) with divisions by constants weakened, which
+ * lets more of them dominate others (n%4 + 4*(n/4 ...)); -1 when still too many. */
+static int span_weaken_join(struct dc *d, struct dv_mset *span, uint32_t v)
+{
+	struct dv_mset w = { 0 };
+
+	for (unsigned i = 0; i < span->n; i++)
+		if (dv_mset_join(&d->x, &w, dv_weaken_div(&d->x, span->v[i])) < 0)
+			return -1;
+	if (dv_mset_join(&d->x, &w, dv_weaken_div(&d->x, v)) < 0)
+		return -1;
+	*span = w;
+	return 0;
+}
+
+/* The access at address value v on a path where cs holds. */
+static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, uint32_t cs, uint32_t bytes,
+			 uint8_t acc, bool atomic, int depth)
+{
+	struct dc_param *pe;
+	uint32_t off;
+	struct dv_mset ub;
+	int64_t low;
+	int k = dv_base_param(&d->x, v);
+
 	if (k == -1 && dv_has_atom(&d->x, v, DV_A_LOCAL)) {
 		d->ew = 0; /* generic address into shared (or local) memory */
 		return;
@@ -445,33 +524,43 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 		d->rc = refuse(d->why, d->whylen, "indirect: line %u: an address loaded from memory", in->line);
 		return;
 	}
+	if (k < 0 && access_split(d, in, v, bytes, acc, atomic, depth))
+		return;
 	if (k < 0) {
 		d->rc = refuse(d->why, d->whylen, "line %u: an address the analysis cannot follow", in->line);
 		return;
 	}
+	pe = base_entry(d, k);
+	if (!pe) {
+		d->rc = refuse(d->why, d->whylen, "line %u: more than %d pointers in struct parameters",
+			       in->line, RW_CARD_MAX_FIELDS);
+		return;
+	}
 	off = dv_sub(&d->x, v, dv_atom_val(&d->x, DV_A_PARAM0 + (uint32_t)k));
-	cs = guard_cons(d, in, d->cs);
-	d->pe[k].acc |= acc;
-	d->pe[k].atomic |= atomic;
+	pe->acc |= acc;
+	pe->atomic |= atomic;
+	if ((uint32_t)k >= d->f->nparams)
+		d->ew = 0; /* the elementwise rules speak of pointer parameters only */
 	check_elementwise(d, off, bytes, cs);
-	if (d->pe[k].unknown)
+	if (pe->unknown)
 		return;
 	if (dv_has_atom(&d->x, off, DV_A_LOADED) || dv_has_atom(&d->x, off, DV_A_ANY) ||
 	    dv_has_atom(&d->x, off, DV_A_LOCAL)) {
-		param_unknown(d, (uint32_t)k, in, "the offset depends on data or on arithmetic not followed");
+		param_unknown(pe, in, "the offset depends on data or on arithmetic not followed");
 		return;
 	}
-	if (!dv_nonneg(&d->x, off) && !(dv_lower(&d->x, off, &low) && low >= 0)) {
-		param_unknown(d, (uint32_t)k, in, "the offset may be negative");
+	if (!dv_nonneg_under(&d->x, off, cs) && !(dv_lower(&d->x, off, &low) && low >= 0)) {
+		param_unknown(pe, in, "the offset may be negative");
 		return;
 	}
 	if (dv_upper(&d->x, off, cs, &ub) < 0) {
-		param_unknown(d, (uint32_t)k, in, "no bound found for the offset");
+		param_unknown(pe, in, "no bound found for the offset");
 		return;
 	}
 	for (unsigned i = 0; i < ub.n; i++)
-		if (dv_mset_join(&d->x, &d->pe[k].span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0) {
-			param_unknown(d, (uint32_t)k, in, "too many alternative bounds");
+		if (dv_mset_join(&d->x, &pe->span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0 &&
+		    span_weaken_join(d, &pe->span, dv_add(&d->x, ub.v[i], dc_const(d, bytes))) < 0) {
+			param_unknown(pe, in, "too many alternative bounds");
 			return;
 		}
 }
@@ -488,6 +577,46 @@ static bool global_space(const struct ptx_insn *in)
 	return in->space == PTX_SPACE_GLOBAL || in->space == PTX_SPACE_GENERIC;
 }
 
+static bool is_int_type(uint8_t t);
+static bool is_signed_type(uint8_t t);
+
+/* The value of `bytes` bytes at byte off of by-value struct parameter k: a field atom for an
+ * integer or pointer of 4 or 8 bytes inside it, else ANY. */
+static uint32_t field_value(struct dc *d, const struct ptx_insn *in, uint32_t k, int64_t off, unsigned bytes)
+{
+	uint32_t a;
+
+	if ((bytes != 4 && bytes != 8) || off < 0 || (uint64_t)off + bytes > d->f->params[k].size ||
+	    !is_int_type(in->type))
+		return d->x.v_any;
+	a = dv_atom_get(&d->x, DV_K_FIELD, k, (uint32_t)off * 32u + (is_signed_type(in->type) ? 16u : 0u) + bytes);
+	if (a == UINT32_MAX) {
+		d->x.oom = true;
+		return d->x.v_any;
+	}
+	d->x.atoms[a].launch = 1; /* a span may name it: NAME@OFF */
+	return dv_atom_val(&d->x, a);
+}
+
+/* ld.param [struct + off], scalar or vector: each destination gets its own field. */
+static void load_fields(struct dc *d, const struct ptx_insn *in, uint32_t i, uint32_t k, int64_t off)
+{
+	const struct ptx_operand *o = &in->ops[0];
+	unsigned eb = ptx_type_bytes(in->type);
+
+	if (o->kind != PTX_OP_VEC) {
+		set_dest(d, in, i, field_value(d, in, k, off, access_bytes(in)));
+		return;
+	}
+	for (uint32_t e = 0; e < o->nelem; e++) {
+		const struct ptx_operand *r = ptx_elem(d->x.m, o, e);
+
+		if (r->kind == PTX_OP_REG && !is_pred_reg(d, r->reg))
+			d->cur[r->reg] = in->guard == PTX_NONE ? field_value(d, in, k, off + (int64_t)e * eb, eb) :
+								 d->x.v_any;
+	}
+}
+
 static void exec_ld(struct dc *d, const struct ptx_insn *in, uint32_t i)
 {
 	const struct ptx_operand *a = &in->ops[1];
@@ -502,8 +631,14 @@ static void exec_ld(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		    a->index != PTX_NONE && a->index < d->f->nparams) {
 			const struct ptx_var *p = &d->f->params[a->index];
 
-			v = (a->imm == 0 && access_bytes(in) == p->size) ?
-				dv_atom_val(&d->x, DV_A_PARAM0 + a->index) : d->x.v_any;
+			if (a->imm == 0 && access_bytes(in) == p->size) {
+				v = dv_atom_val(&d->x, DV_A_PARAM0 + a->index);
+			} else if (!p->is_ptr && p->size > 8) {
+				load_fields(d, in, i, a->index, a->imm);
+				return;
+			} else {
+				v = d->x.v_any;
+			}
 		}
 	} else if (global_space(in)) {
 		access(d, in, a, access_bytes(in), DC_R, false);
@@ -566,14 +701,19 @@ static uint32_t unknown_from(struct dc *d, const struct ptx_insn *in)
 	return dv_unknown_of(&d->x, ops, n);
 }
 
-/* min / rem: an atom of instruction i with operands a and b. */
+/* min / rem: an atom of instruction i with operands a and b. A launch value divided by a
+ * constant c > 0 (or its remainder) is one atom whatever instruction computes it, keyed (a, c)
+ * as derive_bound.c's launch_div keys its own: n%4 from two instructions cancels. */
 static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, uint32_t a, uint32_t b)
 {
 	uint32_t at, ops[2] = { a, b };
+	const struct dv_poly *bp = dv_poly_get(&d->x, b);
+	bool launch = (kind == DV_K_DIV || kind == DV_K_REM) && bp->n == 1 && bp->t[0].deg == 0 &&
+		      bp->t[0].c > 0 && bp->t[0].c <= UINT32_MAX && dv_is_launch_value(&d->x, a);
 
 	if (!value_is_plain(d, a) || !value_is_plain(d, b))
 		return dv_unknown_of(&d->x, ops, 2);
-	at = dv_atom_get(&d->x, kind, i, 0);
+	at = launch ? dv_atom_get(&d->x, kind, a, (uint32_t)bp->t[0].c) : dv_atom_get(&d->x, kind, i, 0);
 	if (at == UINT32_MAX) {
 		d->x.oom = true;
 		return d->x.v_any;
@@ -581,8 +721,8 @@ static uint32_t binary_atom(struct dc *d, enum dv_atom_kind kind, uint32_t i, ui
 	d->x.atoms[at].a = a;
 	d->x.atoms[at].b = b;
 	d->x.atoms[at].nonneg = -1;
-	d->x.atoms[at].launch = kind == DV_K_DIV && dv_is_launch_value(&d->x, a) &&
-				dv_poly_get(&d->x, b)->n == 1 && dv_poly_get(&d->x, b)->t[0].deg == 0;
+	/* a launch value divided by a constant, or its remainder: a span may say it (n/4, n%4) */
+	d->x.atoms[at].launch = launch;
 	return dv_atom_val(&d->x, at);
 }
 
@@ -618,6 +758,23 @@ static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i,
 	return unknown_from(d, in);
 }
 
+/* a - b, and a REM atom when that is a - (a / w) * w for a DIV atom a / w: the remainder,
+ * in [0, w), which nvcc computes that way after a division by a value that is not constant. */
+static uint32_t remainder_of(struct dc *d, uint32_t i, uint32_t a, uint32_t b)
+{
+	const struct dv_poly *p = dv_poly_get(&d->x, b);
+
+	for (unsigned t = 0; t < p->n; t++)
+		for (unsigned k = 0; k < p->t[t].deg; k++) {
+			const struct dv_atom *q = &d->x.atoms[p->t[t].a[k]];
+
+			if (q->kind == DV_K_DIV && !q->launch && q->a == a &&
+			    b == dv_mul(&d->x, dv_atom_val(&d->x, p->t[t].a[k]), q->b))
+				return binary_atom(d, DV_K_REM, i, a, q->b);
+		}
+	return dv_sub(&d->x, a, b);
+}
+
 static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 {
 	const char *op = in->opcode;
@@ -635,8 +792,6 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return a;
 	if (!strcmp(op, "add"))
 		return dv_add(&d->x, a, b);
-	if (!strcmp(op, "sub"))
-		return dv_sub(&d->x, a, b);
 	if (!strcmp(op, "neg"))
 		return dv_sub(&d->x, d->x.v_zero, a);
 	if (!strcmp(op, "mul") && (lo || wide))
@@ -648,6 +803,11 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 	if (!strcmp(op, "div") && in->ops[2].kind == PTX_OP_IMM && !in->ops[2].is_float && in->ops[2].imm > 0 &&
 	    (!is_signed_type(in->type) || dv_nonneg(&d->x, a) || dv_is_launch_value(&d->x, a)))
 		return binary_atom(d, DV_K_DIV, i, a, b);
+	if (!strcmp(op, "div") && in->ops[2].kind == PTX_OP_REG && (!is_signed_type(in->type) || dv_nonneg(&d->x, a)) &&
+	    value_is_plain(d, b) && dv_nonneg_under(&d->x, dv_sub(&d->x, b, dc_const(d, 1)), d->cs))
+		return binary_atom(d, DV_K_DIV, i, a, b); /* a divisor this path proves >= 1 */
+	if (!strcmp(op, "sub"))
+		return remainder_of(d, i, a, b);
 	if (!strcmp(op, "shr") && in->ops[2].kind == PTX_OP_IMM)
 		return shift_right(d, in, i, a, in->ops[2].imm);
 	if (!strcmp(op, "and") && (a == d->x.v_zero || b == d->x.v_zero))
@@ -1134,9 +1294,10 @@ static bool span_text(struct dc *d, const struct dv_mset *set, char *buf, size_t
 	/* only the parameters the card declares as integers may appear in a span */
 	for (uint32_t k = 0; k < d->f->nparams && k < RW_CARD_MAX_PARAMS; k++) {
 		const char *t = scalar_type(&d->f->params[k]);
+		bool is_struct = !d->f->params[k].is_ptr && d->f->params[k].size > 8;
 
-		if (d->pe[k].acc || !t || t[0] == 'f')
-			continue;
+		if (!is_struct && (d->pe[k].acc || !t || t[0] == 'f'))
+			continue; /* a struct is named by its fields (p0@8) */
 		snprintf(pn[k], sizeof(pn[k]), "p%u", k);
 		names[n] = pn[k];
 		vals[n++] = 1;
@@ -1144,34 +1305,67 @@ static bool span_text(struct dc *d, const struct dv_mset *set, char *buf, size_t
 	return rw_expr_eval_text(buf, names, vals, n, &v, NULL, 0) != -CF_EINVAL;
 }
 
+/* A pointer's access and span as card words ("r n*4"), after its notes (name: "p3", or
+ * "p0+8" for a field). */
+static void put_pointer(struct dc *d, struct out *o, const struct dc_param *pe, const char *name,
+			const char *line)
+{
+	static const char *const acc[] = { "none", "r", "w", "rw" };
+	char *span = d->span;
+	bool known = !pe->unknown && pe->span.n && span_text(d, &pe->span, span, sizeof(d->span));
+
+	if (!known && !pe->unknown && pe->span.n > 1) {
+		/* too long as a max of bounds: divisions by constants weakened (the bounds then
+		 * often dominate one another), else one wider bound, monomial by monomial */
+		struct dv_mset weak = { 0 }, one;
+		bool ok = true;
+
+		for (unsigned i = 0; i < pe->span.n && ok; i++)
+			ok = dv_mset_join(&d->x, &weak, dv_weaken_div(&d->x, pe->span.v[i])) == 0;
+		known = ok && span_text(d, &weak, span, sizeof(d->span));
+		if (!known) {
+			one = (struct dv_mset){ 1, { dv_mset_collapse(&d->x, ok ? &weak : &pe->span) } };
+			known = one.v[0] != UINT32_MAX && span_text(d, &one, span, sizeof(d->span));
+		}
+	}
+	if (pe->unknown)
+		put(o, "  # %s: span unknown: %s\n", name, pe->note);
+	else if (!known)
+		put(o, "  # %s: span unknown: its bound is too long for a card expression\n", name);
+	if (pe->atomic)
+		put(o, "  # %s: updated atomically\n", name);
+	put(o, "  %s %s %s\n", line, acc[pe->acc & 3], known ? span : "unknown");
+}
+
 static void put_param(struct dc *d, struct out *o, uint32_t k)
 {
 	const struct dc_param *pe = &d->pe[k];
 	const struct ptx_var *p = &d->f->params[k];
-	static const char *const acc[] = { "none", "r", "w", "rw" };
+	char name[16], line[40];
 
 	if (pe->acc) {
-		char *span = d->span;
-		bool known = !pe->unknown && pe->span.n && span_text(d, &pe->span, span, sizeof(d->span));
-
-		if (!known && !pe->unknown && pe->span.n > 1) {
-			/* too long as a max of bounds: one wider bound, monomial by monomial */
-			struct dv_mset one = { 1, { dv_mset_collapse(&d->x, &pe->span) } };
-
-			known = one.v[0] != UINT32_MAX && span_text(d, &one, span, sizeof(d->span));
-		}
-
-		if (pe->unknown)
-			put(o, "  # p%u: span unknown: %s\n", k, pe->note);
-		else if (!known)
-			put(o, "  # p%u: span unknown: its bound is too long for a card expression\n", k);
-		if (pe->atomic)
-			put(o, "  # p%u: updated atomically\n", k);
-		put(o, "  param p%u ptr %s %s\n", k, acc[pe->acc & 3], known ? span : "unknown");
+		snprintf(name, sizeof(name), "p%u", k);
+		snprintf(line, sizeof(line), "param p%u ptr", k);
+		put_pointer(d, o, pe, name, line);
 	} else if (scalar_type(p)) {
 		put(o, "  param p%u %s\n", k, scalar_type(p));
 	} else {
 		put(o, "  param p%u struct %llu\n", k, (unsigned long long)p->size);
+	}
+}
+
+/* The pointers read out of struct parameters at fixed offsets, as `field` lines. */
+static void put_fields(struct dc *d, struct out *o)
+{
+	for (unsigned i = 0; i < d->nfe; i++) {
+		const struct dv_atom *a = &d->x.atoms[d->fe_atom[i]];
+		char name[32], line[64];
+
+		if (!d->fe[i].acc)
+			continue;
+		snprintf(name, sizeof(name), "p%u+%u", a->key1, a->key2 / 32);
+		snprintf(line, sizeof(line), "field p%u %u", a->key1, a->key2 / 32);
+		put_pointer(d, o, &d->fe[i], name, line);
 	}
 }
 
@@ -1230,8 +1424,10 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 
 	for (uint32_t k = 0; k < d->f->nparams; k++)
 		pure &= d->pe[k].acc != (DC_R | DC_W);
-	put(&o, "# derived from PTX (rw_card_derive): spans assume that integer parameters bounding or "
-		"scaling an index are not negative and that index arithmetic does not wrap\n");
+	for (unsigned i = 0; i < d->nfe; i++)
+		pure &= d->fe[i].acc != (DC_R | DC_W);
+	put(&o, "# derived from PTX (rw_card_derive): spans assume that integer parameters (and struct "
+		"fields) bounding or scaling an index are not negative and that index arithmetic does not wrap\n");
 	if (strlen(kernel) > DC_MAX_PATTERN) {
 		/* the card language's patterns are shorter: a prefix glob names the kernel */
 		put(&o, "# the name is longer than a card pattern may be: its first %d characters\n",
@@ -1243,6 +1439,7 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 	put_facts(d, &o);
 	for (uint32_t k = 0; k < d->f->nparams; k++)
 		put_param(d, &o, k);
+	put_fields(d, &o);
 	if (elementwise) {
 		put(&o, "  count p%d\n", d->ew_count);
 		put(&o, "  elementwise\n");
@@ -1322,8 +1519,6 @@ int rw_card_derive(const struct ptx_module *m, const char *kernel, char *card, s
 	if (!f)
 		return -CF_ENOENT;
 	rc = screen_body(m, f, why, whylen);
-	if (rc == 0)
-		rc = screen_params(f, why, whylen);
 	if (rc == 0)
 		rc = derive(m, f, card, cardlen, why, whylen);
 	if (rc == -CF_ENOMEM)

@@ -18,9 +18,13 @@
  * Refusals (no card; the caller treats the kernel as touching anything, as for a kernel with no
  * card): calls to .func, grid sync / cooperative launch, device-side launch, textures and
  * surfaces, module-scope .global variables (a hidden input: the oracle once found exactly this
- * miss), and any address the analysis cannot follow. Pointers loaded from memory or pointer
- * fields of struct parameters are refused with a reason starting "indirect", so a caller can
- * count them apart. */
+ * miss), and any address the analysis cannot follow. Pointers loaded from memory (global,
+ * local, or a struct parameter at an offset that is not constant) are refused with a reason
+ * starting "indirect", so a caller can count them apart. A pointer a by-value struct parameter
+ * holds at a fixed offset (an ld.param from the struct at a constant offset) is a pointer like
+ * a parameter: it gets a `field` line with its access and span. An address that joins pointers
+ * of different bases (cat's src[s] unrolled, `c < k ? a[..] : b[..]`) is split into one access
+ * per incoming edge, each bounded under that edge's constraints. */
 #ifndef RW_DERIVE_CARD_H
 #define RW_DERIVE_CARD_H
 

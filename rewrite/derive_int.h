@@ -53,6 +53,10 @@ enum dv_atom_kind {
 	DV_K_DIV,         /* a / c (C's truncation), c a constant > 0: a launch symbol when a is
 	                   * made of launch symbols, else an index atom that needs a >= 0 */
 	DV_K_SIGN,        /* a's sign bit (0 or 1), of nvcc's signed-division idiom */
+	DV_K_FIELD,       /* the bytes of a by-value struct parameter at a fixed offset: key1 the
+	                   * parameter, key2 offset * 32 + 16 if signed + bytes. A launch symbol (a
+	                   * span names it NAME@OFF:T); an 8-byte field is also a pointer base like
+	                   * a pointer parameter */
 };
 
 struct dv_term {
@@ -155,9 +159,16 @@ uint32_t dv_unknown_of(struct dv_ctx *x, const uint32_t *ops, unsigned n);
 bool dv_is_const(const struct dv_ctx *x, uint32_t v);
 /* Whether value v holds atom a anywhere. */
 bool dv_has_atom(const struct dv_ctx *x, uint32_t v, uint32_t a);
-/* The pointer parameter v is based on: the one 8-byte parameter appearing as a monomial of
- * its own with coefficient 1. -1 when none, -2 when more than one or used otherwise too. */
+/* The pointer v is based on, as an atom id minus DV_A_PARAM0: the one 8-byte parameter or
+ * 8-byte struct field (DV_K_FIELD) appearing as a monomial of its own with coefficient 1; a
+ * result below f->nparams is that parameter. -1 when none, -2 when more than one or used
+ * otherwise too. */
 int dv_base_param(const struct dv_ctx *x, uint32_t v);
+/* v with atom a replaced by value r everywhere (ANY when a product grows too large). */
+uint32_t dv_subst(struct dv_ctx *x, uint32_t v, uint32_t a, uint32_t r);
+/* v >= 0 on every path where constraint set cs holds: dv_nonneg, or v = k*(N - X - 1) + w with
+ * X < N one of cs's constraints, k > 0 and w provably not negative. */
+bool dv_nonneg_under(struct dv_ctx *x, uint32_t v, uint32_t cs);
 /* The dynamic atom of that identity, UINT32_MAX when none was made. */
 uint32_t dv_atom_find(const struct dv_ctx *x, enum dv_atom_kind kind, uint32_t key1, uint32_t key2);
 /* Atom ids for dynamic atoms (found or made). UINT32_MAX when out of memory. */
@@ -185,6 +196,11 @@ bool dv_lower(struct dv_ctx *x, uint32_t v, int64_t *low);
 /* out |= {v}, keeping only values no other value of the set provably dominates; -1 when
  * more than DV_MSET remain. */
 int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v);
+
+/* v with each monomial c*m*(X/c) of a launch division by a constant (c > 0, X >= 0) written as
+ * m*X, which is not smaller: a bound a card can say in fewer words, and compare with others
+ * (16*(k/4) <= 4*k). */
+uint32_t dv_weaken_div(struct dv_ctx *x, uint32_t v);
 
 /* One value >= every value of set: each monomial with the largest coefficient any value gives
  * it (0 where a value lacks it), when every monomial is provably >= 0; UINT32_MAX otherwise. A

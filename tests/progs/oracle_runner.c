@@ -6,7 +6,8 @@
  *   oracle_runner ALLOC < jobs
  *   job:  PTXFILE KERNEL gx gy gz bx by bz [PARAM ...]
  *   PARAM: p (a fresh zeroed allocation of ALLOC bytes), u32:V, u64:V, i32:V, f32:V, f64:V,
- *          b:SIZE (SIZE zero bytes)
+ *          b:SIZE (SIZE zero bytes), s:SIZE/OFF=PARAM/OFF=PARAM... (a by-value struct of SIZE
+ *          zero bytes with a p, u32:V, i32:V or u64:V at each byte OFF: pointers inside it)
  *
  * One line of output per job: "ok", or "error CODE" when the module, the function or the
  * launch failed (the oracle then has no record of it). Zeroed buffers keep indices read from
@@ -53,6 +54,38 @@ static CUmodule module_of(struct mod *cache, unsigned *n, const char *path)
 	return NULL;
 }
 
+static int param(const char *spec, size_t alloc, unsigned char *val, size_t *size, CUdeviceptr *dp);
+
+/* Allocations made for pointers inside struct parameters, freed after each job. */
+static CUdeviceptr inner[64];
+static unsigned ninner;
+
+/* s:SIZE/OFF=PARAM/...: each PARAM written at its offset (a pointer gets its own allocation). */
+static int struct_param(const char *spec, size_t alloc, unsigned char *val, size_t *size)
+{
+	char buf[1024], *save = NULL, *t;
+
+	snprintf(buf, sizeof(buf), "%s", spec + 2);
+	t = strtok_r(buf, "/", &save);
+	*size = t ? strtoul(t, NULL, 0) : 0;
+	if (!*size || *size > 1024)
+		return -1;
+	memset(val, 0, *size);
+	while ((t = strtok_r(NULL, "/", &save))) {
+		unsigned char v[16];
+		size_t off = strtoul(t, NULL, 0), n;
+		char *eq = strchr(t, '=');
+		CUdeviceptr dp = 0;
+
+		if (!eq || param(eq + 1, alloc, v, &n, &dp) < 0 || n > 8 || off + n > *size)
+			return -1;
+		if (dp && ninner < sizeof(inner) / sizeof(inner[0]))
+			inner[ninner++] = dp;
+		memcpy(val + off, v, n);
+	}
+	return 0;
+}
+
 /* One parameter: its bytes in val (a pointer parameter gets a fresh allocation). */
 static int param(const char *spec, size_t alloc, unsigned char *val, size_t *size, CUdeviceptr *dp)
 {
@@ -87,6 +120,8 @@ static int param(const char *spec, size_t alloc, unsigned char *val, size_t *siz
 		if (*size > 1024)
 			return -1;
 		memset(val, 0, *size);
+	} else if (!strncmp(spec, "s:", 2)) {
+		return struct_param(spec, alloc, val, size);
 	} else {
 		return -1;
 	}
@@ -125,6 +160,8 @@ out:
 	for (unsigned i = 0; i < np + 1 && i < MAX_PARAMS; i++)
 		if (dps[i])
 			cuMemFree(dps[i]);
+	while (ninner)
+		cuMemFree(inner[--ninner]);
 	return rc;
 }
 

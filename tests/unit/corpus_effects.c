@@ -4,9 +4,9 @@
  * gather. tests layer (a tool, not a test: tests/run does not run it; links libcufold.a).
  *
  * Classes: exact (every pointer parameter has a bound in launch terms), mixed (some unknown),
- * all-unknown (every pointer unknown), indirect (refused: pointers loaded from memory or held in
- * struct parameters), refused (any other refusal, with its reason). Time: the median of 5
- * derivations of the kernel, on one core. */
+ * all-unknown (every pointer unknown), indirect (refused: pointers loaded from memory, a struct
+ * parameter's included when read at an offset that is not constant), refused (any other refusal, with its reason). Time: the median of 5
+ * derivations of the kernel, on one core. CORPUS_CARDS=1 prints each derived card as well. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,16 +36,17 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The class of a derived card from its pointer lines. */
+/* The class of a derived card from its pointer lines (parameters and struct fields). */
 static int classify(const char *card)
 {
 	unsigned known = 0, unknown = 0;
 
 	for (const char *l = card; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		unsigned k;
+		unsigned k, off;
 		char acc[8], span[16];
 
-		if (sscanf(l, " param p%u ptr %7s %15s", &k, acc, span) == 3) {
+		if (sscanf(l, " param p%u ptr %7s %15s", &k, acc, span) == 3 ||
+		    sscanf(l, " field p%u %u %7s %15s", &k, &off, acc, span) == 4) {
 			if (!strncmp(span, "unknown", 7))
 				unknown++;
 			else
@@ -129,6 +130,8 @@ int main(int argc, char **argv)
 			times[nk++] = t[RUNS / 2];
 			printf("%-11s %8.3f  %s:%.80s%s%s\n", class_names[cls], t[RUNS / 2], argv[a], f->name,
 			       rc ? "  - " : "", rc ? why : "");
+			if (rc == 0 && getenv("CORPUS_CARDS")) /* CORPUS_CARDS=1: the cards too */
+				fputs(card, stdout);
 		}
 		ptx_module_free(m);
 		free(text);

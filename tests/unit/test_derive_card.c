@@ -10,7 +10,9 @@
  * 2. oracle: every test kernel that derives a card is launched with varied sizes and grids; every
  *    byte range the device saw it read, write or update must lie inside the span of the pointer
  *    whose allocation it is in, with that access in the card; a range in no parameter's
- *    allocation (a module variable) fails. The same records are then checked with every span
+ *    allocation (a module variable) fails. Pointers inside by-value struct parameters (the
+ *    card's `field` lines) get allocations of their own, the struct's other words small
+ *    integers, and are checked the same way. The same records are then checked with every span
  *    narrowed by 4 bytes, which must fail: the check can fail. CUFOLD_DERIVE_NARROW_TEST=N
  *    narrows the real check by N bytes, to see it fail by hand; CUFOLD_DERIVE_SEED=N draws
  *    other launch shapes (and mutants, see test_mutations). */
@@ -162,6 +164,55 @@ static const struct rw_access *acc_of(const struct rw_access_set *set, unsigned 
 	for (unsigned i = 0; i < set->n; i++)
 		if (set->acc[i].entry < 0 && set->acc[i].param == k)
 			return &set->acc[i];
+	return NULL;
+}
+
+/* The byte offsets of the pointers the card reads out of struct parameter k (its `field`
+ * lines): each 8-byte slot of the struct holds a marker, and the card's field accesses say
+ * which markers they read. */
+static unsigned struct_fields(const struct rw_card *c, const struct ptx_func *f, unsigned k, uint32_t *offs)
+{
+	unsigned char buf[1024 + 8];
+	struct rw_param_info info[64];
+	struct rw_launch_args a;
+	struct rw_access_set set;
+	uint64_t vals[64] = { 0 };
+	unsigned dims[6] = { 1, 1, 1, 1, 1, 1 }, n = 0;
+
+	launch_args(f, buf, vals, info, &a, dims);
+	for (uint64_t slot = 0; slot + 8 <= f->params[k].size; slot += 8) {
+		uint64_t marker = (slot / 8 + 1) << 40;
+
+		memcpy(buf + info[k].offset + slot, &marker, 8);
+	}
+	assert_int_equal(rw_card_access(c, &a, &set), 0);
+	for (unsigned i = 0; i < set.n; i++)
+		if (set.acc[i].table == RW_ACCESS_FIELD && set.acc[i].param == k) {
+			uint64_t slot = (set.acc[i].addr >> 40) - 1;
+
+			/* a field at an offset that is not 8-aligned reads no marker whole */
+			assert_true((set.acc[i].addr & ((1ull << 40) - 1)) == 0 && slot * 8 < f->params[k].size);
+			offs[n++] = (uint32_t)(slot * 8);
+		}
+	return n;
+}
+
+/* The access whose allocation holds address lo: a pointer parameter's (vals[k] its pointer) or a
+ * struct field's; its base address in *base. NULL when none. */
+static const struct rw_access *acc_at(const struct ptx_func *f, const struct rw_access_set *set,
+				      const uint64_t *vals, uint64_t lo, uint64_t alloc, uint64_t *base)
+{
+	for (uint32_t k = 0; k < f->nparams; k++)
+		if (f->params[k].size == 8 && lo >= vals[k] && lo < vals[k] + alloc && acc_of(set, k)) {
+			*base = vals[k];
+			return acc_of(set, k);
+		}
+	for (unsigned i = 0; i < set->n; i++)
+		if (set->acc[i].table == RW_ACCESS_FIELD && set->acc[i].addr && lo >= set->acc[i].addr &&
+		    lo < set->acc[i].addr + alloc) {
+			*base = set->acc[i].addr;
+			return &set->acc[i];
+		}
 	return NULL;
 }
 
@@ -362,6 +413,74 @@ static void test_mutations(void **state)
 	assert_true(derived > 0);
 }
 
+/* The card language's words for struct parameters: a `field` line reads its pointer out of the
+ * struct's bytes, NAME@OFF[:T] names an integer inside it, a table without len= has unknown
+ * spans; malformed uses are rejected. */
+static void test_field_cards(void **state)
+{
+	static const char text[] =
+		"kernel k\n"
+		"  param s struct 40\n"
+		"  param n i32\n"
+		"  field s 0 w n*4\n"
+		"  field s 8 r s@16*4 + s@24:u64\n"
+		"  field s 32 rw unknown\n"
+		"  table s r ptr=0+8i count=20 max=2\n"
+		"end\n";
+	static const char *const bad[] = {
+		"kernel b\n  param n i32\n  field n 0 r 4\nend\n",                    /* not a struct */
+		"kernel b\n  param s struct 8\n  field s 4 r 4\nend\n",               /* past its end */
+		"kernel b\n  param s struct 8\n  field s 0 x 4\nend\n",               /* access */
+		"kernel b\n  param s struct 8\n  param p ptr r s@8\nend\n",           /* past its end */
+		"kernel b\n  param n i32\n  param p ptr r n@0\nend\n",                /* not a struct */
+		"kernel b\n  param s struct 8\n  param p ptr r s@0:f32\nend\n",       /* type */
+		"kernel b\n  param s struct 16\n  param o ptr w table\n  cat s ptr=0+8i count=8 max=1\nend\n",
+	};
+	struct rw_cards *set = rw_cards_create();
+	const struct rw_card *c;
+	struct rw_param_info info[2] = { { 0, 40 }, { 40, 4 } };
+	unsigned char buf[48] = { 0 };
+	struct rw_launch_args a = { .buf = buf, .buf_size = 44, .params = info, .nparams = 2,
+				    .grid = { 1, 1, 1 }, .block = { 1, 1, 1 } };
+	struct rw_access_set set_;
+	uint64_t p0 = 0x1000, p1 = 0x2000, p4 = 0x4000, u64 = 5;
+	int32_t i16 = 3, n = 10, count = 7;
+
+	(void)state;
+	assert_non_null(set);
+	assert_int_equal(rw_cards_parse(set, "t", text, strlen(text)), 0);
+	c = rw_cards_find(set, "k");
+	assert_non_null(c);
+	memcpy(buf + 0, &p0, 8);
+	memcpy(buf + 8, &p1, 8);
+	memcpy(buf + 16, &i16, 4);
+	memcpy(buf + 20, &count, 4);
+	memcpy(buf + 24, &u64, 8);
+	memcpy(buf + 32, &p4, 8);
+	memcpy(buf + 40, &n, 4);
+	assert_int_equal(rw_card_access(c, &a, &set_), 0);
+	/* the table's two entries (count 20, max 2), unknown spans; then the three fields */
+	assert_int_equal(set_.n, 5);
+	assert_int_equal(set_.acc[0].addr, p0);
+	assert_true(set_.acc[0].flags & RW_ACC_UNKNOWN);
+	assert_int_equal(set_.acc[1].addr, p1);
+	assert_true(set_.acc[1].flags & RW_ACC_UNKNOWN);
+	assert_int_equal(set_.acc[2].addr, p0);
+	assert_int_equal(set_.acc[2].bytes, 40);
+	assert_int_equal(set_.acc[2].flags, RW_ACC_WRITE);
+	assert_int_equal(set_.acc[2].table, RW_ACCESS_FIELD);
+	assert_int_equal(set_.acc[3].addr, p1);
+	assert_int_equal(set_.acc[3].bytes, 3 * 4 + 5);
+	assert_int_equal(set_.acc[3].flags, RW_ACC_READ);
+	assert_int_equal(set_.acc[4].addr, p4);
+	assert_int_equal(set_.acc[4].flags, RW_ACC_READ | RW_ACC_WRITE | RW_ACC_UNKNOWN);
+	assert_true(set_.flags & RW_SET_UNKNOWN_SPAN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (rw_cards_parse(set, "bad", bad[i], strlen(bad[i])) != 1)
+			fail_msg("malformed card %zu was not rejected:\n%s", i, bad[i]);
+	rw_cards_destroy(set);
+}
+
 /* ------------------------------------------------------------------ 2. the oracle */
 
 struct job {
@@ -375,6 +494,7 @@ struct job {
 
 static struct job *jobs;
 static unsigned njobs;
+static unsigned field_ranges; /* ranges checked against a struct field's span (check_record) */
 static char oracle_path[256];
 
 /* One job line for f: an allocation for each parameter the derived card calls a pointer, small
@@ -398,11 +518,29 @@ static void job_line(FILE *fp, struct job *j)
 	for (uint32_t k = 0; k < j->f->nparams; k++) {
 		const struct ptx_var *p = &j->f->params[k];
 
-		if (acc_of(&set, k))
+		uint32_t offs[RW_CARD_MAX_FIELDS];
+		unsigned nf = p->size > 8 ? struct_fields(c, j->f, k, offs) : 0;
+
+		if (acc_of(&set, k)) {
 			fprintf(fp, " p");
-		else if (p->size > 8)
+		} else if (nf) {
+			/* its pointers get allocations, every other 4-byte word a small integer (a
+			 * count, a length, a bound: the test bed's structs hold 4-byte integers) */
+			fprintf(fp, " s:%llu", (unsigned long long)p->size);
+			for (uint32_t w = 0; w + 4 <= p->size; w += 4) {
+				bool ptr = false;
+
+				for (unsigned q = 0; q < nf; q++)
+					ptr |= w >= offs[q] && w < offs[q] + 8;
+				if (ptr && w % 8 == 0)
+					fprintf(fp, "/%u=p", w);
+				else if (!ptr)
+					fprintf(fp, "/%u=u32:%u", w, rnd(25));
+			}
+		} else if (p->size > 8) {
 			fprintf(fp, " b:%llu", (unsigned long long)p->size);
-		else if (p->type == PTX_T_F32)
+		} else
+		if (p->type == PTX_T_F32)
 			fprintf(fp, " f32:1.5");
 		else if (p->type == PTX_T_F64)
 			fprintf(fp, " f64:1.5");
@@ -491,20 +629,28 @@ static unsigned check_record(const struct job *j, char **cursor, uint64_t narrow
 			vals[k] |= (uint64_t)v << (8 * b);
 		}
 	launch_args(j->f, buf, vals, info, &a, dims);
+	for (uint32_t k = 0; k < j->f->nparams; k++) { /* struct parameters: their bytes too */
+		if (j->f->params[k].size <= 8)
+			continue;
+		for (unsigned b = 0; b < j->f->params[k].size; b++) {
+			unsigned v;
+
+			sscanf(hex + 2 * (j->f->params[k].offset + b), "%2x", &v);
+			buf[info[k].offset + b] = (unsigned char)v;
+		}
+	}
 	assert_int_equal(rw_card_access(c, &a, &set), 0);
 	while ((line = next_line(cursor)) && strcmp(line, "end")) {
 		unsigned long long lo, hi;
 		char kind;
-		const struct rw_access *acc = NULL;
-		uint32_t k;
+		const struct rw_access *acc;
+		uint64_t base = 0;
+		unsigned k;
 
 		if (sscanf(line, "%c 0x%llx 0x%llx", &kind, &lo, &hi) != 3)
 			continue;
-		for (k = 0; k < j->f->nparams; k++)
-			if (j->f->params[k].size == 8 && lo >= vals[k] && lo < vals[k] + ALLOC)
-				break;
-		if (k < j->f->nparams)
-			acc = acc_of(&set, k);
+		acc = acc_at(j->f, &set, vals, lo, ALLOC, &base);
+		k = acc ? acc->param : 0;
 		if (!acc) {
 			bad++;
 			if (say)
@@ -521,11 +667,12 @@ static unsigned check_record(const struct job *j, char **cursor, uint64_t narrow
 		}
 		if (acc->flags & RW_ACC_UNKNOWN)
 			continue;
-		if (hi - vals[k] + narrow > acc->bytes) {
+		field_ranges += acc->table == RW_ACCESS_FIELD && acc->entry >= 0;
+		if (hi - base + narrow > acc->bytes) {
 			bad++;
 			if (say)
 				print_message("  %s p%u: %c bytes [%llu, %llu) outside the span %llu (grid %u %u %u "
-					      "block %u %u %u)\n", j->f->name, k, kind, lo - vals[k], hi - vals[k],
+					      "block %u %u %u)\n", j->f->name, k, kind, lo - base, hi - base,
 					      (unsigned long long)acc->bytes, dims[0], dims[1], dims[2], dims[3],
 					      dims[4], dims[5]);
 		}
@@ -595,10 +742,11 @@ static void test_oracle(void **state)
 		}
 	run_jobs();
 	bad = check_all(n ? strtoull(n, NULL, 0) : 0, true, &checked);
-	print_message("oracle: %u kernels, %u of %u launches checked, %u violations\n", kernels, checked, njobs,
-		      bad);
+	print_message("oracle: %u kernels, %u of %u launches checked, %u violations; %u ranges through "
+		      "pointers in struct parameters\n", kernels, checked, njobs, bad, field_ranges);
 	assert_int_equal(bad, 0);
 	assert_true(checked >= njobs * 8 / 10);
+	assert_true(field_ranges >= 100); /* the struct kernels ran, and their fields were checked */
 	/* the same records against spans 4 bytes narrower: the check must see it */
 	assert_true(check_all(4, false, &checked) > 0);
 	for (unsigned i = 0; i < njobs; i++)
@@ -613,6 +761,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_cards),
 		cmocka_unit_test(test_elementwise_claims),
+		cmocka_unit_test(test_field_cards),
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_oracle),
 	};
