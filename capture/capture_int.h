@@ -59,6 +59,8 @@ struct cap_trie_node {
 	uint32_t depth;              /* ops from the root */
 	uint32_t nchildren;          /* nodes whose parent this is */
 	struct cap_shape *shape;     /* the window shape ending here, or NULL */
+	struct cap_trie_node *last_child; /* the child last walked to, or NULL (trie.c: tried before
+					   * the edge map; cleared when that child is freed) */
 };
 
 struct cap_shape {
@@ -129,7 +131,6 @@ struct cap_stream {
 	uint16_t slot;               /* its slot in window `win` */
 	uint32_t last;               /* index of its last op in window `win` */
 };
-struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
 /* The record of a stream as an op would name it, or NULL when capture never saw it (nothing is
  * created and the driver is not asked). */
 struct cap_stream *cap__stream_find(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
@@ -177,6 +178,7 @@ struct cap_probe_slot {
 struct cap_alloc_map {
 	struct cap_alloc *ranges;    /* sorted by base, non-overlapping */
 	size_t nranges, capranges;   /* used and allocated entries */
+	size_t hint[2];              /* indices of the ranges cap_alloc_find found last (alloc.c) */
 	uint64_t next_id;            /* id of the next allocation */
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
 };
@@ -208,9 +210,23 @@ struct cap_images {
 	size_t text_bytes;           /* their texts' bytes */
 };
 
+/* streams.c: a stream lookup remembered (cap__stream_get's answer for these arguments). */
+#define CAP_STREAM_CACHE 4           /* entries, indexed by a few bits of the handle and thread */
+struct cap_stream_hit {
+	CUstream h;                  /* the arguments asked with */
+	CUcontext ctx;
+	uint32_t tid;
+	int pt;
+	struct cap_stream *s;        /* the answer; NULL: empty entry */
+};
+
 /* streams.c: stream and event records. */
 struct cap_streams {
 	struct cf_map streams;       /* created stream handle, or hash of a default stream -> record */
+	struct cap_stream_hit hits[CAP_STREAM_CACHE]; /* recent lookups: most ops name a stream
+						       * the last few did, and the map's probe cost a
+						       * hundred instructions an op (issue 22); emptied
+						       * whenever a record is freed */
 	struct cf_map events;        /* event handle -> struct cap_event_rec */
 	uint32_t next_id;            /* number of the next stream record */
 	size_t nbytes;               /* bytes of records */
@@ -262,6 +278,20 @@ struct cap_engine {
 	struct cap_trie trie;        /* trie.c */
 	struct cap_sites sites;      /* callsite.c */
 };
+
+/* The record of the stream an op names (made, and its kind asked of the driver, on first use);
+ * NULL when out of memory. Inline: a remembered lookup answers most calls (streams.c). */
+struct cap_stream *cap__stream_get_slow(struct cap_engine *ce, struct cap_stream_hit *hit, CUstream h, int pt,
+					CUcontext ctx, uint32_t tid);
+static inline struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid)
+{
+	uintptr_t u = (uintptr_t)h;
+	struct cap_stream_hit *hit = &ce->streams.hits[((u >> 4) ^ (u >> 10) ^ tid) & (CAP_STREAM_CACHE - 1)];
+
+	if (__builtin_expect(hit->s && hit->h == h && hit->pt == pt && hit->ctx == ctx && hit->tid == tid, 1))
+		return hit->s;
+	return cap__stream_get_slow(ce, hit, h, pt, ctx, tid);
+}
 
 /* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
 void cap__own_call(struct cap_engine *ce, enum drv_api_id id);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -201,6 +202,63 @@ static void test_prefix(void **state)
 	assert_ptr_equal(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize), shorter);
 	assert_int_equal(cap_shape_sightings(shorter), 2);
 	assert_int_equal(cap_shape_stable(shorter), 1);
+}
+
+/* A stream handle destroyed and made again with other flags: the op on it has the new kind,
+ * not what capture's remembered lookup answered for the old record (streams.c frees the old
+ * record; the test takes its memory and fills it, so a stale answer reads garbage). */
+static void test_stream_recreated(void **state)
+{
+	const struct cap_window *w;
+	void *taken;
+
+	(void)state;
+	memset_async(S1, 0x1000, 8);
+	w = cap_window_current(ce);
+	assert_int_equal(cap_window_op(w, 0)->stream_kind, CAP_STREAM_NON_BLOCKING);
+	cap_stream_forget(ce, S1);
+	taken = malloc(sizeof(struct cap_stream)); /* where the old record was, most likely */
+	assert_non_null(taken);
+	memset(taken, 0xff, sizeof(struct cap_stream));
+	cap_stream_created(ce, S1, CU_STREAM_DEFAULT);
+	memset_async(S1, 0x1000, 8);
+	assert_int_equal(cap_window_op(w, 1)->stream_kind, CAP_STREAM_BLOCKING);
+	cap_stream_created(ce, S1, CU_STREAM_NON_BLOCKING); /* a reused handle: replaced */
+	memset_async(S1, 0x1000, 8);
+	assert_int_equal(cap_window_op(w, 2)->stream_kind, CAP_STREAM_NON_BLOCKING);
+	free(taken);
+}
+
+/* A shape's path is pruned when it is evicted; the same window later walks the trie through
+ * the edge map again, never through the freed node the parent walked to last (trie.c's
+ * last_child): its shape ends at the node the map holds. */
+static void test_pruned_path(void **state)
+{
+	const struct cap_trie_node *n;
+	struct cap_shape *s;
+	uint64_t k[2];
+
+	(void)state;
+	cap_engine_destroy(ce);
+	assert_int_equal(start(1, 0), 0);
+	memset_async(S1, 0x1000, 8);
+	memset_async(S1, 0x2000, 16);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+	assert_non_null(s);
+	k[0] = cap_window_op(cap_shape_last(s), 0)->key;
+	k[1] = cap_window_op(cap_shape_last(s), 1)->key;
+	memset_async(S1, 0x1000, 8); /* the prefix alone: the longer shape is evicted, its leaf pruned */
+	assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	n = cap_trie_child(ce, cap_trie_root(ce), k[0]);
+	assert_non_null(n);
+	assert_null(cap_trie_child(ce, n, k[1]));
+	memset_async(S1, 0x1000, 8);
+	memset_async(S1, 0x2000, 16);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+	assert_non_null(s);
+	assert_int_equal(cap_shape_sightings(s), 1);
+	assert_ptr_equal(cap_trie_child(ce, n, k[1]), s->end);
+	assert_ptr_equal(s->end->parent, n);
 }
 
 /* At most max_templates shapes; the least recently seen goes. */
@@ -538,6 +596,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stream_recreated_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_recreated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pruned_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_and_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_after_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_window, setup, teardown),
