@@ -77,9 +77,15 @@ struct cap_shape {
 	uint32_t *moved;             /* per op: sightings whose binding differed from the previous */
 	uint64_t closed_by[CAP_BOUNDARY_COUNT]; /* what ended its windows */
 	struct cap_shape *prev, *next; /* recency list, most recent first */
+	struct cap_shape *succ;      /* the shape whose window followed this one's last time, or
+				      * NULL (record.c: the open window's prediction) */
 	void *user;                  /* replay's template */
 	struct cap_mark *marks;      /* per op: what the rewrite did to it (owned), or NULL */
 };
+
+/* Shape s is being freed: nothing capture keeps may point at it any more (record.c: the
+ * prediction and the successor links). s is off the recency list already. */
+void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s);
 
 /* Insert the closed window w (ops compacted, nops > 0) into the trie: an existing shape takes
  * w as its last sighting and *spare gets the window it replaces; a new shape takes w. May evict
@@ -269,6 +275,11 @@ struct cap_engine {
 	struct cap_window *spare;    /* a reset window ready to be the next one, or NULL */
 	uint64_t win_seq;            /* number of the open window */
 	uint64_t op_seq;             /* ops recorded so far */
+	struct cap_shape *prev_shape; /* the shape the last window closed as, or NULL */
+	struct cap_shape *pred;      /* the shape the open window is expected to repeat (prev_shape's
+				      * successor, else prev_shape), NULL once an op differed: its
+				      * last window's op at each index answers the hashes of the
+				      * call recorded there when the fields are equal (record.c) */
 	struct cap_totals totals;    /* counters (some updated atomically, see cap_op_done) */
 	struct cap_alloc_map alloc;  /* alloc.c */
 	struct cap_funcs funcs;      /* funcs.c */

@@ -327,6 +327,42 @@ static void keep_spare(struct cap_engine *ce, struct cap_window *w)
 		ce->spare = w;
 }
 
+/* ------------------------------------------------------------------ prediction */
+
+/* The window that closed was shape s (NULL: not filed): the next window is expected to repeat
+ * the shape that followed s last time, else s again. Only hashing uses the prediction
+ * (cap_op_hash_like): a wrong one costs a compare, never a wrong key. */
+static void predict_next(struct cap_engine *ce, struct cap_shape *s)
+{
+	if (ce->prev_shape && s)
+		ce->prev_shape->succ = s;
+	ce->prev_shape = s;
+	ce->pred = s ? (s->succ ? s->succ : s) : NULL;
+}
+
+void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s)
+{
+	if (ce->prev_shape == s)
+		ce->prev_shape = NULL;
+	if (ce->pred == s)
+		ce->pred = NULL;
+	for (struct cap_shape *o = ce->trie.mru; o; o = o->next)
+		if (o->succ == s)
+			o->succ = NULL;
+}
+
+/* The key and bindings of op, about to be the open window w's next: from the predicted shape's
+ * op at the same index when their fields are equal; the first op that differs ends the
+ * prediction for the rest of the window. */
+static void op_hash(struct cap_engine *ce, const struct cap_window *w, struct cap_op *op)
+{
+	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+	const struct cap_op *p = pw && w->nops < pw->nops ? &pw->ops[w->nops] : NULL;
+
+	if (!cap_op_hash_like(op, p))
+		ce->pred = NULL;
+}
+
 /* Close the open window (it has ops). */
 static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary kind, enum drv_api_id api)
 {
@@ -354,6 +390,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 		if (ce->cfg.trace_max_bytes)
 			cap__trace_window(ce, w, s);
 	}
+	predict_next(ce, s);
 	keep_spare(ce, spare);
 	if (open_next(ce) != 0) {
 		/* keep a window open at any cost: reuse the spare we just gave away, if any */
@@ -723,7 +760,7 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
 		   struct cap_rec *rec)
 {
-	cap_op_hash(op);
+	op_hash(ce, w, op);
 	op->seq = ++ce->op_seq;
 	if (w->nops == 0)
 		w->t_begin = who->t_ns;

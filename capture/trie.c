@@ -118,6 +118,7 @@ static void lru_push(struct cap_engine *ce, struct cap_shape *s)
 
 static void shape_free(struct cap_engine *ce, struct cap_shape *s)
 {
+	cap__shape_gone(ce, s);
 	cap__window_drop(ce, s->last);
 	free(s->moved);
 	free(s->marks);
