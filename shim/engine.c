@@ -59,7 +59,7 @@ static ENGINE_TLS uint32_t tls_ops;   /* ops this thread brought to the engine (
 
 static inline void lock_hold(struct cf_engine *e)
 {
-	pthread_mutex_lock(&e->lock);
+	cf_lock(&e->lock);
 	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
@@ -90,7 +90,7 @@ static void lock_release(struct cf_engine *e)
 {
 	shim_inside_leave();
 	cf_serial_leave();
-	pthread_mutex_unlock(&e->lock);
+	cf_unlock(&e->lock);
 }
 
 /* lock_drop in CUFOLD_MODE=replay: what replay left for after the lock goes. */
@@ -295,7 +295,7 @@ static struct cf_engine *engine_create(void)
 
 	if (!e)
 		return NULL;
-	pthread_mutex_init(&e->lock, NULL);
+	cf_lock_init(&e->lock);
 	memset(&cc, 0, sizeof(cc));
 	cc.max_templates = cfg->max_templates;
 	cc.barrier_kernels = cfg->barrier_kernels;
@@ -1121,18 +1121,15 @@ int shim_engine_write_outputs(bool final)
 {
 	const struct cf_config *cfg = cf_config_get();
 	struct cf_engine *e;
-	struct timespec until;
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return 0;
 	e = engine_get();
 	if (!final) {
-		if (pthread_mutex_trylock(&e->lock) != 0)
+		if (!cf_trylock(&e->lock))
 			return -CF_EBUSY; /* another call holds it, perhaps this thread's own caller */
 	} else {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 2;
-		if (pthread_mutex_timedlock(&e->lock, &until) != 0) {
+		if (!cf_lock_within(&e->lock, 2000)) {
 			cf_log_warn("stopped by a signal: the engine's lock stayed taken for 2 s; the outputs are not "
 				    "written");
 			return -CF_ESTATE;
