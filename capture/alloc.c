@@ -64,6 +64,7 @@ static int insert(struct cap_engine *ce, const struct cap_alloc *a)
 	uint64_t end = a->base + a->size;
 	size_t i, j;
 
+	ce->alloc.gen++;
 	if (a->size == 0 || end < a->base)
 		return -CF_EINVAL;
 	/* drop what overlaps [base, end) */
@@ -119,6 +120,7 @@ int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out
 	size_t i;
 
 	cf_assert(cf_serial_is_held());
+	ce->alloc.gen++;
 	i = upper(ce, base);
 	if (i == 0 || ce->alloc.ranges[i - 1].base != base)
 		return -CF_ENOENT;
@@ -137,6 +139,7 @@ int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size)
 	size_t i = base ? upper(ce, base - 1) : 0, j; /* first range starting at or after base */
 
 	cf_assert(cf_serial_is_held());
+	ce->alloc.gen++;
 	if (end < base)
 		end = UINT64_MAX;
 	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end &&
@@ -183,12 +186,14 @@ enum cap_probe cap__alloc_probe(struct cap_engine *ce, uint64_t addr)
 		answer = CAP_PROBE_UNKNOWN;
 	slot->page = page;
 	slot->answer = (uint8_t)answer;
+	ce->alloc.gen++; /* a new answer: what was resolved before may have read another */
 	return answer;
 }
 
 void cap__alloc_probe_reset(struct cap_engine *ce)
 {
 	memset(ce->alloc.probes, 0, sizeof(ce->alloc.probes));
+	ce->alloc.gen++;
 }
 
 void cap__alloc_fini(struct cap_engine *ce)

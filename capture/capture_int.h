@@ -32,6 +32,8 @@ struct cap_window {
 	uint32_t nevents, capevents; /* used and allocated slots */
 	uint64_t seq;                /* window number */
 	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
+	uint64_t alloc_gen_begin;    /* the allocation map's gen at the first op and at the close: */
+	uint64_t alloc_gen_end;      /* equal, every copy of the window was resolved at that gen */
 	uint8_t closed_by;           /* enum cap_boundary, once closed */
 	uint16_t closed_api;         /* enum drv_api_id of the closing call */
 	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
@@ -185,6 +187,8 @@ struct cap_alloc_map {
 	struct cap_alloc *ranges;    /* sorted by base, non-overlapping */
 	size_t nranges, capranges;   /* used and allocated entries */
 	size_t hint[2];              /* indices of the ranges cap_alloc_find found last (alloc.c) */
+	uint64_t gen;                /* bumped by every change of the map or of the probes' answers:
+				      * a copy resolved at an equal gen resolves the same (record.c) */
 	uint64_t next_id;            /* id of the next allocation */
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
 };

@@ -261,6 +261,34 @@ static void test_pruned_path(void **state)
 	assert_ptr_equal(s->end->parent, n);
 }
 
+/* A copy that repeats the predicted window's copy takes its resolution (record.c), but only
+ * while the allocation map is as it was: the pinned source unregistered in between makes the
+ * same call a pageable copy again (a copy resolved as pinned would be deferred unstaged). */
+static void test_copy_resolution_follows_map(void **state)
+{
+	const struct cap_window *w;
+
+	(void)state;
+	assert_int_equal(cap_alloc_add(ce, 0x200000, 0x10000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x900000, 0x1000, CAP_ALLOC_HOST_PINNED), 0);
+	for (int i = 0; i < 3; i++) { /* the shape is seen, then predicted */
+		copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST, 0x900000, 64);
+		w = cap_window_current(ce);
+		assert_int_equal(cap_window_op(w, 0)->u.memcpy.dir, CAP_DIR_HTOD);
+		assert_false(cap_window_op(w, 0)->u.memcpy.src_pageable);
+		assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	}
+	assert_int_equal(cap_alloc_remove(ce, 0x900000, NULL), 0); /* unregistered */
+	copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST, 0x900000, 64);
+	w = cap_window_current(ce);
+	assert_true(cap_window_op(w, 0)->u.memcpy.src_pageable);
+	assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	/* registered again: pinned again, though the window before resolved it pageable */
+	assert_int_equal(cap_alloc_add(ce, 0x900000, 0x1000, CAP_ALLOC_HOST_REGISTERED), 0);
+	copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST, 0x900000, 64);
+	assert_false(cap_window_op(cap_window_current(ce), 0)->u.memcpy.src_pageable);
+}
+
 /* At most max_templates shapes; the least recently seen goes. */
 static void test_lru_eviction(void **state)
 {
@@ -598,6 +626,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stream_recreated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pruned_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_resolution_follows_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_and_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_after_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_window, setup, teardown),
