@@ -193,8 +193,18 @@ struct cap_alloc_map {
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
 };
 
+/* funcs.c: a function lookup remembered (cap__func_get's answer for a handle in a context). */
+#define CAP_FUNC_CACHE 64            /* entries, indexed by a few bits of the handle */
+struct cap_func_hit {
+	CUfunction handle;           /* the handle launched */
+	CUcontext ctx;               /* in this context */
+	CUfunction fn;               /* the per-context function it resolved to */
+	struct cap_func *f;          /* its record; NULL: empty entry */
+};
+
 /* funcs.c: function records. */
 struct cap_funcs {
+	struct cap_func_hit hits[CAP_FUNC_CACHE]; /* recent lookups, emptied at every change */
 	struct cf_map by_func;       /* CUfunction -> struct func_bind */
 	struct cf_table by_sig;      /* (name, layout) -> struct func_rec */
 	struct cf_map kernels;       /* set of CUkernel handles (value: a marker) */
