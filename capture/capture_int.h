@@ -93,6 +93,10 @@ void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s);
  * w as its last sighting and *spare gets the window it replaces; a new shape takes w. May evict
  * the least recently used shape. Returns the shape, or NULL on failure (w then goes to *spare). */
 struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, struct cap_window **spare);
+/* cap__trie_insert for a window known to follow shape s's path (every key equal to its last
+ * sighting's, as many ops): no walk of the trie (record.c, when the prediction held). */
+struct cap_shape *cap__trie_insert_known(struct cap_engine *ce, struct cap_window *w, struct cap_shape *s,
+					 struct cap_window **spare);
 /* Drop shape s (replay is told, as of an eviction) and hand back its last window, which it no
  * longer owns: a sighting that must not count (one of its ops turned out refused). */
 struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s);

@@ -378,9 +378,11 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 {
 	struct cap_window *w = ce->cur, *spare = NULL;
 	struct cap_shape *s = NULL;
+	uint32_t nfailed;
 
 	/* state diagram: only the OPEN window closes, once (t_end is set by closing, reset by recycling) */
 	cf_assert(w->nops > 0 && w->t_end == 0);
+	nfailed = w->nfailed;
 	compact(w);
 	w->closed_by = (uint8_t)kind;
 	w->closed_api = (uint16_t)api;
@@ -397,7 +399,11 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 		ce->totals.windows_by[kind]++;
 		for (uint32_t i = 0; i < w->nops; i++)
 			ce->totals.ops[w->ops[i].kind]++;
-		s = cap__trie_insert(ce, w, &spare);
+		/* the prediction held for every op (op_hash): the window is that shape again */
+		if (ce->pred && ce->pred->nops == w->nops && ce->pred->last && !nfailed)
+			s = cap__trie_insert_known(ce, w, ce->pred, &spare);
+		else
+			s = cap__trie_insert(ce, w, &spare);
 		if (ce->cfg.trace_max_bytes)
 			cap__trace_window(ce, w, s);
 	}

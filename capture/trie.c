@@ -155,11 +155,57 @@ struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s)
 	return w;
 }
 
+/* The hash over the ops' bindings (each bind is a finished hash already). */
+static uint64_t binds_hash(const struct cap_window *w)
+{
+	uint64_t bind = CF_HASH_SEED;
+
+	for (uint32_t i = 0; i < w->nops; i++)
+		bind = cf_hash_step(bind, w->ops[i].bind);
+	return cf_hash64(bind);
+}
+
+/* Shape s is seen again as window w (same path, so same length and keys): its bindings are
+ * compared op by op and w becomes its last sighting (*spare: the one it replaces). */
+static struct cap_shape *sighting(struct cap_engine *ce, struct cap_shape *s, struct cap_window *w,
+				  struct cap_window **spare)
+{
+	uint64_t bind = CF_HASH_SEED;
+	bool same = true;
+
+	cf_assert(s->nops == w->nops && s->last);
+	for (uint32_t i = 0; i < w->nops; i++) {
+		bind = cf_hash_step(bind, w->ops[i].bind);
+		if (s->last->ops[i].bind != w->ops[i].bind) {
+			s->moved[i]++;
+			same = false;
+		}
+	}
+	s->sightings++;
+	s->stable += same;
+	s->last_stable = same;
+	s->bind_hash = cf_hash64(bind);
+	s->last_window = w->seq;
+	s->closed_by[w->closed_by]++;
+	*spare = s->last;
+	s->last = w;
+	lru_unlink(ce, s);
+	lru_push(ce, s);
+	return s;
+}
+
+struct cap_shape *cap__trie_insert_known(struct cap_engine *ce, struct cap_window *w, struct cap_shape *s,
+					 struct cap_window **spare)
+{
+	cf_assert(w->nops > 0 && w->nfailed == 0 && s->nops == w->nops);
+	*spare = NULL;
+	return sighting(ce, s, w, spare);
+}
+
 struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, struct cap_window **spare)
 {
 	struct cap_trie_node *n = &ce->trie.root;
 	struct cap_shape *s;
-	uint64_t bind = CF_HASH_SEED;
 
 	cf_assert(w->nops > 0 && w->nfailed == 0); /* closed and compacted (record.c) */
 	*spare = NULL;
@@ -174,32 +220,11 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 			return NULL;
 		}
 		n = c;
-		bind = cf_hash_step(bind, w->ops[i].bind); /* each bind is a finished hash already */
 	}
-	bind = cf_hash64(bind);
 	s = n->shape;
 	if (s) {
-		bool same = true;
-
-		cf_assert(s->nops == w->nops && s->last && s->end == n);
-		/* same path, so same length and keys: compare bindings op by op */
-		for (uint32_t i = 0; i < w->nops; i++) {
-			if (s->last->ops[i].bind != w->ops[i].bind) {
-				s->moved[i]++;
-				same = false;
-			}
-		}
-		s->sightings++;
-		s->stable += same;
-		s->last_stable = same;
-		s->bind_hash = bind;
-		s->last_window = w->seq;
-		s->closed_by[w->closed_by]++;
-		*spare = s->last;
-		s->last = w;
-		lru_unlink(ce, s);
-		lru_push(ce, s);
-		return s;
+		cf_assert(s->end == n);
+		return sighting(ce, s, w, spare);
 	}
 	s = calloc(1, sizeof(*s));
 	if (s)
@@ -213,7 +238,7 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 	s->id = ce->trie.next_shape_id++;
 	s->end = n;
 	s->sightings = 1;
-	s->bind_hash = bind;
+	s->bind_hash = binds_hash(w);
 	s->first_window = s->last_window = w->seq;
 	s->last = w;
 	s->nops = w->nops;

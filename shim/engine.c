@@ -122,7 +122,7 @@ static void __attribute__((noinline)) lock_drop_replay(struct cf_engine *e)
 
 static inline void lock_drop(struct cf_engine *e)
 {
-	if (e->rpl)
+	if (e->rpl && rpl_due_at_drop(e->rpl))
 		lock_drop_replay(e);
 	else
 		lock_release(e);
@@ -374,20 +374,24 @@ static bool recording(void)
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING;
 }
 
+/* current_ctx when the thread's context is not known: asked of the driver. */
+static __attribute__((noinline)) CUcontext current_ctx_ask(void)
+{
+	CUcontext c = NULL;
+
+	note_own(DRV_ID_cuCtxGetCurrent);
+	if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
+		c = NULL;
+	tls_ctx = c;
+	tls_ctx_ok = true;
+	return c;
+}
+
 /* The calling thread's current context (asked of the driver once after each change). Under
  * the lock. */
-static CUcontext current_ctx(void)
+static inline CUcontext current_ctx(void)
 {
-	if (!tls_ctx_ok) {
-		CUcontext c = NULL;
-
-		note_own(DRV_ID_cuCtxGetCurrent);
-		if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
-			c = NULL;
-		tls_ctx = c;
-		tls_ctx_ok = true;
-	}
-	return tls_ctx;
+	return cf_likely(tls_ctx_ok) ? tls_ctx : current_ctx_ask();
 }
 
 /* Whether the stream an op names is being captured by the program (asked only while some
