@@ -451,7 +451,7 @@ static void __attribute__((noinline)) op_capturing(struct cf_engine *e, const st
 
 /* Replay's part of op_begin under the lock, after capture recorded the call: false when the
  * engine answered the call itself (*rc). */
-static bool __attribute__((noinline)) op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext ctx,
+static inline bool op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext ctx,
 						 CUresult *rc)
 {
 	if (replay_op(e, t, rc))
