@@ -208,6 +208,11 @@ CUresult cap_op_issue(const struct cap_op *op);
 int cap_op_stage(struct cap_op *op, struct cf_arena *a);
 /* Recompute op->key and op->bind from its fields (after editing an op). */
 void cap_op_hash(struct cap_op *op);
+/* cap_op_hash, answered from p (an op hashed before: the one the window is expected to repeat)
+ * where the fields each hash reads are equal, compared field by field, which costs a fraction of
+ * hashing them (issue 22). Returns whether p's key was taken; p may be NULL. The result is
+ * always what cap_op_hash would give. */
+bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p);
 /* The kernel name of a kernel op, else the entry point's base name. */
 const char *cap_op_name(const struct cap_op *op);
 const char *cap_op_kind_name(enum cap_op_kind kind);

@@ -32,6 +32,8 @@ struct cap_window {
 	uint32_t nevents, capevents; /* used and allocated slots */
 	uint64_t seq;                /* window number */
 	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
+	uint64_t alloc_gen_begin;    /* the allocation map's gen at the first op and at the close: */
+	uint64_t alloc_gen_end;      /* equal, every copy of the window was resolved at that gen */
 	uint8_t closed_by;           /* enum cap_boundary, once closed */
 	uint16_t closed_api;         /* enum drv_api_id of the closing call */
 	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
@@ -59,6 +61,8 @@ struct cap_trie_node {
 	uint32_t depth;              /* ops from the root */
 	uint32_t nchildren;          /* nodes whose parent this is */
 	struct cap_shape *shape;     /* the window shape ending here, or NULL */
+	struct cap_trie_node *last_child; /* the child last walked to, or NULL (trie.c: tried before
+					   * the edge map; cleared when that child is freed) */
 };
 
 struct cap_shape {
@@ -75,14 +79,24 @@ struct cap_shape {
 	uint32_t *moved;             /* per op: sightings whose binding differed from the previous */
 	uint64_t closed_by[CAP_BOUNDARY_COUNT]; /* what ended its windows */
 	struct cap_shape *prev, *next; /* recency list, most recent first */
+	struct cap_shape *succ;      /* the shape whose window followed this one's last time, or
+				      * NULL (record.c: the open window's prediction) */
 	void *user;                  /* replay's template */
 	struct cap_mark *marks;      /* per op: what the rewrite did to it (owned), or NULL */
 };
+
+/* Shape s is being freed: nothing capture keeps may point at it any more (record.c: the
+ * prediction and the successor links). s is off the recency list already. */
+void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s);
 
 /* Insert the closed window w (ops compacted, nops > 0) into the trie: an existing shape takes
  * w as its last sighting and *spare gets the window it replaces; a new shape takes w. May evict
  * the least recently used shape. Returns the shape, or NULL on failure (w then goes to *spare). */
 struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, struct cap_window **spare);
+/* cap__trie_insert for a window known to follow shape s's path (every key equal to its last
+ * sighting's, as many ops): no walk of the trie (record.c, when the prediction held). */
+struct cap_shape *cap__trie_insert_known(struct cap_engine *ce, struct cap_window *w, struct cap_shape *s,
+					 struct cap_window **spare);
 /* Drop shape s (replay is told, as of an eviction) and hand back its last window, which it no
  * longer owns: a sighting that must not count (one of its ops turned out refused). */
 struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s);
@@ -129,7 +143,6 @@ struct cap_stream {
 	uint16_t slot;               /* its slot in window `win` */
 	uint32_t last;               /* index of its last op in window `win` */
 };
-struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
 /* The record of a stream as an op would name it, or NULL when capture never saw it (nothing is
  * created and the driver is not asked). */
 struct cap_stream *cap__stream_find(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
@@ -177,13 +190,26 @@ struct cap_probe_slot {
 struct cap_alloc_map {
 	struct cap_alloc *ranges;    /* sorted by base, non-overlapping */
 	size_t nranges, capranges;   /* used and allocated entries */
+	size_t hint[2];              /* indices of the ranges cap_alloc_find found last (alloc.c) */
+	uint64_t gen;                /* bumped by every change of the map or of the probes' answers:
+				      * a copy resolved at an equal gen resolves the same (record.c) */
 	uint64_t next_id;            /* id of the next allocation */
 	uint64_t gen;                /* bumped on every change of ranges (cap_alloc_gen) */
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
 };
 
+/* funcs.c: a function lookup remembered (cap__func_get's answer for a handle in a context). */
+#define CAP_FUNC_CACHE 64            /* entries, indexed by a few bits of the handle */
+struct cap_func_hit {
+	CUfunction handle;           /* the handle launched */
+	CUcontext ctx;               /* in this context */
+	CUfunction fn;               /* the per-context function it resolved to */
+	struct cap_func *f;          /* its record; NULL: empty entry */
+};
+
 /* funcs.c: function records. */
 struct cap_funcs {
+	struct cap_func_hit hits[CAP_FUNC_CACHE]; /* recent lookups, emptied at every change */
 	struct cf_map by_func;       /* CUfunction -> struct func_bind */
 	struct cf_table by_sig;      /* (name, layout) -> struct func_rec */
 	struct cf_map kernels;       /* set of CUkernel handles (value: a marker) */
@@ -209,9 +235,23 @@ struct cap_images {
 	size_t text_bytes;           /* their texts' bytes */
 };
 
+/* streams.c: a stream lookup remembered (cap__stream_get's answer for these arguments). */
+#define CAP_STREAM_CACHE 4           /* entries, indexed by a few bits of the handle and thread */
+struct cap_stream_hit {
+	CUstream h;                  /* the arguments asked with */
+	CUcontext ctx;
+	uint32_t tid;
+	int pt;
+	struct cap_stream *s;        /* the answer; NULL: empty entry */
+};
+
 /* streams.c: stream and event records. */
 struct cap_streams {
 	struct cf_map streams;       /* created stream handle, or hash of a default stream -> record */
+	struct cap_stream_hit hits[CAP_STREAM_CACHE]; /* recent lookups: most ops name a stream
+						       * the last few did, and the map's probe cost a
+						       * hundred instructions an op (issue 22); emptied
+						       * whenever a record is freed */
 	struct cf_map events;        /* event handle -> struct cap_event_rec */
 	uint32_t next_id;            /* number of the next stream record */
 	size_t nbytes;               /* bytes of records */
@@ -254,6 +294,11 @@ struct cap_engine {
 	struct cap_window *spare;    /* a reset window ready to be the next one, or NULL */
 	uint64_t win_seq;            /* number of the open window */
 	uint64_t op_seq;             /* ops recorded so far */
+	struct cap_shape *prev_shape; /* the shape the last window closed as, or NULL */
+	struct cap_shape *pred;      /* the shape the open window is expected to repeat (prev_shape's
+				      * successor, else prev_shape), NULL once an op differed: its
+				      * last window's op at each index answers the hashes of the
+				      * call recorded there when the fields are equal (record.c) */
 	struct cap_totals totals;    /* counters (some updated atomically, see cap_op_done) */
 	struct cap_alloc_map alloc;  /* alloc.c */
 	struct cap_funcs funcs;      /* funcs.c */
@@ -263,6 +308,20 @@ struct cap_engine {
 	struct cap_trie trie;        /* trie.c */
 	struct cap_sites sites;      /* callsite.c */
 };
+
+/* The record of the stream an op names (made, and its kind asked of the driver, on first use);
+ * NULL when out of memory. Inline: a remembered lookup answers most calls (streams.c). */
+struct cap_stream *cap__stream_get_slow(struct cap_engine *ce, struct cap_stream_hit *hit, CUstream h, int pt,
+					CUcontext ctx, uint32_t tid);
+static inline struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid)
+{
+	uintptr_t u = (uintptr_t)h;
+	struct cap_stream_hit *hit = &ce->streams.hits[((u >> 4) ^ (u >> 10) ^ tid) & (CAP_STREAM_CACHE - 1)];
+
+	if (__builtin_expect(hit->s && hit->h == h && hit->pt == pt && hit->ctx == ctx && hit->tid == tid, 1))
+		return hit->s;
+	return cap__stream_get_slow(ce, hit, h, pt, ctx, tid);
+}
 
 /* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
 void cap__own_call(struct cap_engine *ce, enum drv_api_id id);

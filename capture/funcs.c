@@ -241,7 +241,39 @@ out_free:
 	return NULL;
 }
 
+/* A binding or kernel resolution is about to change or go: no remembered lookup may answer. */
+static void hits_clear(struct cap_engine *ce)
+{
+	memset(ce->funcs.hits, 0, sizeof(ce->funcs.hits));
+}
+
+static struct cap_func *func_lookup(struct cap_engine *ce, CUfunction handle, CUcontext ctx, CUfunction *func);
+
+/* A launch names a function the last few launches named, mostly: the lookup's answer is
+ * remembered per (handle, context), exactly, and forgotten whenever a binding or resolution
+ * changes (hits_clear); two map probes an op cost sixty instructions (issue 22). */
 struct cap_func *cap__func_get(struct cap_engine *ce, CUfunction handle, CUcontext ctx, CUfunction *func)
+{
+	uintptr_t u = (uintptr_t)handle;
+	struct cap_func_hit *hit = &ce->funcs.hits[((u >> 4) ^ (u >> 10) ^ (u >> 16)) & (CAP_FUNC_CACHE - 1)];
+	CUfunction fn = NULL;
+
+	if (cf_likely(hit->f && hit->handle == handle && hit->ctx == ctx)) {
+		if (func)
+			*func = hit->fn;
+		return hit->f;
+	}
+	hit->f = func_lookup(ce, handle, ctx, &fn);
+	hit->handle = handle;
+	hit->ctx = ctx;
+	hit->fn = fn;
+	if (hit->f && func)
+		*func = fn;
+	return hit->f;
+}
+
+static __attribute__((noinline)) struct cap_func *func_lookup(struct cap_engine *ce, CUfunction handle,
+							      CUcontext ctx, CUfunction *func)
 {
 	CUfunction fn = handle;
 	struct cap_func *f;
@@ -284,6 +316,7 @@ struct cap_func *cap__func_get(struct cap_engine *ce, CUfunction handle, CUconte
 
 void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k)
 {
+	hits_clear(ce); /* the handle now resolves as a CUkernel */
 	if (k)
 		cf_map_put(&ce->funcs.kernels, (uint64_t)(uintptr_t)k, (void *)&kernel_marker);
 }
@@ -292,6 +325,7 @@ static void drop_kernel_fns(struct cap_engine *ce)
 {
 	void *v;
 
+	hits_clear(ce);
 	for (size_t i = 0; cf_map_next(&ce->funcs.kernel_fns, &i, NULL, &v);)
 		free(v);
 	cf_map_fini(&ce->funcs.kernel_fns);
@@ -301,6 +335,7 @@ static void drop_bindings(struct cap_engine *ce)
 {
 	void *v;
 
+	hits_clear(ce);
 	for (size_t i = 0; cf_map_next(&ce->funcs.by_func, &i, NULL, &v);)
 		free(v);
 	cf_map_fini(&ce->funcs.by_func);
@@ -320,6 +355,7 @@ static bool forget_module(struct cap_engine *ce, CUmodule mod)
 	void *v;
 	bool ok = false;
 
+	hits_clear(ce);
 	/* first the kernels resolved to the module's functions, while their bindings say so */
 	for (int pass = 0; pass < 2; pass++) {
 		struct cf_map *m = pass == 0 ? &ce->funcs.kernel_fns : &ce->funcs.by_func;

@@ -144,17 +144,15 @@ static uint64_t hash_params(const void *p, uint32_t n, uint64_t h)
 	return h;
 }
 
-/* Key and bindings in one pass of cf_hash_step over the fields, one cf_hash64 each at the end:
- * a third of what a full finalizer per field cost (issue 22). */
-void cap_op_hash(struct cap_op *op)
+/* An op's key: its kind, entry point, stream slot and what makes it the same work whatever
+ * memory it names (cap_op_hash). One pass of cf_hash_step over the fields, one cf_hash64 at the
+ * end: a third of what a full finalizer per field cost (issue 22). */
+static inline uint64_t key_hash(const struct cap_op *op)
 {
 	uint64_t k = cf_hash_step(CF_HASH_SEED, op->kind);
-	uint64_t b = CF_HASH_SEED;
 
 	k = cf_hash_step(k, op->api);
 	k = cf_hash_step(k, ((uint64_t)op->stream_slot << 8) | op->stream_kind);
-	b = cf_hash_step(b, (uint64_t)(uintptr_t)op->stream);
-	b = cf_hash_step(b, (uint64_t)(uintptr_t)op->ctx);
 	switch (op->kind) {
 	case CAP_OP_KERNEL: {
 		const struct cap_kernel *kn = &op->u.kernel;
@@ -167,9 +165,6 @@ void cap_op_hash(struct cap_op *op)
 		k = cf_hash_step(k, ((uint64_t)kn->nattrs << 1) | kn->via_extra);
 		for (uint32_t i = 0; i < kn->nattrs; i++)
 			k = hash_attr(&kn->attrs[i], k);
-		b = hash_params(kn->params, kn->param_size, b);
-		b = cf_hash_step(b, (uint64_t)(uintptr_t)kn->handle);
-		b = cf_hash_step(b, (uint64_t)(uintptr_t)kn->func);
 		break;
 	}
 	case CAP_OP_MEMCPY: {
@@ -181,6 +176,42 @@ void cap_op_hash(struct cap_op *op)
 		k = cf_hash_step(k, c->d.WidthInBytes);
 		k = cf_hash_step(k, c->d.Height);
 		k = cf_hash_step(k, c->d.Depth);
+		break;
+	}
+	case CAP_OP_MEMSET:
+		k = cf_hash_step(k, op->u.memset.elem_size);
+		k = cf_hash_step(k, op->u.memset.width);
+		k = cf_hash_step(k, op->u.memset.height);
+		break;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		k = cf_hash_step(k, ((uint64_t)op->u.event.slot << 32) | op->u.event.flags);
+		break;
+	default:
+		break;
+	}
+	return cf_hash64(k);
+}
+
+/* An op's bindings: the stream, context and memory it names (cap_op_hash). */
+static inline uint64_t bind_hash(const struct cap_op *op)
+{
+	uint64_t b = CF_HASH_SEED;
+
+	b = cf_hash_step(b, (uint64_t)(uintptr_t)op->stream);
+	b = cf_hash_step(b, (uint64_t)(uintptr_t)op->ctx);
+	switch (op->kind) {
+	case CAP_OP_KERNEL: {
+		const struct cap_kernel *kn = &op->u.kernel;
+
+		b = hash_params(kn->params, kn->param_size, b);
+		b = cf_hash_step(b, (uint64_t)(uintptr_t)kn->handle);
+		b = cf_hash_step(b, (uint64_t)(uintptr_t)kn->func);
+		break;
+	}
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *c = &op->u.memcpy;
+
 		b = cf_hash_step(b, c->src_first);
 		b = cf_hash_step(b, c->dst_first);
 		b = cf_hash_step(b, c->d.srcPitch);
@@ -191,20 +222,13 @@ void cap_op_hash(struct cap_op *op)
 		b = cf_hash_step(b, (uint64_t)(uintptr_t)c->dst_ctx);
 		break;
 	}
-	case CAP_OP_MEMSET: {
-		const struct cap_memset *m = &op->u.memset;
-
-		k = cf_hash_step(k, m->elem_size);
-		k = cf_hash_step(k, m->width);
-		k = cf_hash_step(k, m->height);
-		b = cf_hash_step(b, m->dst);
-		b = cf_hash_step(b, m->pitch);
-		b = cf_hash_step(b, m->value);
+	case CAP_OP_MEMSET:
+		b = cf_hash_step(b, op->u.memset.dst);
+		b = cf_hash_step(b, op->u.memset.pitch);
+		b = cf_hash_step(b, op->u.memset.value);
 		break;
-	}
 	case CAP_OP_EVENT_RECORD:
 	case CAP_OP_EVENT_WAIT:
-		k = cf_hash_step(k, ((uint64_t)op->u.event.slot << 32) | op->u.event.flags);
 		b = cf_hash_step(b, (uint64_t)(uintptr_t)op->u.event.event);
 		break;
 	case CAP_OP_HOST_FN: {
@@ -216,8 +240,90 @@ void cap_op_hash(struct cap_op *op)
 		break;
 	}
 	}
-	op->key = cf_hash64(k);
-	op->bind = cf_hash64(b);
+	return cf_hash64(b);
+}
+
+void cap_op_hash(struct cap_op *op)
+{
+	op->key = key_hash(op);
+	op->bind = bind_hash(op);
+}
+
+/* Whether every field key_hash reads is equal in op and p (so their keys are equal). An op with
+ * launch attributes never is (they are not compared here). */
+static bool key_same(const struct cap_op *op, const struct cap_op *p)
+{
+	if (op->kind != p->kind || op->api != p->api || op->stream_slot != p->stream_slot ||
+	    op->stream_kind != p->stream_kind)
+		return false;
+	switch (op->kind) {
+	case CAP_OP_KERNEL: {
+		const struct cap_kernel *a = &op->u.kernel, *b = &p->u.kernel;
+
+		return (a->info ? a->info->id : (uint64_t)(uintptr_t)a->func) ==
+			       (b->info ? b->info->id : (uint64_t)(uintptr_t)b->func) &&
+		       !a->nattrs && !b->nattrs && a->grid[0] == b->grid[0] && a->grid[1] == b->grid[1] &&
+		       a->grid[2] == b->grid[2] && a->block[0] == b->block[0] && a->block[1] == b->block[1] &&
+		       a->block[2] == b->block[2] && a->shared_bytes == b->shared_bytes &&
+		       a->param_size == b->param_size && a->via_extra == b->via_extra;
+	}
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *a = &op->u.memcpy, *b = &p->u.memcpy;
+
+		return a->d.srcMemoryType == b->d.srcMemoryType && a->d.dstMemoryType == b->d.dstMemoryType &&
+		       a->dir == b->dir && a->src_pageable == b->src_pageable && a->dst_pageable == b->dst_pageable &&
+		       a->d.WidthInBytes == b->d.WidthInBytes && a->d.Height == b->d.Height && a->d.Depth == b->d.Depth;
+	}
+	case CAP_OP_MEMSET:
+		return op->u.memset.elem_size == p->u.memset.elem_size && op->u.memset.width == p->u.memset.width &&
+		       op->u.memset.height == p->u.memset.height;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		return op->u.event.slot == p->u.event.slot && op->u.event.flags == p->u.event.flags;
+	default:
+		return true;
+	}
+}
+
+/* Whether every field bind_hash reads is equal in op and p (whose keys are equal). */
+static bool bind_same(const struct cap_op *op, const struct cap_op *p)
+{
+	if (op->stream != p->stream || op->ctx != p->ctx)
+		return false;
+	switch (op->kind) {
+	case CAP_OP_KERNEL: {
+		const struct cap_kernel *a = &op->u.kernel, *b = &p->u.kernel;
+
+		return a->handle == b->handle && a->func == b->func && a->param_size == b->param_size &&
+		       (!a->param_size || memcmp(a->params, b->params, a->param_size) == 0);
+	}
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *a = &op->u.memcpy, *b = &p->u.memcpy;
+
+		return a->src_first == b->src_first && a->dst_first == b->dst_first && a->d.srcPitch == b->d.srcPitch &&
+		       a->d.dstPitch == b->d.dstPitch && a->d.srcHeight == b->d.srcHeight &&
+		       a->d.dstHeight == b->d.dstHeight && a->src_ctx == b->src_ctx && a->dst_ctx == b->dst_ctx;
+	}
+	case CAP_OP_MEMSET:
+		return op->u.memset.dst == p->u.memset.dst && op->u.memset.pitch == p->u.memset.pitch &&
+		       op->u.memset.value == p->u.memset.value;
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		return op->u.event.event == p->u.event.event;
+	default:
+		return op->u.host_fn.fn == p->u.host_fn.fn && op->u.host_fn.data == p->u.host_fn.data;
+	}
+}
+
+bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p)
+{
+	if (!p || !key_same(op, p)) {
+		cap_op_hash(op);
+		return false;
+	}
+	op->key = p->key;
+	op->bind = bind_same(op, p) ? p->bind : bind_hash(op);
+	return true;
 }
 
 /* ------------------------------------------------------------------ copy descriptors */
@@ -227,17 +333,22 @@ void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, C
 {
 	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
 
-	memset(d, 0, sizeof(*d));
+	/* every member stored (padding left: nothing compares descriptors bytewise), rather than a
+	 * memset, whose "rep stos" cost one instruction per word on every copy (issue 22) */
+	d->srcXInBytes = d->srcY = d->srcZ = d->srcLOD = 0;
 	d->srcMemoryType = src_type;
-	if (src_type == CU_MEMORYTYPE_HOST)
-		d->srcHost = (const void *)(uintptr_t)src;
-	else
-		d->srcDevice = (CUdeviceptr)src;
+	d->srcHost = src_type == CU_MEMORYTYPE_HOST ? (const void *)(uintptr_t)src : NULL;
+	d->srcDevice = src_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)src;
+	d->srcArray = NULL;
+	d->reserved0 = NULL;
+	d->srcPitch = d->srcHeight = 0;
+	d->dstXInBytes = d->dstY = d->dstZ = d->dstLOD = 0;
 	d->dstMemoryType = dst_type;
-	if (dst_type == CU_MEMORYTYPE_HOST)
-		d->dstHost = (void *)(uintptr_t)dst;
-	else
-		d->dstDevice = (CUdeviceptr)dst;
+	d->dstHost = dst_type == CU_MEMORYTYPE_HOST ? (void *)(uintptr_t)dst : NULL;
+	d->dstDevice = dst_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)dst;
+	d->dstArray = NULL;
+	d->reserved1 = NULL;
+	d->dstPitch = d->dstHeight = 0;
 	d->WidthInBytes = bytes;
 	d->Height = 1;
 	d->Depth = 1;

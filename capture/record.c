@@ -327,14 +327,62 @@ static void keep_spare(struct cap_engine *ce, struct cap_window *w)
 		ce->spare = w;
 }
 
+/* ------------------------------------------------------------------ prediction */
+
+/* The window that closed was shape s (NULL: not filed): the next window is expected to repeat
+ * the shape that followed s last time, else s again. Only hashing uses the prediction
+ * (cap_op_hash_like): a wrong one costs a compare, never a wrong key. */
+static void predict_next(struct cap_engine *ce, struct cap_shape *s)
+{
+	if (ce->prev_shape && s)
+		ce->prev_shape->succ = s;
+	ce->prev_shape = s;
+	ce->pred = s ? (s->succ ? s->succ : s) : NULL;
+}
+
+void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s)
+{
+	if (ce->prev_shape == s)
+		ce->prev_shape = NULL;
+	if (ce->pred == s)
+		ce->pred = NULL;
+	for (struct cap_shape *o = ce->trie.mru; o; o = o->next)
+		if (o->succ == s)
+			o->succ = NULL;
+}
+
+/* The predicted shape's op at the index the open window w records next, or NULL. *resolved:
+ * that op's window resolved every copy at the allocation map's present gen. */
+static const struct cap_op *predicted(const struct cap_engine *ce, const struct cap_window *w, bool *resolved)
+{
+	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+
+	*resolved = false;
+	if (!pw || w->nops >= pw->nops)
+		return NULL;
+	*resolved = pw->alloc_gen_begin == pw->alloc_gen_end && pw->alloc_gen_end == ce->alloc.gen;
+	return &pw->ops[w->nops];
+}
+
+/* The key and bindings of op, about to be the open window's next: from the predicted op p when
+ * their fields are equal; the first op that differs ends the prediction for the rest of the
+ * window. */
+static void op_hash(struct cap_engine *ce, struct cap_op *op, const struct cap_op *p)
+{
+	if (!cap_op_hash_like(op, p))
+		ce->pred = NULL;
+}
+
 /* Close the open window (it has ops). */
 static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary kind, enum drv_api_id api)
 {
 	struct cap_window *w = ce->cur, *spare = NULL;
 	struct cap_shape *s = NULL;
+	uint32_t nfailed;
 
 	/* state diagram: only the OPEN window closes, once (t_end is set by closing, reset by recycling) */
 	cf_assert(w->nops > 0 && w->t_end == 0);
+	nfailed = w->nfailed;
 	compact(w);
 	w->closed_by = (uint8_t)kind;
 	w->closed_api = (uint16_t)api;
@@ -343,6 +391,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 				 cap_callsite_capture(ce) :
 				 0;
 	w->t_end = cf_now_ns();
+	w->alloc_gen_end = ce->alloc.gen;
 	if (w->nops == 0) {
 		spare = w; /* every op failed: nothing to remember */
 	} else {
@@ -350,10 +399,15 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 		ce->totals.windows_by[kind]++;
 		for (uint32_t i = 0; i < w->nops; i++)
 			ce->totals.ops[w->ops[i].kind]++;
-		s = cap__trie_insert(ce, w, &spare);
+		/* the prediction held for every op (op_hash): the window is that shape again */
+		if (ce->pred && ce->pred->nops == w->nops && ce->pred->last && !nfailed)
+			s = cap__trie_insert_known(ce, w, ce->pred, &spare);
+		else
+			s = cap__trie_insert(ce, w, &spare);
 		if (ce->cfg.trace_max_bytes)
 			cap__trace_window(ce, w, s);
 	}
+	predict_next(ce, s);
 	keep_spare(ce, spare);
 	if (open_next(ce) != 0) {
 		/* keep a window open at any cost: reuse the spare we just gave away, if any */
@@ -609,8 +663,22 @@ static inline __attribute__((always_inline)) void resolve_side(struct cap_engine
 	}
 }
 
-/* Writes every field of op->u.memcpy (op_clear leaves a copy's part as the slot had it). */
-static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c)
+/* Whether two copy descriptors are equal in every field resolve_side reads. */
+static bool resolves_same(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b)
+{
+	return a->srcMemoryType == b->srcMemoryType && a->dstMemoryType == b->dstMemoryType &&
+	       a->srcHost == b->srcHost && a->srcDevice == b->srcDevice && a->dstHost == b->dstHost &&
+	       a->dstDevice == b->dstDevice && a->WidthInBytes == b->WidthInBytes && a->Height == b->Height &&
+	       a->Depth == b->Depth && a->srcXInBytes == b->srcXInBytes && a->srcY == b->srcY && a->srcZ == b->srcZ &&
+	       a->srcPitch == b->srcPitch && a->srcHeight == b->srcHeight && a->dstXInBytes == b->dstXInBytes &&
+	       a->dstY == b->dstY && a->dstZ == b->dstZ && a->dstPitch == b->dstPitch && a->dstHeight == b->dstHeight;
+}
+
+/* Writes every field of op->u.memcpy (op_clear leaves a copy's part as the slot had it). p: the
+ * predicted op, resolved at the allocation map's present gen, or NULL: a copy of the same
+ * bytes as p resolves as p did (both sides known memory: an op resolved with the driver's help,
+ * CAP_OPF_NO_DEFER, is resolved again), without the map's searches (issue 22). */
+static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, const struct cap_op *p)
 {
 	struct cap_memcpy *m = &op->u.memcpy;
 	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
@@ -620,6 +688,16 @@ static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 	m->dst_ctx = c->u.memcpy.dst_ctx;
 	m->src_ctx = c->u.memcpy.src_ctx;
 	m->bytes = (uint64_t)d->WidthInBytes * d->Height * d->Depth;
+	if (p && p->kind == CAP_OP_MEMCPY && !(p->flags & CAP_OPF_NO_DEFER) && resolves_same(&p->u.memcpy.d, d)) {
+		m->src_first = p->u.memcpy.src_first;
+		m->src_span = p->u.memcpy.src_span;
+		m->src_pageable = p->u.memcpy.src_pageable;
+		m->dst_first = p->u.memcpy.dst_first;
+		m->dst_span = p->u.memcpy.dst_span;
+		m->dst_pageable = p->u.memcpy.dst_pageable;
+		m->dir = p->u.memcpy.dir;
+		goto resolved;
+	}
 	resolve_side(ce, d->srcMemoryType,
 		     d->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)d->srcHost : d->srcDevice,
 		     d->srcXInBytes, d->srcY, d->srcZ, d->srcPitch, d->srcHeight, d, &m->src_first, &m->src_span, &sdev,
@@ -631,6 +709,7 @@ static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 	if (sunk || dunk)
 		op->flags |= CAP_OPF_NO_DEFER;
 	m->dir = (uint8_t)(sdev ? (ddev ? CAP_DIR_DTOD : CAP_DIR_DTOH) : (ddev ? CAP_DIR_HTOD : CAP_DIR_HTOH));
+resolved:
 	/* A synchronous copy touching host memory returns only when the host can see its
 	 * effect (and waits for earlier work); a copy into host memory is how programs read
 	 * results, asynchronous or not (DESIGN.md). Device-to-device synchronous copies do not
@@ -649,9 +728,10 @@ static void build_memset(struct cap_engine *ce, struct cap_op *op, const struct 
 	op->u.memset = c->u.memset;
 	/* A synchronous memset blocks the host when its target is host-visible (pinned,
 	 * registered or managed memory); of device memory it does not. */
+	if (drv_api_is(op->api, DRV_API_ASYNC))
+		return;
 	a = cap_alloc_find(ce, op->u.memset.dst);
-	if (!drv_api_is(op->api, DRV_API_ASYNC) && (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC &&
-					      a->kind != CAP_ALLOC_MAPPED)))
+	if (!a || (a->kind != CAP_ALLOC_DEVICE && a->kind != CAP_ALLOC_ASYNC && a->kind != CAP_ALLOC_MAPPED))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 }
 
@@ -672,7 +752,7 @@ static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_resu
 /* The part of op that depends on its kind (the common part is filled). Returns 0, -CF_ENOMEM,
  * or -CF_EINVAL when a kernel's parameters cannot be recorded. */
 static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, struct cap_window *w,
-		    struct cap_rec *rec)
+		    struct cap_rec *rec, const struct cap_op *p)
 {
 	int slot, rc = 0;
 
@@ -681,7 +761,7 @@ static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_c
 		rc = build_kernel(op, c, &w->arena);
 		break;
 	case CAP_OP_MEMCPY:
-		build_memcpy(ce, op, c);
+		build_memcpy(ce, op, c, p);
 		rec->bytes = op->u.memcpy.bytes;
 		break;
 	case CAP_OP_MEMSET:
@@ -721,12 +801,14 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 /* The built op becomes the window's next: numbered, counted, and the window closed behind it
  * when it ends the window itself or fills it. */
 static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
-		   struct cap_rec *rec)
+		   struct cap_rec *rec, const struct cap_op *p)
 {
-	cap_op_hash(op);
+	op_hash(ce, op, p);
 	op->seq = ++ce->op_seq;
-	if (w->nops == 0)
+	if (w->nops == 0) {
 		w->t_begin = who->t_ns;
+		w->alloc_gen_begin = ce->alloc.gen;
+	}
 	if (who->callsite)
 		cap__callsite_count(ce, who->callsite);
 	rec->index = w->nops++;
@@ -781,7 +863,9 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	struct cap_window *w = ce->cur;
 	struct cap_func *f = NULL;
 	CUfunction func = NULL;
+	const struct cap_op *p;
 	struct cap_op *op;
+	bool resolved;
 	int slot, rc = 0;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
@@ -828,14 +912,15 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		goto out_nomem;
 	}
 	op->stream_slot = (uint16_t)slot;
-	rc = build_op(ce, op, c, w, rec);
+	p = predicted(ce, w, &resolved);
+	rc = build_op(ce, op, c, w, rec, resolved ? p : NULL);
 	if (rc == -CF_ENOMEM)
 		goto out_nomem;
 	if (rc != 0) {
 		refuse(ce, rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
 		goto out;
 	}
-	append(ce, w, op, who, rec);
+	append(ce, w, op, who, rec, p);
 	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");

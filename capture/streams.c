@@ -11,6 +11,7 @@
  * PT_MAX of them exist, those not used in the open window are dropped (a live thread that
  * comes back gets a new record; only its trace track number changes). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "capture/capture_int.h"
 #include "common/compiler.h"
@@ -47,6 +48,12 @@ static struct cap_stream *add(struct cap_engine *ce, uint64_t key, CUstream h, C
 	return s;
 }
 
+/* A record is about to be freed: no remembered lookup may answer it any more. */
+static void hits_clear(struct cap_engine *ce)
+{
+	memset(ce->streams.hits, 0, sizeof(ce->streams.hits));
+}
+
 /* Drop the per-thread stream records not used in the open window (their threads may be gone). */
 static void sweep_per_thread(struct cap_engine *ce)
 {
@@ -57,6 +64,7 @@ static void sweep_per_thread(struct cap_engine *ce)
 	keys = malloc(ce->streams.npt * sizeof(*keys));
 	if (!keys)
 		return;
+	hits_clear(ce);
 	for (size_t i = 0; cf_map_next(&ce->streams.streams, &i, &k, &v) && n < ce->streams.npt;) {
 		const struct cap_stream *s = v;
 
@@ -80,7 +88,22 @@ struct cap_stream *cap__stream_find(struct cap_engine *ce, CUstream h, int pt, C
 	return cf_map_get(&ce->streams.streams, (uint64_t)(uintptr_t)h);
 }
 
-struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid)
+static struct cap_stream *stream_lookup(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid);
+
+/* The remembered answers are exact: an entry holds the arguments it was asked with, and every
+ * record's lifetime ends through hits_clear first. */
+struct cap_stream *cap__stream_get_slow(struct cap_engine *ce, struct cap_stream_hit *hit, CUstream h, int pt,
+					CUcontext ctx, uint32_t tid)
+{
+	hit->s = stream_lookup(ce, h, pt, ctx, tid);
+	hit->h = h;
+	hit->pt = pt;
+	hit->ctx = ctx;
+	hit->tid = tid;
+	return hit->s;
+}
+
+static struct cap_stream *stream_lookup(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid)
 {
 	struct cap_stream *s;
 	unsigned int flags = 0;
@@ -119,6 +142,7 @@ void cap_stream_created(struct cap_engine *ce, CUstream h, unsigned int flags)
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
 		return;
+	hits_clear(ce);
 	old = cf_map_del(&ce->streams.streams, key); /* a record made before the create was seen, or a reused handle */
 	if (old)
 		ce->streams.nbytes -= sizeof(*old);
@@ -133,6 +157,7 @@ void cap_stream_forget(struct cap_engine *ce, CUstream h)
 	cf_assert(cf_serial_is_held());
 	if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
 		return;
+	hits_clear(ce);
 	s = cf_map_del(&ce->streams.streams, (uint64_t)(uintptr_t)h);
 	if (s)
 		ce->streams.nbytes -= sizeof(*s);
@@ -177,6 +202,7 @@ void cap__streams_fini(struct cap_engine *ce)
 {
 	void *v;
 
+	hits_clear(ce);
 	for (size_t i = 0; cf_map_next(&ce->streams.streams, &i, NULL, &v);)
 		free(v);
 	for (size_t i = 0; cf_map_next(&ce->streams.events, &i, NULL, &v);)

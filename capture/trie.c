@@ -42,11 +42,21 @@ struct cap_shape *cap_trie_shape(const struct cap_trie_node *n)
 /* The child of n for key, made if missing; NULL when out of memory or on a collision. */
 static struct cap_trie_node *child_make(struct cap_engine *ce, struct cap_trie_node *n, uint64_t key)
 {
-	uint64_t ek = edge_key(n, key);
-	struct cap_trie_node *c = cf_map_get(&ce->trie.edges, ek);
+	struct cap_trie_node *c = n->last_child;
+	uint64_t ek;
 
-	if (c)
-		return c->parent == n && c->key == key ? c : NULL;
+	/* a program repeats its windows: the edge taken last time is nearly always the one wanted,
+	 * and the map's probe cost a third of filing a window (issue 22) */
+	if (c && c->key == key)
+		return c;
+	ek = edge_key(n, key);
+	c = cf_map_get(&ce->trie.edges, ek);
+	if (c) {
+		if (c->parent != n || c->key != key)
+			return NULL;
+		n->last_child = c;
+		return c;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -59,6 +69,7 @@ static struct cap_trie_node *child_make(struct cap_engine *ce, struct cap_trie_n
 	}
 	n->nchildren++;
 	ce->trie.nnodes++;
+	n->last_child = c;
 	return c;
 }
 
@@ -70,6 +81,8 @@ static void prune(struct cap_engine *ce, struct cap_trie_node *n)
 
 		cf_assert(p && p->nchildren > 0 && n->depth == p->depth + 1);
 		cf_map_del(&ce->trie.edges, edge_key(p, n->key));
+		if (p->last_child == n)
+			p->last_child = NULL;
 		p->nchildren--;
 		ce->trie.nnodes--;
 		free(n);
@@ -105,6 +118,7 @@ static void lru_push(struct cap_engine *ce, struct cap_shape *s)
 
 static void shape_free(struct cap_engine *ce, struct cap_shape *s)
 {
+	cap__shape_gone(ce, s);
 	cap__window_drop(ce, s->last);
 	free(s->moved);
 	free(s->marks);
@@ -141,11 +155,57 @@ struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s)
 	return w;
 }
 
+/* The hash over the ops' bindings (each bind is a finished hash already). */
+static uint64_t binds_hash(const struct cap_window *w)
+{
+	uint64_t bind = CF_HASH_SEED;
+
+	for (uint32_t i = 0; i < w->nops; i++)
+		bind = cf_hash_step(bind, w->ops[i].bind);
+	return cf_hash64(bind);
+}
+
+/* Shape s is seen again as window w (same path, so same length and keys): its bindings are
+ * compared op by op and w becomes its last sighting (*spare: the one it replaces). */
+static struct cap_shape *sighting(struct cap_engine *ce, struct cap_shape *s, struct cap_window *w,
+				  struct cap_window **spare)
+{
+	uint64_t bind = CF_HASH_SEED;
+	bool same = true;
+
+	cf_assert(s->nops == w->nops && s->last);
+	for (uint32_t i = 0; i < w->nops; i++) {
+		bind = cf_hash_step(bind, w->ops[i].bind);
+		if (s->last->ops[i].bind != w->ops[i].bind) {
+			s->moved[i]++;
+			same = false;
+		}
+	}
+	s->sightings++;
+	s->stable += same;
+	s->last_stable = same;
+	s->bind_hash = cf_hash64(bind);
+	s->last_window = w->seq;
+	s->closed_by[w->closed_by]++;
+	*spare = s->last;
+	s->last = w;
+	lru_unlink(ce, s);
+	lru_push(ce, s);
+	return s;
+}
+
+struct cap_shape *cap__trie_insert_known(struct cap_engine *ce, struct cap_window *w, struct cap_shape *s,
+					 struct cap_window **spare)
+{
+	cf_assert(w->nops > 0 && w->nfailed == 0 && s->nops == w->nops);
+	*spare = NULL;
+	return sighting(ce, s, w, spare);
+}
+
 struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, struct cap_window **spare)
 {
 	struct cap_trie_node *n = &ce->trie.root;
 	struct cap_shape *s;
-	uint64_t bind = CF_HASH_SEED;
 
 	cf_assert(w->nops > 0 && w->nfailed == 0); /* closed and compacted (record.c) */
 	*spare = NULL;
@@ -160,31 +220,11 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 			return NULL;
 		}
 		n = c;
-		bind = cf_hash_combine(bind, w->ops[i].bind);
 	}
 	s = n->shape;
 	if (s) {
-		bool same = true;
-
-		cf_assert(s->nops == w->nops && s->last && s->end == n);
-		/* same path, so same length and keys: compare bindings op by op */
-		for (uint32_t i = 0; i < w->nops; i++) {
-			if (s->last->ops[i].bind != w->ops[i].bind) {
-				s->moved[i]++;
-				same = false;
-			}
-		}
-		s->sightings++;
-		s->stable += same;
-		s->last_stable = same;
-		s->bind_hash = bind;
-		s->last_window = w->seq;
-		s->closed_by[w->closed_by]++;
-		*spare = s->last;
-		s->last = w;
-		lru_unlink(ce, s);
-		lru_push(ce, s);
-		return s;
+		cf_assert(s->end == n);
+		return sighting(ce, s, w, spare);
 	}
 	s = calloc(1, sizeof(*s));
 	if (s)
@@ -198,7 +238,7 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 	s->id = ce->trie.next_shape_id++;
 	s->end = n;
 	s->sightings = 1;
-	s->bind_hash = bind;
+	s->bind_hash = binds_hash(w);
 	s->first_window = s->last_window = w->seq;
 	s->last = w;
 	s->nops = w->nops;

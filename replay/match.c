@@ -566,6 +566,11 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 	re->st.build_due = true;
 }
 
+bool rpl_due_at_drop(struct rpl_engine *re)
+{
+	return re->st.wait_due || re->st.build_due;
+}
+
 bool rpl_build_take(struct rpl_engine *re)
 {
 	if (cf_likely(!re->st.build_due))

@@ -106,6 +106,9 @@ void rpl_wait(const struct rpl_wait *w);
  * is due (cheap); takes it. Then rpl_build_run outside the lock, and rpl_build_publish under
  * it again (the engine's lock drop does all three). */
 bool rpl_build_take(struct rpl_engine *re);
+/* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
+ * engine asks first, so a drop with nothing due costs no more). */
+bool rpl_due_at_drop(struct rpl_engine *re);
 void rpl_build_run(struct rpl_engine *re);
 void rpl_build_publish(struct rpl_engine *re);
 

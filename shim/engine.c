@@ -50,13 +50,16 @@ static int strict_registered;    /* strict_on_exit is registered (CUFOLD_STRICT=
 static int exit_status = -1;     /* the status the program passed to exit (on_exit), or -1 */
 static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit reads it) */
 
-static __thread CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
-static __thread bool tls_ctx_ok;    /* tls_ctx is known */
-static __thread uint32_t tls_ops;   /* ops this thread brought to the engine (its timed sample) */
+/* initial-exec, as shim__inside: one load from the thread pointer instead of a __tls_get_addr
+ * call each (a third of a hundred instructions per op, issue 22) */
+#define ENGINE_TLS __thread __attribute__((tls_model("initial-exec")))
+static ENGINE_TLS CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
+static ENGINE_TLS bool tls_ctx_ok;    /* tls_ctx is known */
+static ENGINE_TLS uint32_t tls_ops;   /* ops this thread brought to the engine (its timed sample) */
 
 static inline void lock_hold(struct cf_engine *e)
 {
-	pthread_mutex_lock(&e->lock);
+	cf_lock(&e->lock);
 	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
@@ -87,7 +90,7 @@ static void lock_release(struct cf_engine *e)
 {
 	shim_inside_leave();
 	cf_serial_leave();
-	pthread_mutex_unlock(&e->lock);
+	cf_unlock(&e->lock);
 }
 
 /* lock_drop in CUFOLD_MODE=replay: what replay left for after the lock goes. */
@@ -119,7 +122,7 @@ static void __attribute__((noinline)) lock_drop_replay(struct cf_engine *e)
 
 static inline void lock_drop(struct cf_engine *e)
 {
-	if (e->rpl)
+	if (e->rpl && rpl_due_at_drop(e->rpl))
 		lock_drop_replay(e);
 	else
 		lock_release(e);
@@ -292,7 +295,7 @@ static struct cf_engine *engine_create(void)
 
 	if (!e)
 		return NULL;
-	pthread_mutex_init(&e->lock, NULL);
+	cf_lock_init(&e->lock);
 	memset(&cc, 0, sizeof(cc));
 	cc.max_templates = cfg->max_templates;
 	cc.barrier_kernels = cfg->barrier_kernels;
@@ -371,20 +374,24 @@ static bool recording(void)
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING;
 }
 
+/* current_ctx when the thread's context is not known: asked of the driver. */
+static __attribute__((noinline)) CUcontext current_ctx_ask(void)
+{
+	CUcontext c = NULL;
+
+	note_own(DRV_ID_cuCtxGetCurrent);
+	if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
+		c = NULL;
+	tls_ctx = c;
+	tls_ctx_ok = true;
+	return c;
+}
+
 /* The calling thread's current context (asked of the driver once after each change). Under
  * the lock. */
-static CUcontext current_ctx(void)
+static inline CUcontext current_ctx(void)
 {
-	if (!tls_ctx_ok) {
-		CUcontext c = NULL;
-
-		note_own(DRV_ID_cuCtxGetCurrent);
-		if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
-			c = NULL;
-		tls_ctx = c;
-		tls_ctx_ok = true;
-	}
-	return tls_ctx;
+	return cf_likely(tls_ctx_ok) ? tls_ctx : current_ctx_ask();
 }
 
 /* Whether the stream an op names is being captured by the program (asked only while some
@@ -444,7 +451,7 @@ static void __attribute__((noinline)) op_capturing(struct cf_engine *e, const st
 
 /* Replay's part of op_begin under the lock, after capture recorded the call: false when the
  * engine answered the call itself (*rc). */
-static bool __attribute__((noinline)) op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext ctx,
+static inline bool op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext ctx,
 						 CUresult *rc)
 {
 	if (replay_op(e, t, rc))
@@ -1118,18 +1125,15 @@ int shim_engine_write_outputs(bool final)
 {
 	const struct cf_config *cfg = cf_config_get();
 	struct cf_engine *e;
-	struct timespec until;
 
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return 0;
 	e = engine_get();
 	if (!final) {
-		if (pthread_mutex_trylock(&e->lock) != 0)
+		if (!cf_trylock(&e->lock))
 			return -CF_EBUSY; /* another call holds it, perhaps this thread's own caller */
 	} else {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 2;
-		if (pthread_mutex_timedlock(&e->lock, &until) != 0) {
+		if (!cf_lock_within(&e->lock, 2000)) {
 			cf_log_warn("stopped by a signal: the engine's lock stayed taken for 2 s; the outputs are not "
 				    "written");
 			return -CF_ESTATE;

@@ -47,6 +47,7 @@
 
 #include "capture/capture.h"
 #include "common/compiler.h"
+#include "common/lock.h"
 #include "replay/replay.h"
 #include "shim/shim_int.h"
 
@@ -92,7 +93,8 @@ struct shim_held_free {
 };
 
 struct cf_engine {
-	pthread_mutex_t lock;        /* orders all recording; guards everything below */
+	cf_lock_t lock;              /* orders all recording; guards everything below (common/lock.h:
+				      * a futex word, one atomic to take or drop when free) */
 	struct cap_engine *cap;      /* capture's part */
 	struct rpl_engine *rpl;      /* replay's part; NULL unless CUFOLD_MODE=replay started it */
 	int captures;                /* program stream captures in progress (atomic) */

@@ -114,6 +114,29 @@ static void test_remove_range(void **state)
 	assert_int_equal(cap_alloc_remove_range(ce, 0x102000, 0x3000), 0);
 }
 
+/* cap_alloc_find remembers where it found the last ranges: after ranges come and go (indices
+ * shift), a remembered index never answers for memory that is not in the range there now. */
+static void test_remembered_ranges(void **state)
+{
+	(void)state;
+	assert_int_equal(cap_alloc_add(ce, 0x10000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x20000, 0x1000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_find(ce, 0x20010)->base, 0x20000); /* remembered: index 1 */
+	assert_int_equal(cap_alloc_find(ce, 0x10010)->base, 0x10000); /* index 0 */
+	assert_int_equal(cap_alloc_remove(ce, 0x20000, NULL), 0);
+	assert_null(cap_alloc_find(ce, 0x20010)); /* index 1 is past the end now */
+	assert_int_equal(cap_alloc_remove(ce, 0x10000, NULL), 0);
+	assert_null(cap_alloc_find(ce, 0x10010));
+	/* a range moved under a remembered index: it answers only for its own bytes */
+	assert_int_equal(cap_alloc_add(ce, 0x30000, 0x1000, CAP_ALLOC_HOST_PINNED), 0);
+	assert_int_equal(cap_alloc_find(ce, 0x30000)->kind, CAP_ALLOC_HOST_PINNED);
+	assert_int_equal(cap_alloc_add(ce, 0x8000, 0x1000, CAP_ALLOC_DEVICE), 0); /* 0x30000 moves to 1 */
+	assert_null(cap_alloc_find(ce, 0x10010));
+	assert_int_equal(cap_alloc_find(ce, 0x8010)->base, 0x8000);
+	assert_int_equal(cap_alloc_find(ce, 0x30fff)->base, 0x30000);
+	assert_null(cap_alloc_find(ce, 0x31000));
+}
+
 /* Many ranges in random order: every probe agrees with a linear scan. */
 static void test_many(void **state)
 {
@@ -170,6 +193,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overlap_replaces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remembered_ranges, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,6 +120,34 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* cap__func_get remembers its answers (funcs.c): a module's unload, or capture forgetting every
+ * handle, makes the next launch of a handle ask again (a binding is made anew), never answered
+ * from what was remembered before. */
+static void test_lookup_forgotten(void **state)
+{
+	CUmodule a;
+	CUfunction f;
+	struct cap_func *r;
+
+	(void)state;
+	a = load("elementwise.ptx");
+	CK(DRV_REAL(cuModuleGetFunction)(&f, a, "fill"));
+	cap_image_link(ce, CAP_LINK_MODULE_FUNCTION, f, a);
+	r = cap__func_get(ce, f, ctx, NULL);
+	assert_non_null(r);
+	assert_ptr_equal(cap__func_get(ce, f, ctx, NULL), r); /* remembered */
+	assert_non_null(cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)f));
+	cap_funcs_forget_module(ce, a, NULL); /* the module's handles go */
+	assert_null(cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)f));
+	assert_non_null(cap__func_get(ce, f, ctx, NULL));
+	assert_non_null(cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)f)); /* asked again */
+	cap_funcs_forget(ce); /* every handle goes (an unload capture could not attribute) */
+	assert_null(cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)f));
+	assert_non_null(cap__func_get(ce, f, ctx, NULL));
+	assert_non_null(cf_map_get(&ce->funcs.by_func, (uint64_t)(uintptr_t)f));
+	unload(a);
+}
+
 /* One copy per distinct text; unloaded and unused, it is freed. */
 static void test_dedup_and_free(void **state)
 {
@@ -292,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_library_kernels),
 		cmocka_unit_test(test_without_ptx),
 		cmocka_unit_test(test_jit_link),
+		cmocka_unit_test(test_lookup_forgotten),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

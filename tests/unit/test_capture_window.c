@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -201,6 +202,91 @@ static void test_prefix(void **state)
 	assert_ptr_equal(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize), shorter);
 	assert_int_equal(cap_shape_sightings(shorter), 2);
 	assert_int_equal(cap_shape_stable(shorter), 1);
+}
+
+/* A stream handle destroyed and made again with other flags: the op on it has the new kind,
+ * not what capture's remembered lookup answered for the old record (streams.c frees the old
+ * record; the test takes its memory and fills it, so a stale answer reads garbage). */
+static void test_stream_recreated(void **state)
+{
+	const struct cap_window *w;
+	void *taken;
+
+	(void)state;
+	memset_async(S1, 0x1000, 8);
+	w = cap_window_current(ce);
+	assert_int_equal(cap_window_op(w, 0)->stream_kind, CAP_STREAM_NON_BLOCKING);
+	cap_stream_forget(ce, S1);
+	taken = malloc(sizeof(struct cap_stream)); /* where the old record was, most likely */
+	assert_non_null(taken);
+	memset(taken, 0xff, sizeof(struct cap_stream));
+	cap_stream_created(ce, S1, CU_STREAM_DEFAULT);
+	memset_async(S1, 0x1000, 8);
+	assert_int_equal(cap_window_op(w, 1)->stream_kind, CAP_STREAM_BLOCKING);
+	cap_stream_created(ce, S1, CU_STREAM_NON_BLOCKING); /* a reused handle: replaced */
+	memset_async(S1, 0x1000, 8);
+	assert_int_equal(cap_window_op(w, 2)->stream_kind, CAP_STREAM_NON_BLOCKING);
+	free(taken);
+}
+
+/* A shape's path is pruned when it is evicted; the same window later walks the trie through
+ * the edge map again, never through the freed node the parent walked to last (trie.c's
+ * last_child): its shape ends at the node the map holds. */
+static void test_pruned_path(void **state)
+{
+	const struct cap_trie_node *n;
+	struct cap_shape *s;
+	uint64_t k[2];
+
+	(void)state;
+	cap_engine_destroy(ce);
+	assert_int_equal(start(1, 0), 0);
+	memset_async(S1, 0x1000, 8);
+	memset_async(S1, 0x2000, 16);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+	assert_non_null(s);
+	k[0] = cap_window_op(cap_shape_last(s), 0)->key;
+	k[1] = cap_window_op(cap_shape_last(s), 1)->key;
+	memset_async(S1, 0x1000, 8); /* the prefix alone: the longer shape is evicted, its leaf pruned */
+	assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	n = cap_trie_child(ce, cap_trie_root(ce), k[0]);
+	assert_non_null(n);
+	assert_null(cap_trie_child(ce, n, k[1]));
+	memset_async(S1, 0x1000, 8);
+	memset_async(S1, 0x2000, 16);
+	s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+	assert_non_null(s);
+	assert_int_equal(cap_shape_sightings(s), 1);
+	assert_ptr_equal(cap_trie_child(ce, n, k[1]), s->end);
+	assert_ptr_equal(s->end->parent, n);
+}
+
+/* A copy that repeats the predicted window's copy takes its resolution (record.c), but only
+ * while the allocation map is as it was: the pinned source unregistered in between makes the
+ * same call a pageable copy again (a copy resolved as pinned would be deferred unstaged). */
+static void test_copy_resolution_follows_map(void **state)
+{
+	const struct cap_window *w;
+
+	(void)state;
+	assert_int_equal(cap_alloc_add(ce, 0x200000, 0x10000, CAP_ALLOC_DEVICE), 0);
+	assert_int_equal(cap_alloc_add(ce, 0x900000, 0x1000, CAP_ALLOC_HOST_PINNED), 0);
+	for (int i = 0; i < 3; i++) { /* the shape is seen, then predicted */
+		copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST, 0x900000, 64);
+		w = cap_window_current(ce);
+		assert_int_equal(cap_window_op(w, 0)->u.memcpy.dir, CAP_DIR_HTOD);
+		assert_false(cap_window_op(w, 0)->u.memcpy.src_pageable);
+		assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	}
+	assert_int_equal(cap_alloc_remove(ce, 0x900000, NULL), 0); /* unregistered */
+	copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST, 0x900000, 64);
+	w = cap_window_current(ce);
+	assert_true(cap_window_op(w, 0)->u.memcpy.src_pageable);
+	assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	/* registered again: pinned again, though the window before resolved it pageable */
+	assert_int_equal(cap_alloc_add(ce, 0x900000, 0x1000, CAP_ALLOC_HOST_REGISTERED), 0);
+	copy(DRV_ID_cuMemcpyHtoDAsync_v2, S1, CU_MEMORYTYPE_DEVICE, 0x200000, CU_MEMORYTYPE_HOST, 0x900000, 64);
+	assert_false(cap_window_op(cap_window_current(ce), 0)->u.memcpy.src_pageable);
 }
 
 /* At most max_templates shapes; the least recently seen goes. */
@@ -538,6 +624,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stream_recreated_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_recreated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pruned_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_resolution_follows_map, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_and_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_after_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_window, setup, teardown),
