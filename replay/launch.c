@@ -731,6 +731,17 @@ static bool device_idle(struct rpl_engine *re)
 	return idle;
 }
 
+/* Whether the device, found busy at t's last segment end and idle at this one, may have waited
+ * longer than a launch of t costs the host (its mean on the gate clock; 0 before the first): the
+ * host's time since then bounds the wait. Shorter waits cost less than the launch that would
+ * avoid them (copy_loop: a few us of a 190 us step, where one launch costs 2.5 us). */
+static bool starved_long(const struct rpl_template *t)
+{
+	uint64_t launch = t->launches ? (t->launch_ns + t->patch_ns) / t->launches : 0;
+
+	return rpl__gate_clock() - t->busy_at > launch;
+}
+
 /* The policy: a run launches when its segment ends and the device is idle (it would otherwise
  * wait for the host's next calls), or when no block could take it further (the run ends, or the
  * largest block from its start ends here); while the device is busy it goes on deferred, and
@@ -755,13 +766,15 @@ void rpl__segment_end(struct rpl_engine *re)
 	extend = block_goes_past(t, k, last) && !t->segs[last].starves;
 	if (extend || last > k)
 		idle = device_idle(re);
-	if (last > k && idle) {
-		/* kept deferred at the last end while busy, idle now: it ran dry in between */
+	if (last > k && idle && starved_long(t)) {
+		/* kept deferred at the last end while busy, idle now: it may have run dry for
+		 * longer than a launch costs */
 		t->segs[last - 1].starves = true;
 		t->boundaries_starved++;
 	}
 	if (extend && !idle) {
 		t->boundaries_busy++;
+		t->busy_at = rpl__gate_clock();
 		return; /* stays deferred: the next segment's ops join it */
 	}
 	t->boundaries_idle += extend;

@@ -105,8 +105,9 @@ struct rpl_seg {
 	int32_t block;               /* a segment: the largest block starting with it (t->blocks
 				      * index; smaller ones follow it), or -1 */
 	bool starves;                /* a segment: a run kept deferred past its end (the device was
-				      * busy) found the device idle at the next segment's end: from
-				      * then on it launches at its end, busy or not (launch.c) */
+				      * busy) found the device idle at the next segment's end, longer
+				      * than a launch costs after: from then on it launches at its end,
+				      * busy or not (launch.c) */
 };
 
 /* What the rewrite did to a template's graphable ops, counted when it was built (report). */
@@ -150,6 +151,7 @@ struct rpl_template {
 	uint64_t boundaries_busy;    /* segment ends that found it busy: the run went on deferred */
 	uint64_t boundaries_starved; /* segment ends that found it idle after the run went on
 				      * deferred at the one before (which then starves, above) */
+	uint64_t busy_at;            /* gate clock at the last segment end that found it busy */
 	uint64_t block_launches;     /* launches of blocks (of t->launches) */
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or
 				      * RPL_SEG_SMALL after the gate's first lost trial) */

@@ -713,13 +713,14 @@ static bool segs_adjacent(const struct rpl_seg *a, const struct rpl_seg *b)
 
 /* t's buddy blocks: in each run of adjacent segments, after its first (which launches alone as
  * soon as its ops are in, so the device gets work early), every aligned group of 2, 4, ...
- * 2^RPL_BLOCK_LEVELS segments wholly inside the run and of at most twice CUFOLD_SEGMENT ops (a
- * block launches only while the device is busy, so its size does not hold the device idle;
- * recsys's middle segments, 406 and 234 ops, pair up only so), built as one graph. A run whose
- * segments come in while the device is busy then launches as a few blocks instead of a launch
- * per segment (launch.c: rpl__segment_end): segments 1..10 as [1..8] and [9..10]. The blocks
- * hold each op once more per level they reach: up to RPL_BLOCK_LEVELS more nodes than the
- * segments alone (the report's block_nodes: copy loop 2.8x, recsys 0.8x). 0 or -CF_ENOMEM. */
+ * 2^RPL_BLOCK_LEVELS segments wholly inside the run and of at most CUFOLD_SEGMENT ops, built as
+ * one graph. A run whose segments come in while the device is busy then launches as a few
+ * blocks instead of a launch per segment (launch.c: rpl__segment_end): segments 1..10 as [1..8]
+ * and [9..10]. The blocks hold each op once more per level they reach: up to RPL_BLOCK_LEVELS
+ * more nodes than the segments alone (the report's block_nodes: copy loop 2.8x, recsys 0.8x).
+ * (Blocks of up to twice CUFOLD_SEGMENT would pair recsys's middle segments, 406 and 234 ops,
+ * but they span its split streams as one graph and are dropped: block_joins_split.)
+ * 0 or -CF_ENOMEM. */
 static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg)
 {
 	uint32_t nb = 0;
@@ -740,7 +741,7 @@ static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg)
 					continue;
 				for (uint32_t j = k; j < k + size; j++)
 					ops += t->segs[j].n;
-				if (ops > 1 * cfg->segment)
+				if (ops > cfg->segment)
 					continue;
 				if (t->segs[k].block < 0)
 					t->segs[k].block = (int32_t)nb;
