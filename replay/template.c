@@ -655,17 +655,15 @@ static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
 
 /* Cut t's runs of graphable ops into segments (t->segs[].first/n, t->ops[].seg): sizes from
  * segment_size, never inside what a rewrite relies on, and before an op that would order two
- * streams both ways (cut_add). 0 or -CF_ENOMEM. */
+ * streams both ways (cut_add). glued (t->nops zeroed entries) gets what the rules would do
+ * between each op and the next (GLUE_*). 0 or -CF_ENOMEM. */
 static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
-		     const struct rpl_config *cfg)
+		     const struct rpl_config *cfg, uint8_t *glued)
 {
-	uint8_t *glued = calloc(t->nops, 1); /* per op: GLUE_* between it and the next */
 	struct cut_order order = { 0 };      /* the open segment's stream order */
 	bool stream_cuts = true;             /* cut to keep streams apart (cut_add) */
 	uint32_t run_len = 0, seg_limit = 0;
 
-	if (!glued)
-		return -CF_ENOMEM;
 	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
 	 * started small): the cuts below keep those spans whole */
 	for (uint32_t i = 0; i < t->nops;) {
@@ -701,7 +699,6 @@ static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct
 		t->segs[t->nsegs - 1].n = run_len;
 		o->seg = (int32_t)(t->nsegs - 1);
 	}
-	free(glued);
 	return 0;
 }
 
@@ -709,6 +706,16 @@ static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct
 static bool segs_adjacent(const struct rpl_seg *a, const struct rpl_seg *b)
 {
 	return a->first + a->n == b->first;
+}
+
+/* Whether the parallel rule reorders some of the ops [first, first+n) (glued: cuts_make's):
+ * see block_reordered; known before the block is built, so it is not built. */
+static bool span_reordered(const uint8_t *glued, uint32_t first, uint32_t n)
+{
+	for (uint32_t i = first; i + 1 < first + n; i++)
+		if (glued[i] & GLUE_PARALLEL)
+			return true;
+	return false;
 }
 
 /* t's buddy blocks: in each run of adjacent segments, after its first (which launches alone as
@@ -721,7 +728,7 @@ static bool segs_adjacent(const struct rpl_seg *a, const struct rpl_seg *b)
  * (Blocks of up to twice CUFOLD_SEGMENT would pair recsys's middle segments, 406 and 234 ops,
  * but they span its split streams as one graph and are dropped: block_joins_split.)
  * 0 or -CF_ENOMEM. */
-static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg)
+static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued)
 {
 	uint32_t nb = 0;
 
@@ -741,7 +748,7 @@ static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg)
 					continue;
 				for (uint32_t j = k; j < k + size; j++)
 					ops += t->segs[j].n;
-				if (ops > cfg->segment)
+				if (ops > cfg->segment || span_reordered(glued, t->segs[k].first, ops))
 					continue;
 				if (t->segs[k].block < 0)
 					t->segs[k].block = (int32_t)nb;
@@ -785,6 +792,16 @@ static bool block_joins_split(const struct rpl_template *t, const struct rpl_seg
 	return false;
 }
 
+/* Whether the parallel rule reordered block b's ops into branches (CUFOLD_OPT=2). Such a graph
+ * is bound by how fast the device hands its nodes out (one per 0.56 us from its launch, in the
+ * software device's model, tests/simcuda/cost.c), while its segments' graphs, launched one by
+ * one, are handed out as the earlier ones run: inference at CUFOLD_OPT=2, host-bound, went from
+ * 78 to 132 us a step with blocks. It is not used. */
+static bool block_reordered(const struct rpl_seg *b)
+{
+	return b->run && b->run->plan && b->run->plan->dep_start;
+}
+
 /* Give up block b: its graphs go; nseg 0 says it is never launched (launch.c: unit_at). */
 static void block_drop(struct rpl_engine *re, struct rpl_seg *b)
 {
@@ -824,7 +841,7 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	/* the blocks' rewrites are those of the same ops: the figures count the segments' */
 	for (uint32_t k = 0; k < t->nblocks && rc == CUDA_SUCCESS; k++) {
 		rc = seg_build_one(re, t, &t->blocks[k], w, tg, cfg);
-		if (rc == CUDA_SUCCESS && block_joins_split(t, &t->blocks[k], w))
+		if (rc == CUDA_SUCCESS && (block_joins_split(t, &t->blocks[k], w) || block_reordered(&t->blocks[k])))
 			block_drop(re, &t->blocks[k]);
 		t->block_nodes += t->blocks[k].nodes ? t->blocks[k].n : 0;
 	}
@@ -847,6 +864,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 					 const struct rpl_config *cfg, const char **why, bool *own_failure)
 {
 	struct rpl_template *t = NULL;
+	uint8_t *glued = NULL; /* per op: GLUE_* between it and the next (cuts_make) */
 	uint32_t nops;
 	CUresult rc;
 
@@ -872,8 +890,11 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 		*why = "ops in more than one context";
 		goto out_reject;
 	}
-	if (cuts_make(re, t, w, cfg) != 0 || blocks_make(t, cfg) != 0)
+	glued = calloc(nops, 1);
+	if (!glued || cuts_make(re, t, w, cfg, glued) != 0 || blocks_make(t, cfg, glued) != 0)
 		goto out_nomem;
+	free(glued);
+	glued = NULL;
 	if (t->ngraph < cfg->min_ops || t->ngraph == 0) {
 		*why = "fewer graphable ops than CUFOLD_MIN_OPS";
 		goto out_reject;
@@ -892,6 +913,7 @@ out_nomem:
 	*why = "out of memory";
 	*own_failure = true;
 out_reject:
+	free(glued);
 	rpl__template_destroy(re, t);
 	return NULL;
 }
