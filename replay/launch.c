@@ -705,6 +705,30 @@ CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why)
 	return flush_eager(re, why);
 }
 
+/* Whether stream s (of op) has finished all work submitted to it: one query, no wait. A query of
+ * the legacy stream, which synchronizes with the context's blocking streams, is made in the
+ * relaxed capture mode: in the default (global) mode it may be refused while another thread of
+ * the program captures a stream, and end that capture (CUDA's rules for
+ * cuThreadExchangeStreamCaptureMode; the software device follows them); another stream's query
+ * is safe. A failed query counts as idle. */
+static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
+{
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	bool legacy = op->stream_kind == CAP_STREAM_LEGACY, relaxed = false, idle;
+
+	if (legacy) {
+		rpl__own_call(re);
+		relaxed = DRV_REAL(cuThreadExchangeStreamCaptureMode)(&mode) == CUDA_SUCCESS;
+	}
+	rpl__own_call(re);
+	idle = DRV_REAL(cuStreamQuery)(op->stream) != CUDA_ERROR_NOT_READY;
+	if (relaxed) {
+		rpl__own_call(re);
+		DRV_REAL(cuThreadExchangeStreamCaptureMode)(&mode); /* the thread's own mode back */
+	}
+	return idle;
+}
+
 /* Whether the streams the deferred ops are on have finished all work submitted to them (the
  * graphs launched before, the program's eager work): one cheap query each, no wait (invariant
  * 9). A failed query counts as idle: the run is launched as it would have been without blocks. */
@@ -716,16 +740,15 @@ static bool device_idle(struct rpl_engine *re)
 
 	op_ctx_enter(re, &re->st.def[0], &pushed);
 	for (uint32_t i = 0; i < re->st.ndef && idle && nseen < RPL_MAX_PARTS; i++) {
-		CUstream s = re->st.def[i].stream;
+		const struct cap_op *op = &re->st.def[i];
 		bool dup = false;
 
 		for (uint32_t j = 0; j < nseen && !dup; j++)
-			dup = seen[j] == s;
+			dup = seen[j] == op->stream;
 		if (dup)
 			continue;
-		seen[nseen++] = s;
-		rpl__own_call(re);
-		idle = DRV_REAL(cuStreamQuery)(s) != CUDA_ERROR_NOT_READY;
+		seen[nseen++] = op->stream;
+		idle = stream_idle(re, op);
 	}
 	rpl__ctx_leave(re, pushed);
 	return idle;
