@@ -631,76 +631,94 @@ static struct rpl_seg *unit_at(struct rpl_template *t, uint32_t k, uint32_t last
 	return &t->segs[k];
 }
 
-/* Launch segments k..last of t for the deferred ops (which are exactly theirs), as the fewest of
- * its graphs: the largest block starting at each point, else a segment. On a failure the
- * deferred ops not launched are submitted eagerly and the context goes to passthrough. */
-static void launch_segs_now(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last)
+/* Launch segments k..last of t for the deferred ops, which begin with exactly their ops, as the
+ * fewest of its graphs: the largest block starting at each point, else a segment; the deferred
+ * ops after them (a run that ends inside a segment) go eagerly, counted as fallback why. On a
+ * failure the deferred ops not launched are submitted eagerly and the context goes to
+ * passthrough. Returns the first driver error of an eager submission. */
+static CUresult launch_segs_now(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last,
+				enum rpl_fallback why)
 {
+	CUresult rc = CUDA_SUCCESS;
 	uint32_t off = 0;
 
 	if (rpl__churn_needs_probe(re, t)) {
 		/* the churn check compares patching with eager submission: measure the latter once */
-		flush_eager(re, RPL_FB_PROBE);
-		return;
+		return flush_eager(re, RPL_FB_PROBE);
 	}
 	while (k <= last) {
 		struct rpl_seg *g = unit_at(t, k, last);
 
 		if (!launch_unit(re, t, g, off))
-			return; /* the rest went eagerly; t may be retired */
+			return CUDA_SUCCESS; /* the rest went eagerly; t may be retired */
 		off += g->n;
 		k += g->nseg ? g->nseg : 1;
 	}
-	cf_assert(off == re->st.ndef); /* invariant 2: the run was exactly these segments */
-	def_clear(re);
+	cf_assert(off <= re->st.ndef); /* invariant 2: the run begins with these segments */
+	if (off < re->st.ndef)
+		rc = flush_ops(re, why, off, NULL, 0);
+	else
+		def_clear(re);
 	rpl__check_churn(re, t);
+	return rc;
 }
 
 /* launch_segs_now inside an NVTX range (an eager fallback inside it is a range nested in it). */
-static void launch_segs(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last)
+static CUresult launch_segs(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last,
+			    enum rpl_fallback why)
 {
+	CUresult rc;
+
 	rpl__mark_launch_begin(t->shape_id, k, re->st.ndef);
-	launch_segs_now(re, t, k, last);
+	rc = launch_segs_now(re, t, k, last, why);
 	rpl__mark_end();
+	return rc;
 }
 
-/* A candidate whose segments *k..*last are exactly the deferred run. */
-static struct rpl_template *whole_segments(struct rpl_engine *re, uint32_t *k, uint32_t *last)
+/* A candidate whose segments *k..*last are the longest run of whole segments the deferred ops
+ * begin with, *n ops: all of them, or fewer where the run ends inside a segment (a mismatch, a
+ * flush or a poll after segments were kept while the device was busy). NULL when there is none. */
+static struct rpl_template *whole_segments(struct rpl_engine *re, uint32_t *k, uint32_t *last, uint32_t *n)
 {
 	uint32_t end = re->st.def_first + re->st.ndef; /* the run's end, past its last op */
+	struct rpl_template *best = NULL;
 
-	for (uint32_t c = 0; c < re->st.ncand; c++) {
+	*n = 0;
+	for (uint32_t c = 0; c < re->st.ncand && *n < re->st.ndef; c++) {
 		struct rpl_template *t = re->st.cand[c];
-		int32_t s, e;
+		uint32_t covered = 0, j;
+		int32_t s;
 
-		if (end > t->nops)
+		if (re->st.def_first >= t->nops || (s = t->ops[re->st.def_first].seg) < 0)
 			continue;
-		s = t->ops[re->st.def_first].seg;
-		e = t->ops[end - 1].seg;
-		/* every op between is deferred, so of the class graph: segments s..e cover the run */
-		if (s >= 0 && e >= s && t->segs[s].first == re->st.def_first &&
-		    t->segs[e].first + t->segs[e].n == end) {
+		/* invariant 3: t agrees with every deferred op, so its segments from s on hold them */
+		for (j = (uint32_t)s; j < t->nsegs && t->segs[j].first == re->st.def_first + covered &&
+				      t->segs[j].first + t->segs[j].n <= end; j++)
+			covered += t->segs[j].n;
+		if (covered > *n) {
+			best = t;
 			*k = (uint32_t)s;
-			*last = (uint32_t)e;
-			return t;
+			*last = j - 1;
+			*n = covered;
 		}
 	}
-	return NULL;
+	return best;
 }
 
-/* Submit what is deferred: as graphs when it is whole segments, else eagerly. */
+/* Submit what is deferred: as graphs as far as it is whole segments, the rest eagerly. */
 CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why)
 {
 	struct rpl_template *t;
-	uint32_t k, last;
+	uint32_t k, last, n;
+	CUresult rc;
 
 	if (!re->st.ndef)
 		return CUDA_SUCCESS;
-	t = whole_segments(re, &k, &last);
+	t = whole_segments(re, &k, &last, &n);
 	if (t) {
-		launch_segs(re, t, k, last);
+		rc = launch_segs(re, t, k, last, why);
 		cf_assert(re->st.ndef == 0); /* invariant 5: launched, or submitted eagerly */
-		return CUDA_SUCCESS;
+		return rc;
 	}
 	return flush_eager(re, why);
 }
@@ -776,14 +794,14 @@ static bool starved_long(const struct rpl_template *t)
 void rpl__segment_end(struct rpl_engine *re)
 {
 	struct rpl_template *t;
-	uint32_t k, last;
+	uint32_t k, last, n;
 	bool extend, idle = true;
 
 	if (!re->st.ndef)
 		return;
-	t = whole_segments(re, &k, &last);
-	if (!t) {
-		flush_eager(re, RPL_FB_BOUNDARY);
+	t = whole_segments(re, &k, &last, &n);
+	if (!t || n < re->st.ndef) {
+		rpl__submit_deferred(re, RPL_FB_BOUNDARY); /* not this run's cuts: what is whole goes */
 		return;
 	}
 	extend = block_goes_past(t, k, last) && !t->segs[last].starves;
@@ -801,6 +819,6 @@ void rpl__segment_end(struct rpl_engine *re)
 		return; /* stays deferred: the next segment's ops join it */
 	}
 	t->boundaries_idle += extend;
-	launch_segs(re, t, k, last);
+	launch_segs(re, t, k, last, RPL_FB_BOUNDARY);
 	cf_assert(re->st.ndef == 0); /* invariant 5 */
 }
