@@ -104,6 +104,9 @@ struct rpl_seg {
 				      * t->ops[first].seg on; 0 for a segment */
 	int32_t block;               /* a segment: the largest block starting with it (t->blocks
 				      * index; smaller ones follow it), or -1 */
+	uint64_t last_launch;        /* t->unit_launches at its last launch (0: never launched): of
+				      * a segment and the blocks holding it, the one launched last
+				      * holds the bindings its ops had last (template.c: references) */
 	bool starves;                /* a segment: a run kept deferred past its end (the device was
 				      * busy) found the device idle at the next segment's end, longer
 				      * than a launch costs after: from then on it launches at its end,
@@ -153,6 +156,7 @@ struct rpl_template {
 				      * deferred at the one before (which then starves, above) */
 	uint64_t busy_at;            /* gate clock at the last segment end that found it busy */
 	uint64_t block_launches;     /* launches of blocks (of t->launches) */
+	uint64_t unit_launches;      /* launches of segments and blocks, numbering them (last_launch) */
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or
 				      * RPL_SEG_SMALL after the gate's first lost trial) */
 	CUevent join_ev, fork_ev;    /* replay's own events for stream joins and forks */
