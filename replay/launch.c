@@ -748,20 +748,19 @@ static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
 	return idle;
 }
 
-/* Whether one of the streams the deferred ops are on has finished all work submitted to it (the
- * graphs launched before, the program's eager work): that stream would otherwise wait for the
- * run (dataparallel with its watchdog: 93.0 us a step when the run launched only once all its
- * streams were idle, 82.7 when one is; recsys pays 2 more launches a step for it, at the same
- * modeled time). One cheap query each, no wait (invariant 9). A failed query counts as idle: the
- * run is launched as it would have been without blocks. */
+/* Whether the streams the deferred ops are on have finished all work submitted to them (the
+ * graphs launched before, the program's eager work). Asking for one idle stream instead cost
+ * recsys 2 more launches a step at the same modeled time. One cheap query each, no wait
+ * (invariant 9). A failed query counts as idle: the run is launched as it would have been
+ * without blocks. */
 static bool device_idle(struct rpl_engine *re)
 {
 	CUstream seen[RPL_MAX_PARTS];
 	uint32_t nseen = 0;
-	bool idle = false, pushed;
+	bool idle = true, pushed;
 
 	op_ctx_enter(re, &re->st.def[0], &pushed);
-	for (uint32_t i = 0; i < re->st.ndef && !idle && nseen < RPL_MAX_PARTS; i++) {
+	for (uint32_t i = 0; i < re->st.ndef && idle && nseen < RPL_MAX_PARTS; i++) {
 		const struct cap_op *op = &re->st.def[i];
 		bool dup = false;
 
