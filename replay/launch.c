@@ -105,22 +105,27 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
 	return 0;
 }
 
-/* Submit the deferred ops eagerly, in order: all of them, or (g) those of g's parts from
- * from_part on (the parts before it were launched). Returns the first driver error. */
-static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, const struct rpl_seg *g, uint32_t from_part)
+/* Submit the deferred ops eagerly, in order, from the off-th on (those before it were launched
+ * as graphs): all of them, or, of g's (the graph at off), those of its parts from from_part on
+ * (the parts before it were launched). Nothing is deferred afterwards. Returns the first driver
+ * error. */
+static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, uint32_t off, const struct rpl_seg *g,
+			  uint32_t from_part)
 {
 	CUresult first = CUDA_SUCCESS;
 
-	if (!re->st.ndef)
+	if (off >= re->st.ndef) {
+		def_clear(re);
 		return CUDA_SUCCESS;
+	}
 	rpl__fallback_note(re, re->st.ncand ? re->st.cand[0] : NULL, why);
-	rpl__mark_flush_begin(re->st.ndef, why);
-	for (uint32_t i = 0; i < re->st.ndef; i++) {
+	rpl__mark_flush_begin(re->st.ndef - off, why);
+	for (uint32_t i = off; i < re->st.ndef; i++) {
 		const struct cap_op *op = &re->st.def[i];
 		bool pushed;
 		CUresult rc;
 
-		if (g && g->nodes[i].part < from_part)
+		if (g && i - off < g->n && g->nodes[i - off].part < from_part)
 			continue;
 
 		op_ctx_enter(re, op, &pushed);
@@ -142,7 +147,7 @@ static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, const st
 				first = rc;
 		}
 	}
-	re->totals.ops_flushed += re->st.ndef;
+	re->totals.ops_flushed += re->st.ndef - off;
 	def_clear(re);
 	rpl__mark_end();
 	return first;
@@ -150,7 +155,13 @@ static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, const st
 
 static CUresult flush_eager(struct rpl_engine *re, enum rpl_fallback why)
 {
-	return flush_ops(re, why, NULL, 0);
+	return flush_ops(re, why, 0, NULL, 0);
+}
+
+/* The deferred ops from the off-th on, eagerly: a graph at off could not launch. */
+static void flush_from(struct rpl_engine *re, enum rpl_fallback why, uint32_t off)
+{
+	flush_ops(re, why, off, NULL, 0);
 }
 
 static void note_moved_site(struct rpl_template *t, uint64_t site)
@@ -220,14 +231,15 @@ static void note_moved_kernel(struct rpl_template *t, uint32_t opi, const struct
 
 /* Patch the nodes of g whose bindings differ from the deferred ops' (a node whose bindings did
  * not change is not touched). 0, or a driver error. */
-static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t *npatched)
+static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, const struct cap_op *def,
+		      uint32_t *npatched)
 {
 	CUresult rc = CUDA_SUCCESS;
 
 	*npatched = 0;
 	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
 		struct cap_op tmp; /* a plan node's op derived from this launch's bindings */
-		const struct cap_op *op = rpl__seg_op(g, i, re->st.def, &tmp);
+		const struct cap_op *op = rpl__seg_op(g, i, def, &tmp);
 		struct rpl_node *n = &g->nodes[i];
 		CUgraphExec exec = g->parts[n->part].exec;
 
@@ -308,18 +320,18 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 
 /* Whether every staged copy's source span has the size of its node's stage buffer (the span
  * also depends on pitches, which are bindings). */
-static bool stages_fit(struct rpl_engine *re, const struct rpl_seg *g)
+static bool stages_fit(const struct rpl_seg *g, const struct cap_op *def)
 {
 	for (uint32_t i = 0; i < g->n; i++)
-		if (g->nodes[i].stage && (!(re->st.def[i].flags & CAP_OPF_STAGED) ||
-					  re->st.def[i].u.memcpy.src_span != g->nodes[i].stage_bytes))
+		if (g->nodes[i].stage && (!(def[i].flags & CAP_OPF_STAGED) ||
+					  def[i].u.memcpy.src_span != g->nodes[i].stage_bytes))
 			return false;
 	return true;
 }
 
 /* When the previous launch of g's graphs has read their stage buffers, fill them with the bytes
  * staged at the calls; CUDA_ERROR_NOT_READY when it has not (never waits: invariant 9). */
-static CUresult stages_fill(struct rpl_engine *re, struct rpl_seg *g)
+static CUresult stages_fill(struct rpl_engine *re, struct rpl_seg *g, const struct cap_op *def)
 {
 	for (uint32_t k = 0; g->launches && k < g->nparts; k++) {
 		CUresult rc;
@@ -333,7 +345,7 @@ static CUresult stages_fill(struct rpl_engine *re, struct rpl_seg *g)
 	}
 	for (uint32_t i = 0; i < g->n; i++)
 		if (g->nodes[i].stage)
-			memcpy(g->nodes[i].stage, re->st.def[i].u.memcpy.staged, g->nodes[i].stage_bytes);
+			memcpy(g->nodes[i].stage, def[i].u.memcpy.staged, g->nodes[i].stage_bytes);
 	return CUDA_SUCCESS;
 }
 
@@ -350,19 +362,19 @@ static CUresult rec_done(struct rpl_engine *re, const struct rpl_part *pt, CUstr
  * is on it, so CUDA's implicit synchronization with blocking streams holds for the whole graph;
  * else the first op's stream), others[] every other stream. Returns the count of others, or -1
  * when there are too many. */
-static int def_streams(struct rpl_engine *re, CUstream *launch, CUstream *others)
+static int def_streams(const struct cap_op *def, uint32_t ndef, CUstream *launch, CUstream *others)
 {
-	const struct cap_op *lop = &re->st.def[0];
+	const struct cap_op *lop = &def[0];
 	int n = 0;
 
-	for (uint32_t i = 0; i < re->st.ndef; i++)
-		if (re->st.def[i].stream_kind == CAP_STREAM_LEGACY) {
-			lop = &re->st.def[i];
+	for (uint32_t i = 0; i < ndef; i++)
+		if (def[i].stream_kind == CAP_STREAM_LEGACY) {
+			lop = &def[i];
 			break;
 		}
 	*launch = lop->stream;
-	for (uint32_t i = 0; i < re->st.ndef; i++) {
-		const struct cap_op *o = &re->st.def[i];
+	for (uint32_t i = 0; i < ndef; i++) {
+		const struct cap_op *o = &def[i];
 		bool seen;
 
 		if (o->stream_slot == lop->stream_slot ||
@@ -407,11 +419,13 @@ static CUresult join(struct rpl_engine *re, CUevent ev, CUstream launch, const C
 	return rc;
 }
 
-/* After a graph launched but what orders later work after it failed: the engine waits for the
+/* After a graph launched but what orders later work after it failed: the deferred ops after it
+ * (from the rest-th on: a run launched as several graphs) go eagerly, the engine waits for the
  * stream after dropping its mutex (invariant 9), before the program's call returns; then replay
  * stops in ctx. */
-static void launched_unordered(struct rpl_engine *re, CUstream launch, CUcontext ctx)
+static void launched_unordered(struct rpl_engine *re, CUstream launch, CUcontext ctx, uint32_t rest)
 {
+	flush_from(re, RPL_FB_LAUNCH, rest);
 	re->st.wait.stream = launch;
 	re->st.wait.ctx = ctx;
 	re->st.wait_due = true;
@@ -419,10 +433,11 @@ static void launched_unordered(struct rpl_engine *re, CUstream launch, CUcontext
 	rpl__ctx_fail(re, ctx, "ordering streams after a graph launch failed");
 }
 
-/* One graph on one stream: the segment's other streams joined before it and forked after. On a
- * failure the deferred ops go eagerly (or, launched, the engine waits for it). */
-static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, CUstream launch, const CUstream *others,
-			      int nothers, const struct rpl_template *t, CUcontext ctx, bool pushed)
+/* One graph on one stream: the other streams of its ops (the deferred ones from off on) joined
+ * before it and forked after. On a failure the deferred ops from off go eagerly (or, launched,
+ * the engine waits for it). */
+static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, uint32_t off, CUstream launch,
+			      const CUstream *others, int nothers, const struct rpl_template *t, CUcontext ctx, bool pushed)
 {
 	CUresult rc;
 
@@ -434,29 +449,30 @@ static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, CUstream
 		if (rc == CUDA_SUCCESS && (join(re, t->fork_ev, launch, others, nothers, true) != CUDA_SUCCESS ||
 					   rec_done(re, &g->parts[0], launch) != CUDA_SUCCESS)) {
 			rpl__ctx_leave(re, pushed);
-			launched_unordered(re, launch, ctx);
+			launched_unordered(re, launch, ctx, off + g->n);
 			return CUDA_ERROR_UNKNOWN;
 		}
 	}
 	rpl__ctx_leave(re, pushed);
 	if (rc != CUDA_SUCCESS) {
-		flush_eager(re, RPL_FB_LAUNCH);
+		flush_from(re, RPL_FB_LAUNCH, off);
 		rpl__ctx_fail(re, ctx, "launching a graph failed");
 	}
 	return rc;
 }
 
 /* One graph per stream, each on its own stream, in launch order (segment.c): no joins. On a
- * failure the parts not launched go eagerly. */
-static CUresult launch_parts(struct rpl_engine *re, struct rpl_seg *g, CUcontext ctx, bool pushed)
+ * failure the parts not launched, and the deferred ops after g's, go eagerly. */
+static CUresult launch_parts(struct rpl_engine *re, struct rpl_seg *g, uint32_t off, CUcontext ctx, bool pushed)
 {
+	const struct cap_op *def = re->st.def + off;
 	CUresult rc = CUDA_SUCCESS;
 	CUstream unordered = NULL;
 	bool done_failed = false;
 	uint32_t k = 0;
 
 	for (; k < g->nparts; k++) {
-		CUstream s = re->st.def[g->parts[k].first].stream;
+		CUstream s = def[g->parts[k].first].stream;
 
 		rpl__own_call(re);
 		rc = DRV_REAL(cuGraphLaunch)(g->parts[k].exec, s);
@@ -470,163 +486,342 @@ static CUresult launch_parts(struct rpl_engine *re, struct rpl_seg *g, CUcontext
 	rpl__ctx_leave(re, pushed);
 	if (rc != CUDA_SUCCESS) {
 		/* launched parts stay; the others' ops go in order, after them */
-		flush_ops(re, RPL_FB_LAUNCH, g, k);
+		flush_ops(re, RPL_FB_LAUNCH, off, g, k);
 		rpl__ctx_fail(re, ctx, "launching a graph failed");
 		return rc;
 	}
 	if (done_failed) {
-		launched_unordered(re, unordered, ctx);
+		launched_unordered(re, unordered, ctx, off + g->n);
 		return CUDA_ERROR_UNKNOWN;
 	}
 	return CUDA_SUCCESS;
 }
 
-/* Count a launch of segment g of t that patched npatched nodes; nothing is deferred after. */
+/* Count a launch of segment or block g of t that patched npatched nodes. */
 static void launch_count(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t npatched)
 {
 	g->launches++;
+	g->last_launch = ++t->unit_launches;
 	g->patches += npatched;
 	if (npatched) {
 		g->patched_launches++;
 		t->patched_launches++;
 	}
 	t->launches++;
+	t->block_launches += g->nseg != 0;
 	t->graph_launches += g->nparts;
 	t->patches += npatched;
 	t->ops_replayed += g->n;
 	re->totals.graph_launches += g->nparts;
 	re->totals.patches += npatched;
 	re->totals.ops_replayed += g->n;
-	def_clear(re);
-	rpl__check_churn(re, t);
 }
 
-/* Launch segment k of t for the deferred ops (which are exactly its ops). On a failure the
- * deferred ops are submitted eagerly and the context goes to passthrough. */
-static void launch_seg_now(struct rpl_engine *re, struct rpl_template *t, uint32_t k)
+/* Patch g's nodes to the deferred ops from off on (its ops), unless they hold these very
+ * bindings. A driver error, or CUDA_SUCCESS. */
+static CUresult patch_timed(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t off,
+			    uint32_t *npatched)
 {
-	struct rpl_seg *g = &t->segs[k];
-	const struct cap_op *first = &re->st.def[0];
-	CUstream launch = NULL, others[RPL_MAX_JOIN];
-	uint32_t npatched = 0;
-	CUcontext ctx = first->ctx;
-	uint64_t t0, t1, gen;
-	bool pushed;
-	int nothers = 0;
+	uint64_t t0 = rpl__gate_clock(), gen = g->run ? rw_run_bindings_gen(g->run) : 0;
 	CUresult rc;
 
-	/* invariant 2: the deferred ops are exactly segment k's */
-	cf_assert(g->first == re->st.def_first && g->n == re->st.ndef);
-	if (g->nparts == 1) {
-		nothers = def_streams(re, &launch, others);
-		if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
-			flush_eager(re, RPL_FB_MISMATCH);
-			return;
-		}
-	}
-	if (g->staged && !stages_fit(re, g)) {
-		flush_eager(re, RPL_FB_MISMATCH);
-		return;
-	}
-	if (!rpl__seg_guards_hold(re, g, re->st.def)) {
-		/* the rewrite plan was not proven for these bindings: the program's ops go as
-		 * they were, in order, and the shape is planned again from a later sighting */
-		struct rpl_shape_note *n = cap_shape_user(t->shape);
-
-		flush_eager(re, RPL_FB_GUARD);
-		if (n && ++n->guard_retires == RPL_GUARD_RETIRES)
-			cf_log_info("window shape %llu: rewrite guards failed %d times; it is replayed without "
-				    "rewriting from now on", (unsigned long long)t->shape_id, RPL_GUARD_RETIRES);
-		rpl__template_retire(re, t, "a rewrite guard failed on a launch's bindings");
-		return;
-	}
-	if (rpl__churn_needs_probe(re, t)) {
-		/* the churn check compares patching with eager submission: measure the latter once */
-		flush_eager(re, RPL_FB_PROBE);
-		return;
-	}
-	t0 = rpl__gate_clock();
-	gen = g->run ? rw_run_bindings_gen(g->run) : 0;
+	*npatched = 0;
 	if (gen && gen == g->patched_gen) {
 		/* the very bindings its nodes were patched to: deriving the plan's ops and comparing
 		 * every node would change nothing (about 300 instructions per op, issue 22) */
 		rc = CUDA_SUCCESS;
 	} else {
-		rc = patch(re, t, g, &npatched);
+		rc = patch(re, t, g, re->st.def + off, npatched);
 		g->patched_gen = rc == CUDA_SUCCESS ? gen : 0;
 	}
-	t1 = rpl__gate_clock();
-	t->patch_ns += t1 - t0;
-	if (rc != CUDA_SUCCESS) {
-		flush_eager(re, RPL_FB_PATCH);
-		rpl__ctx_fail(re, ctx, "patching a graph node failed");
-		return;
-	}
-	op_ctx_enter(re, first, &pushed);
-	if (g->staged) {
-		rc = stages_fill(re, g);
-		if (rc == CUDA_ERROR_NOT_READY) {
-			/* the previous launch still reads the buffers: this one goes eagerly (the
-			 * copies from the bytes taken at the calls), which needs no wait */
-			rpl__ctx_leave(re, pushed);
-			flush_eager(re, RPL_FB_BUSY);
-			return;
+	t->patch_ns += rpl__gate_clock() - t0;
+	return rc;
+}
+
+/* Launch g (a segment or block of t) for the deferred ops from off on, which begin with its ops.
+ * True when it launched; false when it could not, and the deferred ops from off on went eagerly
+ * (and, on a failure of cufold's own, the context went to passthrough): nothing is deferred then. */
+static bool launch_unit(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t off)
+{
+	const struct cap_op *def = re->st.def + off;
+	CUstream launch = NULL, others[RPL_MAX_JOIN];
+	uint32_t npatched = 0;
+	CUcontext ctx = def->ctx;
+	uint64_t t1;
+	bool pushed;
+	int nothers = 0;
+	CUresult rc;
+
+	/* invariant 2: the deferred ops from off on begin with exactly g's */
+	cf_assert(g->first == re->st.def_first + off && off + g->n <= re->st.ndef);
+	if (g->nparts == 1) {
+		nothers = def_streams(def, g->n, &launch, others);
+		if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
+			flush_from(re, RPL_FB_MISMATCH, off);
+			return false;
 		}
+	}
+	if (g->staged && !stages_fit(g, def)) {
+		flush_from(re, RPL_FB_MISMATCH, off);
+		return false;
+	}
+	if (!rpl__seg_guards_hold(re, g, def)) {
+		/* the rewrite plan was not proven for these bindings: the program's ops go as
+		 * they were, in order, and the shape is planned again from a later sighting */
+		struct rpl_shape_note *n = cap_shape_user(t->shape);
+
+		flush_from(re, RPL_FB_GUARD, off);
+		if (n && ++n->guard_retires == RPL_GUARD_RETIRES)
+			cf_log_info("window shape %llu: rewrite guards failed %d times; it is replayed without "
+				    "rewriting from now on", (unsigned long long)t->shape_id, RPL_GUARD_RETIRES);
+		rpl__template_retire(re, t, "a rewrite guard failed on a launch's bindings");
+		return false;
+	}
+	rc = patch_timed(re, t, g, off, &npatched);
+	t1 = rpl__gate_clock();
+	if (rc != CUDA_SUCCESS) {
+		flush_from(re, RPL_FB_PATCH, off);
+		rpl__ctx_fail(re, ctx, "patching a graph node failed");
+		return false;
+	}
+	op_ctx_enter(re, def, &pushed);
+	if (g->staged) {
+		rc = stages_fill(re, g, def);
 		if (rc != CUDA_SUCCESS) {
+			/* busy: the previous launch still reads the buffers; this one goes eagerly
+			 * (the copies from the bytes taken at the calls), which needs no wait */
 			rpl__ctx_leave(re, pushed);
-			flush_eager(re, RPL_FB_LAUNCH);
-			rpl__ctx_fail(re, ctx, "waiting for a graph's earlier launch failed");
-			return;
+			flush_from(re, rc == CUDA_ERROR_NOT_READY ? RPL_FB_BUSY : RPL_FB_LAUNCH, off);
+			if (rc != CUDA_ERROR_NOT_READY)
+				rpl__ctx_fail(re, ctx, "waiting for a graph's earlier launch failed");
+			return false;
 		}
 	}
 	if (g->nparts == 1)
-		rc = launch_joined(re, g, launch, others, nothers, t, ctx, pushed);
+		rc = launch_joined(re, g, off, launch, others, nothers, t, ctx, pushed);
 	else
-		rc = launch_parts(re, g, ctx, pushed);
+		rc = launch_parts(re, g, off, ctx, pushed);
 	t->launch_ns += rpl__gate_clock() - t1; /* stage buffers' fill and the joins included */
-	if (rc == CUDA_SUCCESS)
-		launch_count(re, t, g, npatched);
+	if (rc != CUDA_SUCCESS)
+		return false;
+	launch_count(re, t, g, npatched);
+	return true;
 }
 
-/* launch_seg_now inside an NVTX range (an eager fallback inside it is a range nested in it). */
-static void launch_seg(struct rpl_engine *re, struct rpl_template *t, uint32_t k)
+/* Whether a block starting with segment k goes on past segment last (blocks lie wholly inside a
+ * run of adjacent segments: its next segment's ops come right after last's). */
+static bool block_goes_past(const struct rpl_template *t, uint32_t k, uint32_t last)
 {
-	rpl__mark_launch_begin(t->shape_id, k, t->segs[k].n);
-	launch_seg_now(re, t, k);
+	int32_t b = t->segs[k].block;
+
+	for (; b >= 0 && (uint32_t)b < t->nblocks && t->blocks[b].first == t->segs[k].first; b++)
+		if (k + t->blocks[b].nseg - 1 > last)
+			return true; /* (a dropped block has nseg 0) */
+	return false;
+}
+
+/* The largest of t's graphs that starts with segment k and ends at segment last or before it:
+ * a block, or segment k itself. */
+static struct rpl_seg *unit_at(struct rpl_template *t, uint32_t k, uint32_t last)
+{
+	int32_t b = t->segs[k].block;
+
+	for (; b >= 0 && (uint32_t)b < t->nblocks && t->blocks[b].first == t->segs[k].first; b++)
+		if (t->blocks[b].nseg && k + t->blocks[b].nseg - 1 <= last)
+			return &t->blocks[b];
+	return &t->segs[k];
+}
+
+/* Launch segments k..last of t for the deferred ops, which begin with exactly their ops, as the
+ * fewest of its graphs: the largest block starting at each point, else a segment; the deferred
+ * ops after them (a run that ends inside a segment) go eagerly, counted as fallback why. On a
+ * failure the deferred ops not launched are submitted eagerly and the context goes to
+ * passthrough. Returns the first driver error of an eager submission. */
+static CUresult launch_segs_now(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last,
+				enum rpl_fallback why)
+{
+	CUresult rc = CUDA_SUCCESS;
+	uint32_t off = 0;
+
+	if (rpl__churn_needs_probe(re, t)) {
+		/* the churn check compares patching with eager submission: measure the latter once */
+		return flush_eager(re, RPL_FB_PROBE);
+	}
+	while (k <= last) {
+		struct rpl_seg *g = unit_at(t, k, last);
+
+		if (!launch_unit(re, t, g, off))
+			return CUDA_SUCCESS; /* the rest went eagerly; t may be retired */
+		off += g->n;
+		k += g->nseg ? g->nseg : 1;
+	}
+	cf_assert(off <= re->st.ndef); /* invariant 2: the run begins with these segments */
+	if (off < re->st.ndef)
+		rc = flush_ops(re, why, off, NULL, 0);
+	else
+		def_clear(re);
+	rpl__check_churn(re, t);
+	return rc;
+}
+
+/* launch_segs_now inside an NVTX range (an eager fallback inside it is a range nested in it). */
+static CUresult launch_segs(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last,
+			    enum rpl_fallback why)
+{
+	CUresult rc;
+
+	rpl__mark_launch_begin(t->shape_id, k, re->st.ndef);
+	rc = launch_segs_now(re, t, k, last, why);
 	rpl__mark_end();
+	return rc;
 }
 
-/* A candidate with exactly the deferred run as one of its segments, and that segment. */
-static struct rpl_template *whole_segment(struct rpl_engine *re, uint32_t *k)
+/* A candidate whose segments *k..*last are the longest run of whole segments the deferred ops
+ * begin with, *n ops: all of them, or fewer where the run ends inside a segment (a mismatch, a
+ * flush or a poll after segments were kept while the device was busy). NULL when there is none. */
+static struct rpl_template *whole_segments(struct rpl_engine *re, uint32_t *k, uint32_t *last, uint32_t *n)
 {
-	for (uint32_t c = 0; c < re->st.ncand; c++) {
+	uint32_t end = re->st.def_first + re->st.ndef; /* the run's end, past its last op */
+	struct rpl_template *best = NULL;
+
+	*n = 0;
+	for (uint32_t c = 0; c < re->st.ncand && *n < re->st.ndef; c++) {
 		struct rpl_template *t = re->st.cand[c];
+		uint32_t covered = 0, j;
 		int32_t s;
 
-		if (re->st.def_first >= t->nops)
+		if (re->st.def_first >= t->nops || (s = t->ops[re->st.def_first].seg) < 0)
 			continue;
-		s = t->ops[re->st.def_first].seg;
-		if (s >= 0 && t->segs[s].first == re->st.def_first && t->segs[s].n == re->st.ndef) {
+		/* invariant 3: t agrees with every deferred op, so its segments from s on hold them */
+		for (j = (uint32_t)s; j < t->nsegs && t->segs[j].first == re->st.def_first + covered &&
+				      t->segs[j].first + t->segs[j].n <= end; j++)
+			covered += t->segs[j].n;
+		if (covered > *n) {
+			best = t;
 			*k = (uint32_t)s;
-			return t;
+			*last = j - 1;
+			*n = covered;
 		}
 	}
-	return NULL;
+	return best;
 }
 
-/* Submit what is deferred: as a graph when it is a whole segment, else eagerly. */
+/* Submit what is deferred: as graphs as far as it is whole segments, the rest eagerly. */
 CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why)
 {
 	struct rpl_template *t;
-	uint32_t k;
+	uint32_t k, last, n;
+	CUresult rc;
 
 	if (!re->st.ndef)
 		return CUDA_SUCCESS;
-	t = whole_segment(re, &k);
+	t = whole_segments(re, &k, &last, &n);
 	if (t) {
-		launch_seg(re, t, k);
+		rc = launch_segs(re, t, k, last, why);
 		cf_assert(re->st.ndef == 0); /* invariant 5: launched, or submitted eagerly */
-		return CUDA_SUCCESS;
+		return rc;
 	}
 	return flush_eager(re, why);
+}
+
+/* Whether stream s (of op) has finished all work submitted to it: one query, no wait. A query of
+ * the legacy stream, which synchronizes with the context's blocking streams, is made in the
+ * relaxed capture mode: in the default (global) mode it may be refused while another thread of
+ * the program captures a stream, and end that capture (CUDA's rules for
+ * cuThreadExchangeStreamCaptureMode; the software device follows them); another stream's query
+ * is safe. A failed query counts as idle. */
+static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
+{
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	bool legacy = op->stream_kind == CAP_STREAM_LEGACY, relaxed = false, idle;
+
+	if (legacy) {
+		rpl__own_call(re);
+		relaxed = DRV_REAL(cuThreadExchangeStreamCaptureMode)(&mode) == CUDA_SUCCESS;
+	}
+	rpl__own_call(re);
+	idle = DRV_REAL(cuStreamQuery)(op->stream) != CUDA_ERROR_NOT_READY;
+	if (relaxed) {
+		rpl__own_call(re);
+		DRV_REAL(cuThreadExchangeStreamCaptureMode)(&mode); /* the thread's own mode back */
+	}
+	return idle;
+}
+
+/* Whether the streams the deferred ops are on have finished all work submitted to them (the
+ * graphs launched before, the program's eager work). Asking for one idle stream instead cost
+ * recsys 2 more launches a step at the same modeled time. One cheap query each, no wait
+ * (invariant 9). A failed query counts as idle: the run is launched as it would have been
+ * without blocks. */
+static bool device_idle(struct rpl_engine *re)
+{
+	CUstream seen[RPL_MAX_PARTS];
+	uint32_t nseen = 0;
+	bool idle = true, pushed;
+
+	op_ctx_enter(re, &re->st.def[0], &pushed);
+	for (uint32_t i = 0; i < re->st.ndef && idle && nseen < RPL_MAX_PARTS; i++) {
+		const struct cap_op *op = &re->st.def[i];
+		bool dup = false;
+
+		for (uint32_t j = 0; j < nseen && !dup; j++)
+			dup = seen[j] == op->stream;
+		if (dup)
+			continue;
+		seen[nseen++] = op->stream;
+		idle = stream_idle(re, op);
+	}
+	rpl__ctx_leave(re, pushed);
+	return idle;
+}
+
+/* Whether the device, found busy at t's last segment end and idle at this one, may have waited
+ * longer than a launch of t costs the host (its mean on the gate clock; 0 before the first): the
+ * host's time since then bounds the wait. Shorter waits cost less than the launch that would
+ * avoid them (copy_loop: a few us of a 190 us step, where one launch costs 2.5 us). */
+static bool starved_long(const struct rpl_template *t)
+{
+	uint64_t launch = t->launches ? (t->launch_ns + t->patch_ns) / t->launches : 0;
+
+	return rpl__gate_clock() - t->busy_at > launch;
+}
+
+/* The policy: a run launches when its segment ends and the device is idle (it would otherwise
+ * wait for the host's next calls), or when no block could take it further (the run ends, or the
+ * largest block from its start ends here); while the device is busy it goes on deferred, and
+ * launches later as a few blocks: the device's queue does not empty for it, and a program whose
+ * host is faster than the device pays a launch per block instead of one per segment. Busy now is
+ * not busy until the next segment ends: where a run kept deferred found the device idle at the
+ * next end, the device starved meanwhile (rpl_loop, 10 us of host time and +20 us kernels a
+ * call: 0.92x eager), so that segment launches at its end from then on (its starves flag). */
+void rpl__segment_end(struct rpl_engine *re)
+{
+	struct rpl_template *t;
+	uint32_t k, last, n;
+	bool extend, idle = true;
+
+	if (!re->st.ndef)
+		return;
+	t = whole_segments(re, &k, &last, &n);
+	if (!t || n < re->st.ndef) {
+		rpl__submit_deferred(re, RPL_FB_BOUNDARY); /* not this run's cuts: what is whole goes */
+		return;
+	}
+	extend = block_goes_past(t, k, last) && !t->segs[last].starves;
+	if (extend || last > k)
+		idle = device_idle(re);
+	if (last > k && idle && starved_long(t)) {
+		/* kept deferred at the last end while busy, idle now: it may have run dry for
+		 * longer than a launch costs */
+		t->segs[last - 1].starves = true;
+		t->boundaries_starved++;
+	}
+	if (extend && !idle) {
+		t->boundaries_busy++;
+		t->busy_at = rpl__gate_clock();
+		return; /* stays deferred: the next segment's ops join it */
+	}
+	t->boundaries_idle += extend;
+	launch_segs(re, t, k, last, RPL_FB_BOUNDARY);
+	cf_assert(re->st.ndef == 0); /* invariant 5 */
 }

@@ -434,7 +434,7 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op)
 	if (rpl__defer(re, op, d) != 0)
 		return go_recording(re, RPL_FB_NOMEM);
 	if (segment_ends_at(re, d)) {
-		rpl__submit_deferred(re, RPL_FB_BOUNDARY);
+		rpl__segment_end(re); /* launched, or kept while the device is busy (launch.c) */
 		v = RPL_DEFER;
 	} else if (timed) {
 		uint64_t dt = cf_now_ns() - t0;

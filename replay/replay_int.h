@@ -18,6 +18,7 @@
 #define RPL_SEG_FIRST 4        /* ops of a window's first segment (template.c: segment_size) */
 #define RPL_SEG_LAST_SHARE 32  /* segments shrink toward a window's end down to 1/32 of its ops */
 #define RPL_SEG_LAST_MAX 32    /* ... or down to this many, whichever is fewer (segment_size) */
+#define RPL_BLOCK_LEVELS 3    /* buddy blocks of 2, 4 and 8 segments (template.c: blocks_make) */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
 #define RPL_POLL_STALL_NS 2000000 /* another thread's polls of a deferred run that has not grown
 				   * for this long submit it (rpl_poll); long enough that a step's
@@ -99,6 +100,17 @@ struct rpl_seg {
 				      * it covers and the ops it erased get no graph node */
 	uint64_t patched_gen;        /* with a run: the bindings generation (rw_run_bindings_gen)
 				      * its nodes were last patched to; 0 when unknown */
+	uint32_t nseg;               /* a buddy block (t->blocks): the segments it stands for, from
+				      * t->ops[first].seg on; 0 for a segment */
+	int32_t block;               /* a segment: the largest block starting with it (t->blocks
+				      * index; smaller ones follow it), or -1 */
+	uint64_t last_launch;        /* t->unit_launches at its last launch (0: never launched): of
+				      * a segment and the blocks holding it, the one launched last
+				      * holds the bindings its ops had last (template.c: references) */
+	bool starves;                /* a segment: a run kept deferred past its end (the device was
+				      * busy) found the device idle at the next segment's end, longer
+				      * than a launch costs after: from then on it launches at its end,
+				      * busy or not (launch.c) */
 };
 
 /* What the rewrite did to a template's graphable ops, counted when it was built (report). */
@@ -133,6 +145,18 @@ struct rpl_template {
 	struct rpl_seg *segs;        /* nsegs entries */
 	bool multi_stream;           /* some unsplit segment spans several streams */
 	uint32_t split_segs;         /* segments split into one graph per stream */
+	struct rpl_seg *blocks;      /* buddy blocks: graphs of 2, 4, ... adjacent segments, aligned
+				      * in their run after its first segment (template.c: blocks_make),
+				      * launched in place of those segments while the device is busy */
+	uint32_t nblocks;            /* entries of blocks, by first segment, largest first */
+	uint64_t block_nodes;        /* nodes of the blocks' graphs (their cost: memory, build) */
+	uint64_t boundaries_idle;    /* segment ends that found the device idle: launched */
+	uint64_t boundaries_busy;    /* segment ends that found it busy: the run went on deferred */
+	uint64_t boundaries_starved; /* segment ends that found it idle after the run went on
+				      * deferred at the one before (which then starves, above) */
+	uint64_t busy_at;            /* gate clock at the last segment end that found it busy */
+	uint64_t block_launches;     /* launches of blocks (of t->launches) */
+	uint64_t unit_launches;      /* launches of segments and blocks, numbering them (last_launch) */
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or
 				      * RPL_SEG_SMALL after the gate's first lost trial) */
 	CUevent join_ev, fork_ev;    /* replay's own events for stream joins and forks */
@@ -366,6 +390,10 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index);
 /* Submit what is deferred: as a graph when it is a whole segment of a candidate, else eagerly
  * (the first driver error of an eager submission). Nothing is deferred afterwards. */
 CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why);
+/* The deferred run just completed a segment of the leading candidate: it is submitted (launched)
+ * when the device is idle or nothing bigger can take it, else it stays deferred to be launched
+ * later with the next segments as fewer, bigger graphs (buddy blocks). */
+void rpl__segment_end(struct rpl_engine *re);
 
 /* segment.c. Build g's graphs (its ops and plan from window w, trace graph tg), in the current
  * context; on a failure what was built stays in g for rpl__seg_destroy. */

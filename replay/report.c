@@ -110,6 +110,12 @@ static void write_gate(struct cf_json *j, const struct rpl_template *t)
 	X("segments", t->nsegs) \
 	X("segment_cap", t->seg_cap) \
 	X("split_segments", t->split_segs) \
+	X("blocks", t->nblocks) \
+	X("block_nodes", t->block_nodes) \
+	X("block_launches", t->block_launches) \
+	X("boundaries_idle", t->boundaries_idle) \
+	X("boundaries_busy", t->boundaries_busy) \
+	X("boundaries_starved", t->boundaries_starved) \
 	X("windows_replayed", t->windows) \
 	X("launches", t->launches) \
 	X("ops_replayed", t->ops_replayed) \
@@ -195,6 +201,19 @@ static void write_template(struct rpl_engine *re, struct cf_json *j, const struc
 		cf_json_obj_end(j);
 	}
 	cf_json_arr_end(j);
+	/* buddy blocks (launch.c): segments launched as one graph while the device was busy;
+	 * "segments" 0: not used (it would have joined streams its segments keep apart) */
+	cf_json_key(j, "block_launches_by_block");
+	cf_json_arr_begin(j);
+	for (uint32_t k = 0; k < t->nblocks; k++) {
+		cf_json_obj_begin(j);
+		cf_json_ku64(j, "first", t->blocks[k].first);
+		cf_json_ku64(j, "ops", t->blocks[k].n);
+		cf_json_ku64(j, "segments", t->blocks[k].nseg);
+		cf_json_ku64(j, "launches", t->blocks[k].launches);
+		cf_json_obj_end(j);
+	}
+	cf_json_arr_end(j);
 	cf_json_obj_end(j);
 }
 
@@ -260,10 +279,12 @@ static void held_figures(struct rpl_engine *re, uint64_t *pinned, uint64_t *node
 {
 	*pinned = *nodes = 0;
 	for (const struct rpl_template *t = rpl__templates(re); t; t = t->next) {
-		for (uint32_t k = 0; k < t->nsegs; k++) {
-			*nodes += t->segs[k].n;
-			for (uint32_t i = 0; i < t->segs[k].n; i++)
-				*pinned += t->segs[k].nodes[i].stage ? t->segs[k].nodes[i].stage_bytes : 0;
+		for (uint32_t k = 0; k < t->nsegs + t->nblocks; k++) {
+			const struct rpl_seg *g = k < t->nsegs ? &t->segs[k] : &t->blocks[k - t->nsegs];
+
+			*nodes += g->n;
+			for (uint32_t i = 0; g->nodes && i < g->n; i++)
+				*pinned += g->nodes[i].stage ? g->nodes[i].stage_bytes : 0;
 		}
 	}
 }

@@ -257,10 +257,13 @@ void rpl_memory_released(struct rpl_engine *re, uint64_t base, uint64_t size)
  * reused for another event). */
 static void forget_event(struct rpl_template *t, CUevent e)
 {
-	for (uint32_t k = 0; k < t->nsegs; k++)
-		for (uint32_t i = 0; i < t->segs[k].n; i++)
-			if (t->segs[k].nodes && t->segs[k].nodes[i].event == e)
-				t->segs[k].nodes[i].event = NULL;
+	for (uint32_t k = 0; k < t->nsegs + t->nblocks; k++) {
+		struct rpl_seg *g = k < t->nsegs ? &t->segs[k] : &t->blocks[k - t->nsegs];
+
+		for (uint32_t i = 0; g->nodes && i < g->n; i++)
+			if (g->nodes[i].event == e)
+				g->nodes[i].event = NULL;
+	}
 }
 
 bool rpl_event_destroy_later(struct rpl_engine *re, CUevent e)

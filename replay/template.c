@@ -460,6 +460,17 @@ static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, co
 
 void rpl__template_release(struct rpl_engine *re, struct rpl_template *t)
 {
+	for (uint32_t k = 0; t->blocks && k < t->nblocks; k++) {
+		struct rpl_seg *g = &t->blocks[k];
+		uint32_t first = g->first, n = g->n, nseg = g->nseg;
+		uint64_t launches = g->launches;
+
+		rpl__seg_destroy(re, g);
+		g->first = first;
+		g->n = n;
+		g->nseg = nseg;
+		g->launches = launches;
+	}
 	for (uint32_t k = 0; t->segs && k < t->nsegs; k++) {
 		struct rpl_seg *g = &t->segs[k];
 		uint32_t first = g->first, n = g->n;
@@ -496,6 +507,7 @@ void rpl__template_destroy(struct rpl_engine *re, struct rpl_template *t)
 		return;
 	rpl__template_release(re, t);
 	free(t->segs);
+	free(t->blocks);
 	free(t->ops);
 	free(t->moved_sites);
 	free(t->moved);
@@ -652,17 +664,15 @@ static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
 
 /* Cut t's runs of graphable ops into segments (t->segs[].first/n, t->ops[].seg): sizes from
  * segment_size, never inside what a rewrite relies on, and before an op that would order two
- * streams both ways (cut_add). 0 or -CF_ENOMEM. */
+ * streams both ways (cut_add). glued (t->nops zeroed entries) gets what the rules would do
+ * between each op and the next (GLUE_*). 0 or -CF_ENOMEM. */
 static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
-		     const struct rpl_config *cfg)
+		     const struct rpl_config *cfg, uint8_t *glued)
 {
-	uint8_t *glued = calloc(t->nops, 1); /* per op: GLUE_* between it and the next */
 	struct cut_order order = { 0 };      /* the open segment's stream order */
 	bool stream_cuts = true;             /* cut to keep streams apart (cut_add) */
 	uint32_t run_len = 0, seg_limit = 0;
 
-	if (!glued)
-		return -CF_ENOMEM;
 	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
 	 * started small): the cuts below keep those spans whole */
 	for (uint32_t i = 0; i < t->nops;) {
@@ -698,8 +708,124 @@ static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct
 		t->segs[t->nsegs - 1].n = run_len;
 		o->seg = (int32_t)(t->nsegs - 1);
 	}
-	free(glued);
 	return 0;
+}
+
+/* Whether segment b starts right where a ends (no eager op between them). */
+static bool segs_adjacent(const struct rpl_seg *a, const struct rpl_seg *b)
+{
+	return a->first + a->n == b->first;
+}
+
+/* Whether the parallel rule reorders some of the ops [first, first+n) (glued: cuts_make's):
+ * see block_reordered; known before the block is built, so it is not built. */
+static bool span_reordered(const uint8_t *glued, uint32_t first, uint32_t n)
+{
+	for (uint32_t i = first; i + 1 < first + n; i++)
+		if (glued[i] & GLUE_PARALLEL)
+			return true;
+	return false;
+}
+
+/* t's buddy blocks: in each run of adjacent segments, after its first (which launches alone as
+ * soon as its ops are in, so the device gets work early), every aligned group of 2, 4, ...
+ * 2^RPL_BLOCK_LEVELS segments wholly inside the run and of at most CUFOLD_SEGMENT ops, built as
+ * one graph. A run whose segments come in while the device is busy then launches as a few
+ * blocks instead of a launch per segment (launch.c: rpl__segment_end): segments 1..10 as [1..8]
+ * and [9..10]. The blocks hold each op once more per level they reach: up to RPL_BLOCK_LEVELS
+ * more nodes than the segments alone (the report's block_nodes: copy loop 2.8x, recsys 0.8x).
+ * (Blocks of up to twice CUFOLD_SEGMENT would pair recsys's middle segments, 406 and 234 ops,
+ * but they span its split streams as one graph and are dropped: block_joins_split.)
+ * 0 or -CF_ENOMEM. */
+static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued)
+{
+	uint32_t nb = 0;
+
+	t->blocks = calloc((size_t)t->nsegs * RPL_BLOCK_LEVELS + 1, sizeof(*t->blocks));
+	if (!t->blocks)
+		return -CF_ENOMEM;
+	for (uint32_t k = 0; k < t->nsegs; k++)
+		t->segs[k].block = -1;
+	for (uint32_t r0 = 0, r1; r0 < t->nsegs; r0 = r1) {
+		for (r1 = r0 + 1; r1 < t->nsegs && segs_adjacent(&t->segs[r1 - 1], &t->segs[r1]); r1++)
+			;
+		for (uint32_t k = r0 + 1; k < r1; k++) {
+			for (uint32_t lv = RPL_BLOCK_LEVELS; lv >= 1; lv--) {
+				uint32_t size = 1u << lv, ops = 0;
+
+				if ((k - r0 - 1) % size || k + size > r1)
+					continue;
+				for (uint32_t j = k; j < k + size; j++)
+					ops += t->segs[j].n;
+				if (ops > cfg->segment || span_reordered(glued, t->segs[k].first, ops))
+					continue;
+				if (t->segs[k].block < 0)
+					t->segs[k].block = (int32_t)nb;
+				t->blocks[nb].first = t->segs[k].first;
+				t->blocks[nb].n = ops;
+				t->blocks[nb].nseg = size;
+				t->blocks[nb].block = -1;
+				nb++;
+			}
+		}
+	}
+	t->nblocks = nb;
+	return 0;
+}
+
+/* Build one segment's or block's graphs; notes whether an unsplit one spans streams. */
+static CUresult seg_build_one(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g,
+			      const struct cap_window *w, const struct cap_graph *tg, const struct rpl_config *cfg)
+{
+	CUresult rc;
+
+	g->stand_ev = t->stand_ev;
+	rc = rpl__seg_build(re, g, w, tg, cfg);
+	if (rc == CUDA_SUCCESS && g->nparts == 1 && seg_streams(g, w) > 1)
+		t->multi_stream = true;
+	return rc;
+}
+
+/* Whether block b is one graph over several streams (joined before and forked after) where one
+ * of its segments is not: a segment split into a graph per stream, or one on fewer streams.
+ * Launching it would order streams its segments leave apart (recsys's lookup stream: 825 -> 854
+ * us a step; dataparallel's communication stream, whose events its allocator queries before
+ * reusing a bucket: 87 -> 155 us), so it is not used. */
+static bool block_joins_split(const struct rpl_template *t, const struct rpl_seg *b, const struct cap_window *w)
+{
+	int32_t k = t->ops[b->first].seg;
+	uint32_t streams;
+
+	if (b->nparts != 1 || (streams = seg_streams(b, w)) < 2)
+		return false;
+	for (uint32_t j = 0; j < b->nseg; j++) {
+		const struct rpl_seg *g = &t->segs[(uint32_t)k + j];
+
+		if (g->nparts > 1 || seg_streams(g, w) < streams)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the parallel rule reordered block b's ops into branches (CUFOLD_OPT=2). Such a graph
+ * is bound by how fast the device hands its nodes out (one per 0.56 us from its launch, in the
+ * software device's model, tests/simcuda/cost.c), while its segments' graphs, launched one by
+ * one, are handed out as the earlier ones run: inference at CUFOLD_OPT=2, host-bound, went from
+ * 78 to 132 us a step with blocks. It is not used. */
+static bool block_reordered(const struct rpl_seg *b)
+{
+	return b->run && b->run->plan && b->run->plan->dep_start;
+}
+
+/* Give up block b: its graphs go; nseg 0 says it is never launched (launch.c: unit_at). */
+static void block_drop(struct rpl_engine *re, struct rpl_seg *b)
+{
+	uint32_t first = b->first, n = b->n;
+
+	rpl__seg_destroy(re, b);
+	b->first = first;
+	b->n = n;
+	b->block = -1;
 }
 
 /* Build every segment's graphs (and the join/fork events an unsplit multi-stream segment
@@ -721,15 +847,18 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 			t->stand_ev = NULL;
 	}
 	for (uint32_t k = 0; k < t->nsegs && rc == CUDA_SUCCESS; k++) {
-		t->segs[k].stand_ev = t->stand_ev;
-		rc = rpl__seg_build(re, &t->segs[k], w, tg, cfg);
+		rc = seg_build_one(re, t, &t->segs[k], w, tg, cfg);
 		if (rc != CUDA_SUCCESS)
 			break;
 		figures_add(re, &t->rw, &t->segs[k], w);
-		if (t->segs[k].nparts > 1)
-			t->split_segs++;
-		else if (seg_streams(&t->segs[k], w) > 1)
-			t->multi_stream = true;
+		t->split_segs += t->segs[k].nparts > 1;
+	}
+	/* the blocks' rewrites are those of the same ops: the figures count the segments' */
+	for (uint32_t k = 0; k < t->nblocks && rc == CUDA_SUCCESS; k++) {
+		rc = seg_build_one(re, t, &t->blocks[k], w, tg, cfg);
+		if (rc == CUDA_SUCCESS && (block_joins_split(t, &t->blocks[k], w) || block_reordered(&t->blocks[k])))
+			block_drop(re, &t->blocks[k]);
+		t->block_nodes += t->blocks[k].nodes ? t->blocks[k].n : 0;
 	}
 	if (rc == CUDA_SUCCESS && t->multi_stream) {
 		/* one event each for joining streams before launches and forking after: a wait
@@ -750,6 +879,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 					 const struct rpl_config *cfg, const char **why, bool *own_failure)
 {
 	struct rpl_template *t = NULL;
+	uint8_t *glued = NULL; /* per op: GLUE_* between it and the next (cuts_make) */
 	uint32_t nops;
 	CUresult rc;
 
@@ -775,8 +905,11 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 		*why = "ops in more than one context";
 		goto out_reject;
 	}
-	if (cuts_make(re, t, w, cfg) != 0)
+	glued = calloc(nops, 1);
+	if (!glued || cuts_make(re, t, w, cfg, glued) != 0 || blocks_make(t, cfg, glued) != 0)
 		goto out_nomem;
+	free(glued);
+	glued = NULL;
 	if (t->ngraph < cfg->min_ops || t->ngraph == 0) {
 		*why = "fewer graphable ops than CUFOLD_MIN_OPS";
 		goto out_reject;
@@ -795,6 +928,7 @@ out_nomem:
 	*why = "out of memory";
 	*own_failure = true;
 out_reject:
+	free(glued);
 	rpl__template_destroy(re, t);
 	return NULL;
 }
@@ -813,40 +947,61 @@ static bool in_range(uint64_t p, uint64_t base, uint64_t size)
 	return p >= base && p - base < size;
 }
 
+/* Whether a binding g's execs hold for its nodes [from, from+count) points into
+ * [base, base+size). */
+static bool seg_references(const struct rpl_seg *g, uint32_t from, uint32_t count, uint64_t base, uint64_t size)
+{
+	for (uint32_t i = from; g->nodes && i < from + count; i++) {
+		const struct rpl_node *n = &g->nodes[i];
+
+		switch (n->kind) {
+		case CAP_OP_KERNEL:
+			/* any 8-byte-aligned parameter word may be a pointer */
+			for (uint32_t off = 0; off + 8 <= n->param_size; off += 8) {
+				uint64_t v;
+
+				memcpy(&v, (const char *)n->params + off, 8);
+				if (in_range(v, base, size))
+					return true;
+			}
+			break;
+		case CAP_OP_MEMCPY:
+			if ((n->copy.srcMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.srcDevice, base, size)) ||
+			    (n->copy.dstMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.dstDevice, base, size)) ||
+			    in_range((uint64_t)(uintptr_t)n->copy.srcHost, base, size) ||
+			    in_range((uint64_t)(uintptr_t)n->copy.dstHost, base, size))
+				return true;
+			break;
+		case CAP_OP_MEMSET:
+			if (in_range(n->set.dst, base, size))
+				return true;
+			break;
+		default:
+			break;
+		}
+	}
+	return false;
+}
+
 bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size)
 {
+	/* per segment, the bindings of whichever graph launched its ops last: the segment's own,
+	 * or a block's (the other one's are older, and a launch patches every node whose binding
+	 * differs from its op's first). Counting stale ones retired templates for frees of what
+	 * an earlier step used (dataparallel, whose allocator frees the buffers of two steps
+	 * before: a second retirement by FREE, and 87 -> 155 us a step) */
 	for (uint32_t k = 0; k < t->nsegs; k++) {
 		const struct rpl_seg *g = &t->segs[k];
 
-		for (uint32_t i = 0; i < g->n; i++) {
-			const struct rpl_node *n = &g->nodes[i];
+		for (uint32_t b = 0; b < t->nblocks; b++) {
+			const struct rpl_seg *x = &t->blocks[b];
 
-			switch (n->kind) {
-			case CAP_OP_KERNEL:
-				/* any 8-byte-aligned parameter word may be a pointer */
-				for (uint32_t off = 0; off + 8 <= n->param_size; off += 8) {
-					uint64_t v;
-
-					memcpy(&v, (const char *)n->params + off, 8);
-					if (in_range(v, base, size))
-						return true;
-				}
-				break;
-			case CAP_OP_MEMCPY:
-				if ((n->copy.srcMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.srcDevice, base, size)) ||
-				    (n->copy.dstMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.dstDevice, base, size)) ||
-				    in_range((uint64_t)(uintptr_t)n->copy.srcHost, base, size) ||
-				    in_range((uint64_t)(uintptr_t)n->copy.dstHost, base, size))
-					return true;
-				break;
-			case CAP_OP_MEMSET:
-				if (in_range(n->set.dst, base, size))
-					return true;
-				break;
-			default:
-				break;
-			}
+			if (x->nseg && x->last_launch > g->last_launch && x->first <= t->segs[k].first &&
+			    t->segs[k].first < x->first + x->n)
+				g = x;
 		}
+		if (seg_references(g, t->segs[k].first - g->first, t->segs[k].n, base, size))
+			return true;
 	}
 	return false;
 }
@@ -857,17 +1012,21 @@ uint32_t rpl__template_max_seg(const struct rpl_template *t)
 
 	for (uint32_t k = 0; k < t->nsegs; k++)
 		m = t->segs[k].n > m ? t->segs[k].n : m;
+	for (uint32_t k = 0; k < t->nblocks; k++)
+		m = t->blocks[k].n > m ? t->blocks[k].n : m;
 	return m;
 }
 
 size_t rpl__template_bytes(const struct rpl_template *t)
 {
-	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + t->nsegs * sizeof(*t->segs);
+	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + (t->nsegs + t->nblocks) * sizeof(*t->segs);
 
-	for (uint32_t k = 0; k < t->nsegs; k++) {
-		n += t->segs[k].n * sizeof(struct rpl_node);
-		for (uint32_t i = 0; i < t->segs[k].n; i++)
-			n += t->segs[k].nodes[i].param_size;
+	for (uint32_t k = 0; k < t->nsegs + t->nblocks; k++) {
+		const struct rpl_seg *g = k < t->nsegs ? &t->segs[k] : &t->blocks[k - t->nsegs];
+
+		n += g->n * sizeof(struct rpl_node);
+		for (uint32_t i = 0; g->nodes && i < g->n; i++)
+			n += g->nodes[i].param_size;
 	}
 	return n;
 }

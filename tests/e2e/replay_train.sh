@@ -1,7 +1,8 @@
 # replay_train.sh - CUFOLD_MODE=replay on training-loop programs: results bit for bit the same as
 # without cufold over 20 seeds, and the software device's own counters show the replayed steps
-# going to the driver as one graph launch per segment (host submissions per step drop from one
-# per op to one per segment, plus the loss copy the host waits for), segments cut small at the
+# going to the driver as at most one graph launch per segment (host submissions per step drop
+# from one per op to one per launch, plus the loss copy the host waits for; segments that end
+# while the device is busy launch together as buddy blocks, launch.c), segments cut small at the
 # window's start and end as replay/template.c documents. tests layer.
 source "$(dirname "$0")/lib.sh"
 gate_off_under_tsan
@@ -44,6 +45,9 @@ def seg_sizes(g, most, first=4):
 def report_sizes(n):
     t = json.load(open(os.path.join(d, n + ".report")))["replay"]["templates"][0]
     return [s["ops"] for s in t["segment_launches"]]
+def report_launches(n):  # graph launches per replayed window (segments and blocks)
+    t = json.load(open(os.path.join(d, n + ".report")))["replay"]["templates"][0]
+    return t["launches"] / float(t["windows_replayed"])
 ops = 45  # graphable ops of one train step: 2 memsets-ish + kernels + a copy (see rpl_loop.c)
 plain = per_step("p6", "p16", "host_submissions")
 full = per_step("c6", "c16", "host_submissions")
@@ -62,14 +66,17 @@ want("segments as replay cut them", report_sizes("c16"), sizes)
 want("segments as replay cut them (CUFOLD_SEGMENT=8)", report_sizes("s16"), sizes16)
 want("the first segment", sizes[0], 4)
 want("plain submissions per step", plain, ops + 1)
-want("graph launches per step", launches, len(sizes))
-want("submissions per step with replay", full, len(sizes) + 1)       # the graphs, the loss copy
-want("graph launches per step (CUFOLD_SEGMENT=8)", launches16, len(sizes16))
-want("submissions per step (CUFOLD_SEGMENT=8)", seg16, len(sizes16) + 1)
+per_win, per_win16 = report_launches("c16"), report_launches("s16")
+want("graph launches per step, as the report counts them", launches, per_win)
+want("at most one graph launch per segment", launches <= len(sizes), True)
+want("submissions per step with replay", full, launches + 1)       # the graphs, the loss copy
+want("graph launches per step (CUFOLD_SEGMENT=8)", launches16, per_win16)
+want("at most one graph launch per segment (CUFOLD_SEGMENT=8)", launches16 <= len(sizes16), True)
+want("submissions per step (CUFOLD_SEGMENT=8)", seg16, launches16 + 1)
 # every step after warm-up replays: 16 steps, the template is built when step 2 closes
-want("graph launches in 16 steps", load("c16")["graph_launches"], (16 - 3) * len(sizes))
+want("graph launches in 16 steps", load("c16")["graph_launches"], (16 - 3) * per_win)
 PY
-note "one graph launch per segment per replayed step"
+note "at most one graph launch per segment per replayed step"
 
 # sample_train copies its input from pageable memory each step: the copy is staged at the call
 # and goes in the graph too (one graph launch, the event that frees its stage buffer, the loss)
@@ -78,7 +85,7 @@ for n in 6 16; do
 	SIMCUDA_STATS=$TMP/tc$n CUFOLD_REPORT=$TMP/tc$n.report run_cufold /dev/null "$B/progs/sample_train" $n 16 ||
 		fail "sample_train exited $? with cufold"
 done
-python3 - "$TMP" <<'PY' || fail "sample_train does not replay as one graph launch per segment"
+python3 - "$TMP" <<'PY' || fail "sample_train does not replay as at most one graph launch per segment"
 import json, os, sys
 d = sys.argv[1]
 def t(n): return json.load(open(os.path.join(d, n)))["totals"]
@@ -88,8 +95,8 @@ launches = step("graph_launches", "tc6", "tc16")
 segs = json.load(open(os.path.join(d, "tc16.report")))["replay"]["templates"][0]["segments"]
 print("sample_train host submissions per step: %.1f without cufold, %.1f with (%.1f graph launches, %d segments)" %
       (plain, rep, launches, segs))
-if launches != segs or plain != 85 or rep != segs + 2:
-    sys.exit("expected 85 -> %d submissions per step, %d graph launches" % (segs + 2, segs))
+if launches > segs or plain != 85 or rep != launches + 2:
+    sys.exit("expected 85 -> %d submissions per step, at most %d graph launches" % (launches + 2, segs))
 PY
 
 # The modeled time the small first segments claim (software device's model, the program's own

@@ -157,15 +157,22 @@ CUresult sim_api_cuEventSynchronize(CUevent hEvent)
 	return rc;
 }
 
-/* As for streams, a query runs the work it asks about and reports it complete. */
+/* As for streams, a query runs the work it asks about (so a program that polls always makes
+ * progress) but does not wait for it: NOT_READY while its modeled end is past the host clock,
+ * which each call advances. A library that asks whether the device is idle (cufold's launch
+ * policy) thus sees the modeled device's answer, and pays a call, not a synchronization. */
 CUresult sim_api_cuEventQuery(CUevent hEvent)
 {
-	CUresult rc = CUDA_SUCCESS;
-	struct sim_event *e;
+	struct sim_event *e = sim_event_from(hEvent);
+	CUresult rc;
 
-	e = sim_event_from(hEvent);
-	rc = e ? event_wait_done(e) : CUDA_ERROR_INVALID_HANDLE;
-	return rc;
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	rc = sim__capture_check_sync(e->ctx, NULL);
+	if (rc != CUDA_SUCCESS || !e->rec)
+		return rc;
+	sim_sched_drain(e->rec);
+	return e->rec->end_ns > sim_host_now() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 static CUresult elapsed(float *ms, CUevent hstart, CUevent hend)

@@ -235,16 +235,33 @@ CUresult sim_api_cuStreamSynchronize_ptsz(CUstream hStream)
 	return sync_stream(hStream, SIM_PT_PER_THREAD);
 }
 
-/* A query runs the stream's work and reports it complete: a valid schedule in which the device
- * was fast. Programs that poll thus always make progress. */
+/* A query runs the stream's work (programs that poll always make progress) but does not wait:
+ * NOT_READY while its modeled end is past the host clock, which every call advances. */
+static CUresult query_stream(CUstream h, enum sim_pt pt)
+{
+	struct sim_stream *s;
+	struct sim_work *last;
+	CUresult rc = sim_stream_resolve(h, pt, &s);
+
+	if (rc == CUDA_SUCCESS)
+		rc = sim__capture_check_sync(s->ctx, s);
+	if (rc != CUDA_SUCCESS || !(last = s->last))
+		return rc;
+	sim_work_ref(last);
+	sim_sched_drain(last);
+	rc = last->end_ns > sim_host_now() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	sim_work_unref(last);
+	return rc;
+}
+
 CUresult sim_api_cuStreamQuery(CUstream hStream)
 {
-	return sync_stream(hStream, SIM_PT_LEGACY);
+	return query_stream(hStream, SIM_PT_LEGACY);
 }
 
 CUresult sim_api_cuStreamQuery_ptsz(CUstream hStream)
 {
-	return sync_stream(hStream, SIM_PT_PER_THREAD);
+	return query_stream(hStream, SIM_PT_PER_THREAD);
 }
 
 static CUresult wait_event(CUstream h, CUevent hev, unsigned int flags, enum sim_pt pt)

@@ -1,0 +1,62 @@
+# replay_blocks.sh - buddy blocks (replay/launch.c rpl__segment_end, template.c blocks_make): a
+# segment that ends while the device is busy stays deferred and launches later with the next ones
+# as one block graph; one that ends with the device idle launches at once. Results bit for bit the
+# same as without cufold over many seeds, either way; both ways seen in the report; and a
+# host-bound loop of copies and memsets (copy_loop, 158 ops a step) goes to the driver in at most
+# 4 graph launches a step, at least 20x fewer host submissions than eager (one launch per segment,
+# the policy before blocks: 12 a step, 13.2x). tests layer.
+source "$(dirname "$0")/lib.sh"
+export CUFOLD_MODE=replay CUFOLD_OPT=0 CUFOLD_GATE=0 # the launches alone, whatever the gate decides
+loop=$B/progs/rpl_loop
+copy=$B/progs/copy_loop
+[[ -x $loop && -x $copy ]] || fail "rpl_loop or copy_loop is not built"
+
+# ---- (1) the same bits, with the device busy (program host time 0, kernels +20 us: blocks go)
+# and idle (50 us of program host time a call: every segment launches alone), moving pointers too
+SIMCUDA_KERNEL_NS=20000 same_output_over_seeds "$loop" train 10
+APP_US=50 same_output_over_seeds "$loop" train 8
+same_output_over_seeds "$copy" fixed 10
+same_output_over_seeds "$copy" move 10
+CUFOLD_OPT=1 same_output_over_seeds "$copy" move 10
+APP_US=3 SIMCUDA_KERNEL_NS=20000 CUFOLD_OPT=1 same_output_over_seeds "$loop" train 10
+
+# ---- (2) both ways, as the report counts them
+SIMCUDA_KERNEL_NS=20000 CUFOLD_REPORT=$TMP/busy.json run_cufold /dev/null "$loop" train 16 || fail "busy run exited $?"
+APP_US=50 CUFOLD_REPORT=$TMP/idle.json run_cufold /dev/null "$loop" train 16 || fail "idle run exited $?"
+python3 - "$TMP" <<'PY' || fail "blocks do not launch as the device's state says"
+import json, os, sys
+d = sys.argv[1]
+def tpl(n):
+    return json.load(open(os.path.join(d, n + ".json")))["replay"]["templates"][0]
+def want(what, cond, t):
+    if not cond:
+        sys.exit("%s: %s" % (what, {k: t[k] for k in ("segments", "blocks", "launches", "block_launches",
+                                                      "boundaries_idle", "boundaries_busy", "windows_replayed")}))
+busy, idle = tpl("busy"), tpl("idle")
+for t in (busy, idle):
+    want("7 segments, 4 blocks (segments 1-4, 1-2, 3-4, 5-6)", (t["segments"], t["blocks"]) == (7, 4), t)
+    want("13 windows replayed", t["windows_replayed"] == 13, t)
+w = busy["windows_replayed"]
+# busy: the first segment alone (the device has nothing yet), then two blocks
+want("device busy: segment ends kept deferred", busy["boundaries_busy"] >= 3 * w, busy)
+want("device busy: 3 launches a window, 2 of them blocks",
+     busy["launches"] == 3 * w and busy["block_launches"] == 2 * w, busy)
+# idle: each segment at its end, as before blocks
+want("device idle: every segment end a block could go past found it idle", idle["boundaries_idle"] == 3 * w and idle["boundaries_busy"] == 0, idle)
+want("device idle: one launch per segment, no block", idle["launches"] == 7 * w and idle["block_launches"] == 0, idle)
+print("-- busy: %d launches a window (%d blocks); idle: %d (no block)" %
+      (busy["launches"] // w, busy["block_launches"] // w, idle["launches"] // w))
+PY
+note "busy device: few big launches; idle device: a launch per segment"
+
+# ---- (3) host-bound copy loop: submissions per step, eager against cufold
+count_steps cp plain "$copy" fixed @STEPS@
+count_steps cc cufold "$copy" fixed @STEPS@
+cmp -s "$TMP/cp.16.out" "$TMP/cc.16.out" || fail "copy_loop: output differs with cufold"
+eager=$(per_step cp host_submissions)
+subs=$(per_step cc host_submissions)
+launches=$(per_step cc graph_launches)
+note "copy_loop fixed (CUFOLD_OPT=0): $eager host submissions a step eager, $subs with cufold ($launches graph launches)"
+python3 -c "import sys; e, s, l = map(float, sys.argv[1:]); sys.exit(0 if l <= 4 and e >= 20 * s else 1)" \
+	"$eager" "$subs" "$launches" || fail "copy_loop: want at most 4 graph launches a step and at least 20x fewer submissions than eager"
+note "copy_loop: at least 20x fewer host submissions than eager"
