@@ -192,9 +192,9 @@ struct cap_alloc_map {
 	size_t nranges, capranges;   /* used and allocated entries */
 	size_t hint[2];              /* indices of the ranges cap_alloc_find found last (alloc.c) */
 	uint64_t gen;                /* bumped by every change of the map or of the probes' answers:
-				      * a copy resolved at an equal gen resolves the same (record.c) */
+				      * a copy resolved at an equal gen resolves the same (record.c), a
+				      * rewrite plan's allocation extents hold (cap_alloc_gen) */
 	uint64_t next_id;            /* id of the next allocation */
-	uint64_t gen;                /* bumped on every change of ranges (cap_alloc_gen) */
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
 };
 
