@@ -95,6 +95,9 @@ PY
 CUFOLD_CARDS= same_output_over_seeds "$prog" --steps 8
 CUFOLD_CARDS= count_steps derived cufold "$prog" --steps @STEPS@
 CUFOLD_CARDS= CUFOLD_DERIVE=0 count_steps nocards cufold "$prog" --steps @STEPS@
+awk '/^kernel gemm_ex/ { p = 1 } p { print } p && /^end/ { exit }' tests/kernels/test-kernels.cards >"$TMP/gemm_ex.cards"
+[[ -s $TMP/gemm_ex.cards ]] || fail "no gemm_ex card in tests/kernels/test-kernels.cards"
+CUFOLD_CARDS=$TMP/gemm_ex.cards count_steps gemmcard cufold "$prog" --steps @STEPS@
 derived=$(per_step derived kernels_executed) || fail "cannot read the counters"
 nocards=$(per_step nocards kernels_executed) || fail "cannot read the counters"
 note "recsys without CUFOLD_CARDS, kernels per step: derived cards $derived, none (CUFOLD_DERIVE=0) $nocards"
@@ -111,26 +114,24 @@ d, n = fused(sys.argv[3]), fused(sys.argv[4])
 print("derived cards: %s fused; CUFOLD_DERIVE=0: %s" % (d, n))
 if n != [0, 0]:
     sys.exit("with no card at all nothing may be fused: %s" % n)
-if not d[0] > d[1] > 0 or derived > 0.125 * nocards:  # 121 of 1,062 on 2026-12-05
+if not d[0] > d[1] > 0 or derived > 0.113 * nocards:  # 115 of 1,062 on 2026-12-05 (issue 24: <= 120)
     sys.exit("derived cards should fuse as the hand cards do: %s, %.1f of %.1f kernels per step" % (d, derived, nocards))
-# derived cards against the hand cards (the `fused` run above, CUFOLD_CARDS set): every kernel
-# runs no more launches per step with derived cards than with hand cards. KNOWN_GAP: gemm_ex's
-# unrolled-by-4 loop derives A and B spans a few rows wider than its hand card, and recsys
-# slices its weights out of one allocation, so any overshoot meets a neighbour and 3 of the 27
-# groups stay apart (bias_grad launches between them with them). Empty it when gemm_ex derives
+# derived cards against the hand cards (the `fused` run above, CUFOLD_CARDS set): with gemm_ex's
+# hand card beside the derived ones (the `gemmcard` run), every kernel runs no more launches per
+# step than with all hand cards. gemm_ex's unrolled-by-4 loop derives A and B spans a few rows
+# wider than its hand card, and recsys slices its weights out of one allocation, so the overshoot
+# meets a neighbour: the launches that would pass a gemm_ex stay apart (derived alone: 115 kernels
+# a step against 103 on 2026-12-05). Drop the gemm_ex card from the run when gemm_ex derives
 # exactly; a kernel newly worse than its hand card fails here.
-KNOWN_GAP = {"gemm_ex", "gemm_ex_cf_multi", "bias_grad"}
 def per_kernel(name):
     s = [json.load(open("%s/%s.%d.stats" % (sys.argv[5], name, n)))["kernels"] for n in (6, 16)]
     return {k: (s[1].get(k, 0) - s[0].get(k, 0)) / 10.0 for k in set(s[0]) | set(s[1])}
-hk, dk = per_kernel("fused"), per_kernel("derived")
-worse = sorted("%s %.1f > %.1f" % (k, dk[k], hk.get(k, 0)) for k in dk
-               if k not in KNOWN_GAP and dk[k] > hk.get(k, 0))
-gap = sum(dk.get(k, 0) - hk.get(k, 0) for k in KNOWN_GAP)
-print("derived vs hand cards, kernels per step: %.1f vs %.1f (known gap %.1f: %s)"
-      % (sum(dk.values()), sum(hk.values()), gap, ", ".join(sorted(KNOWN_GAP))))
+hk, dk, gk = per_kernel("fused"), per_kernel("derived"), per_kernel("gemmcard")
+worse = sorted("%s %.1f > %.1f" % (k, gk[k], hk.get(k, 0)) for k in gk if gk[k] > hk.get(k, 0))
+print("kernels per step: hand cards %.1f, derived %.1f, derived with gemm_ex's hand card %.1f"
+      % (sum(hk.values()), sum(dk.values()), sum(gk.values())))
 if worse:
-    sys.exit("derived cards fuse less than the hand cards: %s" % worse)
+    sys.exit("derived cards (with gemm_ex's hand card) fuse less than the hand cards: %s" % worse)
 # every kernel the program launched has a card status in the report
 rep = json.load(open(sys.argv[3]))
 cards, launched = rep["replay"]["kernel_cards"], set(rep["launches_by_kernel"])
