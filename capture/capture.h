@@ -213,6 +213,10 @@ void cap_op_hash(struct cap_op *op);
  * hashing them (issue 22). Returns whether p's key was taken; p may be NULL. The result is
  * always what cap_op_hash would give. */
 bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p);
+/* cap_op_hash_like for a copy op whose descriptor equals p's (a copy) in every field that
+ * resolving reads and whose resolution was taken from p (capture's record path): compares only
+ * the fields that can still differ. */
+bool cap_op_hash_copy_like(struct cap_op *op, const struct cap_op *p);
 /* The kernel name of a kernel op, else the entry point's base name. */
 const char *cap_op_name(const struct cap_op *op);
 const char *cap_op_kind_name(enum cap_op_kind kind);

@@ -326,6 +326,23 @@ bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p)
 	return true;
 }
 
+bool cap_op_hash_copy_like(struct cap_op *op, const struct cap_op *p)
+{
+	const struct cap_memcpy *a = &op->u.memcpy, *b = &p->u.memcpy;
+
+	/* of key_same's and bind_same's fields, resolves_same compared the descriptor's and the
+	 * resolution (sides, direction, pageable) is p's own: the rest is the header and contexts */
+	if (op->api != p->api || op->stream_slot != p->stream_slot || op->stream_kind != p->stream_kind) {
+		cap_op_hash(op);
+		return false;
+	}
+	op->key = p->key;
+	op->bind = op->stream == p->stream && op->ctx == p->ctx && a->src_ctx == b->src_ctx && a->dst_ctx == b->dst_ctx ?
+			   p->bind :
+			   bind_hash(op);
+	return true;
+}
+
 /* ------------------------------------------------------------------ copy descriptors */
 
 void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type, uint64_t src,

@@ -367,9 +367,9 @@ static const struct cap_op *predicted(const struct cap_engine *ce, const struct 
 /* The key and bindings of op, about to be the open window's next: from the predicted op p when
  * their fields are equal; the first op that differs ends the prediction for the rest of the
  * window. */
-static void op_hash(struct cap_engine *ce, struct cap_op *op, const struct cap_op *p)
+static void op_hash(struct cap_engine *ce, struct cap_op *op, const struct cap_op *p, bool copy_like)
 {
-	if (!cap_op_hash_like(op, p))
+	if (!(copy_like ? cap_op_hash_copy_like(op, p) : cap_op_hash_like(op, p)))
 		ce->pred = NULL;
 }
 
@@ -677,12 +677,13 @@ static bool resolves_same(const CUDA_MEMCPY3D *a, const CUDA_MEMCPY3D *b)
 /* Writes every field of op->u.memcpy (op_clear leaves a copy's part as the slot had it). p: the
  * predicted op, resolved at the allocation map's present gen, or NULL: a copy of the same
  * bytes as p resolves as p did (both sides known memory: an op resolved with the driver's help,
- * CAP_OPF_NO_DEFER, is resolved again), without the map's searches (issue 22). */
-static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, const struct cap_op *p)
+ * CAP_OPF_NO_DEFER, is resolved again), without the map's searches (issue 22). Returns whether
+ * it did (then op_hash need not compare what resolves_same did, cap_op_hash_copy_like). */
+static bool build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, const struct cap_op *p)
 {
 	struct cap_memcpy *m = &op->u.memcpy;
 	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
-	bool sdev, ddev, sunk, dunk;
+	bool sdev, ddev, sunk, dunk, like = false;
 
 	m->d = *d;
 	m->dst_ctx = c->u.memcpy.dst_ctx;
@@ -696,6 +697,7 @@ static void build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 		m->dst_span = p->u.memcpy.dst_span;
 		m->dst_pageable = p->u.memcpy.dst_pageable;
 		m->dir = p->u.memcpy.dir;
+		like = true;
 		goto resolved;
 	}
 	resolve_side(ce, d->srcMemoryType,
@@ -719,6 +721,7 @@ resolved:
 	else if (m->dir == CAP_DIR_HTOD && !drv_api_is(op->api, DRV_API_ASYNC))
 		op->flags |= CAP_OPF_ENDS_WINDOW;
 	m->staged = NULL;
+	return like;
 }
 
 static void build_memset(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c)
@@ -750,9 +753,10 @@ static void refuse(struct cap_engine *ce, struct cap_rec *rec, enum cap_rec_resu
 }
 
 /* The part of op that depends on its kind (the common part is filled). Returns 0, -CF_ENOMEM,
- * or -CF_EINVAL when a kernel's parameters cannot be recorded. */
+ * or -CF_EINVAL when a kernel's parameters cannot be recorded. *copy_like: op is a copy that
+ * took p's resolution (build_memcpy). */
 static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_call *c, struct cap_window *w,
-		    struct cap_rec *rec, const struct cap_op *p)
+		    struct cap_rec *rec, const struct cap_op *p, bool *copy_like)
 {
 	int slot, rc = 0;
 
@@ -761,7 +765,7 @@ static int build_op(struct cap_engine *ce, struct cap_op *op, const struct cap_c
 		rc = build_kernel(op, c, &w->arena);
 		break;
 	case CAP_OP_MEMCPY:
-		build_memcpy(ce, op, c, p);
+		*copy_like = build_memcpy(ce, op, c, p);
 		rec->bytes = op->u.memcpy.bytes;
 		break;
 	case CAP_OP_MEMSET:
@@ -801,9 +805,9 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 /* The built op becomes the window's next: numbered, counted, and the window closed behind it
  * when it ends the window itself or fills it. */
 static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
-		   struct cap_rec *rec, const struct cap_op *p)
+		   struct cap_rec *rec, const struct cap_op *p, bool copy_like)
 {
-	op_hash(ce, op, p);
+	op_hash(ce, op, p, copy_like);
 	op->seq = ++ce->op_seq;
 	if (w->nops == 0) {
 		w->t_begin = who->t_ns;
@@ -865,7 +869,7 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	CUfunction func = NULL;
 	const struct cap_op *p;
 	struct cap_op *op;
-	bool resolved;
+	bool resolved, copy_like = false;
 	int slot, rc = 0;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
@@ -913,14 +917,14 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	}
 	op->stream_slot = (uint16_t)slot;
 	p = predicted(ce, w, &resolved);
-	rc = build_op(ce, op, c, w, rec, resolved ? p : NULL);
+	rc = build_op(ce, op, c, w, rec, resolved ? p : NULL, &copy_like);
 	if (rc == -CF_ENOMEM)
 		goto out_nomem;
 	if (rc != 0) {
 		refuse(ce, rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
 		goto out;
 	}
-	append(ce, w, op, who, rec, p);
+	append(ce, w, op, who, rec, p, copy_like);
 	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");

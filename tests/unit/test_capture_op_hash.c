@@ -127,6 +127,40 @@ static void test_copy_fields(void **state)
 	MUT(CAP_OP_MEMCPY, (o->u.memcpy.src_first = 0x20000, o->u.memcpy.dst_first = 0x10000), BIND);
 }
 
+/* cap_op_hash_copy_like (a copy whose descriptor and resolution are its predicted op's): a
+ * change in any field left for it to compare gives cap_op_hash's hashes */
+static void copy_like_check(struct cap_op b, struct cap_op x, const char *what)
+{
+	struct cap_op like = x;
+
+	cap_op_hash(&b);
+	cap_op_hash(&x);
+	cap_op_hash_copy_like(&like, &b);
+	if (like.key != x.key || like.bind != x.bind)
+		fail_msg("%s: a resolved copy answered from its predicted op hashes otherwise", what);
+}
+
+#define COPY_LIKE(stmt)                                                                                      \
+	do {                                                                                                   \
+		struct cap_op b_ = base(CAP_OP_MEMCPY), x_ = base(CAP_OP_MEMCPY);                              \
+		struct cap_op *o = &x_;                                                                        \
+		stmt;                                                                                          \
+		copy_like_check(b_, x_, #stmt);                                                                \
+	} while (0)
+
+static void test_copy_like(void **state)
+{
+	(void)state;
+	COPY_LIKE((void)o);
+	COPY_LIKE(o->api = 8);
+	COPY_LIKE(o->stream_slot = 2);
+	COPY_LIKE(o->stream_kind = 2);
+	COPY_LIKE(o->stream = (CUstream)0x5002);
+	COPY_LIKE(o->ctx = (CUcontext)0x7001);
+	COPY_LIKE(o->u.memcpy.src_ctx = (CUcontext)0x7001);
+	COPY_LIKE(o->u.memcpy.dst_ctx = (CUcontext)0x7001);
+}
+
 static void test_memset_event_fields(void **state)
 {
 	(void)state;
@@ -197,6 +231,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_common_fields),       cmocka_unit_test(test_copy_fields),
+		cmocka_unit_test(test_copy_like),
 		cmocka_unit_test(test_memset_event_fields), cmocka_unit_test(test_kernel_fields),
 		cmocka_unit_test(test_map),
 	};
