@@ -295,16 +295,7 @@ static int derive_cat_copy(const struct rw_plan_node *n, const struct cap_op *co
 		bytes += set.acc[set.tables[0].first + i].bytes;
 	src = set.acc[set.tables[0].first].addr;
 	dst = set.acc[set.cat_out].addr;
-	memset(out, 0, sizeof(*out));
-	out->kind = CAP_OP_MEMCPY;
-	out->api = DRV_ID_cuMemcpyDtoDAsync_v2;
-	out->stream_kind = k->stream_kind;
-	out->stream_slot = k->stream_slot;
-	out->tid = k->tid;
-	out->stream = k->stream;
-	out->ctx = k->ctx;
-	out->seq = k->seq;
-	out->callsite = k->callsite;
+	rw_op_standing_for(out, k, CAP_OP_MEMCPY, DRV_ID_cuMemcpyDtoDAsync_v2);
 	out->u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
 	out->u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
 	out->u.memcpy.d.srcDevice = src;

@@ -227,11 +227,11 @@ void rw_kernels_forget(struct rw_kernels *cache, CUcontext ctx)
 	pthread_mutex_unlock(&cache->lock);
 }
 
-void rw_kernels_launch_op(const struct cap_op *first, CUfunction fn, const struct cap_func *info, struct cap_op *out)
+void rw_op_standing_for(struct cap_op *out, const struct cap_op *first, uint8_t kind, uint16_t api)
 {
 	memset(out, 0, sizeof(*out));
-	out->kind = CAP_OP_KERNEL;
-	out->api = DRV_ID_cuLaunchKernel;
+	out->kind = kind;
+	out->api = api;
 	out->stream_kind = first->stream_kind;
 	out->stream_slot = first->stream_slot;
 	out->tid = first->tid;
@@ -239,6 +239,11 @@ void rw_kernels_launch_op(const struct cap_op *first, CUfunction fn, const struc
 	out->ctx = first->ctx;
 	out->seq = first->seq;
 	out->callsite = first->callsite;
+}
+
+void rw_kernels_launch_op(const struct cap_op *first, CUfunction fn, const struct cap_func *info, struct cap_op *out)
+{
+	rw_op_standing_for(out, first, CAP_OP_KERNEL, DRV_ID_cuLaunchKernel);
 	out->u.kernel.handle = fn;
 	out->u.kernel.func = fn;
 	out->u.kernel.info = info;

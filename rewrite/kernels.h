@@ -54,6 +54,9 @@ struct cap_op;
 struct cap_func;
 /* out: a launch of fn (described by info) standing where first stood (its stream, context,
  * thread, sequence and call site); grid, block and parameters zero, for the caller to set. */
+/* An empty op of the given kind (enum cap_op_kind) and entry point standing where first stood: its stream, context,
+ * thread, sequence number and call site (a derived op a plan node submits in first's place). */
+void rw_op_standing_for(struct cap_op *out, const struct cap_op *first, uint8_t kind, uint16_t api);
 void rw_kernels_launch_op(const struct cap_op *first, CUfunction fn, const struct cap_func *info, struct cap_op *out);
 /* Whether the kernel launch op names can be run as an instance of a multi-instance variant in
  * op's context (RW_NODE_BATCH_KERNEL). */
