@@ -90,3 +90,24 @@ want_per_step() {
 	[[ $got == "$3" ]] || fail "$1: $2 per step is $got, expected $3"
 	note "$1: $2 per step $got"
 }
+
+# no_silent_wrong_result "N ..." prog args...: for each N, cuLaunchKernel's Nth call fails with
+# and without cufold; the program must end the same way: the fault-free output, the output it
+# gives without cufold, or a failure; never exit 0 under cufold with a result of its own, and
+# never exit 0 with another result where it fails without cufold.
+no_silent_wrong_result() {
+	local ns=$1 n prc crc
+	shift
+	run_plain "$TMP/nsw.ok" "$@" || fail "$* exited $?"
+	for n in $ns; do
+		prc=0 crc=0
+		SIMCUDA_FAIL=cuLaunchKernel:$n run_plain "$TMP/nsw.p.$n" "$@" 2>/dev/null || prc=$?
+		SIMCUDA_FAIL=cuLaunchKernel:$n run_cufold "$TMP/nsw.c.$n" "$@" 2>/dev/null || crc=$?
+		if ((crc == 0)); then
+			cmp -s "$TMP/nsw.c.$n" "$TMP/nsw.ok" || cmp -s "$TMP/nsw.c.$n" "$TMP/nsw.p.$n" ||
+				fail "cuLaunchKernel:$n: exit 0 with a result of its own under cufold"
+		fi
+		((prc != 0 && crc == 0)) && ! cmp -s "$TMP/nsw.c.$n" "$TMP/nsw.ok" && fail "cuLaunchKernel:$n: silent wrong result"
+	done
+	return 0
+}

@@ -57,15 +57,5 @@ done
 note "a fused graph's failed launch, build or patch: the program's own launches, one warning"
 
 # (3) no silent wrong result with fusion on
-run_plain "$TMP/mm.out" "$prog" mismatch 8 || fail "mismatch exited $?"
-for n in 60 100 120 129 140 160 180; do
-	prc=0 crc=0
-	SIMCUDA_FAIL=cuLaunchKernel:$n run_plain "$TMP/p.$n" "$prog" mismatch 8 2>/dev/null || prc=$?
-	SIMCUDA_FAIL=cuLaunchKernel:$n run_cufold "$TMP/c.$n" "$prog" mismatch 8 2>/dev/null || crc=$?
-	if ((crc == 0)); then
-		cmp -s "$TMP/c.$n" "$TMP/mm.out" || cmp -s "$TMP/c.$n" "$TMP/p.$n" ||
-			fail "cuLaunchKernel:$n: exit 0 with a result of its own under cufold"
-	fi
-	((prc != 0 && crc == 0)) && ! cmp -s "$TMP/c.$n" "$TMP/mm.out" && fail "cuLaunchKernel:$n: silent wrong result"
-done
+no_silent_wrong_result "60 100 120 129 140 160 180" "$prog" mismatch 8
 note "no silent wrong result around fused replayed steps"
