@@ -56,6 +56,26 @@ for s in 'ops replayed' 'submissions saved' 'Top window shapes' 'Why work ran ea
 done
 note "run prints the summary; report: $(grep 'ops replayed' "$TMP/rep" | tr -s ' ')"
 
+# what the device runs per replayed window after the rewrites: rw_bk_streams fuses its features'
+# 18 launches into 3 (tests/e2e/rewrite_batch_kernel.sh checks the device's counters agree); with
+# the chain through events 6 of them stay apart, and the report says why
+for mode in fuse chain; do
+	"$CMD" run -q --report "$TMP/bk_$mode.json" -- "$B/progs/rw_bk_streams" $mode 12 >/dev/null 2>&1 ||
+		fail "rw_bk_streams $mode under cufold run failed"
+	"$CMD" report "$TMP/bk_$mode.json" >"$TMP/bk_$mode.txt" || fail "report of rw_bk_streams $mode failed"
+done
+grep -q '^Work the device runs per replayed window' "$TMP/bk_fuse.txt" || { cat "$TMP/bk_fuse.txt"; fail "report shows no device work"; }
+grep -q '^    kernels 18 -> 3$' "$TMP/bk_fuse.txt" || { cat "$TMP/bk_fuse.txt"; fail "report: not 18 -> 3 kernels"; }
+grep -q '^    batch-kernel: 18 launches run as 3$' "$TMP/bk_fuse.txt" || fail "report: the fused launches"
+grep -q '^    kernels 18 -> 13$' "$TMP/bk_chain.txt" || { cat "$TMP/bk_chain.txt"; fail "report: chain not 18 -> 13"; }
+grep -q 'left alone: 12 with no other launch' "$TMP/bk_chain.txt" || fail "report: chain's launches left alone"
+"$CMD" report --json "$TMP/bk_fuse.json" | python3 -c '
+import json, sys
+w = json.load(sys.stdin)["device_work"]
+sys.exit(0 if len(w) == 1 and w[0]["kernels"] == [18, 3] and w[0]["kernels_fused"] == [18, 3] else "device_work: %s" % w)' ||
+	fail "report --json: device_work"
+note "report: the device's work per replayed window ($(grep '^    kernels' "$TMP/bk_fuse.txt" | tr -s ' '))"
+
 # a 4-rank job: one report per process, merged
 "$CMD" run --report "$TMP/job.%p.json" -- "$B/workloads/launcher" --steps 4 >"$TMP/out" 2>"$TMP/err" || fail "launcher failed"
 grep -q 'over 4 processes' "$TMP/err" || { cat "$TMP/err"; fail "the job's summary does not merge 4 reports"; }
