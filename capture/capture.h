@@ -651,6 +651,16 @@ struct cap_totals {
 void cap_get_totals(struct cap_engine *ce, struct cap_totals *t);
 /* Bytes of host memory capture holds now. */
 size_t cap_memory_bytes(struct cap_engine *ce);
+/* The same, by part (the report's memory.parts): the open and spare windows, the shapes' trie
+ * with each shape's last window, functions, images and their PTX, streams, the allocation map,
+ * the trace, call sites. */
+#define CAP_MEMORY_PARTS(X) X(windows) X(shapes) X(functions) X(images) X(streams) X(allocations) X(trace) X(call_sites)
+struct cap_memory_parts {
+#define CAP_MEMORY_PART_(name) size_t name;
+	CAP_MEMORY_PARTS(CAP_MEMORY_PART_)
+#undef CAP_MEMORY_PART_
+};
+size_t cap_memory_parts(struct cap_engine *ce, struct cap_memory_parts *p);
 
 /* Write the outputs. Each opens path safely (never through a symlink, never truncating a file
  * that is not cufold's own output of that kind); 0 or a negative CF_E* code, with errno. */

@@ -238,16 +238,28 @@ void cap_get_totals(struct cap_engine *ce, struct cap_totals *t)
 	t->ptx_bytes_kept = ce->images.text_bytes;
 }
 
+size_t cap_memory_parts(struct cap_engine *ce, struct cap_memory_parts *p)
+{
+	*p = (struct cap_memory_parts){
+		.windows = sizeof(*ce) + (ce->cur ? cap__window_bytes(ce->cur) : 0) +
+			   (ce->spare ? cap__window_bytes(ce->spare) : 0),
+		.shapes = cap__trie_bytes(ce),
+		.functions = cap__funcs_bytes(ce),
+		.images = cap__images_bytes(ce),
+		.streams = cap__streams_bytes(ce),
+		.allocations = cap__alloc_bytes(ce),
+		.trace = cap__trace_bytes(ce),
+		.call_sites = cap__callsite_bytes(ce),
+	};
+	return p->windows + p->shapes + p->functions + p->images + p->streams + p->allocations + p->trace +
+	       p->call_sites;
+}
+
 size_t cap_memory_bytes(struct cap_engine *ce)
 {
-	size_t n = sizeof(*ce);
+	struct cap_memory_parts p;
 
-	if (ce->cur)
-		n += cap__window_bytes(ce->cur);
-	if (ce->spare)
-		n += cap__window_bytes(ce->spare);
-	return n + cap__trie_bytes(ce) + cap__funcs_bytes(ce) + cap__images_bytes(ce) + cap__streams_bytes(ce) +
-	       cap__alloc_bytes(ce) + cap__trace_bytes(ce) + cap__callsite_bytes(ce);
+	return cap_memory_parts(ce, &p);
 }
 
 static void keep_spare(struct cap_engine *ce, struct cap_window *w);
@@ -449,7 +461,7 @@ void cap_note_passthrough(struct cap_engine *ce, enum drv_api_id api)
 static int reserve_op(struct cap_window *w)
 {
 	if (w->nops == w->cap) {
-		uint32_t ncap = w->cap ? 2 * w->cap : 256;
+		uint32_t ncap = w->cap ? 2 * w->cap : 16;
 		struct cap_op *n = realloc(w->ops, ncap * sizeof(*n));
 
 		if (!n)

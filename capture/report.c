@@ -328,6 +328,7 @@ static void write_body(struct cap_engine *ce, struct cf_json *j)
 	struct name_count *kl = NULL;
 	struct cap_totals t;
 	size_t nk, nsites;
+	struct cap_memory_parts mem;
 
 	cap_get_totals(ce, &t);
 	cf_json_nl(j, 1);
@@ -352,8 +353,14 @@ static void write_body(struct cap_engine *ce, struct cf_json *j)
 	cf_json_nl(j, 1);
 	cf_json_key(j, "memory");
 	cf_json_obj_begin(j);
-	cf_json_ku64(j, "cufold_host_bytes", cap_memory_bytes(ce));
+	cf_json_ku64(j, "cufold_host_bytes", cap_memory_parts(ce, &mem));
 	cf_json_ku64(j, "allocations_live", cap_alloc_count(ce));
+	cf_json_key(j, "parts");
+	cf_json_obj_begin(j);
+#define MEMORY_PART_(name) cf_json_ku64(j, #name, mem.name);
+	CAP_MEMORY_PARTS(MEMORY_PART_)
+#undef MEMORY_PART_
+	cf_json_obj_end(j);
 	cf_json_obj_end(j);
 	cf_json_nl(j, 1);
 	cf_json_key(j, "call_sites");

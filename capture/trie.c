@@ -165,6 +165,56 @@ static uint64_t binds_hash(const struct cap_window *w)
 	return cf_hash64(bind);
 }
 
+/* w becomes its shape's last sighting in place of old, which becomes the spare: w's storage is
+ * whatever the windows before it grew, and the longest window's arrays would otherwise end up
+ * held by every short shape in turn (35 one-op shapes of recsys held 3 MiB). When old's ops array
+ * is the smaller, w's ops move into it and w's larger array goes to the spare, where the next
+ * long window reuses it (no growth, no malloc); likewise the arena when w put nothing in it. The
+ * ops hold pointers into the arena and the streams', never into the ops array. A pinned old is
+ * being read by a build: left alone. */
+static void keep_small(struct cap_window *old, struct cap_window *w)
+{
+	if (old->pinned)
+		return;
+	if (old->cap < w->cap && old->cap >= w->nops) {
+		struct cap_op *ops = old->ops;
+		uint32_t cap = old->cap;
+
+		memcpy(ops, w->ops, w->nops * sizeof(*ops));
+		old->ops = w->ops;
+		old->cap = w->cap;
+		w->ops = ops;
+		w->cap = cap;
+	}
+	if (w->arena.used == 0 && old->arena.reserved < w->arena.reserved) {
+		struct cf_arena a = old->arena;
+
+		cf_arena_reset(&a);
+		old->arena = w->arena;
+		w->arena = a;
+	}
+}
+
+/* The first sighting of a shape: w keeps no more storage than its ops need (it may be a long
+ * window's recycled one); once per shape, so a realloc is cheap. */
+static void fit(struct cap_window *w)
+{
+	uint32_t want = w->nops < 16 ? 16 : w->nops;
+
+	if (w->cap > 2 * want) {
+		struct cap_op *ops = realloc(w->ops, want * sizeof(*ops));
+
+		if (ops) {
+			w->ops = ops;
+			w->cap = want;
+		}
+	}
+	if (w->arena.used == 0 && w->arena.reserved) {
+		cf_arena_fini(&w->arena);
+		cf_arena_init(&w->arena, 0);
+	}
+}
+
 /* Shape s is seen again as window w (same path, so same length and keys): its bindings are
  * compared op by op and w becomes its last sighting (*spare: the one it replaces). */
 static struct cap_shape *sighting(struct cap_engine *ce, struct cap_shape *s, struct cap_window *w,
@@ -187,6 +237,7 @@ static struct cap_shape *sighting(struct cap_engine *ce, struct cap_shape *s, st
 	s->bind_hash = cf_hash64(bind);
 	s->last_window = w->seq;
 	s->closed_by[w->closed_by]++;
+	keep_small(s->last, w);
 	*spare = s->last;
 	s->last = w;
 	lru_unlink(ce, s);
@@ -235,6 +286,7 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 		*spare = w;
 		return NULL;
 	}
+	fit(w);
 	s->id = ce->trie.next_shape_id++;
 	s->end = n;
 	s->sightings = 1;

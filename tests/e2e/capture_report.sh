@@ -44,8 +44,16 @@ if sum(b["windows_closed"] for b in report["boundaries"].values()) != t["windows
     sys.exit("%s: windows by boundary do not add up to %d" % (label, t["windows"]))
 if not report["shapes"] or any(s["sightings"] < 1 or s["ops"] < 1 for s in report["shapes"]):
     sys.exit("%s: bad shapes" % label)
-if report["memory"]["cufold_host_bytes"] <= 0:
-    sys.exit("%s: no memory figure" % label)
+mem = report["memory"]
+if mem["cufold_host_bytes"] <= 0 or sum(mem["parts"].values()) != mem["cufold_host_bytes"]:
+    sys.exit("%s: no memory figure, or its parts do not add up: %s" % (label, mem))
+# each shape keeps its last window, sized for its own ops, not for the longest window that
+# recycled its storage (3.4 KiB per op on recsys when it was; about 0.8 now, a recorded op being
+# 344 bytes plus the trie's and the arena's share)
+shape_ops = sum(s["ops"] for s in report["shapes"])
+if mem["parts"]["shapes"] > 1536 * shape_ops + 256 * 1024:
+    sys.exit("%s: the shapes hold %d bytes for %d ops" % (label, mem["parts"]["shapes"], shape_ops))
+print("%s: shapes hold %.0f bytes per op (%d ops)" % (label, mem["parts"]["shapes"] / shape_ops, shape_ops))
 # the trace: Chrome's event format as Perfetto reads it
 trace = json.load(open(tmp + "/trace.json"))
 ev = trace["traceEvents"]
