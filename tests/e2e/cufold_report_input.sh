@@ -14,6 +14,8 @@ export CUFOLD_LIB="$CUFOLD"
 
 CUFOLD_REPORT="$TMP/good.json" run_cufold "$TMP/out" "$B/progs/rpl_loop" train 20 || fail "rpl_loop failed"
 CUFOLD_REPORT="$TMP/good2.json" run_cufold "$TMP/out" "$B/progs/rpl_loop" train 12 || fail "rpl_loop failed"
+# a report with kernel rewrites (device_work, kernels_apart) for the mutations below
+CUFOLD_REPORT="$TMP/fused.json" run_cufold "$TMP/out" "$B/progs/rw_bk_streams" fuse 12 || fail "rw_bk_streams failed"
 "$CMD" report "$TMP/good.json" >/dev/null 2>"$TMP/err" && [[ ! -s $TMP/err ]] || fail "a valid report: $(cat "$TMP/err")"
 
 # hostile files: NAME, then a Python expression turning the valid report d into it (or text)
@@ -128,7 +130,7 @@ note "$(grep 'estimated time saved' "$TMP/out" | sed 's/^ *//')"
 # fuzz-ish: 1000 reports with one to three values replaced by another type, a negative, a huge
 # number or an escape sequence, or removed; each is summarised or explained in one line, never a
 # traceback (the command's functions called in this process, for speed)
-python3 - "$CMD" "$TMP/good.json" 1 >"$TMP/fuzz" <<'PY' || { tail -5 "$TMP/fuzz"; fail "a mutated report broke cufold report"; }
+cat >"$TMP/fuzz.py" <<'PY'
 import copy, importlib.machinery, importlib.util, io, json, random, sys, os
 loader = importlib.machinery.SourceFileLoader("cufold_cmd", sys.argv[1])
 spec = importlib.util.spec_from_loader("cufold_cmd", loader)
@@ -175,6 +177,11 @@ for n in range(1000):
     cf.print_report(a, io.StringIO())
     json.dumps(a)
     valid += 1
-print("%d mutated reports: %d accepted and summarised, %d explained in one line" % (valid + rejected, valid, rejected))
+print("%d mutated reports of %s: %d accepted and summarised, %d explained in one line" % (
+    valid + rejected, os.path.basename(sys.argv[2]), valid, rejected))
 PY
-note "$(cat "$TMP/fuzz")"
+for good in good fused; do
+	python3 "$TMP/fuzz.py" "$CMD" "$TMP/$good.json" 1 >"$TMP/fuzz" ||
+		{ tail -5 "$TMP/fuzz"; fail "a mutated report ($good.json) broke cufold report"; }
+	note "$(cat "$TMP/fuzz")"
+done
