@@ -1087,9 +1087,13 @@ static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int de
 	case DV_K_PHI:
 	case DV_K_SEL:
 		for (unsigned i = 0; i < at.nin; i++) {
-			if (in_upper(x, a, &at.in[i], depth, &one) < 0)
-				return at.kind != DV_K_PHI ? -1 :
-				       phi_pair_upper(x, a, depth, out) == 0 ? 0 : phi_trip_upper(x, a, cs, depth, out);
+			if (in_upper(x, a, &at.in[i], depth, &one) < 0) {
+				if (at.kind != DV_K_PHI)
+					return -1;
+				if (phi_pair_upper(x, a, depth, out) == 0)
+					return 0;
+				return phi_trip_upper(x, a, cs, depth, out);
+			}
 			for (unsigned k = 0; k < one.n; k++)
 				if (dv_mset_join(x, &r, one.v[k]) < 0)
 					return -1;
