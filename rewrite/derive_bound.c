@@ -600,10 +600,12 @@ bool dv_nonneg_under(struct dv_ctx *x, uint32_t v, uint32_t cs)
 
 /* ------------------------------------------------------------------ max-sets */
 
-/* b - a provably >= 0 */
+static bool nonneg_rem(struct dv_ctx *x, uint32_t v);
+
+/* b - a provably >= 0 (a launch remainder X % c counting as at most X) */
 static bool dominates(struct dv_ctx *x, uint32_t b, uint32_t a)
 {
-	return dv_nonneg(x, dv_sub(x, b, a));
+	return nonneg_rem(x, dv_sub(x, b, a));
 }
 
 int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v)
@@ -624,21 +626,39 @@ int dv_mset_join(struct dv_ctx *x, struct dv_mset *out, uint32_t v)
 }
 
 /* v >= 0, where a launch remainder X % c taken away counts as X (X % c <= X for X >= 0): what
- * shows X - X % c not negative. */
+ * shows X - X % c, or m*X - m*(X % c), not negative. Monomial by monomial: in a negative one
+ * whose atoms are all >= 0, each such remainder becomes its X, which makes it no larger. */
 static bool nonneg_rem(struct dv_ctx *x, uint32_t v)
 {
 	const struct dv_poly p = *dv_poly_get(x, v);
+	uint32_t w = x->v_zero;
+	bool changed = false;
 
 	if (dv_nonneg(x, v))
 		return true;
-	for (unsigned i = 0; i < p.n; i++)
-		for (unsigned k = 0; k < p.t[i].deg; k++) {
-			const struct dv_atom *r = &x->atoms[p.t[i].a[k]];
+	for (unsigned i = 0; i < p.n; i++) {
+		struct dv_term t = p.t[i];
+		struct dv_poly one;
+		uint32_t tv;
+		bool all_nonneg = t.c < 0;
 
-			if (r->kind == DV_K_REM && r->launch && p.t[i].c < 0 && p.t[i].deg == 1 && dv_nonneg(x, r->a))
-				v = dv_subst(x, v, p.t[i].a[k], r->a);
+		for (unsigned k = 0; k < t.deg && all_nonneg; k++)
+			all_nonneg = atom_nonneg(x, t.a[k]);
+		memset(&one, 0, sizeof(one));
+		one.n = 1;
+		one.t[0] = t;
+		tv = intern_poly(x, &one);
+		for (unsigned k = 0; k < t.deg && all_nonneg; k++) {
+			const struct dv_atom *r = &x->atoms[t.a[k]];
+
+			if (r->kind == DV_K_REM && r->launch && dv_nonneg(x, r->a)) {
+				tv = dv_subst(x, tv, t.a[k], r->a);
+				changed = true;
+			}
 		}
-	return dv_nonneg(x, v);
+		w = dv_add(x, w, tv);
+	}
+	return changed && dv_nonneg(x, w);
 }
 
 uint32_t dv_weaken_div(struct dv_ctx *x, uint32_t v)
@@ -891,6 +911,8 @@ static int trip_upper(struct dv_ctx *x, uint32_t a, uint32_t back_cs, int depth,
 	return -1;
 }
 
+static bool poly_div_exact(struct dv_ctx *x, uint32_t n, uint32_t b, uint32_t *m);
+
 /* A loop's phi a that steps by a constant: its forward values plus step times the most
  * iterations a counter of the same loop allows. */
 static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, struct dv_mset *out)
@@ -932,6 +954,68 @@ static int phi_trip_upper(struct dv_ctx *x, uint32_t a, uint32_t cs, int depth, 
 			return -1;
 	*out = fwd;
 	return 0;
+}
+
+/* A loop's phi a stepping by s >= 0 (launch symbols) beside a counter c of the same header that
+ * steps down by a constant d < 0 until its next value is exactly kend: both cross the one back
+ * edge together, so a - b*c stays what it was on entry (b = s / -d). Inside the loop c >= kend -
+ * d (its last value before the exit), so a <= a0 + b*(c0 - kend + d) for the entry edge's values
+ * a0 and c0: the value of the last iteration, with no trip count divided out and no "the loop
+ * ran once" case (a counter that starts at kend would wrap, which the analysis assumes away, as
+ * trip_upper does). The exit value of the unrolled part of nvcc's loops, k - k%4, comes out
+ * exactly so. */
+static int phi_pair_upper(struct dv_ctx *x, uint32_t a, int depth, struct dv_mset *out)
+{
+	struct dv_atom at = x->atoms[a];
+	struct dv_cset s;
+	uint32_t step, beta;
+	int b = -1;
+
+	for (unsigned i = 0; i < at.nin; i++)
+		if (at.in[i].back) {
+			if (b >= 0)
+				return -1;
+			b = (int)i;
+		}
+	if (b < 0)
+		return -1;
+	step = dv_sub(x, at.in[b].v, dv_atom_val(x, a));
+	if (dv_has_atom(x, step, a) || !dv_is_launch_value(x, step) || !dv_nonneg(x, step))
+		return -1;
+	s = *dv_cset_get(x, at.in[b].cs);
+	for (uint32_t c = DV_A_PARAM0 + x->f->nparams; c < x->natoms; c++) {
+		struct dv_atom cat = x->atoms[c];
+		struct dv_mset r = { 0 }, one;
+		int64_t d, kend = 0;
+		bool found = false, ok = true;
+
+		if (c == a || cat.kind != DV_K_PHI || cat.key1 != at.key1 || cat.nin != at.nin ||
+		    phi_back(x, c, &d) != b || d >= 0 || !poly_div_exact(x, step, dv_const(x, -d), &beta))
+			continue;
+		/* the back edge is taken only while the counter's next value is not kend */
+		for (unsigned i = 0; i < s.n && !found; i++)
+			found = s.c[i].n == DV_NONZERO &&
+				(s.c[i].x == cat.in[b].v || const_step(x, cat.in[b].v, s.c[i].x, &kend));
+		if (!found)
+			continue;
+		for (unsigned e = 0; e < at.nin && ok; e++) {
+			uint32_t c0;
+
+			if (e == (unsigned)b)
+				continue;
+			c0 = dv_sub(x, cat.in[e].v, dv_const(x, kend));
+			ok = is_multiple(x, c0, -d) &&
+			     upper(x, dv_add(x, at.in[e].v, dv_mul(x, beta, dv_add(x, c0, dv_const(x, d)))),
+				   at.in[e].cs, depth, &one) == 0;
+			for (unsigned k = 0; ok && k < one.n; k++)
+				ok = dv_mset_join(x, &r, one.v[k]) == 0;
+		}
+		if (ok && r.n) {
+			*out = r;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 static bool term_div(const struct dv_term *t, const struct dv_term *l, struct dv_term *m);
@@ -1003,8 +1087,13 @@ static int atom_upper_uncached(struct dv_ctx *x, uint32_t a, uint32_t cs, int de
 	case DV_K_PHI:
 	case DV_K_SEL:
 		for (unsigned i = 0; i < at.nin; i++) {
-			if (in_upper(x, a, &at.in[i], depth, &one) < 0)
-				return at.kind == DV_K_PHI ? phi_trip_upper(x, a, cs, depth, out) : -1;
+			if (in_upper(x, a, &at.in[i], depth, &one) < 0) {
+				if (at.kind != DV_K_PHI)
+					return -1;
+				if (phi_pair_upper(x, a, depth, out) == 0)
+					return 0;
+				return phi_trip_upper(x, a, cs, depth, out);
+			}
 			for (unsigned k = 0; k < one.n; k++)
 				if (dv_mset_join(x, &r, one.v[k]) < 0)
 					return -1;
