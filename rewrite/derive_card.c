@@ -733,6 +733,14 @@ static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i,
 	unsigned bits = ptx_type_bytes(in->type) * 8;
 	const struct dv_poly *p;
 
+	/* (w << k) >> k is w: nvcc's `(int)(i * stride)` sign extension is shl 32 then shr.s64
+	 * 32 (CuPy's 32-bit indexing), with the shifted value often kept as a phi of its own */
+	if (k > 0 && k < 63 && value_is_plain(d, a)) {
+		uint32_t w = dv_div_pow2_exact(&d->x, dv_linearize(&d->x, a), (unsigned)k);
+
+		if (w != UINT32_MAX && (is_signed_type(in->type) || dv_nonneg(&d->x, w)))
+			return w;
+	}
 	if (!is_signed_type(in->type) && bits && k == bits - 1 && value_is_plain(d, a)) {
 		uint32_t s = binary_atom(d, DV_K_SIGN, i, a, d->x.v_zero);
 
@@ -798,7 +806,7 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return dv_mul(&d->x, a, b);
 	if (!strcmp(op, "mad") && (lo || wide) && in->nops > 3)
 		return dv_add(&d->x, dv_mul(&d->x, a, b), opval(d, &in->ops[3]));
-	if (!strcmp(op, "shl") && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm >= 0 && in->ops[2].imm < 32)
+	if (!strcmp(op, "shl") && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm >= 0 && in->ops[2].imm < 63)
 		return dv_mul(&d->x, a, dc_const(d, (int64_t)1 << in->ops[2].imm));
 	if (!strcmp(op, "div") && in->ops[2].kind == PTX_OP_IMM && !in->ops[2].is_float && in->ops[2].imm > 0 &&
 	    (!is_signed_type(in->type) || dv_nonneg(&d->x, a) || dv_is_launch_value(&d->x, a)))

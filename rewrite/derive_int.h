@@ -179,6 +179,13 @@ static inline bool dv_is_launch_atom(const struct dv_ctx *x, uint32_t a)
 	       (a <= PTX_SR_NCTAID_Z && ((a >= PTX_SR_NTID_X && a <= PTX_SR_NTID_Z) || a >= PTX_SR_NCTAID_X));
 }
 
+/* v with each loop phi that is a launch-value multiple c of a counter phi of the same loop
+ * (the same steps times c, the same values times c entering the loop) replaced by c * counter:
+ * exact algebra. */
+uint32_t dv_linearize(struct dv_ctx *x, uint32_t v);
+/* v / 2^k (0 < k <= 62) when every coefficient of v is a multiple of 2^k, else UINT32_MAX: a
+ * right shift of (w << k) is w, given that w << k does not wrap. */
+uint32_t dv_div_pow2_exact(struct dv_ctx *x, uint32_t v, unsigned k);
 /* Whether v is made of launch symbols only (a span may name it). */
 bool dv_is_launch_value(const struct dv_ctx *x, uint32_t v);
 
