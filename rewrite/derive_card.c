@@ -182,6 +182,8 @@ struct dc {
 	size_t whylen;
 	bool has_phi;                 /* a join made an atom (a loop or a branchy value) */
 	bool impure;                  /* clocks, atomics, ids a rerun may change */
+	bool fits32;                  /* an offset went through (w << 32) >> 32 taken as w: the
+				       * spans hold only while they fit in 32 bits (fits32) */
 	int ew;                       /* elementwise so far: 1 yes, 0 no */
 	int ew_count;                 /* parameter of the elementwise guard, -1 none yet */
 	uint32_t g;                   /* value ctaid.x * ntid.x + tid.x */
@@ -734,12 +736,16 @@ static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i,
 	const struct dv_poly *p;
 
 	/* (w << k) >> k is w: nvcc's `(int)(i * stride)` sign extension is shl 32 then shr.s64
-	 * 32 (CuPy's 32-bit indexing), with the shifted value often kept as a phi of its own */
-	if (k > 0 && k < 63 && value_is_plain(d, a)) {
+	 * 32 (CuPy's 32-bit indexing), with the shifted value often kept as a phi of its own. For
+	 * k = 32 that holds while w fits in 32 bits, which the card then checks (fits32); a
+	 * smaller k is the no-wrap assumption every derived card states */
+	if (k > 0 && k <= 32 && value_is_plain(d, a)) {
 		uint32_t w = dv_div_pow2_exact(&d->x, dv_linearize(&d->x, a), (unsigned)k);
 
-		if (w != UINT32_MAX && (is_signed_type(in->type) || dv_nonneg(&d->x, w)))
+		if (w != UINT32_MAX && (is_signed_type(in->type) || dv_nonneg(&d->x, w))) {
+			d->fits32 |= k == 32;
 			return w;
+		}
 	}
 	if (!is_signed_type(in->type) && bits && k == bits - 1 && value_is_plain(d, a)) {
 		uint32_t s = binary_atom(d, DV_K_SIGN, i, a, d->x.v_zero);
@@ -1342,7 +1348,10 @@ static void put_pointer(struct dc *d, struct out *o, const struct dc_param *pe, 
 		put(o, "  # %s: span unknown: its bound is too long for a card expression\n", name);
 	if (pe->atomic)
 		put(o, "  # %s: updated atomically\n", name);
-	put(o, "  %s %s %s\n", line, acc[pe->acc & 3], known ? span : "unknown");
+	if (known && d->fits32) /* (int)(i * stride) is i * stride only below 2^31 */
+		put(o, "  %s %s fits32(%s)\n", line, acc[pe->acc & 3], span);
+	else
+		put(o, "  %s %s %s\n", line, acc[pe->acc & 3], known ? span : "unknown");
 }
 
 static void put_param(struct dc *d, struct out *o, uint32_t k)

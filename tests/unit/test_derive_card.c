@@ -436,6 +436,7 @@ static void test_field_cards(void **state)
 		"kernel b\n  param s struct 8\n  param p ptr r s@8\nend\n",           /* past its end */
 		"kernel b\n  param n i32\n  param p ptr r n@0\nend\n",                /* not a struct */
 		"kernel b\n  param s struct 8\n  param p ptr r s@0:f32\nend\n",       /* type */
+		"kernel b\n  param n i32\n  param p ptr r fits32(n, 4)\nend\n",     /* one argument */
 		"kernel b\n  param s struct 16\n  param o ptr w table\n  cat s ptr=0+8i count=8 max=1\nend\n",
 	};
 	struct rw_cards *set = rw_cards_create();
@@ -494,7 +495,9 @@ static bool cupy_shaped(const char *name)
  * exact span, (size - 1) * stride + 4 bytes from its data pointer, size the CIndexer's (the
  * last parameter), stride the CArray's at byte 24: not `unknown`, which would stand for the
  * whole allocation (all of CuPy's memory pool chunk). A negative stride (a reversed view)
- * reads as a u64 beyond int64, so the span is unknown, never a narrow or empty one. */
+ * reads as a u64 beyond int64, and a span of 2^31 bytes or more is past what the kernel's
+ * 32-bit offsets reach without wrapping (fits32): both make the span unknown, never a narrow
+ * or empty one. */
 static void test_cupy_spans(void **state)
 {
 	unsigned found = 0;
@@ -519,8 +522,8 @@ static void test_cupy_spans(void **state)
 			if (!set)
 				fail_msg("%s refused: %s", f->name, why);
 			c = rw_cards_find(set, f->name);
-			for (int64_t stride = -4; stride <= 8; stride += 4) {
-				int64_t size = 1000;
+			for (int64_t stride = -4; stride <= 12; stride += 4) {
+				int64_t size = stride == 12 ? (1ll << 29) : 1000; /* 12: 6 GiB, wraps */
 
 				launch_args(f, buf, vals, info, &a, dims);
 				for (uint32_t k = 0; k + 1 < f->nparams; k++) {
@@ -539,7 +542,7 @@ static void test_cupy_spans(void **state)
 						continue;
 					fields++;
 					assert_int_equal(acc.acc[e].addr, 0x100000000ull * (acc.acc[e].param + 1));
-					if (stride < 0) {
+					if (stride < 0 || stride == 12) {
 						assert_true(acc.acc[e].flags & RW_ACC_UNKNOWN);
 						continue;
 					}
