@@ -738,12 +738,14 @@ static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i,
 	/* (w << k) >> k is w: nvcc's `(int)(i * stride)` sign extension is shl 32 then shr.s64
 	 * 32 (CuPy's 32-bit indexing), with the shifted value often kept as a phi of its own. For
 	 * k = 32 that holds while w fits in 32 bits, which the card then checks (fits32); a
-	 * smaller k is the no-wrap assumption every derived card states */
-	if (k > 0 && k <= 32 && value_is_plain(d, a)) {
+	 * smaller k is the no-wrap assumption every derived card states; a larger one only for a
+	 * constant (0 >> 55 of nvcc's signed division by 512) */
+	if (k > 0 && k < 63 && value_is_plain(d, a)) {
 		uint32_t w = dv_div_pow2_exact(&d->x, dv_linearize(&d->x, a), (unsigned)k);
 
-		if (w != UINT32_MAX && (is_signed_type(in->type) || dv_nonneg(&d->x, w))) {
-			d->fits32 |= k == 32;
+		if (w != UINT32_MAX && (k <= 32 || dv_is_const(&d->x, w)) &&
+		    (is_signed_type(in->type) || dv_nonneg(&d->x, w))) {
+			d->fits32 |= k == 32 && !dv_is_const(&d->x, w);
 			return w;
 		}
 	}
