@@ -442,6 +442,30 @@ static void test_table_capacity(void **state)
 	rw_plan_destroy(p);
 }
 
+/* Why a launch left alone was not fused (the report's kernels_apart): memory_reused when the
+ * other launch writes a buffer an op between them reads or writes but depends on nothing they
+ * wrote (a pool handing a freed temporary out again), ordered when it reads what they wrote. */
+static void test_apart_reused(void **state)
+{
+	struct cap_op reused[3] = { scale_op(0, AT(0), AT(1), 100), scale_op(1, AT(2), AT(0), 100),
+				    scale_op(2, AT(0), AT(3), 100) };
+	struct cap_op chain[2] = { scale_op(3, AT(0), AT(1), 100), scale_op(4, AT(2), AT(0), 100) };
+	struct cap_op alone[1] = { scale_op(5, AT(0), AT(1), 100) };
+	const struct cap_op *p[3];
+
+	(void)state;
+	rwt_ptrs(reused, 3, p);
+	/* the third writes A, which the second reads: it reads only D */
+	assert_int_equal(rw_multi_apart(NULL, p, 3, 0), RW_APART_REUSED);
+	assert_int_equal(rw_multi_apart(NULL, p, 3, 2), RW_APART_REUSED);
+	rwt_ptrs(chain, 2, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 2, 0), RW_APART_ORDERED);
+	assert_int_equal(rw_multi_apart(NULL, p, 2, 1), RW_APART_ORDERED);
+	rwt_ptrs(alone, 1, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 1, 0), RW_APART_ALONE);
+	assert_string_equal(rw_apart_name(RW_APART_REUSED), "memory_reused");
+}
+
 /* ------------------------------------------------------------------ near misses */
 
 static void test_no_variant(void **state)
@@ -613,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
 		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
 		cmocka_unit_test(test_two_streams), cmocka_unit_test(test_table_capacity),
+		cmocka_unit_test(test_apart_reused),
 		cmocka_unit_test(test_unknown_span_is_allocation), cmocka_unit_test(test_unknown_span_realloc),
 	};
 
