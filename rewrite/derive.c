@@ -407,7 +407,7 @@ static bool unknown_between(const struct cap_op *const *ops, uint32_t n, uint32_
 	return false;
 }
 
-#define REUSE_LOOK 512u /* effects of ops rw_multi_apart looks at for one launch, at most */
+#define REUSE_LOOK 512u   /* effects of ops rw_multi_apart looks at for one launch, at most */
 #define REUSE_RANGES 256u /* ranges written by what depends on a launch, followed at most */
 
 /* Whether launch `to` may run beside launch `from` < to (one kernel and shape) but for memory
