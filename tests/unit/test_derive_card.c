@@ -436,7 +436,7 @@ static void test_field_cards(void **state)
 		"kernel b\n  param s struct 8\n  param p ptr r s@8\nend\n",           /* past its end */
 		"kernel b\n  param n i32\n  param p ptr r n@0\nend\n",                /* not a struct */
 		"kernel b\n  param s struct 8\n  param p ptr r s@0:f32\nend\n",       /* type */
-		"kernel b\n  param n i32\n  param p ptr r fits32(n, 4)\nend\n",   /* one argument */
+		"kernel b\n  param n i32\n  param p ptr r fits32(n, 4)\nend\n",       /* one argument */
 		"kernel b\n  param s struct 16\n  param o ptr w table\n  cat s ptr=0+8i count=8 max=1\nend\n",
 	};
 	struct rw_cards *set = rw_cards_create();
