@@ -1237,8 +1237,8 @@ static int upper(struct dv_ctx *x, uint32_t v, uint32_t cs, int depth, struct dv
 		launch.deg = 0;
 		memset(launch.a, 0, sizeof(launch.a));
 		for (unsigned k = 0; k < t.deg; k++) {
-			if (is_absorbing(t.a[k]))
-				return -1;
+			if (is_absorbing(t.a[k]) || x->atoms[t.a[k]].kind == DV_K_OPAQUE)
+				return -1; /* (an opaque symbol may be negative: no bound drops it) */
 			if (dv_is_launch_atom(x, t.a[k]))
 				launch.a[launch.deg++] = t.a[k];
 			else

@@ -791,6 +791,20 @@ static uint32_t remainder_of(struct dc *d, uint32_t i, uint32_t a, uint32_t b)
 	return dv_sub(&d->x, a, b);
 }
 
+/* A value of instruction i in [0, a] (a not negative) that cufold does not follow further: a
+ * MIN atom of a with itself, bounded by a; a launch symbol (no span names it) when a and the
+ * other operand o are launch values, so that a loop's step made of it still counts as one. */
+static uint32_t below(struct dc *d, uint32_t i, uint32_t a, uint32_t o)
+{
+	uint32_t v = binary_atom(d, DV_K_MIN, i, a, a);
+	const struct dv_poly *p = dv_poly_get(&d->x, v);
+
+	if (p->n == 1 && p->t[0].deg == 1 && d->x.atoms[p->t[0].a[0]].kind == DV_K_MIN)
+		d->x.atoms[p->t[0].a[0]].launch = dv_is_launch_value(&d->x, a) && value_is_plain(d, o) &&
+						   dv_is_launch_value(&d->x, o);
+	return v;
+}
+
 static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 {
 	const char *op = in->opcode;
@@ -826,6 +840,29 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return remainder_of(d, i, a, b);
 	if (!strcmp(op, "shr") && in->ops[2].kind == PTX_OP_IMM)
 		return shift_right(d, in, i, a, in->ops[2].imm);
+	/* integers only (a pointer's bits masked keep their base: unknown_from) */
+	if (dv_base_param(&d->x, a) == -1 && dv_base_param(&d->x, b) == -1) {
+		if (!strcmp(op, "shr") && value_is_plain(d, a) && dv_nonneg(&d->x, a))
+			return below(d, i, a, b); /* by a register: in [0, a] (CuPy's tid >> log2(stride)) */
+		if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_REG && value_is_plain(d, b) &&
+		    dv_nonneg(&d->x, b))
+			return below(d, i, b, a); /* in [0, b] whatever a is (CuPy's tid & (stride - 1)) */
+		if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_REG && value_is_plain(d, a) &&
+		    dv_nonneg(&d->x, a))
+			return below(d, i, a, b);
+	}
+	if ((!strcmp(op, "popc") || !strcmp(op, "clz") || !strcmp(op, "bfind") || !strcmp(op, "brev")) &&
+	    value_is_plain(d, a) && dv_is_launch_value(&d->x, a)) {
+		uint32_t at = dv_atom_get(&d->x, DV_K_OPAQUE, i, 0);
+
+		if (at == UINT32_MAX) {
+			d->x.oom = true;
+			return d->x.v_any;
+		}
+		d->x.atoms[at].launch = 1;
+		d->x.atoms[at].nonneg = 0;
+		return dv_atom_val(&d->x, at);
+	}
 	if (!strcmp(op, "and") && (a == d->x.v_zero || b == d->x.v_zero))
 		return d->x.v_zero;
 	if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm > 0 &&

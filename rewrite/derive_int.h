@@ -53,6 +53,9 @@ enum dv_atom_kind {
 	DV_K_DIV,         /* a / c (C's truncation), c a constant > 0: a launch symbol when a is
 	                   * made of launch symbols, else an index atom that needs a >= 0 */
 	DV_K_SIGN,        /* a's sign bit (0 or 1), of nvcc's signed-division idiom */
+	DV_K_OPAQUE,      /* an operation cufold does not model (popc, clz, bfind, brev) of launch
+	                   * symbols: the same in every thread, of unknown value and sign; a launch
+	                   * symbol no span may name, and no bound is made of */
 	DV_K_FIELD,       /* the bytes of a by-value struct parameter at a fixed offset: key1 the
 	                   * parameter, key2 offset * 32 + 16 if signed + bytes. A launch symbol (a
 	                   * span names it NAME@OFF:T); an 8-byte field is also a pointer base like

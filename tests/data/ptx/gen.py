@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """gen.py - PTX from the other compilers cufold meets, for tests/unit/test_ptx_parse.c: numba
 (NVVM) kernels, NVRTC kernels, nvcc with -rdc (indirect calls through a .callprototype,
-function addresses in an initialiser, grid sync, CUB's block reduce), and two of CuPy's
-generated elementwise kernels (CArray structs by value, 32-bit indexing; also run by the
-effects oracle, tests/unit/test_derive_card.c), written next to this file.
+function addresses in an initialiser, grid sync, CUB's block reduce), and three of CuPy's
+generated kernels (two elementwise and its sum reduction: CArray structs by value, 32-bit
+indexing; also run by the effects oracle, tests/unit/test_derive_card.c), written next to this
+file.
 Needs the clients venv (numba, cuda-python, cupy), nvcc and the software device built in
 $B (default build) but no GPU: run it with /work/venvs/clients-venv/bin/python when the
 compilers change, and commit the .ptx files it writes."""
@@ -163,6 +164,7 @@ import cupy as cp
 x = cp.arange(256, dtype=cp.float32)
 cp.tanh(x)
 x * x[3]
+x.sum()
 cp.cuda.runtime.deviceSynchronize()
 '''
 
@@ -185,7 +187,7 @@ def cupy_kernels():
                 continue
             j = b.rfind(b"\n//", 0, i)
             text = b[j + 1 if j >= 0 else i:].split(b"\0")[0].decode()
-            for name in ("cupy_tanh__float32_float32", "cupy_multiply__float32_float32_float32"):
+            for name in ("cupy_tanh__float32_float32", "cupy_multiply__float32_float32_float32", "cupy_sum"):
                 if ".entry " + name + "(" in text:
                     yield name.split("__")[0], text
 
