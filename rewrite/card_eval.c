@@ -34,6 +34,10 @@ int rw__expr_eval(const struct rw_op *ops, struct rw_expr e, const int64_t *vars
 				return -CF_ERANGE;
 			st[sp - 1] = -st[sp - 1];
 			continue;
+		case RW_OP_FITS32:
+			if (st[sp - 1] < INT32_MIN || st[sp - 1] > INT32_MAX)
+				return -CF_ERANGE;
+			continue;
 		default:
 			break;
 		}

@@ -1,6 +1,6 @@
 /* card_expr.c - the compiler of kernel card expressions: infix text (integers, a card's
  * integer parameters, integers inside its struct parameters (NAME@OFF:TYPE), the grid
- * variables gx..bz, unary -, + - * / %, min and max) into the
+ * variables gx..bz, unary -, + - * / %, min, max and fits32) into the
  * reverse-Polish ops rewrite/card_eval.c runs, with the stack depth tracked as ops are
  * emitted. A recursive-descent parser, one function per precedence level. rewrite layer; the
  * card statements around expressions are card_parse.c's. */
@@ -72,7 +72,7 @@ static void emit(struct expr_parser *p, enum rw_op_kind kind, int64_t v)
 	p->nops++;
 	if (kind == RW_OP_CONST || kind == RW_OP_VAR)
 		p->depth++;
-	else if (kind != RW_OP_NEG)
+	else if (kind != RW_OP_NEG && kind != RW_OP_FITS32)
 		p->depth--;
 	cf_assert(p->depth >= 1); /* the grammar emits every operator after its operands */
 	if (p->depth > p->max_depth)
@@ -219,8 +219,8 @@ static void parse_field(struct expr_parser *p, const char *name, size_t len)
 
 static void parse_sum(struct expr_parser *p);
 
-/* min(a, b) or max(a, b), at its '(' (the name is read). */
-static void parse_call(struct expr_parser *p, bool is_min)
+/* min(a, b), max(a, b) or fits32(a), at its '(' (the name is read). */
+static void parse_call(struct expr_parser *p, enum rw_op_kind kind, const char *name)
 {
 	if (++p->nest > RW_EXPR_MAX_DEPTH) {
 		expr_fail(p, "expression nested too deeply");
@@ -229,20 +229,22 @@ static void parse_call(struct expr_parser *p, bool is_min)
 	p->at++;
 	parse_sum(p);
 	skip_blanks(p);
-	if (p->s[p->at] != ',') {
-		expr_fail(p, "%s() takes two arguments", is_min ? "min" : "max");
-		return;
+	if (kind != RW_OP_FITS32) {
+		if (p->s[p->at] != ',') {
+			expr_fail(p, "%s() takes two arguments", name);
+			return;
+		}
+		p->at++;
+		parse_sum(p);
+		skip_blanks(p);
 	}
-	p->at++;
-	parse_sum(p);
-	skip_blanks(p);
 	if (p->s[p->at] != ')') {
 		expr_fail(p, "missing ')' at column %zu", p->at + 1);
 		return;
 	}
 	p->at++;
 	p->nest--;
-	emit(p, is_min ? RW_OP_MIN : RW_OP_MAX, 0);
+	emit(p, kind, 0);
 }
 
 static void parse_primary(struct expr_parser *p)
@@ -292,9 +294,10 @@ static void parse_primary(struct expr_parser *p)
 			return;
 		}
 		skip_blanks(p);
-		if (p->s[p->at] == '(' && ((len == 3 && !memcmp(s, "min", 3)) ||
-					   (len == 3 && !memcmp(s, "max", 3)))) {
-			parse_call(p, s[1] == 'i');
+		if (p->s[p->at] == '(' && len == 3 && (!memcmp(s, "min", 3) || !memcmp(s, "max", 3))) {
+			parse_call(p, s[1] == 'i' ? RW_OP_MIN : RW_OP_MAX, s[1] == 'i' ? "min" : "max");
+		} else if (p->s[p->at] == '(' && len == 6 && !memcmp(s, "fits32", 6)) {
+			parse_call(p, RW_OP_FITS32, "fits32");
 		} else {
 			int64_t v = resolve(p, s, len);
 

@@ -61,8 +61,10 @@
  * by-value struct parameter as NAME@OFF[:T] (T i32 default, u32 i64 u64; OFF its byte offset
  * in struct NAME: `args@96` is cat_args.count), the launch's grid
  * gx gy gz and block bx by bz, + - * / % with C precedence and truncation, unary minus,
- * parentheses, min(a, b) and max(a, b). Evaluated in 64-bit signed arithmetic; an overflow or
- * a division by zero makes that span unknown; a negative span counts as 0.
+ * parentheses, min(a, b), max(a, b) and fits32(a) (a, when it lies in [-2^31, 2^31): a card
+ * whose kernel computes offsets in 32-bit integers says so). Evaluated in 64-bit signed
+ * arithmetic; an overflow, a division by zero or a fits32 out of range makes that span unknown;
+ * a negative span counts as 0.
  *
  * A malformed card is rejected with one warning naming file, line and reason; the other cards
  * of the file still load. Cards are looked up newest first: a card loaded later overrides an

@@ -49,6 +49,7 @@ enum rw_op_kind {
 	RW_OP_MOD,
 	RW_OP_MIN,
 	RW_OP_MAX,
+	RW_OP_FITS32, /* the top value when it lies in [-2^31, 2^31): else the expression fails */
 };
 
 struct rw_op {

@@ -407,19 +407,77 @@ static bool unknown_between(const struct cap_op *const *ops, uint32_t n, uint32_
 	return false;
 }
 
+#define REUSE_LOOK 512u   /* effects of ops rw_multi_apart looks at for one launch, at most */
+#define REUSE_RANGES 256u /* ranges written by what depends on a launch, followed at most */
+
+/* Whether launch `to` may run beside launch `from` < to (one kernel and shape) but for memory
+ * reused between them: it depends on nothing `from` wrote, directly or through what reads it
+ * (ops[from + 1 .. to) that read a range written by `from` or by such an op), while it writes
+ * what an op between them (from included) reads or writes. A write-after-read or
+ * write-after-write is all that orders them then: writing elsewhere would undo it. *budget:
+ * effects still to look at; false when spent, or when an op's effects are unknown. */
+static bool reuse_only(const struct cap_op *const *ops, uint32_t from, uint32_t to, uint32_t *budget)
+{
+	struct rw_range dep[REUSE_RANGES];
+	struct rw_effects l, e;
+	uint32_t ndep = 0;
+	bool conflict = false;
+
+	rw_op_effects(ops[to], &l);
+	if (l.all)
+		return false;
+	for (uint32_t k = from; k < to; k++) {
+		bool reads_dep = k == from;
+
+		if (!*budget)
+			return false;
+		(*budget)--;
+		rw_op_effects(ops[k], &e);
+		if (e.all)
+			return false;
+		for (uint32_t r = 0; r < e.nr && !reads_dep; r++)
+			reads_dep = rw_ranges_overlap(dep, ndep, &e.r[r]);
+		if (reads_dep) {
+			if (ndep + e.nw > REUSE_RANGES)
+				return false;
+			memcpy(&dep[ndep], e.w, e.nw * sizeof(e.w[0]));
+			ndep += e.nw;
+		}
+		for (uint32_t w = 0; w < l.nw && !conflict; w++)
+			conflict = rw_ranges_overlap(e.r, e.nr, &l.w[w]) || rw_ranges_overlap(e.w, e.nw, &l.w[w]);
+	}
+	for (uint32_t r = 0; r < l.nr; r++)
+		if (rw_ranges_overlap(dep, ndep, &l.r[r]))
+			return false; /* it depends on `from` */
+	return conflict;
+}
+
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
 {
 	struct rw_effects e;
+	uint32_t budget = REUSE_LOOK;
+	bool others = false;
 
 	if (!rw_multi_possible(kc, ops[i]))
 		return RW_APART_NO_VARIANT;
 	rw_op_effects(ops[i], &e);
 	if (e.all)
 		return RW_APART_EFFECTS;
-	for (uint32_t j = 0; j < n; j++)
-		if (j != i && rw_multi_fits(ops[i], ops[j]))
-			return unknown_between(ops, n, i) ? RW_APART_UNKNOWN_BETWEEN : RW_APART_ORDERED;
-	return RW_APART_ALONE;
+	for (uint32_t j = 0; j < n && !others; j++)
+		others = j != i && rw_multi_fits(ops[i], ops[j]);
+	if (!others)
+		return RW_APART_ALONE;
+	if (unknown_between(ops, n, i))
+		return RW_APART_UNKNOWN_BETWEEN;
+	/* the others nearest first on each side (a tower's next feature is some way off: the
+	 * launches of the kernel in its own chain come first, and depend on it) */
+	for (uint32_t d = 1; d < n && budget; d++) {
+		if (i >= d && rw_multi_fits(ops[i], ops[i - d]) && reuse_only(ops, i - d, i, &budget))
+			return RW_APART_REUSED;
+		if (i + d < n && rw_multi_fits(ops[i], ops[i + d]) && reuse_only(ops, i, i + d, &budget))
+			return RW_APART_REUSED;
+	}
+	return RW_APART_ORDERED;
 }
 
 /* One launch of the variant running the launches orig: the members, then the table in the

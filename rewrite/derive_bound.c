@@ -1051,6 +1051,95 @@ static bool poly_div_exact(struct dv_ctx *x, uint32_t n, uint32_t b, uint32_t *m
 	return dv_mul(x, b, q) == n;
 }
 
+/* ------------------------------------------------------------------ induction variables */
+
+/* Phi a of a loop header with one back incoming a + step, step a launch value not 0 (it does
+ * not change inside the kernel): its back incoming's index in *back, the step in *step. */
+static bool phi_step(struct dv_ctx *x, uint32_t a, int *back, uint32_t *step)
+{
+	int b = -1;
+
+	if (x->atoms[a].kind != DV_K_PHI || x->atoms[a].nin < 2)
+		return false;
+	for (unsigned i = 0; i < x->atoms[a].nin; i++)
+		if (x->atoms[a].in[i].back) {
+			if (b >= 0)
+				return false;
+			b = (int)i;
+		}
+	if (b < 0)
+		return false;
+	*back = b;
+	*step = dv_sub(x, x->atoms[a].in[b].v, dv_atom_val(x, a));
+	return *step != x->v_zero && !dv_has_atom(x, *step, a) && dv_is_launch_value(x, *step);
+}
+
+/* Whether phi a is c times another phi q of its loop (*q, *c): both step by launch values with
+ * step(a) = c * step(q), c a launch value, and on every edge entering the loop a = c * q. Then
+ * a = c * q on every iteration, by induction: nvcc's strength reduction keeps `i * stride`
+ * (CuPy's offsets, a pointer walking a row) as a phi of its own beside the counter i, and only
+ * the counter is bounded by the loop's guard. */
+static bool phi_multiple(struct dv_ctx *x, uint32_t a, uint32_t *q, uint32_t *c)
+{
+	uint32_t sa, sq;
+	int ba, bq;
+
+	if (!phi_step(x, a, &ba, &sa))
+		return false;
+	for (uint32_t k = DV_A_PARAM0 + x->f->nparams; k < x->natoms; k++) {
+		bool ok = true;
+
+		if (k == a || x->atoms[k].kind != DV_K_PHI || x->atoms[k].key1 != x->atoms[a].key1 ||
+		    x->atoms[k].nin != x->atoms[a].nin || !phi_step(x, k, &bq, &sq) || bq != ba ||
+		    !poly_div_exact(x, sa, sq, c) || !dv_is_launch_value(x, *c))
+			continue;
+		/* two phis that are each other's multiple by 1 (or -1): only the later one is
+		 * replaced, so a substitution never cycles */
+		if (dv_is_const(x, *c) && k > a)
+			continue;
+		for (unsigned i = 0; i < x->atoms[a].nin && ok; i++)
+			ok = (int)i == ba || x->atoms[a].in[i].v == dv_mul(x, *c, x->atoms[k].in[i].v);
+		if (ok) {
+			*q = k;
+			return true;
+		}
+	}
+	return false;
+}
+
+uint32_t dv_linearize(struct dv_ctx *x, uint32_t v)
+{
+	for (unsigned round = 0; round < DV_MAX_TERMS; round++) {
+		const struct dv_poly p = *dv_poly_get(x, v);
+		uint32_t q, c, a = UINT32_MAX;
+
+		for (unsigned i = 0; i < p.n && a == UINT32_MAX; i++)
+			for (unsigned k = 0; k < p.t[i].deg && a == UINT32_MAX; k++)
+				if (phi_multiple(x, p.t[i].a[k], &q, &c))
+					a = p.t[i].a[k];
+		if (a == UINT32_MAX)
+			break;
+		v = dv_subst(x, v, a, dv_mul(x, c, dv_atom_val(x, q)));
+	}
+	return v;
+}
+
+uint32_t dv_div_pow2_exact(struct dv_ctx *x, uint32_t v, unsigned k)
+{
+	struct dv_poly p = *dv_poly_get(x, v);
+	int64_t m;
+
+	if (k == 0 || k > 62)
+		return UINT32_MAX;
+	m = (int64_t)1 << k;
+	for (unsigned i = 0; i < p.n; i++) {
+		if (p.t[i].c % m)
+			return UINT32_MAX;
+		p.t[i].c /= m;
+	}
+	return intern_poly(x, &p);
+}
+
 /* a / b (b >= 1: a DIV atom is made only then): below N / b when the path has a < N with N a
  * multiple of b (i < rows * w gives i / w < rows), else at most a itself, or a's bound / b for
  * a constant b. */
@@ -1237,8 +1326,8 @@ static int upper(struct dv_ctx *x, uint32_t v, uint32_t cs, int depth, struct dv
 		launch.deg = 0;
 		memset(launch.a, 0, sizeof(launch.a));
 		for (unsigned k = 0; k < t.deg; k++) {
-			if (is_absorbing(t.a[k]))
-				return -1;
+			if (is_absorbing(t.a[k]) || x->atoms[t.a[k]].kind == DV_K_OPAQUE)
+				return -1; /* (an opaque symbol may be negative: no bound drops it) */
 			if (dv_is_launch_atom(x, t.a[k]))
 				launch.a[launch.deg++] = t.a[k];
 			else

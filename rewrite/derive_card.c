@@ -182,6 +182,8 @@ struct dc {
 	size_t whylen;
 	bool has_phi;                 /* a join made an atom (a loop or a branchy value) */
 	bool impure;                  /* clocks, atomics, ids a rerun may change */
+	bool fits32;                  /* an offset went through (w << 32) >> 32 taken as w: the
+				       * spans hold only while they fit in 32 bits (fits32) */
 	int ew;                       /* elementwise so far: 1 yes, 0 no */
 	int ew_count;                 /* parameter of the elementwise guard, -1 none yet */
 	uint32_t g;                   /* value ctaid.x * ntid.x + tid.x */
@@ -733,6 +735,20 @@ static uint32_t shift_right(struct dc *d, const struct ptx_insn *in, uint32_t i,
 	unsigned bits = ptx_type_bytes(in->type) * 8;
 	const struct dv_poly *p;
 
+	/* (w << k) >> k is w: nvcc's `(int)(i * stride)` sign extension is shl 32 then shr.s64
+	 * 32 (CuPy's 32-bit indexing), with the shifted value often kept as a phi of its own. For
+	 * k = 32 that holds while w fits in 32 bits, which the card then checks (fits32); a
+	 * smaller k is the no-wrap assumption every derived card states; a larger one only for a
+	 * constant (0 >> 55 of nvcc's signed division by 512) */
+	if (k > 0 && k < 63 && value_is_plain(d, a)) {
+		uint32_t w = dv_div_pow2_exact(&d->x, dv_linearize(&d->x, a), (unsigned)k);
+
+		if (w != UINT32_MAX && (k <= 32 || dv_is_const(&d->x, w)) &&
+		    (is_signed_type(in->type) || dv_nonneg(&d->x, w))) {
+			d->fits32 |= k == 32 && !dv_is_const(&d->x, w);
+			return w;
+		}
+	}
 	if (!is_signed_type(in->type) && bits && k == bits - 1 && value_is_plain(d, a)) {
 		uint32_t s = binary_atom(d, DV_K_SIGN, i, a, d->x.v_zero);
 
@@ -775,6 +791,20 @@ static uint32_t remainder_of(struct dc *d, uint32_t i, uint32_t a, uint32_t b)
 	return dv_sub(&d->x, a, b);
 }
 
+/* A value of instruction i in [0, a] (a not negative) that cufold does not follow further: a
+ * MIN atom of a with itself, bounded by a; a launch symbol (no span names it) when a and the
+ * other operand o are launch values, so that a loop's step made of it still counts as one. */
+static uint32_t below(struct dc *d, uint32_t i, uint32_t a, uint32_t o)
+{
+	uint32_t v = binary_atom(d, DV_K_MIN, i, a, a);
+	const struct dv_poly *p = dv_poly_get(&d->x, v);
+
+	if (p->n == 1 && p->t[0].deg == 1 && d->x.atoms[p->t[0].a[0]].kind == DV_K_MIN)
+		d->x.atoms[p->t[0].a[0]].launch = dv_is_launch_value(&d->x, a) && value_is_plain(d, o) &&
+						   dv_is_launch_value(&d->x, o);
+	return v;
+}
+
 static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 {
 	const char *op = in->opcode;
@@ -798,7 +828,7 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return dv_mul(&d->x, a, b);
 	if (!strcmp(op, "mad") && (lo || wide) && in->nops > 3)
 		return dv_add(&d->x, dv_mul(&d->x, a, b), opval(d, &in->ops[3]));
-	if (!strcmp(op, "shl") && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm >= 0 && in->ops[2].imm < 32)
+	if (!strcmp(op, "shl") && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm >= 0 && in->ops[2].imm < 63)
 		return dv_mul(&d->x, a, dc_const(d, (int64_t)1 << in->ops[2].imm));
 	if (!strcmp(op, "div") && in->ops[2].kind == PTX_OP_IMM && !in->ops[2].is_float && in->ops[2].imm > 0 &&
 	    (!is_signed_type(in->type) || dv_nonneg(&d->x, a) || dv_is_launch_value(&d->x, a)))
@@ -810,6 +840,29 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return remainder_of(d, i, a, b);
 	if (!strcmp(op, "shr") && in->ops[2].kind == PTX_OP_IMM)
 		return shift_right(d, in, i, a, in->ops[2].imm);
+	/* integers only (a pointer's bits masked keep their base: unknown_from) */
+	if (dv_base_param(&d->x, a) == -1 && dv_base_param(&d->x, b) == -1) {
+		if (!strcmp(op, "shr") && value_is_plain(d, a) && dv_nonneg(&d->x, a))
+			return below(d, i, a, b); /* by a register: in [0, a] (CuPy's tid >> log2(stride)) */
+		if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_REG && value_is_plain(d, b) &&
+		    dv_nonneg(&d->x, b))
+			return below(d, i, b, a); /* in [0, b] whatever a is (CuPy's tid & (stride - 1)) */
+		if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_REG && value_is_plain(d, a) &&
+		    dv_nonneg(&d->x, a))
+			return below(d, i, a, b);
+	}
+	if ((!strcmp(op, "popc") || !strcmp(op, "clz") || !strcmp(op, "bfind") || !strcmp(op, "brev")) &&
+	    value_is_plain(d, a) && dv_is_launch_value(&d->x, a)) {
+		uint32_t at = dv_atom_get(&d->x, DV_K_OPAQUE, i, 0);
+
+		if (at == UINT32_MAX) {
+			d->x.oom = true;
+			return d->x.v_any;
+		}
+		d->x.atoms[at].launch = 1;
+		d->x.atoms[at].nonneg = 0;
+		return dv_atom_val(&d->x, at);
+	}
 	if (!strcmp(op, "and") && (a == d->x.v_zero || b == d->x.v_zero))
 		return d->x.v_zero;
 	if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_IMM && in->ops[2].imm > 0 &&
@@ -1334,7 +1387,10 @@ static void put_pointer(struct dc *d, struct out *o, const struct dc_param *pe, 
 		put(o, "  # %s: span unknown: its bound is too long for a card expression\n", name);
 	if (pe->atomic)
 		put(o, "  # %s: updated atomically\n", name);
-	put(o, "  %s %s %s\n", line, acc[pe->acc & 3], known ? span : "unknown");
+	if (known && d->fits32) /* (int)(i * stride) is i * stride only below 2^31 */
+		put(o, "  %s %s fits32(%s)\n", line, acc[pe->acc & 3], span);
+	else
+		put(o, "  %s %s %s\n", line, acc[pe->acc & 3], known ? span : "unknown");
 }
 
 static void put_param(struct dc *d, struct out *o, uint32_t k)

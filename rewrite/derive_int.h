@@ -53,6 +53,9 @@ enum dv_atom_kind {
 	DV_K_DIV,         /* a / c (C's truncation), c a constant > 0: a launch symbol when a is
 	                   * made of launch symbols, else an index atom that needs a >= 0 */
 	DV_K_SIGN,        /* a's sign bit (0 or 1), of nvcc's signed-division idiom */
+	DV_K_OPAQUE,      /* an operation cufold does not model (popc, clz, bfind, brev) of launch
+	                   * symbols: the same in every thread, of unknown value and sign; a launch
+	                   * symbol no span may name, and no bound is made of */
 	DV_K_FIELD,       /* the bytes of a by-value struct parameter at a fixed offset: key1 the
 	                   * parameter, key2 offset * 32 + 16 if signed + bytes. A launch symbol (a
 	                   * span names it NAME@OFF:T); an 8-byte field is also a pointer base like
@@ -179,6 +182,13 @@ static inline bool dv_is_launch_atom(const struct dv_ctx *x, uint32_t a)
 	       (a <= PTX_SR_NCTAID_Z && ((a >= PTX_SR_NTID_X && a <= PTX_SR_NTID_Z) || a >= PTX_SR_NCTAID_X));
 }
 
+/* v with each loop phi that is a launch-value multiple c of a counter phi of the same loop
+ * (the same steps times c, the same values times c entering the loop) replaced by c * counter:
+ * exact algebra. */
+uint32_t dv_linearize(struct dv_ctx *x, uint32_t v);
+/* v / 2^k (0 < k <= 62) when every coefficient of v is a multiple of 2^k, else UINT32_MAX: a
+ * right shift of (w << k) is w, given that w << k does not wrap. */
+uint32_t dv_div_pow2_exact(struct dv_ctx *x, uint32_t v, unsigned k);
 /* Whether v is made of launch symbols only (a span may name it). */
 bool dv_is_launch_value(const struct dv_ctx *x, uint32_t v);
 

@@ -230,6 +230,10 @@ void rw__set_multi_hooks(const struct rw_multi_hooks *h);
 	X(UNKNOWN_BETWEEN, "unknown_between") /* others exist, some of them past a kernel whose \
 					   * effects are unknown (no card, or one that says indirect or \
 					   * unknown): nothing is moved past one */ \
+	X(REUSED, "memory_reused")        /* the nearest other before or after it reads nothing \
+					   * the ops between them write, but writes what they read or \
+					   * write: memory the program (CuPy's pool) hands out again \
+					   * orders them, which only writing elsewhere would undo */ \
 	X(ORDERED, "ordered")             /* others exist, but a dependence (through memory, or \
 					   * through events across streams), a wait whose record is not \
 					   * in the segment, the legacy stream, an op of another kind on \

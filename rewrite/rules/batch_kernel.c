@@ -63,6 +63,7 @@
 
 #include "common/errors.h"
 #include "rewrite/rewriter.h"
+#include "rewrite/variant.h"
 
 #define SCAN_MAX 256u   /* nodes after the first member a match looks at */
 #define SLOTS_MAX 64u   /* stream slots the ancestry follows; an op on a later slot stops the scan */
@@ -324,6 +325,7 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 {
 	const struct cap_op *x = op_at(rw, i);
 	uint32_t last = i + SCAN_MAX < rw_count(rw) ? i + SCAN_MAX : rw_count(rw) - 1;
+	uint32_t most;
 	bool ancestry = false, cross = false, cross_known = false;
 
 	sc->i = sc->idx[0] = i;
@@ -333,6 +335,10 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	sc->slot = x->stream_slot;
 	if (!rw_is_plain(rw, i) || x->kind != CAP_OP_KERNEL || x->u.kernel.attrs || x->stream_slot >= SLOTS_MAX)
 		return;
+	/* the members' parameter blocks must fit the variant's table (CuPy's three CArrays and a
+	 * CIndexer, 120 bytes: 30 of them): a larger group fails to build, and the whole window's
+	 * rewrite with it */
+	most = rw_variant_capacity(x->u.kernel.param_size);
 	/* the last candidate: most launches have none left, and a scan past it finds nothing */
 	while (last > i && !candidate_at(rw, sc, x, last))
 		last--;
@@ -341,7 +347,7 @@ static void gather(const struct rw_rewriter *rw, uint32_t i, struct scan *sc)
 	memset(sc->reach, 0, sizeof(sc->reach));
 	(void)passed_add(sc, i);
 	sc->reach[sc->slot] = i + 1;
-	for (uint32_t j = i + 1; j <= last && sc->n < RW_MULTI_MAX; j++) {
+	for (uint32_t j = i + 1; j <= last && sc->n < most; j++) {
 		const struct cap_op *y = op_at(rw, j);
 
 		if (y->stream_slot != sc->slot || !touches_memory_known_kind(y) || y->ctx != x->ctx) {

@@ -56,11 +56,13 @@ export CUPY_COMPILE_WITH_PTX=1 CUPY_ACCELERATORS= CUPY_CACHE_DIR="$TMP/cupy-cach
 
 # cupy_figures NAME [MIN_SHARE MIN_FACTOR]: replay share of the long run and host submissions per
 # step (steps 6..16) eager and under cufold, printed; with the minimums, asserted (issue 21's
-# targets for the towers: >= 80 % of ops replayed, >= 5x fewer submissions per step).
+# targets for the towers: >= 80 % of ops replayed, >= 5x fewer submissions per step). Kernels
+# executed per step, eager and under cufold (issue 24: batch-kernel's fusion), printed.
 cupy_figures() {
 	local eager cufold
 	eager=$(per_step "$1.plain" host_submissions) && cufold=$(per_step "$1.cufold" host_submissions) ||
 		fail "$1: cannot read the counters"
+	note "$1: kernels executed per step: eager $(per_step "$1.plain" kernels_executed), cufold $(per_step "$1.cufold" kernels_executed)"
 	python3 - "$TMP/$1.cufold.$STEPS_LONG.report" "$1" "$eager" "$cufold" "${2:-0}" "${3:-0}" <<'PY' ||
 import json, sys
 r = json.load(open(sys.argv[1]))

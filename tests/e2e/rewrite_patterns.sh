@@ -146,7 +146,7 @@ for name in ("s1.16", "s2.16"):
             apart[k] = apart.get(k, 0) + v
     print("  %s: kernels fused %s, apart %s" % (name, fused, apart))
     want("%s: the report says why launches ran alone" % name,
-         set(apart) == {"no_variant", "effects_unknown", "alone", "unknown_between", "ordered"}
+         set(apart) == {"no_variant", "effects_unknown", "alone", "unknown_between", "memory_reused", "ordered"}
          and sum(apart.values()) > 0)
 
 if fails:

@@ -13,8 +13,10 @@
  *    whose allocation it is in, with that access in the card; a range in no parameter's
  *    allocation (a module variable) fails. Pointers inside by-value struct parameters (the
  *    card's `field` lines) get allocations of their own, the struct's other words small
- *    integers, and are checked the same way. The same records are then checked with every span
- *    narrowed by 4 bytes, which must fail: the check can fail. CUFOLD_DERIVE_NARROW_TEST=N
+ *    integers (8-byte ones where the kernel reads 8 bytes: CuPy's ptrdiff_t sizes and strides),
+ *    and are checked the same way. The same records are then checked with every span narrowed
+ *    by 4 bytes, which must fail: the check can fail; so must CuPy's kernels' records on their
+ *    own (their spans exact: test_cupy_spans). CUFOLD_DERIVE_NARROW_TEST=N
  *    narrows the real check by N bytes, to see it fail by hand; CUFOLD_DERIVE_SEED=N draws
  *    other launch shapes (and mutants, see test_mutations). */
 #include <setjmp.h>
@@ -460,6 +462,7 @@ static void test_field_cards(void **state)
 		"kernel b\n  param s struct 8\n  param p ptr r s@8\nend\n",           /* past its end */
 		"kernel b\n  param n i32\n  param p ptr r n@0\nend\n",                /* not a struct */
 		"kernel b\n  param s struct 8\n  param p ptr r s@0:f32\nend\n",       /* type */
+		"kernel b\n  param n i32\n  param p ptr r fits32(n, 4)\nend\n",       /* one argument */
 		"kernel b\n  param s struct 16\n  param o ptr w table\n  cat s ptr=0+8i count=8 max=1\nend\n",
 	};
 	struct rw_cards *set = rw_cards_create();
@@ -507,6 +510,135 @@ static void test_field_cards(void **state)
 	rw_cards_destroy(set);
 }
 
+/* Whether kernel name is one of CuPy's elementwise kernels or shaped as one (effects_cupy.cu). */
+static bool cupy_shaped(const char *name)
+{
+	return !strncmp(name, "cupy_", 5) || !strncmp(name, "fx_cupy_", 8);
+}
+
+/* CuPy's elementwise kernels (tests/data/ptx/cupy_*.ptx, as CuPy's NVRTC wrote them) and the
+ * nvcc kernels shaped like them (effects_cupy.cu): every array of the card is a `field` with an
+ * exact span, (size - 1) * stride + 4 bytes from its data pointer, size the CIndexer's (the
+ * last parameter), stride the CArray's at byte 24: not `unknown`, which would stand for the
+ * whole allocation (all of CuPy's memory pool chunk). A negative stride (a reversed view)
+ * reads as a u64 beyond int64, and a span of 2^31 bytes or more is past what the kernel's
+ * 32-bit offsets reach without wrapping (fits32): both make the span unknown, never a narrow
+ * or empty one. */
+static void test_cupy_spans(void **state)
+{
+	unsigned found = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < nmods; i++)
+		for (uint32_t j = 0; j < mods[i].m->nfuncs; j++) {
+			const struct ptx_func *f = &mods[i].m->funcs[j];
+			const struct rw_card *c;
+			struct rw_cards *set;
+			unsigned char buf[1024 + 8];
+			struct rw_param_info info[64];
+			struct rw_launch_args a;
+			struct rw_access_set acc;
+			uint64_t vals[64] = { 0 };
+			unsigned dims[6] = { 3, 1, 1, 128, 1, 1 }, fields = 0;
+			char why[256];
+
+			if (!f->is_entry || !cupy_shaped(f->name) || !strcmp(f->name, "cupy_sum"))
+				continue; /* (the reduction: test_cupy_sum) */
+			set = derive(mods[i].m, f, why, sizeof(why));
+			if (!set)
+				fail_msg("%s refused: %s", f->name, why);
+			c = rw_cards_find(set, f->name);
+			for (int64_t stride = -4; stride <= 12; stride += 4) {
+				int64_t size = stride == 12 ? (1ll << 29) : 1000; /* 12: 6 GiB, wraps */
+
+				launch_args(f, buf, vals, info, &a, dims);
+				for (uint32_t k = 0; k + 1 < f->nparams; k++) {
+					uint64_t data = 0x100000000ull * (k + 1);
+
+					memcpy(buf + info[k].offset, &data, 8);
+					memcpy(buf + info[k].offset + 8, &size, 8);
+					memcpy(buf + info[k].offset + 16, &size, 8);
+					memcpy(buf + info[k].offset + 24, &stride, 8);
+				}
+				memcpy(buf + info[f->nparams - 1].offset, &size, 8); /* the CIndexer's size */
+				assert_int_equal(rw_card_access(c, &a, &acc), 0);
+				fields = 0;
+				for (unsigned e = 0; e < acc.n; e++) {
+					if (acc.acc[e].table != RW_ACCESS_FIELD)
+						continue;
+					fields++;
+					assert_int_equal(acc.acc[e].addr, 0x100000000ull * (acc.acc[e].param + 1));
+					if (stride < 0 || stride == 12) {
+						assert_true(acc.acc[e].flags & RW_ACC_UNKNOWN);
+						continue;
+					}
+					if (acc.acc[e].flags & RW_ACC_UNKNOWN)
+						fail_msg("%s p%u: span unknown", f->name, acc.acc[e].param);
+					assert_int_equal(acc.acc[e].bytes, (uint64_t)((size - 1) * stride + 4));
+				}
+				assert_int_equal(fields, f->nparams - 1);
+			}
+			rw_cards_destroy(set);
+			found++;
+		}
+	assert_int_equal(found, 4);
+}
+
+/* CuPy's sum reduction (cupy_sum: CArray in, 0-d CArray out, two CIndexers, the block stride):
+ * its input is read over (in_size - 1) * stride + 4 bytes, in_size the input CIndexer's. The
+ * loop steps by out_size * (512 >> popc(block_stride - 1)), which cufold does not follow, but the
+ * offset's phi is 2^32 * stride times the index's, whatever the step. */
+static void test_cupy_sum(void **state)
+{
+	unsigned found = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < nmods; i++)
+		for (uint32_t j = 0; j < mods[i].m->nfuncs; j++) {
+			const struct ptx_func *f = &mods[i].m->funcs[j];
+			unsigned char buf[1024 + 8];
+			struct rw_param_info info[64];
+			struct rw_launch_args a;
+			struct rw_access_set acc;
+			uint64_t vals[64] = { 0 }, in = 0x100000000ull, out = 0x200000000ull;
+			int64_t size = 1000, stride = 4, one = 1;
+			uint32_t bs = 128;
+			unsigned dims[6] = { 3, 1, 1, 128, 1, 1 };
+			struct rw_cards *set;
+			char why[256];
+
+			if (!f->is_entry || strcmp(f->name, "cupy_sum"))
+				continue;
+			set = derive(mods[i].m, f, why, sizeof(why));
+			if (!set)
+				fail_msg("%s refused: %s", f->name, why);
+			assert_int_equal(f->nparams, 5);
+			launch_args(f, buf, vals, info, &a, dims);
+			memcpy(buf + info[0].offset, &in, 8);
+			memcpy(buf + info[0].offset + 8, &size, 8);
+			memcpy(buf + info[0].offset + 16, &size, 8);
+			memcpy(buf + info[0].offset + 24, &stride, 8);
+			memcpy(buf + info[1].offset, &out, 8);
+			memcpy(buf + info[1].offset + 8, &one, 8);
+			memcpy(buf + info[2].offset, &size, 8);
+			memcpy(buf + info[3].offset, &one, 8);
+			memcpy(buf + info[4].offset, &bs, 4);
+			assert_int_equal(rw_card_access(rw_cards_find(set, f->name), &a, &acc), 0);
+			for (unsigned e = 0; e < acc.n; e++) {
+				if (acc.acc[e].flags & RW_ACC_UNKNOWN)
+					fail_msg("cupy_sum p%u: span unknown", acc.acc[e].param);
+				if (acc.acc[e].param == 0)
+					assert_int_equal(acc.acc[e].bytes, (uint64_t)((size - 1) * stride + 4));
+				else
+					assert_int_equal(acc.acc[e].bytes, 4);
+			}
+			assert_int_equal(acc.n, 2);
+			rw_cards_destroy(set);
+			found++;
+		}
+	assert_int_equal(found, 1);
+}
+
 /* ------------------------------------------------------------------ 2. the oracle */
 
 struct job {
@@ -522,6 +654,23 @@ static struct job *jobs;
 static unsigned njobs;
 static unsigned field_ranges; /* ranges checked against a struct field's span (check_record) */
 static char oracle_path[256];
+
+/* Whether f reads 8 bytes at byte off of struct parameter k as an integer (ld.param.u64 /
+ * .s64 / .b64): CuPy's CArray sizes, shapes and strides are ptrdiff_t, and two small 4-byte
+ * words there would make a size or a stride of 2^32 and more. */
+static bool int64_field(const struct ptx_func *f, uint32_t k, uint32_t off)
+{
+	for (uint32_t i = 0; i < f->ninsns; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		const struct ptx_operand *a = in->nops > 1 ? &in->ops[1] : NULL;
+
+		if (a && !strcmp(in->opcode, "ld") && in->space == PTX_SPACE_PARAM && in->vec <= 1 &&
+		    ptx_type_bytes(in->type) == 8 && a->kind == PTX_OP_ADDR && a->reg == PTX_NONE &&
+		    a->scope == PTX_SCOPE_PARAM && a->index == k && a->imm == (int64_t)off)
+			return true;
+	}
+	return false;
+}
 
 /* One job line for f: an allocation for each parameter the derived card calls a pointer, small
  * values for the integers (an 8-byte integer such as a size_t count included). */
@@ -558,11 +707,20 @@ static void job_line(FILE *fp, struct job *j)
 
 				for (unsigned q = 0; q < nf; q++)
 					ptr |= w >= offs[q] && w < offs[q] + 8;
-				if (ptr && w % 8 == 0)
+				if (ptr && w % 8 == 0) {
 					fprintf(fp, "/%u=p", w);
-				else if (!ptr)
+				} else if (!ptr && w % 8 == 0 && int64_field(j->f, k, w)) {
+					fprintf(fp, "/%u=u64:%u", w, rnd(25));
+					w += 4; /* its high word stays 0 */
+				} else if (!ptr) {
 					fprintf(fp, "/%u=u32:%u", w, rnd(25));
+				}
 			}
+		} else if (p->size > 8 && int64_field(j->f, k, 0)) {
+			/* no pointers, 8-byte integers (CuPy's CIndexer: its size bounds the loop) */
+			fprintf(fp, " s:%llu", (unsigned long long)p->size);
+			for (uint32_t w = 0; w + 8 <= p->size; w += 8)
+				fprintf(fp, "/%u=u64:%u", w, rnd(25));
 		} else if (p->size > 8) {
 			fprintf(fp, " b:%llu", (unsigned long long)p->size);
 		} else
@@ -706,8 +864,9 @@ static unsigned check_record(const struct job *j, char **cursor, uint64_t narrow
 	return bad;
 }
 
-/* Violations over every record with spans narrowed by `narrow`. */
-static unsigned check_all(uint64_t narrow, bool say, unsigned *checked)
+/* Violations over every record (only: the kernels it says yes to) with spans narrowed by
+ * `narrow`. */
+static unsigned check_some(uint64_t narrow, bool say, unsigned *checked, bool (*only)(const char *))
 {
 	char *records = read_all(oracle_path), *cur = records;
 	unsigned bad = 0, i = 0;
@@ -720,6 +879,8 @@ static unsigned check_all(uint64_t narrow, bool say, unsigned *checked)
 		const struct job *j = &jobs[i];
 		char head[8192];
 
+		if (only && !only(j->f->name))
+			continue;
 		snprintf(head, sizeof(head), "launch %s %u %u %u %u %u %u", j->f->name, j->dims[0], j->dims[1],
 			 j->dims[2], j->dims[3], j->dims[4], j->dims[5]);
 		char *at = strstr(cur, head);
@@ -738,6 +899,11 @@ static unsigned check_all(uint64_t narrow, bool say, unsigned *checked)
 	}
 	free(records);
 	return bad;
+}
+
+static unsigned check_all(uint64_t narrow, bool say, unsigned *checked)
+{
+	return check_some(narrow, say, checked, NULL);
 }
 
 static void test_oracle(void **state)
@@ -775,6 +941,11 @@ static void test_oracle(void **state)
 	assert_true(field_ranges >= 100); /* the struct kernels ran, and their fields were checked */
 	/* the same records against spans 4 bytes narrower: the check must see it */
 	assert_true(check_all(4, false, &checked) > 0);
+	/* and CuPy's kernels on their own (exact spans, test_cupy_spans): their launches ran and
+	 * were checked, and narrowed by 4 bytes their spans miss bytes the device touched */
+	assert_int_equal(check_some(0, false, &checked, cupy_shaped), 0);
+	assert_true(checked >= 5 * LAUNCHES * 8 / 10);
+	assert_true(check_some(4, false, &checked, cupy_shaped) > 0);
 	for (unsigned i = 0; i < njobs; i++)
 		if (jobs[i].owner)
 			rw_cards_destroy(jobs[i].card);
@@ -789,6 +960,8 @@ int main(void)
 		cmocka_unit_test(test_elementwise_claims),
 		cmocka_unit_test(test_field_cards),
 		cmocka_unit_test(test_mutations),
+		cmocka_unit_test(test_cupy_spans),
+		cmocka_unit_test(test_cupy_sum),
 		cmocka_unit_test(test_oracle),
 	};
 

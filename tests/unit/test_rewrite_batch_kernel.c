@@ -12,6 +12,7 @@
 #define RWT_HASH_OPS /* rw_run's last-launch cache reads capture's hashes */
 #include "rw_test.h"
 #include "rewrite/effects.h"
+#include "rewrite/variant.h"
 
 extern const struct rw_rule rw_rule_batch_kernel;
 extern const struct rw_rule rw_rule_parallel;
@@ -396,6 +397,75 @@ static void test_batch_effects(void **state)
 	rw_plan_destroy(p);
 }
 
+/* More independent launches than one variant table holds (a kernel with 280 bytes of
+ * parameters: 13 instances, rw_variant_capacity): groups as large as the table, never one
+ * that fails to build (which left the whole window unrewritten). The stand-in variant refuses
+ * what the real table cannot hold. */
+static uint32_t big_off[4] = { 0, 8, 16, 272 }, big_size[4] = { 8, 8, 256, 4 };
+static const struct cap_func big_info = RWT_FUNC(0xb16, 4, "big_scale", 4, 276, big_off, big_size);
+
+static int big_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
+		      struct cap_op *out)
+{
+	if (k > rw_variant_capacity(members[0]->u.kernel.param_size))
+		return -CF_EINVAL;
+	return fake_launch(members, k, table, cap, out);
+}
+
+static void test_table_capacity(void **state)
+{
+	static const char card[] = "kernel big_scale\n  param out ptr w n*4\n  param in ptr r n*4\n"
+				   "  param pad struct 256\n  param n i32\nend\n";
+	static const struct rw_multi_hooks hooks_big = { possible_yes, big_launch };
+	static unsigned char pb[15][276];
+	struct cap_op ops[15];
+	char buf[8192];
+	struct rw_plan *p;
+
+	(void)state;
+	assert_int_equal(rw_cards_parse(rw_cards_global(), "test", card, strlen(card)), 0);
+	assert_int_equal(rw_variant_capacity(276), 13);
+	for (uint32_t i = 0; i < 15; i++) {
+		memset(pb[i], 0, sizeof(pb[i]));
+		rwt_put_u64(pb[i], 0, AT(2 * i));
+		rwt_put_u64(pb[i], 8, AT(2 * i + 1));
+		rwt_put_i32(pb[i], 272, 100);
+		ops[i] = rwt_kernel_n_op(&big_info, pb[i], 100, STREAM_A);
+	}
+	rw__set_multi_hooks(&hooks_big);
+	p = run(ops, 15, buf, sizeof(buf));
+	rw__set_multi_hooks(&hooks_yes);
+	assert_non_null(p);
+	assert_int_equal(p->nnodes, 2);
+	assert_int_equal(p->nodes[0].norig, 13);
+	assert_int_equal(p->nodes[1].norig, 2);
+	rw_plan_destroy(p);
+}
+
+/* Why a launch left alone was not fused (the report's kernels_apart): memory_reused when the
+ * other launch writes a buffer an op between them reads or writes but depends on nothing they
+ * wrote (a pool handing a freed temporary out again), ordered when it reads what they wrote. */
+static void test_apart_reused(void **state)
+{
+	struct cap_op reused[3] = { scale_op(0, AT(0), AT(1), 100), scale_op(1, AT(2), AT(0), 100),
+				    scale_op(2, AT(0), AT(3), 100) };
+	struct cap_op chain[2] = { scale_op(3, AT(0), AT(1), 100), scale_op(4, AT(2), AT(0), 100) };
+	struct cap_op alone[1] = { scale_op(5, AT(0), AT(1), 100) };
+	const struct cap_op *p[3];
+
+	(void)state;
+	rwt_ptrs(reused, 3, p);
+	/* the third writes A, which the second reads: it reads only D */
+	assert_int_equal(rw_multi_apart(NULL, p, 3, 0), RW_APART_REUSED);
+	assert_int_equal(rw_multi_apart(NULL, p, 3, 2), RW_APART_REUSED);
+	rwt_ptrs(chain, 2, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 2, 0), RW_APART_ORDERED);
+	assert_int_equal(rw_multi_apart(NULL, p, 2, 1), RW_APART_ORDERED);
+	rwt_ptrs(alone, 1, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 1, 0), RW_APART_ALONE);
+	assert_string_equal(rw_apart_name(RW_APART_REUSED), "memory_reused");
+}
+
 /* ------------------------------------------------------------------ near misses */
 
 static void test_no_variant(void **state)
@@ -566,7 +636,8 @@ int main(void)
 		cmocka_unit_test(test_no_variant),    cmocka_unit_test(test_near_misses),
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
 		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
-		cmocka_unit_test(test_two_streams),
+		cmocka_unit_test(test_two_streams), cmocka_unit_test(test_table_capacity),
+		cmocka_unit_test(test_apart_reused),
 		cmocka_unit_test(test_unknown_span_is_allocation), cmocka_unit_test(test_unknown_span_realloc),
 	};
 

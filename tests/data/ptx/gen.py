@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """gen.py - PTX from the other compilers cufold meets, for tests/unit/test_ptx_parse.c: numba
-(NVVM) kernels, NVRTC kernels, and nvcc with -rdc (indirect calls through a .callprototype,
-function addresses in an initialiser, grid sync, CUB's block reduce), written next to this file.
-Needs the clients venv (numba, cuda-python) and nvcc but no GPU: run it with
-/work/venvs/clients-venv/bin/python when the compilers change, and commit the .ptx files it
-writes."""
+(NVVM) kernels, NVRTC kernels, nvcc with -rdc (indirect calls through a .callprototype,
+function addresses in an initialiser, grid sync, CUB's block reduce), and three of CuPy's
+generated kernels (two elementwise and its sum reduction: CArray structs by value, 32-bit
+indexing; also run by the effects oracle, tests/unit/test_derive_card.c), written next to this
+file.
+Needs the clients venv (numba, cuda-python, cupy), nvcc and the software device built in
+$B (default build) but no GPU: run it with /work/venvs/clients-venv/bin/python when the
+compilers change, and commit the .ptx files it writes."""
 import os
 import subprocess
 import tempfile
@@ -156,8 +159,41 @@ def nvcc_kernels():
             yield "nvcc_rdc", f.read()
 
 
+CUPY_SRC = r'''
+import cupy as cp
+x = cp.arange(256, dtype=cp.float32)
+cp.tanh(x)
+x * x[3]
+x.sum()
+cp.cuda.runtime.deviceSynchronize()
+'''
+
+
+def cupy_kernels():
+    """CuPy's kernels as it compiles them (NVRTC), from its kernel cache: the device runs PTX
+    only, so CUPY_COMPILE_WITH_PTX=1 makes CuPy keep PTX there."""
+    import glob
+    import sys
+    root = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, CUPY_COMPILE_WITH_PTX="1", CUPY_ACCELERATORS="", CUPY_CACHE_DIR=d,
+                   LD_LIBRARY_PATH=os.path.join(root, os.environ.get("B", "build"), "simcuda") + ":" +
+                   os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64"))
+        subprocess.run([sys.executable, "-c", CUPY_SRC], check=True, env=env)
+        for f in glob.glob(os.path.join(d, "*")):
+            b = open(f, "rb").read()
+            i = b.find(b".version")
+            if i < 0:
+                continue
+            j = b.rfind(b"\n//", 0, i)
+            text = b[j + 1 if j >= 0 else i:].split(b"\0")[0].decode()
+            for name in ("cupy_tanh__float32_float32", "cupy_multiply__float32_float32_float32", "cupy_sum"):
+                if ".entry " + name + "(" in text:
+                    yield name.split("__")[0], text
+
+
 def main():
-    for gen in (numba_kernels, nvrtc_kernels, nvcc_kernels):
+    for gen in (numba_kernels, nvrtc_kernels, nvcc_kernels, cupy_kernels):
         for name, ptx in gen():
             with open(os.path.join(HERE, name + ".ptx"), "w") as f:
                 f.write(ptx)
