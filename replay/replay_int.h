@@ -107,6 +107,8 @@ struct rpl_seg {
 	uint64_t last_launch;        /* t->unit_launches at its last launch (0: never launched): of
 				      * a segment and the blocks holding it, the one launched last
 				      * holds the bindings its ops had last (template.c: references) */
+	bool stream_cut;             /* a segment: cut from the one before it to keep its streams
+				      * apart (template.c: cut_add), not by size */
 	bool starves;                /* a segment: a run kept deferred past its end (the device was
 				      * busy) found the device idle at the next segment's end, longer
 				      * than a launch costs after: from then on it launches at its end,
