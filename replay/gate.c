@@ -27,7 +27,15 @@
  * template (match.c, invariant 3): each template is built with one cap.
  *
  * Samples of windows that neither replayed to the end nor ran wholly eager (a mismatch, a
- * fallback) are not taken. The time to build a template is taken out of the window it ends.
+ * fallback) are not taken, nor that of a window a template build ran in (match.c: the build
+ * overlapped the device work the window's closing call waits for, by an unknown amount). A trial
+ * left with no eager sample that way (CUFOLD_WARMUP=1) runs one window eagerly to get one.
+ *
+ * Builds are a line of their own: the shape's builds so far (first, rebuilt with other cuts),
+ * on the gate clock, charged to replay spread over RPL_GATE_AMORTIZE windows, the longest a
+ * decision stands before the gate looks again. Spread, not charged to the trial's windows: at the
+ * decision the build is spent whichever way it goes; what it still says is whether replay pays
+ * back what it cost over the windows the decision is for.
  * With CUFOLD_GATE=0 samples are still taken and reported, but nothing is turned off. */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -80,6 +88,11 @@ static uint64_t lower_median(const uint64_t *v, uint32_t n)
 	return s[(n - 1) / 2];
 }
 
+uint64_t rpl__gate_build_charge(const struct rpl_gate *g)
+{
+	return g->build_ns / RPL_GATE_AMORTIZE;
+}
+
 /* Decide a trial; true when the shape is to be rebuilt with small cuts (still TRIAL). */
 static bool decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bool enabled, bool can_shrink)
 {
@@ -92,7 +105,7 @@ static bool decide(struct rpl_gate *g, uint64_t sightings, uint64_t shape_id, bo
 	g->eager_med = lower_median(g->eager, ne);
 	g->replay_med = lower_median(g->replayed, g->nreplayed);
 	g->decided_at = sightings;
-	if (!enabled || g->replay_med * 100 < g->eager_med * 99) {
+	if (!enabled || (g->replay_med + rpl__gate_build_charge(g)) * 100 < g->eager_med * 99) {
 		g->state = RPL_GATE_ON;
 		return false;
 	}
@@ -137,6 +150,9 @@ bool rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t s
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings)
 {
 	cf_assert(g->state <= RPL_GATE_OFF); /* state diagram: TRIAL, ON or OFF */
+	if (g->state == RPL_GATE_TRIAL)
+		/* its replayed windows are in but no eager one is (the only one ran the build) */
+		return g->neager > 0 || g->nreplayed < RPL_GATE_TRIAL_WINDOWS;
 	if (g->state != RPL_GATE_OFF)
 		return true;
 	if (sightings < g->off_until)

@@ -107,6 +107,8 @@ struct rpl_seg {
 	uint64_t last_launch;        /* t->unit_launches at its last launch (0: never launched): of
 				      * a segment and the blocks holding it, the one launched last
 				      * holds the bindings its ops had last (template.c: references) */
+	bool stream_cut;             /* a segment: cut from the one before it to keep its streams
+				      * apart (template.c: cut_add), not by size */
 	bool starves;                /* a segment: a run kept deferred past its end (the device was
 				      * busy) found the device idle at the next segment's end, longer
 				      * than a launch costs after: from then on it launches at its end,
@@ -200,6 +202,8 @@ struct rpl_moved {
 #define RPL_GATE_SAMPLES 8     /* window times kept per shape and way of running it */
 #define RPL_GATE_TRIAL_WINDOWS 4 /* replayed windows measured before the gate decides */
 #define RPL_GATE_BACKOFF 16ull /* sightings a losing shape stays eager after its first trial */
+#define RPL_GATE_AMORTIZE (RPL_GATE_BACKOFF << 6) /* windows a shape's builds are charged over: the
+				* longest a decision stands before the gate looks again (gate.c) */
 #define RPL_SEG_SMALL 32       /* segment cap of a shape's second cuts (gate.c): a trial that lost
 				* with segments grown to CUFOLD_SEGMENT is tried again with these */
 
@@ -222,6 +226,8 @@ struct rpl_gate {
 	uint64_t eager_med, replay_med; /* the figures of that decision (ns per window) */
 	uint8_t cuts;                /* 0: segments grow to CUFOLD_SEGMENT; 1: to RPL_SEG_SMALL */
 	uint64_t big_med;            /* cuts 1: the replayed median the big segments had (ns) */
+	uint64_t build_ns;           /* the shape's template builds so far, on the gate clock (ns) */
+	uint32_t builds;             /* how many */
 };
 
 /* What replay remembers of a shape between templates (cap_shape_user). */
@@ -321,7 +327,6 @@ struct rpl_state {
 		bool valid;          /* a sample is due at the next window's first op */
 		bool replayed;       /* it replayed to the end (else it ran wholly eager) */
 		uint64_t t0;         /* its gate clock at its first op */
-		uint64_t exclude;    /* time that was not the program's (template builds) */
 		uint64_t charge;     /* cufold's matching cost on a modeled clock */
 	} pend;                      /* the last window's time, taken when the next one starts */
 };
@@ -468,7 +473,11 @@ bool rpl__gate_is_modeled(void);
  * (g->cuts says which) and tried again. */
 bool rpl__gate_sample(struct rpl_gate *g, bool replayed, uint64_t ns, uint64_t sightings, uint64_t shape_id,
 		      bool enabled, bool can_shrink);
-/* Whether the shape's template may be followed now (an OFF shape past its back-off goes to TRIAL). */
+/* What the shape's builds add to a replayed window in the gate's books: build_ns spread over
+ * RPL_GATE_AMORTIZE windows (ns). */
+uint64_t rpl__gate_build_charge(const struct rpl_gate *g);
+/* Whether the shape's template may be followed now (an OFF shape past its back-off goes to TRIAL;
+ * a TRIAL with its replayed windows but no eager one runs one window eagerly). */
 bool rpl__gate_allows(struct rpl_gate *g, uint64_t sightings);
 const char *rpl__gate_state_name(const struct rpl_gate *g);
 

@@ -97,6 +97,9 @@ static void write_gate(struct cf_json *j, const struct rpl_template *t)
 	cf_json_ku64(j, "replayed_samples", g->nreplayed);
 	cf_json_kbool(j, "small_cuts", g->cuts);
 	cf_json_ku64(j, "big_cuts_replayed_ns_per_window", g->big_med);
+	cf_json_ku64(j, "builds", g->builds);
+	cf_json_ku64(j, "build_ns", g->build_ns);
+	cf_json_ku64(j, "build_ns_per_window", rpl__gate_build_charge(g));
 	cf_json_kstr(j, "clock", rpl__gate_is_modeled() ? "modeled" : "monotonic");
 	cf_json_obj_end(j);
 }

@@ -693,9 +693,11 @@ static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct
 			run_len = 0;
 			continue;
 		}
-		if (run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
-		    run_len >= cfg->segment ||
-		    (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
+		bool by_size = run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
+			       run_len >= cfg->segment;
+
+		if (by_size || (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
+			t->segs[t->nsegs].stream_cut = !by_size;
 			memset(&order, 0, sizeof(order));
 			(void)cut_add(&order, cap_window_op(w, i));
 			run_len = 0;
@@ -729,13 +731,18 @@ static bool span_reordered(const uint8_t *glued, uint32_t first, uint32_t n)
 
 /* t's buddy blocks: in each run of adjacent segments, after its first (which launches alone as
  * soon as its ops are in, so the device gets work early), every aligned group of 2, 4, ...
- * 2^RPL_BLOCK_LEVELS segments wholly inside the run and of at most CUFOLD_SEGMENT ops, built as
- * one graph. A run whose segments come in while the device is busy then launches as a few
- * blocks instead of a launch per segment (launch.c: rpl__segment_end): segments 1..10 as [1..8]
- * and [9..10]. The blocks hold each op once more per level they reach: up to RPL_BLOCK_LEVELS
- * more nodes than the segments alone (the report's block_nodes: copy loop 2.8x, recsys 0.8x).
- * (Blocks of up to twice CUFOLD_SEGMENT would pair recsys's middle segments, 406 and 234 ops,
- * but they span its split streams as one graph and are dropped: block_joins_split.)
+ * 2^RPL_BLOCK_LEVELS segments of at most CUFOLD_SEGMENT ops, built as one graph. A run whose
+ * segments come in while the device is busy then launches as a few blocks instead of a launch per
+ * segment (launch.c: rpl__segment_end): segments 1..10 as [1..8] and [9..10]. Groups are aligned
+ * from the run's second segment and again from each segment cut to keep streams apart
+ * (stream_cut), and no block spans such a cut: its union would order two streams both ways, so it
+ * could not be split per stream, and one graph over split segments is dropped (block_joins_split).
+ * Aligned past the cut, recsys at CUFOLD_OPT=1 paired nothing after it (a split 234-op segment,
+ * then [128 + 64] and 19 ops alone): 10 graph launches a step; aligned from it, 8. (A last group
+ * shorter than its size, [9..11] of 9..11, would take recsys to 7, but dataparallel's template
+ * then held a binding of its first segment from two steps back, which its allocator frees: retired
+ * by FREE twice, 87 -> 189 us a step; not pursued.) The blocks hold each op once more per level they reach: up to RPL_BLOCK_LEVELS
+ * more nodes than the segments alone (the report's block_nodes).
  * 0 or -CF_ENOMEM. */
 static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued)
 {
@@ -749,23 +756,28 @@ static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, con
 	for (uint32_t r0 = 0, r1; r0 < t->nsegs; r0 = r1) {
 		for (r1 = r0 + 1; r1 < t->nsegs && segs_adjacent(&t->segs[r1 - 1], &t->segs[r1]); r1++)
 			;
-		for (uint32_t k = r0 + 1; k < r1; k++) {
-			for (uint32_t lv = RPL_BLOCK_LEVELS; lv >= 1; lv--) {
-				uint32_t size = 1u << lv, ops = 0;
+		/* groups aligned from s0 within [s0, s1): the run after its first, split at stream cuts */
+		for (uint32_t s0 = r0 + 1, s1; s0 < r1; s0 = s1) {
+			for (s1 = s0 + 1; s1 < r1 && !t->segs[s1].stream_cut; s1++)
+				;
+			for (uint32_t k = s0; k < s1; k++) {
+				for (uint32_t lv = RPL_BLOCK_LEVELS; lv >= 1; lv--) {
+					uint32_t size = 1u << lv, ops = 0;
 
-				if ((k - r0 - 1) % size || k + size > r1)
-					continue;
-				for (uint32_t j = k; j < k + size; j++)
-					ops += t->segs[j].n;
-				if (ops > cfg->segment || span_reordered(glued, t->segs[k].first, ops))
-					continue;
-				if (t->segs[k].block < 0)
-					t->segs[k].block = (int32_t)nb;
-				t->blocks[nb].first = t->segs[k].first;
-				t->blocks[nb].n = ops;
-				t->blocks[nb].nseg = size;
-				t->blocks[nb].block = -1;
-				nb++;
+					if ((k - s0) % size || k + size > s1)
+						continue;
+					for (uint32_t j = k; j < k + size; j++)
+						ops += t->segs[j].n;
+					if (ops > cfg->segment || span_reordered(glued, t->segs[k].first, ops))
+						continue;
+					if (t->segs[k].block < 0)
+						t->segs[k].block = (int32_t)nb;
+					t->blocks[nb].first = t->segs[k].first;
+					t->blocks[nb].n = ops;
+					t->blocks[nb].nseg = size;
+					t->blocks[nb].block = -1;
+					nb++;
+				}
 			}
 		}
 	}

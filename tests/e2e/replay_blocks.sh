@@ -4,7 +4,9 @@
 # same as without cufold over many seeds, either way; both ways seen in the report; and a
 # host-bound loop of copies and memsets (copy_loop, 158 ops a step) goes to the driver in at most
 # 4 graph launches a step, at least 20x fewer host submissions than eager (one launch per segment,
-# the policy before blocks: 12 a step, 13.2x). tests layer.
+# the policy before blocks: 12 a step, 13.2x); recsys, whose lookup stream makes a segment cut,
+# in at most 8 graph launches a step at CUFOLD_OPT=1 (blocks aligned again from that cut; 10 when
+# they were aligned past it). tests layer.
 source "$(dirname "$0")/lib.sh"
 export CUFOLD_MODE=replay CUFOLD_OPT=0 CUFOLD_GATE=0 # the launches alone, whatever the gate decides
 loop=$B/progs/rpl_loop
@@ -60,3 +62,16 @@ note "copy_loop fixed (CUFOLD_OPT=0): $eager host submissions a step eager, $sub
 python3 -c "import sys; e, s, l = map(float, sys.argv[1:]); sys.exit(0 if l <= 4 and e >= 20 * s else 1)" \
 	"$eager" "$subs" "$launches" || fail "copy_loop: want at most 4 graph launches a step and at least 20x fewer submissions than eager"
 note "copy_loop: at least 20x fewer host submissions than eager"
+
+# ---- (4) blocks aligned again from a segment cut that keeps streams apart: recsys (host-bound,
+# CUFOLD_OPT=1) has one such cut (its lookup stream), and blocks aligned past it paired nothing
+# after it: 10 graph launches a step (11 host submissions); aligned from it, 8 (9)
+rs=$B/workloads/recsys
+[[ -x $rs ]] || fail "$rs is not built"
+count_steps rp plain "$rs" --steps @STEPS@
+CUFOLD_OPT=1 CUFOLD_CARDS=tests/kernels/test-kernels.cards count_steps rc cufold "$rs" --steps @STEPS@
+cmp -s "$TMP/rp.16.out" "$TMP/rc.16.out" || fail "recsys: output differs with cufold"
+launches=$(per_step rc graph_launches)
+note "recsys (CUFOLD_OPT=1): $(per_step rp host_submissions) host submissions a step eager, $(per_step rc host_submissions) with cufold ($launches graph launches)"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 8 else 1)" "$launches" ||
+	fail "recsys: want at most 8 graph launches a step (blocks aligned from its stream cut)"
