@@ -189,6 +189,12 @@ struct cap_op {
 	uint64_t bind;               /* hash of the bindings: what a graph node can be patched with */
 	uint64_t callsite;           /* hash of the caller's frames outside cufold; 0 when off */
 	uint64_t seq;                /* process-wide op number */
+	/* Value identity: two ops with the same non-zero vid are equal in kind, api, stream,
+	 * context and every field of their kind's part a graph node is made from (not in seq, tid,
+	 * t_ns, callsite, flags or staged bytes). Capture gives an op its predicted op's vid when
+	 * it compared every such field equal (cap_op_hash_like), else its own seq; 0 (any op not
+	 * recorded by capture) says nothing. Replay's guards compare it before the fields. */
+	uint64_t vid;
 	uint64_t t_ns;               /* monotonic time of the call */
 	union {
 		struct cap_kernel kernel;
@@ -211,7 +217,8 @@ void cap_op_hash(struct cap_op *op);
 /* cap_op_hash, answered from p (an op hashed before: the one the window is expected to repeat)
  * where the fields each hash reads are equal, compared field by field, which costs a fraction of
  * hashing them (issue 22). Returns whether p's key was taken; p may be NULL. The result is
- * always what cap_op_hash would give. */
+ * always what cap_op_hash would give. Sets op->vid to p's when op equals p in every field vid
+ * covers, else to 0 (the recorder then gives it its own seq). */
 bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p);
 /* cap_op_hash_like for a copy op whose descriptor equals p's (a copy) in every field that
  * resolving reads and whose resolution was taken from p (capture's record path): compares only

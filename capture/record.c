@@ -809,6 +809,8 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 {
 	op_hash(ce, op, p, copy_like);
 	op->seq = ++ce->op_seq;
+	if (!op->vid)
+		op->vid = op->seq; /* equal to no op before it (capture.h) */
 	if (w->nops == 0) {
 		w->t_begin = who->t_ns;
 		w->alloc_gen_begin = ce->alloc.gen;
@@ -841,7 +843,7 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 	op->flags = 0;
 	op->stream_kind = 0;
 	op->stream_slot = 0;
-	op->key = op->bind = op->seq = 0;
+	op->key = op->bind = op->seq = op->vid = 0;
 	/* a constant size per case, so each is a few stores rather than a call */
 	switch (kind) {
 	case CAP_OP_MEMCPY:
