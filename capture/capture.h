@@ -327,6 +327,11 @@ void cap_engine_destroy(struct cap_engine *ce);
 /* Replay's callbacks (capture is made first, replay over it): see struct cap_config. */
 void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
 		    void (*report_extra)(void *arg, struct cf_json *j), void *arg);
+/* fn(arg) is called under the caller's lock at the start of every close of the open window, at a
+ * boundary or inside cap_record (an op that ends its window or fills it, or one refused): the
+ * last moment the window's ops are where cap_window_op found them (closing compacts, files and
+ * may recycle the window). Replay reads its deferred ops there until then. NULL: none. */
+void cap_set_window_closing(struct cap_engine *ce, void (*fn)(void *arg), void *arg);
 /* What every caller may read of a capture part without a call: struct cap_engine begins with
  * it (the engine asks it under the lock on every recorded call). */
 struct cap_engine_head {
@@ -538,7 +543,10 @@ uint32_t cap_window_nstreams(const struct cap_window *w);
 const struct cap_wstream *cap_window_stream(const struct cap_window *w, uint32_t slot);
 uint32_t cap_window_nevents(const struct cap_window *w);
 CUevent cap_window_event(const struct cap_window *w, uint32_t slot);
-uint64_t cap_window_seq(const struct cap_window *w);       /* window number, 1, 2, ... */
+uint64_t cap_window_seq(const struct cap_window *w);
+/* The open window's number when op is its op at index i (where cap_window_op finds it), else 0:
+ * one call on replay's deferral path. */
+uint64_t cap_window_holds(const struct cap_engine *ce, const struct cap_op *op, uint32_t i);       /* window number, 1, 2, ... */
 enum cap_boundary cap_window_closed_by(const struct cap_window *w);
 uint16_t cap_window_closed_api(const struct cap_window *w); /* enum drv_api_id */
 uint64_t cap_window_closed_site(const struct cap_window *w); /* call site of the closing call, or 0 */

@@ -202,6 +202,7 @@ struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_co
 	if (!re->st.cfg.warmup)
 		re->st.cfg.warmup = 1;
 	cf_arena_init(&re->st.arena, 16 * 1024);
+	cap_set_window_closing(cap, rpl__def_keep, re); /* deferred ops are read in its window */
 	rpl__gate_init();
 	rpl__mark_init();
 	/* what reading the clock itself costs, taken out of the matching cost measured */
@@ -519,7 +520,7 @@ bool rpl_poll(struct rpl_engine *re, uint32_t tid)
 
 	if (!re->st.ndef)
 		return false;
-	if (re->st.def[re->st.ndef - 1].tid != tid) {
+	if (rpl__def(re)[re->st.ndef - 1].tid != tid) {
 		now = cf_now_ns();
 		if (!re->st.poll_t0 || re->st.poll_ndef != re->st.ndef) {
 			re->st.poll_ndef = re->st.ndef; /* still growing: its thread is issuing the step */
