@@ -7,8 +7,11 @@
  *
  * Invariants:
  *  1. Callers serialize (the engine's mutex), except rpl_build_run (invariant 11). Deferred
- *     ops are deep copies (parameters in replay's own arena), so they never point into the
- *     program's memory or into a capture window that may be recycled.
+ *     ops never point into the program's memory: they are read in the open capture window's
+ *     own slots (capture's deep copies), which capture keeps until it closes the window and
+ *     tells replay first (rpl__def_keep makes them copies then), or are deep copies in
+ *     replay's own buffer and arena (a staged pageable source, an op not in the open window),
+ *     so never in a window that may be recycled.
  *  2. Every deferred op is one of the window's ops in order, and the deferred ops are exactly
  *     the ops [def_first, def_first + ndef) of the window: a contiguous run of graphable ops
  *     (on any of its streams) that ends at the window's depth; it is one whole segment of a
