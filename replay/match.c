@@ -205,7 +205,8 @@ struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_co
 	if (!re->st.cfg.warmup)
 		re->st.cfg.warmup = 1;
 	cf_arena_init(&re->st.arena, 16 * 1024);
-	cap_set_window_closing(cap, rpl__def_keep, re); /* deferred ops are read in its window */
+	if (cap)
+		cap_set_window_closing(cap, rpl__def_keep, re); /* deferred ops are read in its window */
 	rpl__gate_init();
 	rpl__mark_init();
 	/* what reading the clock itself costs, taken out of the matching cost measured */
@@ -258,6 +259,8 @@ void rpl_engine_destroy(struct rpl_engine *re)
 		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
 	free(re->st.build.allocs);
 	rpl_flush(re);
+	if (re->cap)
+		cap_set_window_closing(re->cap, NULL, NULL); /* nothing is read in its windows now */
 	templates_drop_all(re);
 	notes_free(re);
 	free(re->st.def);
