@@ -358,6 +358,14 @@ static bool filter_candidates(struct rpl_engine *re, const struct cap_op *op, ui
 	struct rpl_template *ended = NULL;
 	uint32_t j = 0;
 
+	if (re->st.ncand == 1) { /* the common case once a shape has one template: no compaction */
+		struct rpl_template *t = re->st.cand[0];
+
+		if (!agrees(t, op, d, cls))
+			return false;
+		re->st.ended = t->nops == d + 1 ? t : NULL;
+		return true;
+	}
 	for (uint32_t i = 0; i < re->st.ncand; i++) {
 		struct rpl_template *t = re->st.cand[i];
 
