@@ -189,6 +189,12 @@ struct cap_op {
 	uint64_t bind;               /* hash of the bindings: what a graph node can be patched with */
 	uint64_t callsite;           /* hash of the caller's frames outside cufold; 0 when off */
 	uint64_t seq;                /* process-wide op number */
+	/* Value identity: two ops with the same non-zero vid are equal in kind, api, stream,
+	 * context and every field of their kind's part a graph node is made from (not in seq, tid,
+	 * t_ns, callsite, flags or staged bytes). Capture gives an op its predicted op's vid when
+	 * it compared every such field equal (cap_op_hash_like), else its own seq; 0 (any op not
+	 * recorded by capture) says nothing. Replay's guards compare it before the fields. */
+	uint64_t vid;
 	uint64_t t_ns;               /* monotonic time of the call */
 	union {
 		struct cap_kernel kernel;
@@ -211,7 +217,8 @@ void cap_op_hash(struct cap_op *op);
 /* cap_op_hash, answered from p (an op hashed before: the one the window is expected to repeat)
  * where the fields each hash reads are equal, compared field by field, which costs a fraction of
  * hashing them (issue 22). Returns whether p's key was taken; p may be NULL. The result is
- * always what cap_op_hash would give. */
+ * always what cap_op_hash would give. Sets op->vid to p's when op equals p in every field vid
+ * covers, else to 0 (the recorder then gives it its own seq). */
 bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p);
 /* cap_op_hash_like for a copy op whose descriptor equals p's (a copy) in every field that
  * resolving reads and whose resolution was taken from p (capture's record path): compares only
@@ -320,6 +327,11 @@ void cap_engine_destroy(struct cap_engine *ce);
 /* Replay's callbacks (capture is made first, replay over it): see struct cap_config. */
 void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, struct cap_shape *s),
 		    void (*report_extra)(void *arg, struct cf_json *j), void *arg);
+/* fn(arg) is called under the caller's lock at the start of every close of the open window, at a
+ * boundary or inside cap_record (an op that ends its window or fills it, or one refused): the
+ * last moment the window's ops are where cap_window_op found them (closing compacts, files and
+ * may recycle the window). Replay reads its deferred ops there until then. NULL: none. */
+void cap_set_window_closing(struct cap_engine *ce, void (*fn)(void *arg), void *arg);
 /* What every caller may read of a capture part without a call: struct cap_engine begins with
  * it (the engine asks it under the lock on every recorded call). */
 struct cap_engine_head {
@@ -531,7 +543,10 @@ uint32_t cap_window_nstreams(const struct cap_window *w);
 const struct cap_wstream *cap_window_stream(const struct cap_window *w, uint32_t slot);
 uint32_t cap_window_nevents(const struct cap_window *w);
 CUevent cap_window_event(const struct cap_window *w, uint32_t slot);
-uint64_t cap_window_seq(const struct cap_window *w);       /* window number, 1, 2, ... */
+uint64_t cap_window_seq(const struct cap_window *w);
+/* The open window's number when op is its op at index i (where cap_window_op finds it), else 0:
+ * one call on replay's deferral path. */
+uint64_t cap_window_holds(const struct cap_engine *ce, const struct cap_op *op, uint32_t i);       /* window number, 1, 2, ... */
 enum cap_boundary cap_window_closed_by(const struct cap_window *w);
 uint16_t cap_window_closed_api(const struct cap_window *w); /* enum drv_api_id */
 uint64_t cap_window_closed_site(const struct cap_window *w); /* call site of the closing call, or 0 */

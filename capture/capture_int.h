@@ -307,6 +307,10 @@ struct cap_engine {
 	struct cap_trace trace;      /* trace.c */
 	struct cap_trie trie;        /* trie.c */
 	struct cap_sites sites;      /* callsite.c */
+	/* Told before the open window closes (cap_set_window_closing): replay keeps its deferred
+	 * ops in that window's own slots until then (NULL: nobody is). */
+	void (*window_closing)(void *arg);
+	void *closing_arg;           /* window_closing's argument */
 };
 
 /* The record of the stream an op names (made, and its kind asked of the driver, on first use);

@@ -315,14 +315,42 @@ static bool bind_same(const struct cap_op *op, const struct cap_op *p)
 	}
 }
 
+/* Whether op, whose key and bindings compared equal to p's, may take p's vid (capture.h): the
+ * fields neither hash reads are equal too, and the op is of a kind whose every field vid
+ * covers the hashes read. A pageable source is read at each call (never the same bytes), a
+ * launch with attributes is never compared. */
+static inline bool vid_same(const struct cap_op *op, const struct cap_op *p)
+{
+	switch (op->kind) {
+	case CAP_OP_KERNEL:
+		return !op->u.kernel.nattrs && !p->u.kernel.nattrs;
+	case CAP_OP_MEMCPY:
+		return !op->u.memcpy.src_pageable && !p->u.memcpy.src_pageable &&
+		       op->u.memcpy.d.srcArray == p->u.memcpy.d.srcArray && op->u.memcpy.d.dstArray == p->u.memcpy.d.dstArray;
+	case CAP_OP_MEMSET:
+	case CAP_OP_EVENT_RECORD:
+	case CAP_OP_EVENT_WAIT:
+		return true;
+	default:
+		return false;
+	}
+}
+
 bool cap_op_hash_like(struct cap_op *op, const struct cap_op *p)
 {
+	op->vid = 0;
 	if (!p || !key_same(op, p)) {
 		cap_op_hash(op);
 		return false;
 	}
 	op->key = p->key;
-	op->bind = bind_same(op, p) ? p->bind : bind_hash(op);
+	if (bind_same(op, p)) {
+		op->bind = p->bind;
+		if (vid_same(op, p))
+			op->vid = p->vid;
+	} else {
+		op->bind = bind_hash(op);
+	}
 	return true;
 }
 
@@ -332,14 +360,19 @@ bool cap_op_hash_copy_like(struct cap_op *op, const struct cap_op *p)
 
 	/* of key_same's and bind_same's fields, resolves_same compared the descriptor's and the
 	 * resolution (sides, direction, pageable) is p's own: the rest is the header and contexts */
+	op->vid = 0;
 	if (op->api != p->api || op->stream_slot != p->stream_slot || op->stream_kind != p->stream_kind) {
 		cap_op_hash(op);
 		return false;
 	}
 	op->key = p->key;
-	op->bind = op->stream == p->stream && op->ctx == p->ctx && a->src_ctx == b->src_ctx && a->dst_ctx == b->dst_ctx ?
-			   p->bind :
-			   bind_hash(op);
+	if (op->stream == p->stream && op->ctx == p->ctx && a->src_ctx == b->src_ctx && a->dst_ctx == b->dst_ctx) {
+		op->bind = p->bind;
+		if (vid_same(op, p))
+			op->vid = p->vid;
+	} else {
+		op->bind = bind_hash(op);
+	}
 	return true;
 }
 

@@ -150,6 +150,13 @@ CUevent cap_window_event(const struct cap_window *w, uint32_t slot)
 	return slot < w->nevents ? w->events[slot] : NULL;
 }
 
+uint64_t cap_window_holds(const struct cap_engine *ce, const struct cap_op *op, uint32_t i)
+{
+	const struct cap_window *w = ce->cur;
+
+	return w && i < w->nops && &w->ops[i] == op ? w->seq : 0;
+}
+
 uint64_t cap_window_seq(const struct cap_window *w)
 {
 	return w->seq;
@@ -207,6 +214,12 @@ void cap_set_replay(struct cap_engine *ce, void (*shape_evicted)(void *arg, stru
 	ce->cfg.shape_evicted = shape_evicted;
 	ce->cfg.report_extra = report_extra;
 	ce->cfg.arg = arg;
+}
+
+void cap_set_window_closing(struct cap_engine *ce, void (*fn)(void *arg), void *arg)
+{
+	ce->window_closing = fn;
+	ce->closing_arg = arg;
 }
 
 void cap_engine_destroy(struct cap_engine *ce)
@@ -394,6 +407,8 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 
 	/* state diagram: only the OPEN window closes, once (t_end is set by closing, reset by recycling) */
 	cf_assert(w->nops > 0 && w->t_end == 0);
+	if (ce->window_closing)
+		ce->window_closing(ce->closing_arg); /* its ops move from here on (compact, recycling) */
 	nfailed = w->nfailed;
 	compact(w);
 	w->closed_by = (uint8_t)kind;
@@ -821,6 +836,8 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 {
 	op_hash(ce, op, p, copy_like);
 	op->seq = ++ce->op_seq;
+	if (!op->vid)
+		op->vid = op->seq; /* equal to no op before it (capture.h) */
 	if (w->nops == 0) {
 		w->t_begin = who->t_ns;
 		w->alloc_gen_begin = ce->alloc.gen;
@@ -853,7 +870,7 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 	op->flags = 0;
 	op->stream_kind = 0;
 	op->stream_slot = 0;
-	op->key = op->bind = op->seq = 0;
+	op->key = op->bind = op->seq = op->vid = 0;
 	/* a constant size per case, so each is a few stores rather than a call */
 	switch (kind) {
 	case CAP_OP_MEMCPY:

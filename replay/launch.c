@@ -26,6 +26,7 @@ static void op_ctx_enter(struct rpl_engine *re, const struct cap_op *op, bool *p
 static void def_clear(struct rpl_engine *re)
 {
 	re->st.ndef = 0;
+	re->st.def_copied = false;
 	re->st.poll_t0 = 0;
 	cf_arena_reset(&re->st.arena);
 	/* the program's destroys of events those ops named, held back until they were submitted
@@ -37,7 +38,6 @@ static void def_clear(struct rpl_engine *re)
 	re->st.nlater_ev = 0;
 }
 
-/* Keep a deep copy of op. 0 or -CF_ENOMEM. */
 /* *c = *op, of the union only the member op's kind uses (a copy of the whole op was half of
  * what deferring one cost, issue 22); each size a constant, so no call. */
 static void op_copy(struct cap_op *c, const struct cap_op *op)
@@ -64,15 +64,12 @@ static void op_copy(struct cap_op *c, const struct cap_op *op)
 	}
 }
 
-int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
+/* Append a deep copy of op to def. 0 or -CF_ENOMEM. */
+static int def_copy(struct rpl_engine *re, uint32_t i, const struct cap_op *op)
 {
 	struct cap_op *c;
 
-	/* invariants 4 and 10: only a matching window defers, never after rpl_stop */
-	cf_assert(re->st.mstate == RPL_M_MATCHING && !re->st.stopped);
-	/* invariant 2: the deferred ops are a contiguous run of the window's ops */
-	cf_assert(!re->st.ndef || re->st.def_first + re->st.ndef == index);
-	if (re->st.ndef == re->st.capdef) {
+	if (i == re->st.capdef) {
 		uint32_t ncap = re->st.capdef ? 2 * re->st.capdef : 256;
 		struct cap_op *n = realloc(re->st.def, ncap * sizeof(*n));
 
@@ -81,7 +78,7 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
 		re->st.def = n;
 		re->st.capdef = ncap;
 	}
-	c = &re->st.def[re->st.ndef];
+	c = &re->st.def[i];
 	op_copy(c, op);
 	if (op->kind == CAP_OP_KERNEL) {
 		c->u.kernel.params = cf_arena_dup(&re->st.arena, op->u.kernel.params, op->u.kernel.param_size);
@@ -97,8 +94,83 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
 		if (cap_op_stage(c, &re->st.arena) != 0)
 			return -CF_ENOMEM;
 	}
+	return 0;
+}
+
+/* The run read in the open window's slots becomes copies. 0 or -CF_ENOMEM (then nothing is
+ * deferred any more: the caller goes eagerly, its ops were never copied). */
+static int def_to_copies(struct rpl_engine *re)
+{
+	const struct cap_op *w = rpl__def(re);
+
+	for (uint32_t i = 0; w && i < re->st.ndef; i++)
+		if (def_copy(re, i, &w[i]) != 0)
+			return -CF_ENOMEM;
+	re->st.def_copied = true;
+	return 0;
+}
+
+const struct cap_op *rpl__def(struct rpl_engine *re)
+{
+	const struct cap_window *w;
+
+	if (re->st.def_copied || !re->st.ndef)
+		return re->st.def;
+	w = cap_window_current(re->cap);
+	/* the run is the open window's (rpl__def_keep copied it before any close) */
+	cf_assert(w && cap_window_seq(w) == re->st.def_win && re->st.def_first + re->st.ndef <= cap_window_nops(w));
+	return cap_window_op(w, re->st.def_first);
+}
+
+void rpl__def_keep(void *arg)
+{
+	struct rpl_engine *re = arg;
+
+	if (!re->st.ndef || re->st.def_copied)
+		return;
+	if (def_to_copies(re) != 0) {
+		/* no memory to keep them past the close: they go now, in order, before the call
+		 * that closes the window reaches the driver (as at any boundary) */
+		re->st.def_copied = false;
+		rpl_flush(re);
+	}
+}
+
+/* rpl__defer of an op kept as a copy: the run's ops read in the window become copies first. */
+static __attribute__((noinline)) int defer_copy(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
+{
+	if (!re->st.def_copied) {
+		if (re->st.ndef && def_to_copies(re) != 0)
+			return -CF_ENOMEM;
+		re->st.def_copied = true;
+	}
+	if (def_copy(re, re->st.ndef, op) != 0)
+		return -CF_ENOMEM;
 	if (re->st.ndef == 0)
 		re->st.def_first = index;
+	re->st.ndef++;
+	re->st.win_deferred = true;
+	re->totals.ops_deferred++;
+	return 0;
+}
+
+int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index)
+{
+	uint64_t win;
+
+	/* invariants 4 and 10: only a matching window defers, never after rpl_stop */
+	cf_assert(re->st.mstate == RPL_M_MATCHING && !re->st.stopped);
+	/* invariant 2: the deferred ops are a contiguous run of the window's ops */
+	cf_assert(!re->st.ndef || re->st.def_first + re->st.ndef == index);
+	/* read where capture keeps it (the run's second copy was most of deferring one, issue 22):
+	 * the open window's op at index, unless its source must be staged now */
+	if (re->st.def_copied || (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) ||
+	    !(win = cap_window_holds(re->cap, op, index)) || (re->st.ndef && win != re->st.def_win))
+		return defer_copy(re, op, index);
+	if (re->st.ndef == 0) {
+		re->st.def_first = index;
+		re->st.def_win = win;
+	}
 	re->st.ndef++;
 	re->st.win_deferred = true;
 	re->totals.ops_deferred++;
@@ -121,7 +193,7 @@ static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, uint32_t
 	rpl__fallback_note(re, re->st.ncand ? re->st.cand[0] : NULL, why);
 	rpl__mark_flush_begin(re->st.ndef - off, why);
 	for (uint32_t i = off; i < re->st.ndef; i++) {
-		const struct cap_op *op = &re->st.def[i];
+		const struct cap_op *op = &rpl__def(re)[i];
 		bool pushed;
 		CUresult rc;
 
@@ -465,7 +537,7 @@ static CUresult launch_joined(struct rpl_engine *re, struct rpl_seg *g, uint32_t
  * failure the parts not launched, and the deferred ops after g's, go eagerly. */
 static CUresult launch_parts(struct rpl_engine *re, struct rpl_seg *g, uint32_t off, CUcontext ctx, bool pushed)
 {
-	const struct cap_op *def = re->st.def + off;
+	const struct cap_op *def = rpl__def(re) + off;
 	CUresult rc = CUDA_SUCCESS;
 	CUstream unordered = NULL;
 	bool done_failed = false;
@@ -531,7 +603,7 @@ static CUresult patch_timed(struct rpl_engine *re, struct rpl_template *t, struc
 		 * every node would change nothing (about 300 instructions per op, issue 22) */
 		rc = CUDA_SUCCESS;
 	} else {
-		rc = patch(re, t, g, re->st.def + off, npatched);
+		rc = patch(re, t, g, rpl__def(re) + off, npatched);
 		g->patched_gen = rc == CUDA_SUCCESS ? gen : 0;
 	}
 	t->patch_ns += rpl__gate_clock() - t0;
@@ -543,7 +615,7 @@ static CUresult patch_timed(struct rpl_engine *re, struct rpl_template *t, struc
  * (and, on a failure of cufold's own, the context went to passthrough): nothing is deferred then. */
 static bool launch_unit(struct rpl_engine *re, struct rpl_template *t, struct rpl_seg *g, uint32_t off)
 {
-	const struct cap_op *def = re->st.def + off;
+	const struct cap_op *def = rpl__def(re) + off;
 	CUstream launch = NULL, others[RPL_MAX_JOIN];
 	uint32_t npatched = 0;
 	CUcontext ctx = def->ctx;
@@ -759,9 +831,11 @@ static bool device_idle(struct rpl_engine *re)
 	uint32_t nseen = 0;
 	bool idle = true, pushed;
 
-	op_ctx_enter(re, &re->st.def[0], &pushed);
+	const struct cap_op *def = rpl__def(re);
+
+	op_ctx_enter(re, &def[0], &pushed);
 	for (uint32_t i = 0; i < re->st.ndef && idle && nseen < RPL_MAX_PARTS; i++) {
-		const struct cap_op *op = &re->st.def[i];
+		const struct cap_op *op = &def[i];
 		bool dup = false;
 
 		for (uint32_t j = 0; j < nseen && !dup; j++)

@@ -7,8 +7,11 @@
  *
  * Invariants:
  *  1. Callers serialize (the engine's mutex), except rpl_build_run (invariant 11). Deferred
- *     ops are deep copies (parameters in replay's own arena), so they never point into the
- *     program's memory or into a capture window that may be recycled.
+ *     ops never point into the program's memory: they are read in the open capture window's
+ *     own slots (capture's deep copies), which capture keeps until it closes the window and
+ *     tells replay first (rpl__def_keep makes them copies then), or are deep copies in
+ *     replay's own buffer and arena (a staged pageable source, an op not in the open window),
+ *     so never in a window that may be recycled.
  *  2. Every deferred op is one of the window's ops in order, and the deferred ops are exactly
  *     the ops [def_first, def_first + ndef) of the window: a contiguous run of graphable ops
  *     (on any of its streams) that ends at the window's depth; it is one whole segment of a
@@ -202,6 +205,8 @@ struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_co
 	if (!re->st.cfg.warmup)
 		re->st.cfg.warmup = 1;
 	cf_arena_init(&re->st.arena, 16 * 1024);
+	if (cap)
+		cap_set_window_closing(cap, rpl__def_keep, re); /* deferred ops are read in its window */
 	rpl__gate_init();
 	rpl__mark_init();
 	/* what reading the clock itself costs, taken out of the matching cost measured */
@@ -254,6 +259,8 @@ void rpl_engine_destroy(struct rpl_engine *re)
 		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
 	free(re->st.build.allocs);
 	rpl_flush(re);
+	if (re->cap)
+		cap_set_window_closing(re->cap, NULL, NULL); /* nothing is read in its windows now */
 	templates_drop_all(re);
 	notes_free(re);
 	free(re->st.def);
@@ -350,6 +357,14 @@ static bool filter_candidates(struct rpl_engine *re, const struct cap_op *op, ui
 	struct rpl_template *ended = NULL;
 	uint32_t j = 0;
 
+	if (re->st.ncand == 1) { /* the common case once a shape has one template: no compaction */
+		struct rpl_template *t = re->st.cand[0];
+
+		if (!agrees(t, op, d, cls))
+			return false;
+		re->st.ended = t->nops == d + 1 ? t : NULL;
+		return true;
+	}
 	for (uint32_t i = 0; i < re->st.ncand; i++) {
 		struct rpl_template *t = re->st.cand[i];
 
@@ -518,7 +533,7 @@ bool rpl_poll(struct rpl_engine *re, uint32_t tid)
 
 	if (!re->st.ndef)
 		return false;
-	if (re->st.def[re->st.ndef - 1].tid != tid) {
+	if (rpl__def(re)[re->st.ndef - 1].tid != tid) {
 		now = cf_now_ns();
 		if (!re->st.poll_t0 || re->st.poll_ndef != re->st.ndef) {
 			re->st.poll_ndef = re->st.ndef; /* still growing: its thread is issuing the step */

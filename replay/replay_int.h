@@ -307,9 +307,14 @@ struct rpl_state {
 	struct rpl_template *cand[RPL_MAX_CAND]; /* templates the window still agrees with */
 	uint32_t ncand;              /* used entries of cand */
 	struct rpl_template *ended;  /* a candidate whose every op matched (window complete) */
-	struct cap_op *def;          /* deferred ops, in order (copies) */
-	uint32_t ndef, capdef;       /* used and allocated entries of def */
-	uint32_t def_first;          /* window index of def[0] */
+	/* The deferred ops are read through rpl__def: while def_copied is false they are the open
+	 * window's own ops [def_first, def_first + ndef) in capture (no copy: the window keeps
+	 * them until it closes, and capture says so first, rpl__def_keep); else copies in def. */
+	struct cap_op *def;          /* deferred ops, in order (copies), when def_copied */
+	uint32_t ndef, capdef;       /* deferred ops, and allocated entries of def */
+	uint32_t def_first;          /* window index of the first deferred op */
+	bool def_copied;             /* the deferred ops are copies in def (else the window's) */
+	uint64_t def_win;            /* the window they are in (cap_window_seq), while not copied */
 	struct cf_arena arena;       /* parameter bytes of deferred ops */
 	CUevent later_ev[RPL_LATER_EVENTS]; /* events the program destroyed while deferred ops named
 					     * them: destroyed once those are submitted (def_clear) */
@@ -390,8 +395,17 @@ static inline struct rpl_shape_note *rpl__note_of(struct cap_shape *s)
 	return s ? cap_shape_user(s) : NULL;
 }
 
-/* launch.c. Keep a deep copy of op, the window's op index (invariant 2). 0 or -CF_ENOMEM. */
+/* launch.c. Defer op, the window's op index (invariant 2): kept where capture recorded it when
+ * it is the open window's op there and needs no staging, else as a deep copy (then every op of
+ * the run is). 0 or -CF_ENOMEM. */
 int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index);
+/* The deferred ops, ndef of them in order (invariant 2); valid until the next op is recorded
+ * (capture may move the window's slots as it grows): read again after every call. NULL when
+ * nothing is deferred. */
+const struct cap_op *rpl__def(struct rpl_engine *re);
+/* Capture is about to close the open window (cap_set_window_closing): deferred ops still read in
+ * its slots are copied (they are submitted after the close, as before). */
+void rpl__def_keep(void *arg);
 /* Submit what is deferred: as a graph when it is a whole segment of a candidate, else eagerly
  * (the first driver error of an eager submission). Nothing is deferred afterwards. */
 CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why);

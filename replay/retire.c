@@ -273,7 +273,7 @@ bool rpl_event_destroy_later(struct rpl_engine *re, CUevent e)
 	if (!re->st.ready || !e)
 		return false;
 	for (uint32_t i = 0; i < re->st.ndef && !named; i++) {
-		const struct cap_op *op = &re->st.def[i];
+		const struct cap_op *op = &rpl__def(re)[i];
 
 		named = (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT) && op->u.event.event == e;
 	}

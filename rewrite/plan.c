@@ -678,6 +678,11 @@ static bool run_same_as(const struct rw_run *r, const struct rw_run_seen *e, con
 	if (!e->gen)
 		return false;
 	for (uint32_t i = 0; i < r->n; i++) {
+		/* the same value identity: equal in every field rw_op_same compares (capture.h's vid,
+		 * given only on an exact compare), so a window that repeated the last one's bindings
+		 * is not compared again field by field */
+		if (def[i].vid && def[i].vid == e->ops[i].vid && def[i].flags == e->ops[i].flags)
+			continue;
 		/* bind hashes first (cheap: a miss is found at the first op that moved), then every
 		 * binding exactly */
 		if (def[i].bind != e->ops[i].bind || def[i].key != e->ops[i].key ||

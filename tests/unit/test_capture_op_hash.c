@@ -2,7 +2,9 @@
  * (common/map.c) after issue 22 made both cheaper: every field the key names changes the key and
  * not the bindings, every binding changes the bindings and not the key, and the map finds every
  * key it holds (pointers a page apart, keys differing only in their top bits) through growth and
- * deletions; cap_op_hash_like, answered from another op, always agrees with cap_op_hash. tests layer (cmocka, libcufold.a; no driver). */
+ * deletions; cap_op_hash_like, answered from another op, always agrees with cap_op_hash, and gives
+ * an op its predicted op's vid only when replay's guards would find the two the same
+ * (rw_op_same). tests layer (cmocka, libcufold.a; no driver). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 
 #include "capture/capture.h"
 #include "common/map.h"
+#include "rewrite/effects.h"
 
 static struct cap_func fn_a = { .id = 1, .layout_known = true, .name = "a" }; /* a kernel */
 static struct cap_func fn_b = { .id = 2, .layout_known = true, .name = "b" }; /* another */
@@ -161,6 +164,107 @@ static void test_copy_like(void **state)
 	COPY_LIKE(o->u.memcpy.dst_ctx = (CUcontext)0x7001);
 }
 
+/* The vid an op gets answered from b (capture.h): b's only when rw_op_same(op, b), which replay's
+ * guards then skip (rewrite/plan.c, run_same_as). Returns whether it took b's. */
+static bool vid_check(struct cap_op b, struct cap_op x, bool copy_like, const char *what)
+{
+	cap_op_hash(&b);
+	b.vid = 77;
+	x.vid = 5; /* whatever the slot held: the answer overwrites it */
+	if (copy_like)
+		cap_op_hash_copy_like(&x, &b);
+	else
+		cap_op_hash_like(&x, &b);
+	if (x.vid != 77 && x.vid != 0)
+		fail_msg("%s: an op's vid is b's or 0 (the recorder's own seq), not %llu", what, (unsigned long long)x.vid);
+	if (x.vid == 77 && !rw_op_same(&x, &b))
+		fail_msg("%s: took its predicted op's vid, but replay's guards would compare it otherwise", what);
+	return x.vid == 77;
+}
+
+#define VID(kind, copy_like, stmt)                                                                           \
+	do {                                                                                                   \
+		struct cap_op b_ = base(kind), x_ = base(kind);                                                \
+		struct cap_op *o = &x_, *ob = &b_;                                                             \
+		(void)ob;                                                                                      \
+		stmt;                                                                                          \
+		vid_check(b_, x_, copy_like, #kind ": " #stmt);                                               \
+	} while (0)
+
+static void test_vid(void **state)
+{
+	static CUlaunchAttribute attrs[1]; /* a launch attribute (never compared: never the same) */
+
+	(void)state;
+	/* equal ops take it (the guards' shortcut is taken at all) */
+	for (int k = CAP_OP_KERNEL; k <= CAP_OP_EVENT_WAIT; k++)
+		assert_true(vid_check(base(k), base(k), false, "an equal op"));
+	assert_true(vid_check(base(CAP_OP_MEMCPY), base(CAP_OP_MEMCPY), true, "an equal copy, resolved alike"));
+	for (int k = CAP_OP_KERNEL; k <= CAP_OP_EVENT_WAIT; k++) {
+		VID(k, false, o->api = 8);
+		VID(k, false, o->stream = (CUstream)0x5002);
+		VID(k, false, o->ctx = (CUcontext)0x7001);
+	}
+	/* every field rw_op_same compares, each kind */
+	VID(CAP_OP_KERNEL, false, o->u.kernel.func = (CUfunction)0x9001);
+	VID(CAP_OP_KERNEL, false, o->u.kernel.handle = (CUfunction)0x9001);
+	VID(CAP_OP_KERNEL, false, (o->u.kernel.attrs = attrs, o->u.kernel.nattrs = 1));
+	VID(CAP_OP_KERNEL, false, (o->u.kernel.attrs = ob->u.kernel.attrs = attrs, o->u.kernel.nattrs = ob->u.kernel.nattrs = 1));
+	for (int i = 0; i < 3; i++) {
+		VID(CAP_OP_KERNEL, false, o->u.kernel.grid[i] = 64);
+		VID(CAP_OP_KERNEL, false, o->u.kernel.block[i] = 64);
+	}
+	VID(CAP_OP_KERNEL, false, o->u.kernel.shared_bytes = 128);
+	VID(CAP_OP_KERNEL, false, o->u.kernel.param_size = 16);
+	VID(CAP_OP_KERNEL, false, o->u.kernel.via_extra = true);
+	for (size_t i = 0; i < sizeof(params); i++) {
+		memset(params2, 0, sizeof(params2));
+		params2[i] = 1;
+		VID(CAP_OP_KERNEL, false, o->u.kernel.params = params2);
+	}
+	for (int copy_like = 0; copy_like < 2; copy_like++) {
+		/* what resolving compared (record.c's resolves_same) is left out of the copy-like
+		 * compare: only the fields it still reads change here for it */
+		if (!copy_like) {
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.dir = 3);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.src_first += 8);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.dst_first += 8);
+			VID(CAP_OP_MEMCPY, false, (o->u.memcpy.d.WidthInBytes = 4097, o->u.memcpy.bytes = 4097));
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.Height = 2);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.Depth = 2);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.srcPitch = 8192);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.dstPitch = 8192);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.srcHeight = 4);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.dstHeight = 4);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.srcMemoryType = CU_MEMORYTYPE_UNIFIED);
+			VID(CAP_OP_MEMCPY, false, o->u.memcpy.d.dstMemoryType = CU_MEMORYTYPE_UNIFIED);
+		}
+		VID(CAP_OP_MEMCPY, copy_like, o->api = 8);
+		VID(CAP_OP_MEMCPY, copy_like, o->stream = (CUstream)0x5002);
+		VID(CAP_OP_MEMCPY, copy_like, o->ctx = (CUcontext)0x7001);
+		VID(CAP_OP_MEMCPY, copy_like, o->u.memcpy.src_ctx = (CUcontext)0x7001);
+		VID(CAP_OP_MEMCPY, copy_like, o->u.memcpy.dst_ctx = (CUcontext)0x7001);
+		/* arrays resolve from address 0 alike: only the handle tells them apart */
+		VID(CAP_OP_MEMCPY, copy_like, o->u.memcpy.d.srcArray = (CUarray)0x8001);
+		VID(CAP_OP_MEMCPY, copy_like, o->u.memcpy.d.dstArray = (CUarray)0x8001);
+		/* a pageable source is read at each call: never the same op, however equal */
+		VID(CAP_OP_MEMCPY, copy_like, (o->u.memcpy.src_pageable = true, ob->u.memcpy.src_pageable = true));
+	}
+	VID(CAP_OP_MEMSET, false, o->u.memset.dst += 4);
+	VID(CAP_OP_MEMSET, false, o->u.memset.pitch = 2048);
+	VID(CAP_OP_MEMSET, false, o->u.memset.elem_size = 2);
+	VID(CAP_OP_MEMSET, false, o->u.memset.value = 1);
+	VID(CAP_OP_MEMSET, false, o->u.memset.width = 257);
+	VID(CAP_OP_MEMSET, false, o->u.memset.height = 2);
+	for (int k = CAP_OP_EVENT_RECORD; k <= CAP_OP_EVENT_WAIT; k++) {
+		VID(k, false, o->u.event.event = (CUevent)0x6002);
+		VID(k, false, o->u.event.flags = 1);
+		VID(k, false, o->u.event.slot = 1);
+	}
+	/* a host function is never the same op to the guards */
+	assert_false(vid_check(base(CAP_OP_HOST_FN), base(CAP_OP_HOST_FN), false, "a host function"));
+}
+
 static void test_memset_event_fields(void **state)
 {
 	(void)state;
@@ -231,7 +335,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_common_fields),       cmocka_unit_test(test_copy_fields),
-		cmocka_unit_test(test_copy_like),
+		cmocka_unit_test(test_copy_like),           cmocka_unit_test(test_vid),
 		cmocka_unit_test(test_memset_event_fields), cmocka_unit_test(test_kernel_fields),
 		cmocka_unit_test(test_map),
 	};

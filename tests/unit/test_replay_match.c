@@ -126,6 +126,42 @@ static enum rpl_verdict axpy(CUdeviceptr y, CUdeviceptr x, float a, unsigned int
 	return axpy_flags(y, x, a, g, 0);
 }
 
+/* The engine's part for a launch of axpy (params NULL: one capture cannot record, and refuses,
+ * closing the window itself) handing rpl_op the window's own op, as the engine does (replay
+ * then reads a deferred op where capture keeps it). */
+static enum rpl_verdict axpy_in_window(CUdeviceptr y, CUdeviceptr x, float a, unsigned int g, bool opaque)
+{
+	int n = N;
+	void *args[] = {&y, &x, &a, &n};
+	struct cap_call c;
+	struct cap_who who = { .ctx = ctx, .tid = 1, .t_ns = 1 };
+	struct cap_rec rec;
+	enum rpl_verdict v = RPL_EAGER;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = CAP_OP_KERNEL;
+	c.api = DRV_ID_cuLaunchKernel;
+	c.stream = s1;
+	c.u.kernel.f = f_axpy;
+	c.u.kernel.grid[0] = g;
+	c.u.kernel.grid[1] = c.u.kernel.grid[2] = 1;
+	c.u.kernel.block[0] = (N + g - 1) / g;
+	c.u.kernel.block[1] = c.u.kernel.block[2] = 1;
+	c.u.kernel.params = opaque ? NULL : args;
+	cap_record(ce, &c, &who, &rec);
+	if (rec.op) {
+		v = rpl_op(re, rec.op);
+	} else {
+		assert_true(opaque && rec.result == CAP_REC_OPAQUE);
+		rpl_flush(re); /* as the engine's replay_op: the window closed inside capture */
+	}
+	if (rec.closed || !rec.op)
+		rpl_window_closed(re, rec.closed);
+	if (v == RPL_EAGER && !opaque)
+		CK(DRV_REAL(cuLaunchKernel)(f_axpy, g, 1, 1, (N + g - 1) / g, 1, 1, 0, s1, args, NULL));
+	return v;
+}
+
 /* A boundary (the program synchronizes): flush, close, then the call. */
 static void sync_boundary(void)
 {
@@ -387,6 +423,33 @@ static void test_no_defer_issued_in_place(void **state)
 
 /* After rpl_stop (exit) nothing is kept, even in a window a template matches. Last: replay
  * stays stopped. */
+/* Deferred ops read in the open window's slots (not copied, issue 22) outlive a close capture
+ * makes itself (an op it cannot record): capture tells replay first, which keeps them; they go
+ * in order, before the refused call. Reading them in the window after it closed fails here. */
+static void test_deferred_outlive_capture_close(void **state)
+{
+	struct rpl_totals t0, t;
+
+	(void)state;
+	fill(yb, 0.0f);
+	for (int w = 0; w < 2; w++) {
+		for (int i = 0; i < 6; i++)
+			assert_int_equal(axpy_in_window(yb, x2, 2.0f, 8, false), RPL_EAGER);
+		sync_boundary();
+	}
+	t0 = totals();
+	/* segment [0,4) launches at the fourth; the fifth stays deferred, in the window */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(axpy_in_window(yb, x2, 2.0f, 8, false), RPL_DEFER);
+	assert_true(rpl_has_deferred(re));
+	assert_int_equal(axpy_in_window(yb, x2, 2.0f, 8, true), RPL_EAGER); /* closes the window */
+	assert_false(rpl_has_deferred(re));
+	t = totals();
+	assert_int_equal(t.graph_launches - t0.graph_launches, 1);
+	assert_int_equal(t.ops_flushed - t0.ops_flushed, 1);
+	assert_true(first_value(yb) == 17.0f * 2.0f * 0.5f); /* 12 eager, 4 in a graph, 1 flushed */
+}
+
 static void test_stop_defers_nothing(void **state)
 {
 	struct rpl_totals t0, t;
@@ -417,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_shared_prefix),
 		cmocka_unit_test(test_free_retires),
 		cmocka_unit_test(test_no_defer_issued_in_place),
+		cmocka_unit_test(test_deferred_outlive_capture_close),
 		cmocka_unit_test(test_stop_defers_nothing),
 	};
 
