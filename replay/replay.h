@@ -112,8 +112,10 @@ bool rpl_due_at_drop(struct rpl_engine *re);
 void rpl_build_run(struct rpl_engine *re);
 void rpl_build_publish(struct rpl_engine *re);
 
-/* A call capture recorded (op is valid for this call only). */
-enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op);
+/* A call capture recorded (op is valid for this call only). rec: capture's answer that holds op
+ * (rec->op), which says where op is without asking capture again, or NULL: op is the caller's
+ * own (then a deferred op is copied). */
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec);
 /* The op last answered RPL_EAGER failed in the driver: the window stops matching. */
 void rpl_op_failed(struct rpl_engine *re);
 /* Submit everything deferred (a complete segment as its graph, else eagerly in order); the

@@ -42,6 +42,10 @@ struct rpl_top {
 	uint8_t cls;                 /* enum rpl_cls */
 	uint8_t kind;                /* enum cap_op_kind */
 	uint16_t stream_slot;        /* the window's stream slot */
+	uint8_t flags;               /* the op's CAP_OPF_* when the template was built */
+	uint64_t vid;                /* the op's value identity then (capture.h), 0: none: a later op
+				      * with this vid and these flags has this key and class, so
+				      * matching need not classify it again (match.c, op_cls) */
 };
 
 /* One node of a segment's graph and the bindings its exec holds now. */
@@ -398,7 +402,7 @@ static inline struct rpl_shape_note *rpl__note_of(struct cap_shape *s)
 /* launch.c. Defer op, the window's op index (invariant 2): kept where capture recorded it when
  * it is the open window's op there and needs no staging, else as a deep copy (then every op of
  * the run is). 0 or -CF_ENOMEM. */
-int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index);
+int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index, const struct cap_rec *rec);
 /* The deferred ops, ndef of them in order (invariant 2); valid until the next op is recorded
  * (capture may move the window's slots as it grows): read again after every call. NULL when
  * nothing is deferred. */
