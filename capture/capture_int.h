@@ -25,6 +25,8 @@
 struct cap_window {
 	struct cap_op *ops;          /* the ops in call order (growable array) */
 	uint32_t nops, cap;          /* used and allocated entries of ops */
+	uint32_t filled;             /* ops[0, filled) hold ops capture wrote (a reset keeps them):
+				      * cap_record may find the op it records there already */
 	struct cf_arena arena;       /* parameter bytes, attributes, staged sources */
 	struct cap_wstream *streams; /* slot -> stream (growable) */
 	uint32_t nstreams, capstreams; /* used and allocated slots */
