@@ -142,8 +142,9 @@ struct cap_memcpy {
 	bool src_pageable;           /* host source not pinned or registered (replay must stage it) */
 	bool dst_pageable;           /* host destination not pinned or registered */
 	bool oned;                   /* d was filled by cap_call_copy_1d: every field but the memory
-				      * types, addresses and width is that function's constant (the
-				      * other builders, and a hook that fills d itself, clear it) */
+				      * types, addresses and width is that function's constant (in a
+				      * call, not even stored: capture completes it); the other
+				      * builders, and a hook that fills d itself, clear it */
 	uint64_t src_first;          /* address of the first source byte (offsets applied) */
 	uint64_t dst_first;          /* address of the first destination byte */
 	uint64_t src_span, dst_span; /* bytes from the first to one past the last byte of each side */
@@ -259,7 +260,9 @@ struct cap_call {
 	} u;
 };
 
-/* Fill the normalized descriptor of a 1-D copy: types as the entry point names them. */
+/* Fill the normalized descriptor of a 1-D copy: types as the entry point names them. Only the
+ * types, addresses and width are stored (and oned set): capture completes the rest (offsets 0,
+ * no pitches or arrays, Height = Depth = 1) where it builds an op from the call. */
 void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type,
 		      uint64_t src, size_t bytes);
 void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p);

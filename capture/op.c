@@ -428,25 +428,15 @@ void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, C
 {
 	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
 
-	/* every member stored (padding left: nothing compares descriptors bytewise), rather than a
-	 * memset, whose "rep stos" cost one instruction per word on every copy (issue 22) */
-	d->srcXInBytes = d->srcY = d->srcZ = d->srcLOD = 0;
+	/* only what varies (oned: capture completes the descriptor where it builds an op,
+	 * cap__copy_1d_complete; a repeated call is compared on these alone, cap_op_take_like) */
 	d->srcMemoryType = src_type;
 	d->srcHost = src_type == CU_MEMORYTYPE_HOST ? (const void *)(uintptr_t)src : NULL;
 	d->srcDevice = src_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)src;
-	d->srcArray = NULL;
-	d->reserved0 = NULL;
-	d->srcPitch = d->srcHeight = 0;
-	d->dstXInBytes = d->dstY = d->dstZ = d->dstLOD = 0;
 	d->dstMemoryType = dst_type;
 	d->dstHost = dst_type == CU_MEMORYTYPE_HOST ? (void *)(uintptr_t)dst : NULL;
 	d->dstDevice = dst_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)dst;
-	d->dstArray = NULL;
-	d->reserved1 = NULL;
-	d->dstPitch = d->dstHeight = 0;
 	d->WidthInBytes = bytes;
-	d->Height = 1;
-	d->Depth = 1;
 	c->u.memcpy.dst_ctx = NULL;
 	c->u.memcpy.src_ctx = NULL;
 	c->u.memcpy.oned = true;

@@ -712,7 +712,11 @@ static bool build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
 	bool sdev, ddev, sunk, dunk, like = false;
 
-	m->d = *d;
+	if (c->u.memcpy.oned)
+		cap__copy_1d_complete(&m->d, d);
+	else
+		m->d = *d;
+	d = &m->d; /* complete: what follows reads it */
 	m->oned = c->u.memcpy.oned;
 	m->dst_ctx = c->u.memcpy.dst_ctx;
 	m->src_ctx = c->u.memcpy.src_ctx;

@@ -303,6 +303,16 @@ static struct cap_op take_pred(const struct cap_call *c)
 
 	if (c->kind == CAP_OP_MEMCPY) {
 		p.u.memcpy = c->u.memcpy;
+		/* as capture completes a 1-D call's descriptor when it builds the op */
+		memset(&p.u.memcpy.d, 0, sizeof(p.u.memcpy.d));
+		p.u.memcpy.d.srcMemoryType = c->u.memcpy.d.srcMemoryType;
+		p.u.memcpy.d.dstMemoryType = c->u.memcpy.d.dstMemoryType;
+		p.u.memcpy.d.srcHost = c->u.memcpy.d.srcHost;
+		p.u.memcpy.d.dstHost = c->u.memcpy.d.dstHost;
+		p.u.memcpy.d.srcDevice = c->u.memcpy.d.srcDevice;
+		p.u.memcpy.d.dstDevice = c->u.memcpy.d.dstDevice;
+		p.u.memcpy.d.WidthInBytes = c->u.memcpy.d.WidthInBytes;
+		p.u.memcpy.d.Height = p.u.memcpy.d.Depth = 1;
 		p.u.memcpy.bytes = TL_BYTES;
 		p.u.memcpy.dir = CAP_DIR_DTOD;
 		p.u.memcpy.src_first = TL_SRC;
