@@ -512,7 +512,7 @@ static void launched_unordered(struct rpl_engine *re, CUstream launch, CUcontext
 	flush_from(re, RPL_FB_LAUNCH, rest);
 	re->st.wait.stream = launch;
 	re->st.wait.ctx = ctx;
-	re->st.wait_due = true;
+	re->head.wait_due = true;
 	def_clear(re);
 	rpl__ctx_fail(re, ctx, "ordering streams after a graph launch failed");
 }

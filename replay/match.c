@@ -255,7 +255,7 @@ void rpl_engine_destroy(struct rpl_engine *re)
 {
 	if (!re)
 		return;
-	if (re->st.build_due)
+	if (re->head.build_due)
 		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
 	free(re->st.build.allocs);
 	rpl_flush(re);
@@ -488,10 +488,10 @@ void rpl_stop(struct rpl_engine *re)
 
 bool rpl_take_wait(struct rpl_engine *re, struct rpl_wait *w)
 {
-	if (cf_likely(!re->st.wait_due))
+	if (cf_likely(!re->head.wait_due))
 		return false;
 	*w = re->st.wait;
-	re->st.wait_due = false;
+	re->head.wait_due = false;
 	return true;
 }
 
@@ -572,7 +572,7 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 {
 	struct rpl_build *b = &re->st.build;
 
-	if (re->st.build_due || re->st.build_running)
+	if (re->head.build_due || re->st.build_running)
 		return;
 	free(b->allocs); /* a build never run (rpl_engine_destroy frees it too) */
 	memset(b, 0, sizeof(*b));
@@ -591,19 +591,14 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 	if (cap_alloc_snapshot(re->cap, b->w, &b->allocs, &b->nallocs) != 0)
 		b->nallocs = 0;
 	b->alloc_gen = cap_alloc_gen(re->cap);
-	re->st.build_due = true;
-}
-
-bool rpl_due_at_drop(struct rpl_engine *re)
-{
-	return re->st.wait_due || re->st.build_due;
+	re->head.build_due = true;
 }
 
 bool rpl_build_take(struct rpl_engine *re)
 {
-	if (cf_likely(!re->st.build_due))
+	if (cf_likely(!re->head.build_due))
 		return false;
-	re->st.build_due = false;
+	re->head.build_due = false;
 	re->st.build_running = true;
 	return true;
 }

@@ -297,8 +297,6 @@ enum rpl_mstate {
 struct rpl_state {
 	bool ready;                  /* rpl_engine_create finished */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
-	bool wait_due;               /* wait holds a synchronization for the engine to make */
-	bool build_due;              /* build is scheduled: the next lock drop takes it */
 	bool build_running;          /* build was taken and is not yet published */
 	struct rpl_build build;      /* the one template build in flight (see rpl_build_take) */
 
@@ -368,8 +366,8 @@ struct rpl_failure {
 };
 
 struct rpl_errors {
-	struct rpl_pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky) */
-	uint32_t npending;           /* used entries */
+	struct rpl_pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky): the
+						     * engine head's npending of them */
 	struct rpl_failure hist[RPL_ERR_HISTORY]; /* the first failures */
 	uint32_t nhist;              /* used entries */
 	uint64_t failures;           /* deferred ops the driver refused */
@@ -379,6 +377,7 @@ struct rpl_errors {
 
 /* Replay's part of an engine: everything replay changes, one instance per engine. */
 struct rpl_engine {
+	struct rpl_engine_head head; /* first: wait_due, build_due, npending (replay.h) */
 	struct cap_engine *cap;      /* the same engine's capture part (replay reads its windows) */
 	struct rpl_state st;         /* matching, deferral, templates (match.c) */
 	struct rpl_totals totals;    /* counters (rpl_get_totals) */
