@@ -141,6 +141,10 @@ struct cap_memcpy {
 	uint8_t dir;                 /* enum cap_copy_dir */
 	bool src_pageable;           /* host source not pinned or registered (replay must stage it) */
 	bool dst_pageable;           /* host destination not pinned or registered */
+	bool oned;                   /* d was filled by cap_call_copy_1d: every field but the memory
+				      * types, addresses and width is that function's constant (in a
+				      * call, not even stored: capture completes it); the other
+				      * builders, and a hook that fills d itself, clear it */
 	uint64_t src_first;          /* address of the first source byte (offsets applied) */
 	uint64_t dst_first;          /* address of the first destination byte */
 	uint64_t src_span, dst_span; /* bytes from the first to one past the last byte of each side */
@@ -256,11 +260,24 @@ struct cap_call {
 	} u;
 };
 
-/* Fill the normalized descriptor of a 1-D copy: types as the entry point names them. */
+/* Fill the normalized descriptor of a 1-D copy: types as the entry point names them. Only the
+ * types, addresses and width are stored (and oned set): capture completes the rest (offsets 0,
+ * no pitches or arrays, Height = Depth = 1) where it builds an op from the call. */
 void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type,
 		      uint64_t src, size_t bytes);
 void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p);
 void cap_call_copy_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p);
+
+/* The recording fast path (issue 22): whether the call c, a copy or memset, is the predicted op
+ * p again in every field its key, bindings and vid read, compared straight from the call's
+ * arguments (a 1-D copy: only the fields cap_call_copy_1d does not fix). op's common part is
+ * filled (kind, api, stream, context, stream slot and kind); p resolved its copies at the
+ * allocation map's present gen. When true, op's kind part, flags (ENDS_WINDOW), key, bindings
+ * and vid are p's, as building and hashing it would give; when false op is untouched and the
+ * caller builds it. A copy from pageable memory, a copy resolved with the driver's help and
+ * any copy not 1-D on both sides always take the long path. held: op's kind part already holds an
+ * op of p's vid and kind (a recycled slot, the caller checked), so it is not copied again. */
+bool cap_op_take_like(struct cap_op *op, const struct cap_call *c, const struct cap_op *p, bool held);
 
 /* ------------------------------------------------------------------ boundaries */
 

@@ -25,6 +25,8 @@
 struct cap_window {
 	struct cap_op *ops;          /* the ops in call order (growable array) */
 	uint32_t nops, cap;          /* used and allocated entries of ops */
+	uint32_t filled;             /* ops[0, filled) hold ops capture wrote (a reset keeps them):
+				      * cap_record may find the op it records there already */
 	struct cf_arena arena;       /* parameter bytes, attributes, staged sources */
 	struct cap_wstream *streams; /* slot -> stream (growable) */
 	uint32_t nstreams, capstreams; /* used and allocated slots */
@@ -47,6 +49,30 @@ struct cap_window {
 void cap__window_drop(struct cap_engine *ce, struct cap_window *w);
 
 struct cap_window *cap__window_new(void);
+/* out: the complete descriptor of a 1-D copy whose call (cap_call_copy_1d) stored in only the
+ * types, addresses and width. */
+static inline void cap__copy_1d_complete(CUDA_MEMCPY3D *out, const CUDA_MEMCPY3D *in)
+{
+	/* every member stored (padding left: nothing compares descriptors bytewise), rather than a
+	 * memset, whose "rep stos" cost one instruction per word on every copy (issue 22) */
+	out->srcXInBytes = out->srcY = out->srcZ = out->srcLOD = 0;
+	out->srcMemoryType = in->srcMemoryType;
+	out->srcHost = in->srcHost;
+	out->srcDevice = in->srcDevice;
+	out->srcArray = NULL;
+	out->reserved0 = NULL;
+	out->srcPitch = out->srcHeight = 0;
+	out->dstXInBytes = out->dstY = out->dstZ = out->dstLOD = 0;
+	out->dstMemoryType = in->dstMemoryType;
+	out->dstHost = in->dstHost;
+	out->dstDevice = in->dstDevice;
+	out->dstArray = NULL;
+	out->reserved1 = NULL;
+	out->dstPitch = out->dstHeight = 0;
+	out->WidthInBytes = in->WidthInBytes;
+	out->Height = 1;
+	out->Depth = 1;
+}
 void cap__window_free(struct cap_window *w);
 /* Empty w for reuse, keeping its memory. */
 void cap__window_reset(struct cap_window *w);

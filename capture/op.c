@@ -376,6 +376,51 @@ bool cap_op_hash_copy_like(struct cap_op *op, const struct cap_op *p)
 	return true;
 }
 
+bool cap_op_take_like(struct cap_op *op, const struct cap_call *c, const struct cap_op *p, bool held)
+{
+	if (op->kind != p->kind || op->api != p->api || op->stream != p->stream || op->ctx != p->ctx ||
+	    op->stream_slot != p->stream_slot || op->stream_kind != p->stream_kind || !p->vid)
+		return false;
+	switch (op->kind) {
+	case CAP_OP_MEMCPY: {
+		const struct cap_memcpy *a = &c->u.memcpy, *b = &p->u.memcpy;
+
+		/* both filled by cap_call_copy_1d: the rest of the descriptor is its constants */
+		if (!a->oned || !b->oned || (p->flags & CAP_OPF_NO_DEFER) || b->src_pageable ||
+		    a->d.srcDevice != b->d.srcDevice || a->d.dstDevice != b->d.dstDevice ||
+		    a->d.WidthInBytes != b->d.WidthInBytes || a->d.srcHost != b->d.srcHost ||
+		    a->d.dstHost != b->d.dstHost || a->d.srcMemoryType != b->d.srcMemoryType ||
+		    a->d.dstMemoryType != b->d.dstMemoryType || a->dst_ctx != b->dst_ctx || a->src_ctx != b->src_ctx)
+			return false;
+		/* an op of p's vid, 1-D too, is p in every field of the part (capture.h): the fields
+		 * vid covers, and the constants of cap_call_copy_1d */
+		if (!held || !op->u.memcpy.oned)
+			op->u.memcpy = *b;
+		op->u.memcpy.staged = NULL;
+		break;
+	}
+	case CAP_OP_MEMSET: {
+		const struct cap_memset *a = &c->u.memset, *b = &p->u.memset;
+
+		if (a->dst != b->dst || a->pitch != b->pitch || a->elem_size != b->elem_size || a->value != b->value ||
+		    a->width != b->width || a->height != b->height)
+			return false;
+		if (!held)
+			op->u.memset = *b; /* else every field is in the key or the bindings: p's */
+		break;
+	}
+	default:
+		return false;
+	}
+	/* what building sets: ENDS_WINDOW from the direction (p's resolution) and the entry point,
+	 * or from the allocation map (unchanged since p, the caller's condition) */
+	op->flags = p->flags & CAP_OPF_ENDS_WINDOW;
+	op->key = p->key;
+	op->bind = p->bind;
+	op->vid = p->vid;
+	return true;
+}
+
 /* ------------------------------------------------------------------ copy descriptors */
 
 void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type, uint64_t src,
@@ -383,27 +428,18 @@ void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, C
 {
 	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
 
-	/* every member stored (padding left: nothing compares descriptors bytewise), rather than a
-	 * memset, whose "rep stos" cost one instruction per word on every copy (issue 22) */
-	d->srcXInBytes = d->srcY = d->srcZ = d->srcLOD = 0;
+	/* only what varies (oned: capture completes the descriptor where it builds an op,
+	 * cap__copy_1d_complete; a repeated call is compared on these alone, cap_op_take_like) */
 	d->srcMemoryType = src_type;
 	d->srcHost = src_type == CU_MEMORYTYPE_HOST ? (const void *)(uintptr_t)src : NULL;
 	d->srcDevice = src_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)src;
-	d->srcArray = NULL;
-	d->reserved0 = NULL;
-	d->srcPitch = d->srcHeight = 0;
-	d->dstXInBytes = d->dstY = d->dstZ = d->dstLOD = 0;
 	d->dstMemoryType = dst_type;
 	d->dstHost = dst_type == CU_MEMORYTYPE_HOST ? (void *)(uintptr_t)dst : NULL;
 	d->dstDevice = dst_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)dst;
-	d->dstArray = NULL;
-	d->reserved1 = NULL;
-	d->dstPitch = d->dstHeight = 0;
 	d->WidthInBytes = bytes;
-	d->Height = 1;
-	d->Depth = 1;
 	c->u.memcpy.dst_ctx = NULL;
 	c->u.memcpy.src_ctx = NULL;
+	c->u.memcpy.oned = true;
 }
 
 void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p)
@@ -432,6 +468,7 @@ void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p)
 	d->Depth = 1;
 	c->u.memcpy.dst_ctx = NULL;
 	c->u.memcpy.src_ctx = NULL;
+	c->u.memcpy.oned = false;
 }
 
 void cap_call_copy_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p)
@@ -464,6 +501,7 @@ void cap_call_copy_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p)
 	d->Depth = p->Depth;
 	c->u.memcpy.dst_ctx = p->dstContext;
 	c->u.memcpy.src_ctx = p->srcContext;
+	c->u.memcpy.oned = false;
 }
 
 /* ------------------------------------------------------------------ staging */

@@ -712,7 +712,12 @@ static bool build_memcpy(struct cap_engine *ce, struct cap_op *op, const struct 
 	const CUDA_MEMCPY3D *d = &c->u.memcpy.d;
 	bool sdev, ddev, sunk, dunk, like = false;
 
-	m->d = *d;
+	if (c->u.memcpy.oned)
+		cap__copy_1d_complete(&m->d, d);
+	else
+		m->d = *d;
+	d = &m->d; /* complete: what follows reads it */
+	m->oned = c->u.memcpy.oned;
 	m->dst_ctx = c->u.memcpy.dst_ctx;
 	m->src_ctx = c->u.memcpy.src_ctx;
 	m->bytes = (uint64_t)d->WidthInBytes * d->Height * d->Depth;
@@ -830,11 +835,13 @@ static const struct cap_op *recorded_op(const struct cap_engine *ce, const struc
 }
 
 /* The built op becomes the window's next: numbered, counted, and the window closed behind it
- * when it ends the window itself or fills it. */
+ * when it ends the window itself or fills it. taken: cap_op_take_like made it from p (hashed,
+ * and the prediction held). */
 static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *op, const struct cap_who *who,
-		   struct cap_rec *rec, const struct cap_op *p, bool copy_like)
+		   struct cap_rec *rec, const struct cap_op *p, bool copy_like, bool taken)
 {
-	op_hash(ce, op, p, copy_like);
+	if (!taken)
+		op_hash(ce, op, p, copy_like);
 	op->seq = ++ce->op_seq;
 	if (!op->vid)
 		op->vid = op->seq; /* equal to no op before it (capture.h) */
@@ -845,6 +852,8 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	if (who->callsite)
 		cap__callsite_count(ce, who->callsite);
 	rec->index = w->nops++;
+	if (w->nops > w->filled)
+		w->filled = w->nops;
 	rec->window = w->seq;
 	rec->seq = op->seq;
 	rec->result = CAP_REC_RECORDED;
@@ -862,7 +871,8 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 }
 
 /* A slot about to hold an op of this kind, cleared: every header field, and of the union the
- * member the kind uses, except a copy's, which build_memcpy writes whole (clearing the whole op
+ * member the kind uses, except a copy's or a memset's, which build_memcpy, build_memset and
+ * cap_op_take_like write whole (clearing the whole op
  * cost a sixth of recording one, issue 22). Padding is left as it is: nothing compares ops
  * bytewise. */
 static void op_clear(struct cap_op *op, enum cap_op_kind kind)
@@ -874,12 +884,10 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 	/* a constant size per case, so each is a few stores rather than a call */
 	switch (kind) {
 	case CAP_OP_MEMCPY:
+	case CAP_OP_MEMSET: /* build_memset and cap_op_take_like store the member whole */
 		break;
 	case CAP_OP_KERNEL:
 		memset(&op->u.kernel, 0, sizeof(op->u.kernel));
-		break;
-	case CAP_OP_MEMSET:
-		memset(&op->u.memset, 0, sizeof(op->u.memset));
 		break;
 	case CAP_OP_EVENT_RECORD:
 	case CAP_OP_EVENT_WAIT:
@@ -898,7 +906,9 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	CUfunction func = NULL;
 	const struct cap_op *p;
 	struct cap_op *op;
-	bool resolved, copy_like = false;
+	bool resolved, copy_like = false, take, held, taken;
+	uint64_t slot_vid;
+	uint8_t slot_kind;
 	int slot, rc = 0;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
@@ -926,6 +936,9 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	if (rc != 0)
 		goto out_nomem;
 	op = &w->ops[w->nops];
+	/* what the slot held (a recycled window's op, when below filled), before it is cleared */
+	slot_vid = w->nops < w->filled ? op->vid : 0;
+	slot_kind = op->kind;
 	op_clear(op, c->kind);
 	op->kind = c->kind;
 	op->api = c->api;
@@ -946,14 +959,27 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	}
 	op->stream_slot = (uint16_t)slot;
 	p = predicted(ce, w, &resolved);
-	rc = build_op(ce, op, c, w, rec, resolved ? p : NULL, &copy_like);
-	if (rc == -CF_ENOMEM)
-		goto out_nomem;
-	if (rc != 0) {
-		refuse(ce, rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
-		goto out;
+	/* the call may be the predicted op again (cap_op_take_like): where the position repeated
+	 * last time (p took its vid from the op before it, not its own seq; where it moved it is
+	 * likely to move again, and the compare would be wasted), and the slot may hold an op of
+	 * that value identity already (a recycled window's), whose fields then need no copy */
+	take = (c->kind == CAP_OP_MEMCPY || c->kind == CAP_OP_MEMSET) && resolved && p->vid != p->seq;
+	held = take && slot_vid == p->vid && slot_kind == p->kind;
+	/* the call is the predicted op again, compared from its arguments: no building, resolving
+	 * or hashing (kernels and events take the long path) */
+	taken = take && cap_op_take_like(op, c, p, held);
+	if (taken) {
+		rec->bytes = cap_op_bytes(op);
+	} else {
+		rc = build_op(ce, op, c, w, rec, resolved ? p : NULL, &copy_like);
+		if (rc == -CF_ENOMEM)
+			goto out_nomem;
+		if (rc != 0) {
+			refuse(ce, rec, CAP_REC_OPAQUE, CAP_BOUNDARY_OPAQUE, c->api);
+			goto out;
+		}
 	}
-	append(ce, w, op, who, rec, p, copy_like);
+	append(ce, w, op, who, rec, p, copy_like, taken);
 	goto out;
 out_nomem:
 	cf_log_warn_once("out of memory recording an op; the window is cut there");

@@ -61,7 +61,7 @@ void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc
 		re->errs.hist[re->errs.nhist++] = (struct rpl_failure){
 			.rc = rc, .api = op->api, .name = name, .callsite = op->callsite, .seq = op->seq,
 		};
-	for (uint32_t i = 0; i < re->errs.npending; i++)
+	for (uint32_t i = 0; i < re->head.npending; i++)
 		if (re->errs.pending[i].ctx == op->ctx)
 			p = &re->errs.pending[i];
 	if (p) {
@@ -73,20 +73,15 @@ void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc
 		}
 		return;
 	}
-	if (re->errs.npending == RPL_MAX_PENDING)
+	if (re->head.npending == RPL_MAX_PENDING)
 		return; /* absurdly many failing contexts: the oldest errors stand */
-	re->errs.pending[re->errs.npending++] =
+	re->errs.pending[re->head.npending++] =
 		(struct rpl_pending){ .ctx = op->ctx, .rc = rc, .sticky = rpl__error_is_sticky(rc), .hist = hist };
-}
-
-bool rpl_error_pending(struct rpl_engine *re)
-{
-	return re->errs.npending != 0;
 }
 
 CUresult rpl_error_take(struct rpl_engine *re, CUcontext ctx, bool work)
 {
-	for (uint32_t i = 0; i < re->errs.npending; i++) {
+	for (uint32_t i = 0; i < re->head.npending; i++) {
 		struct rpl_pending *p = &re->errs.pending[i];
 		CUresult rc = p->rc;
 
@@ -98,7 +93,7 @@ CUresult rpl_error_take(struct rpl_engine *re, CUcontext ctx, bool work)
 		if (p->hist < re->errs.nhist)
 			re->errs.hist[p->hist].reported = true;
 		if (!p->sticky)
-			re->errs.pending[i] = re->errs.pending[--re->errs.npending];
+			re->errs.pending[i] = re->errs.pending[--re->head.npending];
 		return rc;
 	}
 	return CUDA_SUCCESS;
@@ -106,7 +101,7 @@ CUresult rpl_error_take(struct rpl_engine *re, CUcontext ctx, bool work)
 
 void rpl__errors_at_exit(struct rpl_engine *re)
 {
-	for (uint32_t i = 0; i < re->errs.npending; i++) {
+	for (uint32_t i = 0; i < re->head.npending; i++) {
 		if (re->errs.pending[i].sticky)
 			continue;
 		re->errs.unseen_at_exit++;

@@ -255,7 +255,7 @@ void rpl_engine_destroy(struct rpl_engine *re)
 {
 	if (!re)
 		return;
-	if (re->st.build_due)
+	if (re->head.build_due)
 		cap_window_unpin(re->cap, re->st.build.w); /* scheduled, never run */
 	free(re->st.build.allocs);
 	rpl_flush(re);
@@ -381,6 +381,20 @@ static bool filter_candidates(struct rpl_engine *re, const struct cap_op *op, ui
 	return true;
 }
 
+/* op's class (rpl__classify) at position d: the first candidate's op d's when op has its value
+ * identity and flags (issue 22). Ops of one vid share every field classifying reads but the
+ * flags: capture gives an op its predicted op's vid only when their keys and every binding a
+ * node is made from are equal (capture.h), so the class, a function of those fields and the
+ * flags, is the one the template's op was given. */
+static inline enum rpl_cls op_cls(const struct rpl_engine *re, const struct cap_op *op, uint32_t d)
+{
+	const struct rpl_template *t = re->st.ncand ? re->st.cand[0] : NULL;
+
+	if (op->vid && t && d < t->nops && t->ops[d].vid == op->vid && t->ops[d].flags == op->flags)
+		return (enum rpl_cls)t->ops[d].cls;
+	return rpl__classify(op);
+}
+
 /* Whether the leading candidate's segment of position d ends right after d. Candidates agree on
  * every op so far but may cut differently (cuts depend on a template's length and rewrites);
  * the window follows the cuts of the candidate most windows have followed to the end (the
@@ -400,7 +414,7 @@ static bool segment_ends_at(struct rpl_engine *re, uint32_t d)
 	return g->first + g->n == d + 1;
 }
 
-enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op)
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
 {
 	enum rpl_verdict v = RPL_DEFER;
 	enum rpl_cls cls;
@@ -427,12 +441,12 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op)
 	if (timed)
 		t0 = cf_now_ns();
 	d = re->st.depth;
-	cls = rpl__classify(op);
 	if (re->st.mstate == RPL_M_FRESH) {
 		gate_window_start(re);
 		pick_candidates(re, op);
 		re->st.mstate = RPL_M_MATCHING;
 	}
+	cls = op_cls(re, op, d);
 	if (!filter_candidates(re, op, d, cls)) {
 		re->st.depth = d + 1;
 		return go_recording(re, RPL_FB_MISMATCH);
@@ -445,7 +459,7 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op)
 		rpl__submit_deferred(re, RPL_FB_BOUNDARY);
 		return RPL_EAGER;
 	}
-	if (rpl__defer(re, op, d) != 0)
+	if (rpl__defer(re, op, d, rec) != 0)
 		return go_recording(re, RPL_FB_NOMEM);
 	if (segment_ends_at(re, d)) {
 		rpl__segment_end(re); /* launched, or kept while the device is busy (launch.c) */
@@ -474,10 +488,10 @@ void rpl_stop(struct rpl_engine *re)
 
 bool rpl_take_wait(struct rpl_engine *re, struct rpl_wait *w)
 {
-	if (cf_likely(!re->st.wait_due))
+	if (cf_likely(!re->head.wait_due))
 		return false;
 	*w = re->st.wait;
-	re->st.wait_due = false;
+	re->head.wait_due = false;
 	return true;
 }
 
@@ -558,7 +572,7 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 {
 	struct rpl_build *b = &re->st.build;
 
-	if (re->st.build_due || re->st.build_running)
+	if (re->head.build_due || re->st.build_running)
 		return;
 	free(b->allocs); /* a build never run (rpl_engine_destroy frees it too) */
 	memset(b, 0, sizeof(*b));
@@ -577,19 +591,14 @@ static void build_schedule(struct rpl_engine *re, struct cap_shape *s, struct rp
 	if (cap_alloc_snapshot(re->cap, b->w, &b->allocs, &b->nallocs) != 0)
 		b->nallocs = 0;
 	b->alloc_gen = cap_alloc_gen(re->cap);
-	re->st.build_due = true;
-}
-
-bool rpl_due_at_drop(struct rpl_engine *re)
-{
-	return re->st.wait_due || re->st.build_due;
+	re->head.build_due = true;
 }
 
 bool rpl_build_take(struct rpl_engine *re)
 {
-	if (cf_likely(!re->st.build_due))
+	if (cf_likely(!re->head.build_due))
 		return false;
-	re->st.build_due = false;
+	re->head.build_due = false;
 	re->st.build_running = true;
 	return true;
 }

@@ -106,14 +106,29 @@ void rpl_wait(const struct rpl_wait *w);
  * is due (cheap); takes it. Then rpl_build_run outside the lock, and rpl_build_publish under
  * it again (the engine's lock drop does all three). */
 bool rpl_build_take(struct rpl_engine *re);
+/* What every caller may read of a replay part without a call: struct rpl_engine begins with it
+ * (the engine asks it under the lock on every recorded call, issue 22). */
+struct rpl_engine_head {
+	bool wait_due;               /* a synchronization is held for the engine to make */
+	bool build_due;              /* a build is scheduled: the next lock drop takes it */
+	uint32_t npending;           /* errors of deferred ops pending (deferred_errors.c) */
+};
+
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
  * engine asks first, so a drop with nothing due costs no more). */
-bool rpl_due_at_drop(struct rpl_engine *re);
+static inline bool rpl_due_at_drop(const struct rpl_engine *re)
+{
+	const struct rpl_engine_head *h = (const struct rpl_engine_head *)(const void *)re;
+
+	return h->wait_due || h->build_due;
+}
 void rpl_build_run(struct rpl_engine *re);
 void rpl_build_publish(struct rpl_engine *re);
 
-/* A call capture recorded (op is valid for this call only). */
-enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op);
+/* A call capture recorded (op is valid for this call only). rec: capture's answer that holds op
+ * (rec->op), which says where op is without asking capture again, or NULL: op is the caller's
+ * own (then a deferred op is copied). */
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec);
 /* The op last answered RPL_EAGER failed in the driver: the window stops matching. */
 void rpl_op_failed(struct rpl_engine *re);
 /* Submit everything deferred (a complete segment as its graph, else eagerly in order); the
@@ -138,7 +153,10 @@ bool rpl_poll(struct rpl_engine *re, uint32_t tid);
  * (work = true) only a sticky one. CUDA_SUCCESS when none. */
 CUresult rpl_error_take(struct rpl_engine *re, CUcontext ctx, bool work);
 /* Whether any error is pending (cheap). */
-bool rpl_error_pending(struct rpl_engine *re);
+static inline bool rpl_error_pending(const struct rpl_engine *re)
+{
+	return ((const struct rpl_engine_head *)(const void *)re)->npending != 0;
+}
 /* A window closed with shape s (NULL when it was empty or not tracked): the next call starts
  * a new window; a shape seen often enough becomes a template. */
 void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s);

@@ -42,6 +42,10 @@ struct rpl_top {
 	uint8_t cls;                 /* enum rpl_cls */
 	uint8_t kind;                /* enum cap_op_kind */
 	uint16_t stream_slot;        /* the window's stream slot */
+	uint8_t flags;               /* the op's CAP_OPF_* when the template was built */
+	uint64_t vid;                /* the op's value identity then (capture.h), 0: none: a later op
+				      * with this vid and these flags has this key and class, so
+				      * matching need not classify it again (match.c, op_cls) */
 };
 
 /* One node of a segment's graph and the bindings its exec holds now. */
@@ -293,8 +297,6 @@ enum rpl_mstate {
 struct rpl_state {
 	bool ready;                  /* rpl_engine_create finished */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
-	bool wait_due;               /* wait holds a synchronization for the engine to make */
-	bool build_due;              /* build is scheduled: the next lock drop takes it */
 	bool build_running;          /* build was taken and is not yet published */
 	struct rpl_build build;      /* the one template build in flight (see rpl_build_take) */
 
@@ -364,8 +366,8 @@ struct rpl_failure {
 };
 
 struct rpl_errors {
-	struct rpl_pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky) */
-	uint32_t npending;           /* used entries */
+	struct rpl_pending pending[RPL_MAX_PENDING]; /* errors not yet returned (or sticky): the
+						     * engine head's npending of them */
 	struct rpl_failure hist[RPL_ERR_HISTORY]; /* the first failures */
 	uint32_t nhist;              /* used entries */
 	uint64_t failures;           /* deferred ops the driver refused */
@@ -375,6 +377,7 @@ struct rpl_errors {
 
 /* Replay's part of an engine: everything replay changes, one instance per engine. */
 struct rpl_engine {
+	struct rpl_engine_head head; /* first: wait_due, build_due, npending (replay.h) */
 	struct cap_engine *cap;      /* the same engine's capture part (replay reads its windows) */
 	struct rpl_state st;         /* matching, deferral, templates (match.c) */
 	struct rpl_totals totals;    /* counters (rpl_get_totals) */
@@ -398,7 +401,7 @@ static inline struct rpl_shape_note *rpl__note_of(struct cap_shape *s)
 /* launch.c. Defer op, the window's op index (invariant 2): kept where capture recorded it when
  * it is the open window's op there and needs no staging, else as a deep copy (then every op of
  * the run is). 0 or -CF_ENOMEM. */
-int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index);
+int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index, const struct cap_rec *rec);
 /* The deferred ops, ndef of them in order (invariant 2); valid until the next op is recorded
  * (capture may move the window's slots as it grows): read again after every call. NULL when
  * nothing is deferred. */

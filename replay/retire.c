@@ -183,7 +183,7 @@ void rpl__build_note(struct rpl_engine *re, enum rpl_retirement_kind kind, uint6
 {
 	struct rpl_build *bd = &re->st.build;
 
-	if (!re->st.build_due && !re->st.build_running)
+	if (!re->head.build_due && !re->st.build_running)
 		return;
 	if (bd->nlater == RPL_BUILD_LATER) {
 		bd->stale = true;
@@ -197,7 +197,7 @@ void rpl_shape_evicted(struct rpl_engine *re, struct cap_shape *s)
 	struct rpl_shape_note *n = rpl__note_of(s);
 	struct rpl_note_link **pl;
 
-	if ((re->st.build_due || re->st.build_running) && re->st.build.shape == s) {
+	if ((re->head.build_due || re->st.build_running) && re->st.build.shape == s) {
 		re->st.build.shape = NULL; /* its build is discarded at its publish */
 		re->st.build.note = NULL;
 	}

@@ -656,6 +656,8 @@ static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
 		o->kind = op->kind;
 		o->stream_slot = op->stream_slot;
 		o->cls = (uint8_t)rpl__classify(op);
+		o->flags = op->flags;
+		o->vid = op->vid;
 		o->seg = -1;
 		t->ngraph += o->cls == RPL_CLS_GRAPH;
 	}

@@ -424,7 +424,7 @@ static bool replay_op(struct cf_engine *e, struct shim_tok *t, CUresult *rc)
 	 * capture makes its stream join the capture, which the driver must see now (queries of
 	 * capture state do not flush); every call is a boundary for replay until it ends. */
 	if (op && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0)
-		v = rpl_op(e->rpl, op);
+		v = rpl_op(e->rpl, op, &t->rec);
 	else
 		rpl_flush(e->rpl); /* not recorded (barrier, opaque, no memory), or a capture is open */
 	if (t->rec.closed || !op)

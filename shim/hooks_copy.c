@@ -53,6 +53,7 @@ static void fill_3d(struct cap_call *c, const CUDA_MEMCPY3D *p, CUstream s)
 	c->u.memcpy.d = *p;
 	c->u.memcpy.dst_ctx = NULL;
 	c->u.memcpy.src_ctx = NULL;
+	c->u.memcpy.oned = false; /* any descriptor: compared whole (cap_op_take_like) */
 }
 
 static void fill_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p, CUstream s)

@@ -4,7 +4,8 @@
  * key it holds (pointers a page apart, keys differing only in their top bits) through growth and
  * deletions; cap_op_hash_like, answered from another op, always agrees with cap_op_hash, and gives
  * an op its predicted op's vid only when replay's guards would find the two the same
- * (rw_op_same). tests layer (cmocka, libcufold.a; no driver). */
+ * (rw_op_same); cap_op_take_like, the record path's compare of a call with its predicted op, takes
+ * it only when every argument is the same. tests layer (cmocka, libcufold.a; no driver). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -265,6 +266,178 @@ static void test_vid(void **state)
 	assert_false(vid_check(base(CAP_OP_HOST_FN), base(CAP_OP_HOST_FN), false, "a host function"));
 }
 
+/* cap_op_take_like (record.c's fast path): a call compared from its arguments with the predicted
+ * op p. The same call takes p's key, bindings and vid and p's kind part; a call that differs
+ * from p in any argument, or an op whose common part differs, never does (then nothing of op
+ * changed). Every argument of a 1-D copy and of a memset is changed here once. */
+enum { TL_DST = 0x20000, TL_SRC = 0x10000, TL_BYTES = 4096 };
+
+static struct cap_call take_copy_call(void)
+{
+	struct cap_call c;
+
+	memset(&c, 0xa5, sizeof(c)); /* whatever the hook's stack held: the builder sets it all */
+	c.kind = CAP_OP_MEMCPY;
+	c.api = 7;
+	c.stream = (CUstream)0x5001;
+	cap_call_copy_1d(&c, CU_MEMORYTYPE_DEVICE, TL_DST, CU_MEMORYTYPE_DEVICE, TL_SRC, TL_BYTES);
+	return c;
+}
+
+static struct cap_call take_set_call(void)
+{
+	struct cap_call c;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = CAP_OP_MEMSET;
+	c.api = 7;
+	c.stream = (CUstream)0x5001;
+	c.u.memset = base(CAP_OP_MEMSET).u.memset;
+	return c;
+}
+
+/* The predicted op recorded from c (resolved as capture would: device memory both sides). */
+static struct cap_op take_pred(const struct cap_call *c)
+{
+	struct cap_op p = base((enum cap_op_kind)c->kind);
+
+	if (c->kind == CAP_OP_MEMCPY) {
+		p.u.memcpy = c->u.memcpy;
+		/* as capture completes a 1-D call's descriptor when it builds the op */
+		memset(&p.u.memcpy.d, 0, sizeof(p.u.memcpy.d));
+		p.u.memcpy.d.srcMemoryType = c->u.memcpy.d.srcMemoryType;
+		p.u.memcpy.d.dstMemoryType = c->u.memcpy.d.dstMemoryType;
+		p.u.memcpy.d.srcHost = c->u.memcpy.d.srcHost;
+		p.u.memcpy.d.dstHost = c->u.memcpy.d.dstHost;
+		p.u.memcpy.d.srcDevice = c->u.memcpy.d.srcDevice;
+		p.u.memcpy.d.dstDevice = c->u.memcpy.d.dstDevice;
+		p.u.memcpy.d.WidthInBytes = c->u.memcpy.d.WidthInBytes;
+		p.u.memcpy.d.Height = p.u.memcpy.d.Depth = 1;
+		p.u.memcpy.bytes = TL_BYTES;
+		p.u.memcpy.dir = CAP_DIR_DTOD;
+		p.u.memcpy.src_first = TL_SRC;
+		p.u.memcpy.dst_first = TL_DST;
+		p.u.memcpy.src_span = p.u.memcpy.dst_span = TL_BYTES;
+		p.u.memcpy.src_pageable = p.u.memcpy.dst_pageable = false;
+		p.u.memcpy.staged = NULL;
+	} else {
+		p.u.memset = c->u.memset;
+	}
+	cap_op_hash(&p);
+	p.vid = 77;
+	return p;
+}
+
+/* op's common part as cap_record fills it before the fast path: p's unless a test changes it */
+static struct cap_op take_slot(const struct cap_op *p)
+{
+	struct cap_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.kind = p->kind;
+	op.api = p->api;
+	op.stream = p->stream;
+	op.ctx = p->ctx;
+	op.stream_slot = p->stream_slot;
+	op.stream_kind = p->stream_kind;
+	return op;
+}
+
+static void take_refused(struct cap_op op, const struct cap_call *c, const struct cap_op *p, const char *what)
+{
+	for (int held = 0; held < 2; held++) {
+		struct cap_op before = op;
+
+		if (cap_op_take_like(&op, c, p, held))
+			fail_msg("%s: taken as the predicted op, but it differs from it", what);
+		if (memcmp(&op, &before, sizeof(op)) != 0)
+			fail_msg("%s: refused, but op was changed", what);
+	}
+}
+
+#define TAKE_CALL(mk, stmt)                                                                                  \
+	do {                                                                                                   \
+		struct cap_call c_ = mk(), *c = &c_;                                                           \
+		struct cap_call pc_ = mk();                                                                    \
+		struct cap_op p_ = take_pred(&pc_);                                                            \
+		stmt;                                                                                          \
+		take_refused(take_slot(&p_), c, &p_, #mk ": " #stmt);                                          \
+	} while (0)
+
+#define TAKE_OP(mk, stmt)                                                                                    \
+	do {                                                                                                   \
+		struct cap_call c_ = mk();                                                                     \
+		struct cap_op p_ = take_pred(&c_), o_ = take_slot(&p_), *o = &o_, *p = &p_;                    \
+		(void)o;                                                                                       \
+		(void)p;                                                                                       \
+		stmt;                                                                                          \
+		take_refused(o_, &c_, &p_, #mk ": " #stmt);                                                    \
+	} while (0)
+
+static void test_take_like(void **state)
+{
+	(void)state;
+	/* the same call: p's op, hashes and vid, as building and hashing it would give */
+	for (int k = 0; k < 2; k++) {
+		struct cap_call c = k ? take_set_call() : take_copy_call();
+		struct cap_op p = take_pred(&c), op = take_slot(&p), built = p;
+
+		assert_true(cap_op_take_like(&op, &c, &p, false));
+		cap_op_hash(&built);
+		assert_int_equal(op.key, built.key);
+		assert_int_equal(op.bind, built.bind);
+		assert_int_equal(op.vid, 77);
+		if (k) {
+			assert_memory_equal(&op.u.memset, &p.u.memset, sizeof(op.u.memset));
+		} else {
+			assert_int_equal(op.u.memcpy.src_first, TL_SRC);
+			assert_int_equal(op.u.memcpy.dst_first, TL_DST);
+			assert_int_equal(op.u.memcpy.d.WidthInBytes, TL_BYTES);
+			assert_int_equal(op.u.memcpy.bytes, TL_BYTES);
+			assert_true(op.u.memcpy.oned);
+			assert_null(op.u.memcpy.staged);
+		}
+	}
+	/* every argument of a 1-D copy */
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_DEVICE, TL_DST + 8, CU_MEMORYTYPE_DEVICE, TL_SRC, TL_BYTES));
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_DEVICE, TL_DST, CU_MEMORYTYPE_DEVICE, TL_SRC + 8, TL_BYTES));
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_DEVICE, TL_DST, CU_MEMORYTYPE_DEVICE, TL_SRC, TL_BYTES - 8));
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_HOST, TL_DST, CU_MEMORYTYPE_DEVICE, TL_SRC, TL_BYTES));
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_DEVICE, TL_DST, CU_MEMORYTYPE_HOST, TL_SRC, TL_BYTES));
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_UNIFIED, TL_DST, CU_MEMORYTYPE_DEVICE, TL_SRC, TL_BYTES));
+	TAKE_CALL(take_copy_call, cap_call_copy_1d(c, CU_MEMORYTYPE_DEVICE, TL_DST, CU_MEMORYTYPE_UNIFIED, TL_SRC, TL_BYTES));
+	TAKE_CALL(take_copy_call, c->u.memcpy.dst_ctx = (CUcontext)0x7001);
+	TAKE_CALL(take_copy_call, c->u.memcpy.src_ctx = (CUcontext)0x7001);
+	/* the same extent as a 2-D or 3-D descriptor: any field may differ, so never the shortcut */
+	TAKE_CALL(take_copy_call, c->u.memcpy.oned = false);
+	TAKE_CALL(take_copy_call, (c->u.memcpy.oned = false, c->u.memcpy.d.srcXInBytes = 8));
+	/* what p was: resolved with the driver's help, or from pageable memory (staged per call) */
+	TAKE_OP(take_copy_call, p->flags |= CAP_OPF_NO_DEFER);
+	TAKE_OP(take_copy_call, p->u.memcpy.src_pageable = true);
+	TAKE_OP(take_copy_call, p->u.memcpy.oned = false);
+	/* every argument of a memset */
+	TAKE_CALL(take_set_call, c->u.memset.dst += 4);
+	TAKE_CALL(take_set_call, c->u.memset.pitch = 2048);
+	TAKE_CALL(take_set_call, c->u.memset.elem_size = 2);
+	TAKE_CALL(take_set_call, c->u.memset.value = 1);
+	TAKE_CALL(take_set_call, c->u.memset.width = 257);
+	TAKE_CALL(take_set_call, c->u.memset.height = 2);
+	/* the common part, both kinds; and an op with no identity */
+	TAKE_OP(take_copy_call, o->api = 8);
+	TAKE_OP(take_copy_call, o->stream = (CUstream)0x5002);
+	TAKE_OP(take_copy_call, o->ctx = (CUcontext)0x7001);
+	TAKE_OP(take_copy_call, o->stream_slot = 2);
+	TAKE_OP(take_copy_call, o->stream_kind = 2);
+	TAKE_OP(take_copy_call, o->kind = CAP_OP_MEMSET);
+	TAKE_OP(take_copy_call, p->vid = 0);
+	TAKE_OP(take_set_call, o->api = 8);
+	TAKE_OP(take_set_call, o->stream = (CUstream)0x5002);
+	TAKE_OP(take_set_call, o->ctx = (CUcontext)0x7001);
+	TAKE_OP(take_set_call, o->stream_slot = 2);
+	TAKE_OP(take_set_call, o->stream_kind = 2);
+	TAKE_OP(take_set_call, p->vid = 0);
+}
+
 static void test_memset_event_fields(void **state)
 {
 	(void)state;
@@ -337,7 +510,7 @@ int main(void)
 		cmocka_unit_test(test_common_fields),       cmocka_unit_test(test_copy_fields),
 		cmocka_unit_test(test_copy_like),           cmocka_unit_test(test_vid),
 		cmocka_unit_test(test_memset_event_fields), cmocka_unit_test(test_kernel_fields),
-		cmocka_unit_test(test_map),
+		cmocka_unit_test(test_map),                 cmocka_unit_test(test_take_like),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

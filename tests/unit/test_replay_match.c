@@ -115,7 +115,7 @@ static enum rpl_verdict axpy_flags(CUdeviceptr y, CUdeviceptr x, float a, unsign
 	assert_non_null(cap_window_op(cap_window_current(ce), rec.index));
 	op = *cap_window_op(cap_window_current(ce), rec.index);
 	op.flags |= flags;
-	v = rpl_op(re, &op);
+	v = rpl_op(re, &op, NULL);
 	if (v == RPL_EAGER)
 		CK(DRV_REAL(cuLaunchKernel)(f_axpy, g, 1, 1, (N + g - 1) / g, 1, 1, 0, s1, args, NULL));
 	return v;
@@ -150,7 +150,7 @@ static enum rpl_verdict axpy_in_window(CUdeviceptr y, CUdeviceptr x, float a, un
 	c.u.kernel.params = opaque ? NULL : args;
 	cap_record(ce, &c, &who, &rec);
 	if (rec.op) {
-		v = rpl_op(re, rec.op);
+		v = rpl_op(re, rec.op, &rec);
 	} else {
 		assert_true(opaque && rec.result == CAP_REC_OPAQUE);
 		rpl_flush(re); /* as the engine's replay_op: the window closed inside capture */
