@@ -189,6 +189,32 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index, c
 	return 0;
 }
 
+/* Submit one deferred op eagerly; *first gets the first driver error. */
+static void issue_op(struct rpl_engine *re, const struct cap_op *op, CUresult *first)
+{
+	bool pushed;
+	CUresult rc;
+
+	op_ctx_enter(re, op, &pushed);
+	if (op->kind == CAP_OP_KERNEL) {
+		/* the churn check's eager cost: a kernel launch as the driver charges it */
+		uint64_t t0 = rpl__gate_clock();
+
+		rc = cap_op_issue(op);
+		re->eager_ns += rpl__gate_clock() - t0;
+		re->eager_kernels++;
+	} else {
+		rc = cap_op_issue(op);
+	}
+	rpl__ctx_leave(re, pushed);
+	if (rc != CUDA_SUCCESS) {
+		/* the program was told it succeeded: its next observing call returns it */
+		rpl__error_note(re, op, rc);
+		if (*first == CUDA_SUCCESS)
+			*first = rc;
+	}
+}
+
 /* Submit the deferred ops eagerly, in order, from the off-th on (those before it were launched
  * as graphs): all of them, or, of g's (the graph at off), those of its parts from from_part on
  * (the parts before it were launched). Nothing is deferred afterwards. Returns the first driver
@@ -204,33 +230,9 @@ static CUresult flush_ops(struct rpl_engine *re, enum rpl_fallback why, uint32_t
 	}
 	rpl__fallback_note(re, re->st.ncand ? re->st.cand[0] : NULL, why);
 	rpl__mark_flush_begin(re->st.ndef - off, why);
-	for (uint32_t i = off; i < re->st.ndef; i++) {
-		const struct cap_op *op = &rpl__def(re)[i];
-		bool pushed;
-		CUresult rc;
-
-		if (g && i - off < g->n && g->nodes[i - off].part < from_part)
-			continue;
-
-		op_ctx_enter(re, op, &pushed);
-		if (op->kind == CAP_OP_KERNEL) {
-			/* the churn check's eager cost: a kernel launch as the driver charges it */
-			uint64_t t0 = rpl__gate_clock();
-
-			rc = cap_op_issue(op);
-			re->eager_ns += rpl__gate_clock() - t0;
-			re->eager_kernels++;
-		} else {
-			rc = cap_op_issue(op);
-		}
-		rpl__ctx_leave(re, pushed);
-		if (rc != CUDA_SUCCESS) {
-			/* the program was told it succeeded: its next observing call returns it */
-			rpl__error_note(re, op, rc);
-			if (first == CUDA_SUCCESS)
-				first = rc;
-		}
-	}
+	for (uint32_t i = off; i < re->st.ndef; i++)
+		if (!g || i - off >= g->n || g->nodes[i - off].part >= from_part)
+			issue_op(re, &rpl__def(re)[i], &first);
 	re->totals.ops_flushed += re->st.ndef - off;
 	def_clear(re);
 	rpl__mark_end();
@@ -586,6 +588,7 @@ static void launch_count(struct rpl_engine *re, struct rpl_template *t, struct r
 {
 	g->launches++;
 	g->last_launch = ++t->unit_launches;
+	g->went_eager = false;
 	g->patches += npatched;
 	if (npatched) {
 		g->patched_launches++;
@@ -728,14 +731,31 @@ static CUresult launch_segs_now(struct rpl_engine *re, struct rpl_template *t, u
 	uint32_t off = 0;
 
 	if (rpl__churn_needs_probe(re, t)) {
-		/* the churn check compares patching with eager submission: measure the latter once */
-		return flush_eager(re, RPL_FB_PROBE);
+		/* the churn check compares patching with eager submission: measure the latter once,
+		 * on the run's first segments up to one with a kernel (the rest launches as graphs:
+		 * a block of the whole run would have gone eagerly); their graphs then hold older
+		 * bindings than their ops had */
+		uint64_t kernels = re->eager_kernels;
+
+		rpl__fallback_note(re, t, RPL_FB_PROBE);
+		rpl__mark_flush_begin(t->segs[k].n, RPL_FB_PROBE);
+		for (; k <= last && re->eager_kernels == kernels; k++) {
+			struct rpl_seg *g = &t->segs[k];
+
+			g->last_launch = ++t->unit_launches;
+			g->went_eager = true;
+			for (uint32_t i = 0; i < g->n; i++)
+				issue_op(re, &rpl__def(re)[off + i], &rc);
+			off += g->n;
+			re->totals.ops_flushed += g->n;
+		}
+		rpl__mark_end();
 	}
 	while (k <= last) {
 		struct rpl_seg *g = unit_at(t, k, last);
 
 		if (!launch_unit(re, t, g, off))
-			return CUDA_SUCCESS; /* the rest went eagerly; t may be retired */
+			return rc; /* the rest went eagerly; t may be retired */
 		off += g->n;
 		k += g->nseg ? g->nseg : 1;
 	}

@@ -741,8 +741,11 @@ void rpl_window_closed(struct rpl_engine *re, struct cap_shape *s)
 	if (re->st.pend.replayed && rpl__gate_is_modeled())
 		re->st.pend.charge = (uint64_t)(rpl_host_ns_per_op(re) * (double)n->tpl->nops);
 	if (n->tpl) {
-		if (ended == n->tpl)
+		if (ended == n->tpl) {
 			n->tpl->windows++;
+			n->tpl->win_launches = n->tpl->launches;
+			n->tpl->win_patched = n->tpl->patched_launches;
+		}
 		return;
 	}
 	if (n->rejected || cap_shape_sightings(s) < re->st.cfg.warmup ||

@@ -113,6 +113,9 @@ struct rpl_seg {
 				      * holds the bindings its ops had last (template.c: references) */
 	bool stream_cut;             /* a segment: cut from the one before it to keep its streams
 				      * apart (template.c: cut_add), not by size */
+	bool went_eager;             /* a segment: its ops last went eagerly (the churn check's
+				      * probe, numbered in last_launch like a launch): no graph holds
+				      * the bindings they had (template.c: references) */
 	bool starves;                /* a segment: a run kept deferred past its end (the device was
 				      * busy) found the device idle at the next segment's end, longer
 				      * than a launch costs after: from then on it launches at its end,
@@ -170,6 +173,9 @@ struct rpl_template {
 				      * program's events are bindings: a per-step event may be
 				      * destroyed before the build runs or between launches) */
 	uint64_t windows;            /* windows matched to the end */
+	uint64_t win_launches;       /* launches when the last of them ended (retire.c: churn is judged
+				      * on whole windows, not on a window's first launches) */
+	uint64_t win_patched;        /* patched_launches then */
 	uint64_t launches;           /* segment launches */
 	uint64_t graph_launches;     /* graph launches (a split segment's launch is one per part) */
 	uint64_t ops_replayed;       /* ops submitted inside launches */

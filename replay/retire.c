@@ -98,7 +98,9 @@ void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const c
  * segment are cheaper than submitting its ops one by one. */
 static bool churn_due(const struct rpl_template *t)
 {
-	return t->launches >= RPL_CHURN_LAUNCHES && t->patched_launches * 2 > t->launches;
+	/* as of the last whole window: a window whose first launch patches (a step counter) and
+	 * whose rest goes as one block would look due between its two launches */
+	return t->win_launches >= RPL_CHURN_LAUNCHES && t->win_patched * 2 > t->win_launches;
 }
 
 bool rpl__churn_needs_probe(const struct rpl_engine *re, struct rpl_template *t)

@@ -731,6 +731,41 @@ static bool span_reordered(const uint8_t *glued, uint32_t first, uint32_t n)
 	return false;
 }
 
+/* The most segments from k on (before s1) one block may take: at most CUFOLD_SEGMENT ops, no
+ * span the parallel rule reorders (both only grow with the block). */
+static uint32_t block_most(const struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued,
+			   uint32_t k, uint32_t s1)
+{
+	uint32_t m = 0, ops = 0;
+
+	while (k + m < s1 && ops + t->segs[k + m].n <= cfg->segment &&
+	       !span_reordered(glued, t->segs[k].first, ops + t->segs[k + m].n))
+		ops += t->segs[k + m++].n;
+	return m;
+}
+
+/* Ops of segments k .. k + nseg - 1. */
+static uint32_t block_ops(const struct rpl_template *t, uint32_t k, uint32_t nseg)
+{
+	return t->segs[k + nseg - 1].first + t->segs[k + nseg - 1].n - t->segs[k].first;
+}
+
+/* Append the block of segments k .. k + nseg - 1 to t->blocks; its ops. */
+static uint32_t block_add(struct rpl_template *t, uint32_t *nb, uint32_t k, uint32_t nseg)
+{
+	struct rpl_seg *b = &t->blocks[*nb];
+	const struct rpl_seg *e = &t->segs[k + nseg - 1];
+
+	if (t->segs[k].block < 0)
+		t->segs[k].block = (int32_t)*nb;
+	b->first = t->segs[k].first;
+	b->n = e->first + e->n - b->first;
+	b->nseg = nseg;
+	b->block = -1;
+	(*nb)++;
+	return b->n;
+}
+
 /* t's buddy blocks: in each run of adjacent segments, after its first (which launches alone as
  * soon as its ops are in, so the device gets work early), every aligned group of 2, 4, ...
  * 2^RPL_BLOCK_LEVELS segments of at most CUFOLD_SEGMENT ops, built as one graph. A run whose
@@ -740,17 +775,27 @@ static bool span_reordered(const uint8_t *glued, uint32_t first, uint32_t n)
  * (stream_cut), and no block spans such a cut: its union would order two streams both ways, so it
  * could not be split per stream, and one graph over split segments is dropped (block_joins_split).
  * Aligned past the cut, recsys at CUFOLD_OPT=1 paired nothing after it (a split 234-op segment,
- * then [128 + 64] and 19 ops alone): 10 graph launches a step; aligned from it, 8. (A last group
- * shorter than its size, [9..11] of 9..11, would take recsys to 7, but dataparallel's template
- * then held a binding of its first segment from two steps back, which its allocator frees: retired
- * by FREE twice, 87 -> 189 us a step; not pursued.) The blocks hold each op once more per level they reach: up to RPL_BLOCK_LEVELS
- * more nodes than the segments alone (the report's block_nodes).
+ * then [128 + 64] and 19 ops alone): 10 graph launches a step; aligned from it, 8.
+ * Besides them, greedy blocks: from the group's first segment as many segments as fit
+ * (CUFOLD_SEGMENT ops, nothing reordered, not past a stream cut), then again from the segment
+ * after them, and so on; and from the other segments too (a run starts after wherever the device
+ * was found idle) while all blocks hold at most RPL_BLOCK_LEVELS + 1 nodes per graphable op. Each
+ * is the largest unit from where it starts, so a run the device keeps busy ends where the next
+ * cut or size would end it, not at a power of two: recsys at
+ * CUFOLD_OPT=0 went from 10 graph launches a step to 7 ([1..7] of segments 1..8 before its cut,
+ * [9..13] after it), dataparallel from 8-9 to 7. (Those tail blocks once retired dataparallel's
+ * template by FREE: its churn check's probe sent a segment eagerly, and the segment's graph, a
+ * step older, named a buffer its allocator then freed; such a segment counts no graph's bindings
+ * now, went_eager.) The blocks hold each op once more per block over it: the chain of greedy
+ * blocks and the buddy blocks up to RPL_BLOCK_LEVELS + 1 more nodes than the segments alone, the
+ * other greedy ones within the same bound (the report's block_nodes).
  * 0 or -CF_ENOMEM. */
 static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued)
 {
+	uint64_t nodes = 0, budget = (uint64_t)t->ngraph * (RPL_BLOCK_LEVELS + 1);
 	uint32_t nb = 0;
 
-	t->blocks = calloc((size_t)t->nsegs * RPL_BLOCK_LEVELS + 1, sizeof(*t->blocks));
+	t->blocks = calloc((size_t)t->nsegs * (RPL_BLOCK_LEVELS + 1) + 1, sizeof(*t->blocks));
 	if (!t->blocks)
 		return -CF_ENOMEM;
 	for (uint32_t k = 0; k < t->nsegs; k++)
@@ -762,24 +807,23 @@ static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, con
 		for (uint32_t s0 = r0 + 1, s1; s0 < r1; s0 = s1) {
 			for (s1 = s0 + 1; s1 < r1 && !t->segs[s1].stream_cut; s1++)
 				;
-			for (uint32_t k = s0; k < s1; k++) {
-				for (uint32_t lv = RPL_BLOCK_LEVELS; lv >= 1; lv--) {
-					uint32_t size = 1u << lv, ops = 0;
+			for (uint32_t k = s0, next = s0; k < s1; k++) {
+				uint32_t most = block_most(t, cfg, glued, k, s1), top = 0;
+				bool greedy = most >= 2 && (k == next || nodes + block_ops(t, k, most) <= budget);
 
-					if ((k - s0) % size || k + size > s1)
+				next = k == next ? k + (most > 1 ? most : 1) : next;
+				for (uint32_t lv = RPL_BLOCK_LEVELS; lv >= 1; lv--) {
+					uint32_t size = 1u << lv;
+
+					if ((k - s0) % size || size > most)
 						continue;
-					for (uint32_t j = k; j < k + size; j++)
-						ops += t->segs[j].n;
-					if (ops > cfg->segment || span_reordered(glued, t->segs[k].first, ops))
-						continue;
-					if (t->segs[k].block < 0)
-						t->segs[k].block = (int32_t)nb;
-					t->blocks[nb].first = t->segs[k].first;
-					t->blocks[nb].n = ops;
-					t->blocks[nb].nseg = size;
-					t->blocks[nb].block = -1;
-					nb++;
+					if (!top && greedy && size < most)
+						nodes += block_add(t, &nb, k, most); /* the greedy block first */
+					top = size;
+					nodes += block_add(t, &nb, k, size);
 				}
+				if (!top && greedy)
+					nodes += block_add(t, &nb, k, most);
 			}
 		}
 	}
@@ -1014,6 +1058,8 @@ bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint6
 			    t->segs[k].first < x->first + x->n)
 				g = x;
 		}
+		if (g->went_eager)
+			continue; /* no graph holds what its ops named last: each is patched first */
 		if (seg_references(g, t->segs[k].first - g->first, t->segs[k].n, base, size))
 			return true;
 	}

@@ -6,7 +6,9 @@
 # 4 graph launches a step, at least 20x fewer host submissions than eager (one launch per segment,
 # the policy before blocks: 12 a step, 13.2x); recsys, whose lookup stream makes a segment cut,
 # in at most 8 graph launches a step at CUFOLD_OPT=1 (blocks aligned again from that cut; 10 when
-# they were aligned past it). tests layer.
+# they were aligned past it) and at most 8 host submissions a step at CUFOLD_OPT=0 (greedy blocks
+# of as many segments as fit; 11 with the buddy blocks alone); dataparallel, whose allocator frees
+# what a step two back used, keeps its template (no FREE retirement) in at most 8. tests layer.
 source "$(dirname "$0")/lib.sh"
 export CUFOLD_MODE=replay CUFOLD_OPT=0 CUFOLD_GATE=0 # the launches alone, whatever the gate decides
 loop=$B/progs/rpl_loop
@@ -36,15 +38,19 @@ def want(what, cond, t):
                                                       "boundaries_idle", "boundaries_busy", "windows_replayed")}))
 busy, idle = tpl("busy"), tpl("idle")
 for t in (busy, idle):
-    want("7 segments, 4 blocks (segments 1-4, 1-2, 3-4, 5-6)", (t["segments"], t["blocks"]) == (7, 4), t)
+    # buddy blocks 1-4, 1-2, 3-4, 5-6; greedy blocks 1-6 (the whole run after its first segment)
+    # and, within the node budget, 2-6 and 3-6
+    want("7 segments, 7 blocks", (t["segments"], t["blocks"]) == (7, 7), t)
     want("13 windows replayed", t["windows_replayed"] == 13, t)
 w = busy["windows_replayed"]
-# busy: the first segment alone (the device has nothing yet), then two blocks
-want("device busy: segment ends kept deferred", busy["boundaries_busy"] >= 3 * w, busy)
-want("device busy: 3 launches a window, 2 of them blocks",
-     busy["launches"] == 3 * w and busy["block_launches"] == 2 * w, busy)
+# busy: the first segment alone (the device has nothing yet), then one block of the rest (the
+# buddy blocks alone: 1-4 and 5-6, then 6 alone, 3 launches)
+want("device busy: segment ends kept deferred", busy["boundaries_busy"] >= 5 * w, busy)
+want("device busy: 2 launches a window, 1 of them a block",
+     busy["launches"] == 2 * w and busy["block_launches"] == w, busy)
 # idle: each segment at its end, as before blocks
-want("device idle: every segment end a block could go past found it idle", idle["boundaries_idle"] == 3 * w and idle["boundaries_busy"] == 0, idle)
+# (blocks start at segments 1, 2, 3 and 5: a block could go past each one's end)
+want("device idle: every segment end a block could go past found it idle", idle["boundaries_idle"] == 4 * w and idle["boundaries_busy"] == 0, idle)
 want("device idle: one launch per segment, no block", idle["launches"] == 7 * w and idle["block_launches"] == 0, idle)
 print("-- busy: %d launches a window (%d blocks); idle: %d (no block)" %
       (busy["launches"] // w, busy["block_launches"] // w, idle["launches"] // w))
@@ -75,3 +81,31 @@ launches=$(per_step rc graph_launches)
 note "recsys (CUFOLD_OPT=1): $(per_step rp host_submissions) host submissions a step eager, $(per_step rc host_submissions) with cufold ($launches graph launches)"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 8 else 1)" "$launches" ||
 	fail "recsys: want at most 8 graph launches a step (blocks aligned from its stream cut)"
+
+# ---- (5) greedy blocks: at CUFOLD_OPT=0 recsys's run before its stream cut is 8 segments of
+# 914 ops, its run after it 5; the buddy blocks alone took 10 graph launches a step (11 host
+# submissions), [1..7] and [9..13] as greedy blocks take 7 (8): at most 8 submissions a step
+CUFOLD_OPT=0 CUFOLD_CARDS=tests/kernels/test-kernels.cards count_steps r0 cufold "$rs" --steps @STEPS@
+cmp -s "$TMP/rp.16.out" "$TMP/r0.16.out" || fail "recsys (CUFOLD_OPT=0): output differs with cufold"
+subs=$(per_step r0 host_submissions)
+note "recsys (CUFOLD_OPT=0): $subs host submissions a step with cufold ($(per_step r0 graph_launches) graph launches)"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 8 else 1)" "$subs" ||
+	fail "recsys (CUFOLD_OPT=0): want at most 8 host submissions a step (greedy blocks)"
+
+# ---- (6) dataparallel (CUFOLD_OPT=1): its churn check's probe sends a segment eagerly once; the
+# segment's graph then names buffers of an older step, which the allocator frees two steps on.
+# Counted as the template's, that retired it by FREE twice (47 host submissions a step with the
+# greedy blocks); it is no graph's binding now (went_eager): at most 8 a step, nothing retired
+dp=$B/workloads/dataparallel
+[[ -x $dp ]] || fail "$dp is not built"
+count_steps dpp plain "$dp" --steps @STEPS@
+CUFOLD_OPT=1 CUFOLD_CARDS=tests/kernels/test-kernels.cards count_steps dpc cufold "$dp" --steps @STEPS@
+cmp -s "$TMP/dpp.16.out" "$TMP/dpc.16.out" || fail "dataparallel: output differs with cufold"
+subs=$(per_step dpc host_submissions)
+note "dataparallel (CUFOLD_OPT=1): $(per_step dpp host_submissions) host submissions a step eager, $subs with cufold"
+python3 - "$TMP/dpc.16.report" "$subs" <<'PY' || fail "dataparallel: want its template kept (no FREE retirement) and at most 8 submissions a step"
+import json, sys
+r = json.load(open(sys.argv[1]))["replay"]
+print("-- retired:", r["retired"], "fallbacks:", r["fallbacks"])
+sys.exit(0 if r["retired"] == 0 and "FREE" not in r["fallbacks"] and float(sys.argv[2]) <= 8 else 1)
+PY
