@@ -131,6 +131,12 @@ struct rpl_rewrite_figures {
 				      * cufold's batch kernels, which count as kernels too) */
 	uint32_t fused[2];           /* batch-kernel: launches fused / the launches running them */
 	uint32_t apart[RW_APART_COUNT]; /* launches of programs' kernels left alone, by why */
+	struct {
+		uint32_t launches;   /* memory_reused launches writing elsewhere would let fuse
+				      * (rw_multi_renamable: an analysis, nothing is renamed) */
+		uint32_t whole;      /* of them, those whose renamed writes are surely whole */
+		uint64_t bytes;      /* buffer bytes the launches that would write elsewhere need */
+	} renamable;
 	struct rpl_rule_figures {
 		const char *rule;    /* its name (static) */
 		uint32_t count;      /* applications, summed over segments */

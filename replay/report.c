@@ -69,6 +69,12 @@ static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct
 	for (uint32_t a = 0; a < RW_APART_COUNT; a++)
 		cf_json_ku64(j, rw_apart_name((enum rw_apart)a), w->apart[a]);
 	cf_json_obj_end(j);
+	cf_json_key(j, "renamable");
+	cf_json_obj_begin(j);
+	cf_json_ku64(j, "launches", w->renamable.launches);
+	cf_json_ku64(j, "whole", w->renamable.whole);
+	cf_json_ku64(j, "bytes", w->renamable.bytes);
+	cf_json_obj_end(j);
 	cf_json_key(j, "call_sites");
 	write_sites(re, j, w->sites, w->nsites);
 	cf_json_obj_end(j);

@@ -411,7 +411,16 @@ static void figures_apart(struct rpl_engine *re, struct rpl_rewrite_figures *f, 
 		if (g->run && (g->run->node_of[i] < 0 ||
 			       g->run->plan->nodes[g->run->node_of[i]].kind != RW_NODE_OP))
 			continue;
-		f->apart[rw_multi_apart(re->kernels, ops, g->n, i)]++;
+		enum rw_apart a = rw_multi_apart(re->kernels, ops, g->n, i);
+		struct rw_rename rn;
+
+		f->apart[a]++;
+		if (a == RW_APART_REUSED && rw_multi_renamable(ops, g->n, i, &rn)) {
+			f->renamable.launches++;
+			f->renamable.whole += rn.whole;
+			if (rn.renamed == i)
+				f->renamable.bytes += rn.bytes;
+		}
 	}
 	free(ops);
 }

@@ -452,10 +452,165 @@ static bool reuse_only(const struct cap_op *const *ops, uint32_t from, uint32_t 
 	return conflict;
 }
 
+/* The nearest other launch of ops[i]'s kernel that only reused memory orders against it (as
+ * reuse_only says), each side in turn: *from < *to, one of them i. false when there is none. */
+static bool reuse_partner(const struct cap_op *const *ops, uint32_t n, uint32_t i, uint32_t *from, uint32_t *to)
+{
+	uint32_t budget = REUSE_LOOK;
+
+	/* the others nearest first on each side (a tower's next feature is some way off: the
+	 * launches of the kernel in its own chain come first, and depend on it) */
+	for (uint32_t d = 1; d < n && budget; d++) {
+		if (i >= d && rw_multi_fits(ops[i], ops[i - d]) && reuse_only(ops, i - d, i, &budget)) {
+			*from = i - d;
+			*to = i;
+			return true;
+		}
+		if (i + d < n && rw_multi_fits(ops[i], ops[i + d]) && reuse_only(ops, i, i + d, &budget)) {
+			*from = i;
+			*to = i + d;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether contiguous range [addr, addr + bytes) lies inside contiguous range r. */
+static bool inside(uint64_t addr, uint64_t bytes, const struct rw_range *r)
+{
+	return bytes && addr >= r->addr && addr - r->addr <= r->bytes && bytes <= r->bytes - (addr - r->addr);
+}
+
+/* Whether access a of a launch names its span through one pointer a rewrite could point
+ * elsewhere (a pointer parameter or a struct field, not a table entry) and knows it (not
+ * `unknown`). */
+static bool access_patchable(const struct rw_access *a)
+{
+	return !(a->flags & RW_ACC_UNKNOWN) && (a->entry < 0 || a->table == RW_ACCESS_FIELD);
+}
+
+/* How op, after the renamed launch, meets its renamed range r: RN_NONE (touches nothing of it),
+ * RN_PATCH (reads it only through spans a pointer patch would move to the buffer), RN_END (no
+ * read, or patchable reads, and then a write into r: a full overwrite ends r's life, a partial
+ * one is where the copy back would go; either way what follows reads r as eager left it), or
+ * RN_NO (reads it in a way no patch can follow: an unknown span, a table entry, an `all` op, a
+ * read straddling r's bounds, a copy that is not a 1-D device copy). */
+enum rn_meet { RN_NONE, RN_PATCH, RN_END, RN_NO };
+
+static enum rn_meet rename_meets(const struct cap_op *op, const struct rw_range *r)
+{
+	struct rw_effects e;
+	bool reads = false, writes = false;
+
+	if (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT)
+		return RN_NONE; /* touch no memory */
+	rw_op_effects(op, &e);
+	if (e.all)
+		return RN_NO;
+	for (uint32_t k = 0; k < e.nr && !reads; k++)
+		reads = rw_range_overlap(&e.r[k], r);
+	for (uint32_t k = 0; k < e.nw && !writes; k++)
+		writes = rw_range_overlap(&e.w[k], r);
+	if (!reads)
+		return writes ? RN_END : RN_NONE;
+	if (op->kind == CAP_OP_MEMCPY) {
+		if (!rw_op_is_linear_dtod(op) || !inside(op->u.memcpy.src_first, op->u.memcpy.bytes, r))
+			return RN_NO;
+	} else if (op->kind == CAP_OP_KERNEL) {
+		struct rw_access_set set;
+
+		if (rw_op_kernel_access(op, &set) != 0 || (set.flags & (RW_SET_INDIRECT | RW_SET_UNKNOWN_SPAN)))
+			return RN_NO;
+		for (unsigned k = 0; k < set.n; k++) {
+			const struct rw_access *a = &set.acc[k];
+			struct rw_range q = { a->addr, a->bytes, 0, 0 };
+
+			if ((a->flags & RW_ACC_READ) && rw_range_overlap(&q, r) &&
+			    (!access_patchable(a) || !inside(a->addr, a->bytes, r)))
+				return RN_NO;
+		}
+	} else {
+		return RN_NO;
+	}
+	return writes ? RN_END : RN_PATCH;
+}
+
+/* Whether launch ops[to], kept from ops[from] only by reused memory, could write elsewhere:
+ * each range it writes that an op of ops[from .. to) reads or writes is an exact span through a
+ * pointer it could be pointed away with, it reads nothing of that range itself, and every later
+ * op of the run that reads it before it is written again reads it through a span a patch could
+ * follow (rename_meets). out gets the bytes the buffers would take and whether every renamed
+ * range is surely written whole (what a copy back over the range needs). */
+static bool rename_fits(const struct cap_op *const *ops, uint32_t n, uint32_t from, uint32_t to,
+			struct rw_rename *out)
+{
+	struct rw_access_set set;
+	struct rw_range ren[RW_ACCESS_MAX];
+	uint32_t nren = 0;
+
+	out->bytes = 0;
+	out->whole = true;
+	if (rw_op_kernel_access(ops[to], &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (unsigned k = 0; k < set.n; k++) {
+		const struct rw_access *a = &set.acc[k];
+		struct rw_range r = { a->addr, a->bytes, 0, 0 };
+		bool conflict = false;
+
+		if (!(a->flags & RW_ACC_WRITE))
+			continue;
+		if (a->flags & RW_ACC_UNKNOWN)
+			return false; /* the range is not known: neither is what would conflict */
+		for (uint32_t q = from; q < to && !conflict; q++) {
+			struct rw_effects e;
+
+			rw_op_effects(ops[q], &e);
+			conflict = e.all || rw_ranges_overlap(e.r, e.nr, &r) || rw_ranges_overlap(e.w, e.nw, &r);
+		}
+		if (!conflict)
+			continue;
+		if (!access_patchable(a) || (a->flags & RW_ACC_READ))
+			return false;
+		for (unsigned b = 0; b < set.n; b++) {
+			struct rw_range q = { set.acc[b].addr, set.acc[b].bytes, 0, 0 };
+
+			if (b != k && (set.acc[b].flags & RW_ACC_READ) &&
+			    ((set.acc[b].flags & RW_ACC_UNKNOWN) || rw_range_overlap(&q, &r)))
+				return false; /* it reads what it writes: the buffer would need the old bytes */
+		}
+		ren[nren++] = r;
+		out->bytes += a->bytes;
+		if (!(set.flags & RW_SET_COVERS))
+			out->whole = false;
+	}
+	if (!nren)
+		return false;
+	for (uint32_t k = 0; k < nren; k++)
+		for (uint32_t q = to + 1; q < n; q++) {
+			enum rn_meet m = rename_meets(ops[q], &ren[k]);
+
+			if (m == RN_NO || q - to > REUSE_LOOK)
+				return false; /* (past the look's reach: not known, so no) */
+			if (m == RN_END)
+				break;
+		}
+	return true;
+}
+
+bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i, struct rw_rename *out)
+{
+	uint32_t from, to;
+
+	if (!reuse_partner(ops, n, i, &from, &to) || !rename_fits(ops, n, from, to, out))
+		return false;
+	out->renamed = to;
+	return true;
+}
+
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
 {
 	struct rw_effects e;
-	uint32_t budget = REUSE_LOOK;
+	uint32_t from, to;
 	bool others = false;
 
 	if (!rw_multi_possible(kc, ops[i]))
@@ -469,15 +624,7 @@ enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *
 		return RW_APART_ALONE;
 	if (unknown_between(ops, n, i))
 		return RW_APART_UNKNOWN_BETWEEN;
-	/* the others nearest first on each side (a tower's next feature is some way off: the
-	 * launches of the kernel in its own chain come first, and depend on it) */
-	for (uint32_t d = 1; d < n && budget; d++) {
-		if (i >= d && rw_multi_fits(ops[i], ops[i - d]) && reuse_only(ops, i - d, i, &budget))
-			return RW_APART_REUSED;
-		if (i + d < n && rw_multi_fits(ops[i], ops[i + d]) && reuse_only(ops, i, i + d, &budget))
-			return RW_APART_REUSED;
-	}
-	return RW_APART_ORDERED;
+	return reuse_partner(ops, n, i, &from, &to) ? RW_APART_REUSED : RW_APART_ORDERED;
 }
 
 /* One launch of the variant running the launches orig: the members, then the table in the

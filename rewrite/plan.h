@@ -249,6 +249,25 @@ const char *rw_apart_name(enum rw_apart a); /* "no_variant" */
 /* Why launch ops[i] of the run ops[0..n), left a launch of its own by the rewrite, was not
  * fused with others of its kernel. */
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i);
+/* Writing elsewhere (output renaming), as an analysis only: nothing renames yet. A launch kept
+ * apart by reused memory (RW_APART_REUSED: a later launch L of its kernel writes, over exact
+ * spans, what the ops between read or write) could be fused if L wrote a buffer of cufold's own
+ * instead and every later reader of what it wrote read that buffer (a pointer patched) until the
+ * range is written again, with a copy back from the buffer where eager's bytes are needed.
+ * rw_multi_renamable says whether that would hold for ops[i] of the run ops[0..n): L's renamed
+ * writes are exact spans through a pointer parameter or struct field (never `unknown`, never a
+ * table entry), L reads none of them, and every op after L that reads one before it is written
+ * again reads it through an exact span inside it (a kernel's pointer parameter or field, or a
+ * 1-D device copy's source): an `all` op, an unknown span or a read straddling the range there
+ * refuses. */
+struct rw_rename {
+	uint32_t renamed;            /* the launch that would write elsewhere (i or its partner) */
+	uint64_t bytes;              /* bytes of buffer its renamed writes would take */
+	bool whole;                  /* every renamed range is surely written whole (RW_SET_COVERS),
+				      * what a copy back of the whole range needs; cards say so only
+				      * of elementwise launches */
+};
+bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i, struct rw_rename *out);
 /* Bytes of scratch a node of kind needs (first: its first original op). */
 uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first);
 /* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func on the

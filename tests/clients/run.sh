@@ -71,6 +71,15 @@ closed = {k: v["windows_closed"] for k, v in r["boundaries"].items() if v["windo
 print("-- %s: %.1f %% of ops replayed (%d of %d); host submissions per step: eager %s, cufold %s;"
       " windows closed by %s" % (sys.argv[2], 100.0 * rep / ops if ops else 0, rep, ops,
                                  sys.argv[3], sys.argv[4], closed))
+apart, ren = {}, {}
+for t in r["replay"]["templates"]:
+    for key, into in (("kernels_apart", apart), ("renamable", ren)):
+        for k, v in ((t.get("rewrite") or {}).get(key) or {}).items():
+            into[k] = into.get(k, 0) + v
+if apart.get("memory_reused"):
+    print("-- %s: %d launches kept apart by reused memory; writing elsewhere's checks pass for %d (%d bytes),"
+          " %d written whole (not renamed yet)" % (sys.argv[2], apart["memory_reused"], ren.get("launches", 0),
+                                                   ren.get("bytes", 0), ren.get("whole", 0)))
 share, factor = 100.0 * rep / ops if ops else 0, float(sys.argv[3]) / max(float(sys.argv[4]), 1e-9)
 if share < float(sys.argv[5]) or factor < float(sys.argv[6]):
     print("-- %s: below its target (%.1f %% < %s %% or %.1fx < %sx fewer submissions)"

@@ -148,6 +148,10 @@ for name in ("s1.16", "s2.16"):
     want("%s: the report says why launches ran alone" % name,
          set(apart) == {"no_variant", "effects_unknown", "alone", "unknown_between", "memory_reused", "ordered"}
          and sum(apart.values()) > 0)
+    want("%s: the report says what writing elsewhere would fuse" % name,
+         all(set(t["rewrite"]["renamable"]) == {"launches", "whole", "bytes"} and
+             t["rewrite"]["renamable"]["launches"] <= t["rewrite"]["kernels_apart"]["memory_reused"]
+             for t in json.load(open(os.path.join(d, name + ".report")))["replay"]["templates"]))
 
 if fails:
     sys.exit("\n".join("FAIL: " + f for f in fails))

@@ -466,6 +466,76 @@ static void test_apart_reused(void **state)
 	assert_string_equal(rw_apart_name(RW_APART_REUSED), "memory_reused");
 }
 
+/* Writing elsewhere (rw_multi_renamable, an analysis): a tower's shape, a pool handing feature
+ * 1's temporary A to feature 2's launch of the same kernel with a consumer between. Renaming the
+ * second launch (it writes A' instead, the later consumer reads A') would let them fuse; it must
+ * be refused for a true dependence and for a consumer whose span through A is unknown or that
+ * reads past A. `consume` (exact spans) and `consume_any` (its input `unknown`) read one array. */
+static const struct cap_func consume_info = RWT_FUNC(0xc0c, 5, "consume", RWT_LAYOUT_SCALE);
+static const struct cap_func consume_any_info = RWT_FUNC(0xc0d, 6, "consume_any", RWT_LAYOUT_SCALE);
+
+static struct cap_op consume_op(const struct cap_func *f, uint32_t slot, uint64_t out, uint64_t in, int32_t n)
+{
+	return rwt_scale_op(f, params[slot], out, in, 1.0f, n, STREAM_A);
+}
+
+static void test_renamable(void **state)
+{
+	static const char card[] = "kernel consume\n  param out ptr w n*4\n  param in ptr r n*4\n  param s f32\n"
+				   "  param n i32\nend\nkernel consume_any\n  param out ptr w n*4\n"
+				   "  param in ptr r unknown\n  param s f32\n  param n i32\nend\n";
+	/* feature 1: A = scale(X1), H1 = consume(A); feature 2: A = scale(X2) (the pool's A again),
+	 * H2 = consume(A) */
+	struct cap_op tower[4] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+				   scale_op(2, AT(0), AT(3), 100), consume_op(&consume_info, 3, AT(4), AT(0), 100) };
+	struct cap_op raw[2] = { scale_op(4, AT(0), AT(1), 100), scale_op(5, AT(2), AT(0), 100) };
+	struct cap_op unknown[4], straddle[4], copy_after[6];
+	const struct cap_op *p[6];
+	struct rw_rename rn;
+
+	(void)state;
+	assert_int_equal(rw_cards_parse(rw_cards_global(), "test", card, strlen(card)), 0);
+	rwt_ptrs(tower, 4, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 4, 0), RW_APART_REUSED);
+	assert_int_equal(rw_multi_apart(NULL, p, 4, 2), RW_APART_REUSED);
+	for (uint32_t i = 0; i < 4; i += 2) {
+		memset(&rn, 0xff, sizeof(rn));
+		assert_true(rw_multi_renamable(p, 4, i, &rn));
+		assert_int_equal(rn.renamed, 2); /* the later one writes elsewhere */
+		assert_int_equal(rn.bytes, 400);
+		assert_true(rn.whole);           /* scale is elementwise: it writes A whole */
+	}
+	/* a true dependence: the second reads what the first wrote (ordered, not renamable) */
+	rwt_ptrs(raw, 2, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 2, 1), RW_APART_ORDERED);
+	assert_false(rw_multi_renamable(p, 2, 1, &rn));
+	/* the consumer after it reads A through an unknown span: no patch can follow it */
+	memcpy(unknown, tower, sizeof(tower));
+	unknown[3] = consume_op(&consume_any_info, 3, AT(4), AT(0), 100);
+	rwt_ptrs(unknown, 4, p);
+	assert_int_equal(rw_multi_apart(NULL, p, 4, 2), RW_APART_REUSED);
+	assert_false(rw_multi_renamable(p, 4, 2, &rn));
+	/* the consumer reads past A's end (A and the 4 bytes after it): the buffer holds A only */
+	memcpy(straddle, tower, sizeof(tower));
+	straddle[3] = consume_op(&consume_info, 3, AT(4), AT(0) + 4, 100);
+	rwt_ptrs(straddle, 4, p);
+	assert_false(rw_multi_renamable(p, 4, 2, &rn));
+	/* a copy out of A after it (its source patchable), A written whole by a memset (its life
+	 * ends), then a reader of A no patch could follow: it reads the program's A again */
+	memcpy(copy_after, tower, 3 * sizeof(tower[0]));
+	copy_after[3] = rwt_copy_op(AT(0), AT(5), 400, STREAM_A);
+	copy_after[4] = rwt_memset_op(AT(0), 400, STREAM_A);
+	copy_after[5] = consume_op(&consume_any_info, 3, AT(4), AT(0), 100);
+	rwt_ptrs(copy_after, 6, p);
+	assert_true(rw_multi_renamable(p, 6, 2, &rn));
+	/* without the memset, that reader meets A' */
+	copy_after[4] = copy_after[5];
+	assert_false(rw_multi_renamable(p, 5, 2, &rn));
+	/* a copy reading past A's end */
+	copy_after[3] = rwt_copy_op(AT(0), AT(5), 404, STREAM_A);
+	assert_false(rw_multi_renamable(p, 4, 2, &rn));
+}
+
 /* ------------------------------------------------------------------ near misses */
 
 static void test_no_variant(void **state)
@@ -637,7 +707,7 @@ int main(void)
 		cmocka_unit_test(test_across_events), cmocka_unit_test(test_chain_across_streams),
 		cmocka_unit_test(test_batch_effects), cmocka_unit_test(test_nested_waits),
 		cmocka_unit_test(test_two_streams), cmocka_unit_test(test_table_capacity),
-		cmocka_unit_test(test_apart_reused),
+		cmocka_unit_test(test_apart_reused), cmocka_unit_test(test_renamable),
 		cmocka_unit_test(test_unknown_span_is_allocation), cmocka_unit_test(test_unknown_span_realloc),
 	};
 
