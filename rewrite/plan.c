@@ -7,6 +7,7 @@
 
 #include "common/compiler.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "rewrite/effects.h"
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
@@ -397,7 +398,7 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 	for (uint32_t s = 0; s < p->nsnaps; s++) {
 		if (rw_node_derive(p->kernels, &p->snaps[s], ops, &p->snap_ops[s]) != 0) {
 			if (failed)
-				*failed = 0;
+				*failed = RW_GUARD_NO_SNAPSHOT;
 			return false;
 		}
 	}
@@ -615,13 +616,35 @@ void rw_run_destroy(struct rw_run *r)
 	free(r);
 }
 
+/* Say which guard failed (CUFOLD_LOG=info): a launch that falls back for a guard is otherwise
+ * only a count in the report, and the guard and its two ops are what a reader needs. */
+static void log_failed_guard(const struct rw_run *r, uint32_t failed)
+{
+	const struct rw_guard *g;
+
+	if (!cf_log_enabled(CF_LOG_INFO))
+		return;
+	if (failed == RW_GUARD_NO_SNAPSHOT || failed >= r->plan->nguards) {
+		cf_log_info("cufold: rewrite check: a snapshot of the plan (%u ops) could not be derived", r->n);
+		return;
+	}
+	g = &r->plan->guards[failed];
+	cf_log_info("cufold: rewrite check: guard %u of %u (%s) failed between op %u (%s) and op %u (%s) of %u",
+		    failed, r->plan->nguards, rw_guard_name((enum rw_guard_kind)g->kind), g->a,
+		    r->ops[g->a] ? cap_op_name(r->ops[g->a]) : "?", g->b,
+		    r->ops[g->b] ? cap_op_name(r->ops[g->b]) : "?", r->n);
+}
+
 /* Whether the guards hold for r->ops and every node derives from them. */
 static bool run_check(struct rw_run *r)
 {
 	struct cap_op tmp;
+	uint32_t failed = RW_GUARD_NO_SNAPSHOT;
 
-	if (!rw_plan_guards_hold(r->plan, r->ops, NULL))
+	if (!rw_plan_guards_hold(r->plan, r->ops, &failed)) {
+		log_failed_guard(r, failed);
 		return false;
+	}
 	/* every derived node can be derived (cufold's kernels load, the originals are of the
 	 * kinds the node needs), so rw_run_op never comes back empty-handed for a node */
 	for (uint32_t k = 0; k < r->plan->nnodes; k++)

@@ -274,6 +274,9 @@ uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *firs
  * plan's cache). */
 void rw__set_kernel_resolver(CUresult (*fn)(CUcontext ctx, int kernel, CUfunction *out));
 /* Whether every guard holds; *failed (may be NULL) gets the index of the first that does not. */
+/* *failed is set to the failing guard's index, or RW_GUARD_NO_SNAPSHOT when a snapshot could not
+ * be derived from ops. */
+#define RW_GUARD_NO_SNAPSHOT UINT32_MAX
 bool rw_plan_guards_hold(const struct rw_plan *p, const struct cap_op *const *ops, uint32_t *failed);
 /* The op plan node k submits for the bindings of ops: the original op itself for RW_NODE_OP,
  * a derived copy for RW_NODE_COPY (out's pointers alias ops'; key and bind are recomputed only
