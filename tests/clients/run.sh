@@ -54,6 +54,29 @@ want cupy || exit 0
 # which load with SIMCUDA_CC=120 (checked last).
 export CUPY_COMPILE_WITH_PTX=1 CUPY_ACCELERATORS= CUPY_CACHE_DIR="$TMP/cupy-cache"
 
+# steady_cufold_counts NAME prog args...: the per-step figures difference a short and a long run,
+# which assumes both warm up alike. CuPy's pool picks among free chunks by the Python objects'
+# addresses (ASLR), so now and then a step's temporaries land elsewhere than the step the template
+# was planned from: a rewrite guard fails, the template is planned again two windows later, and
+# that run carries about two eager steps more (results stay identical; 1 run in 15-25). Such a
+# run (a GUARD fallback in its report) is run again, up to twice, so the figures describe the
+# steady state; the third try's figures stand, and a non-positive one fails in cupy_figures.
+steady_cufold_counts() {
+	local name=$1 n try a
+	shift
+	for n in $STEPS_SHORT $STEPS_LONG; do
+		for try in 1 2; do
+			python3 -c 'import json,sys; sys.exit(1 if json.load(open(sys.argv[1]))["replay"]["fallbacks"].get("GUARD") else 0)' \
+				"$TMP/$name.$n.report" && break
+			note "$name ($n steps): a rewrite guard failed during warm-up (CuPy's pool moved a temporary); run again"
+			local args=()
+			for a in "$@"; do args+=("${a//@STEPS@/$n}"); done
+			SIMCUDA_STATS=$TMP/$name.$n.stats CUFOLD_REPORT=$TMP/$name.$n.report \
+				run_cufold "$TMP/$name.$n.out" "${args[@]}" || fail "${args[*]} exited $? with cufold"
+		done
+	done
+}
+
 # cupy_figures NAME [MIN_SHARE MIN_FACTOR]: replay share of the long run and host submissions per
 # step (steps 6..16) eager and under cufold, printed; with the minimums, asserted (issue 21's
 # targets for the towers: >= 80 % of ops replayed, >= 5x fewer submissions per step). Kernels
@@ -80,7 +103,11 @@ if apart.get("memory_reused"):
     print("-- %s: %d launches kept apart by reused memory; writing elsewhere's checks pass for %d (%d bytes),"
           " %d written whole (not renamed yet)" % (sys.argv[2], apart["memory_reused"], ren.get("launches", 0),
                                                    ren.get("bytes", 0), ren.get("whole", 0)))
-share, factor = 100.0 * rep / ops if ops else 0, float(sys.argv[3]) / max(float(sys.argv[4]), 1e-9)
+if float(sys.argv[3]) <= 0 or float(sys.argv[4]) <= 0:
+    print("-- %s: a per-step figure is not positive (eager %s, cufold %s): the two runs did not warm up alike"
+          % (sys.argv[2], sys.argv[3], sys.argv[4]))
+    sys.exit(1)
+share, factor = 100.0 * rep / ops if ops else 0, float(sys.argv[3]) / float(sys.argv[4])
 if share < float(sys.argv[5]) or factor < float(sys.argv[6]):
     print("-- %s: below its target (%.1f %% < %s %% or %.1fx < %sx fewer submissions)"
           % (sys.argv[2], share, sys.argv[5], factor, sys.argv[6]))
@@ -99,6 +126,7 @@ for spec in towers:towers towers6:towers:6 optim:optim reduce:reduce; do
 	SEEDS=${CUPY_SEEDS:-$seeds} same_output_over_seeds "$py" tests/clients/cupy_$script.py 8 $extra
 	count_steps cupy_$prog.plain plain "$py" tests/clients/cupy_$script.py @STEPS@ $extra
 	count_steps cupy_$prog.cufold cufold "$py" tests/clients/cupy_$script.py @STEPS@ $extra
+	steady_cufold_counts cupy_$prog.cufold "$py" tests/clients/cupy_$script.py @STEPS@ $extra
 	cmp -s "$TMP/cupy_$prog.plain.$STEPS_LONG.out" "$TMP/cupy_$prog.cufold.$STEPS_LONG.out" ||
 		fail "cupy_$script.py $extra: output differs with cufold ($STEPS_LONG steps)"
 	if [[ $prog == towers ]]; then cupy_figures cupy_$prog 80 5; else cupy_figures cupy_$prog; fi
