@@ -63,7 +63,7 @@ static inline void wl_parse(int argc, char **argv, struct wl_opts *o, int defaul
 				wl_usage(argv[0], default_steps);
 		} else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
 			o->scale = (int)strtol(argv[++i], &end, 10);
-			if (*end || o->scale < 1 || o->scale > 64)
+			if (*end || o->scale < 1 || o->scale > 1024)
 				wl_usage(argv[0], default_steps);
 		} else if (!strcmp(argv[i], "--time")) {
 			o->time = true;
