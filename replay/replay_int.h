@@ -120,6 +120,9 @@ struct rpl_seg {
 				      * busy) found the device idle at the next segment's end, longer
 				      * than a launch costs after: from then on it launches at its end,
 				      * busy or not (launch.c) */
+	uint64_t fill_ns;            /* a segment: gate clock from the end of the segment before it
+				      * (its boundary handled) to its own end, when the last window
+				      * that saw both ends saw them; 0: not yet (launch.c: holds) */
 };
 
 /* What the rewrite did to a template's graphable ops, counted when it was built (report). */
@@ -170,6 +173,12 @@ struct rpl_template {
 	uint64_t boundaries_starved; /* segment ends that found it idle after the run went on
 				      * deferred at the one before (which then starves, above) */
 	uint64_t busy_at;            /* gate clock at the last segment end that found it busy */
+	uint64_t boundaries_held;    /* segment ends that found the device idle and held the run
+				      * (the next segment was due sooner than a launch costs) */
+	uint64_t idle_at;            /* gate clock at the first of the held ends the run is in, or 0 */
+	uint64_t end_at;             /* gate clock when the last segment end was handled */
+	uint64_t end_win;            /* the window it was in (cap_window_seq) */
+	int32_t end_seg;             /* its segment, or -1 */
 	uint64_t block_launches;     /* launches of blocks (of t->launches) */
 	uint64_t unit_launches;      /* launches of segments and blocks, numbering them (last_launch) */
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or

@@ -960,6 +960,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 	if (!t)
 		goto out_nomem;
 	t->shape_id = shape_id;
+	t->end_seg = -1;
 	t->built_window = cap_window_seq(w);
 	t->nops = nops;
 	t->seg_cap = cfg->segment;
