@@ -19,6 +19,9 @@
 #define RPL_SEG_LAST_SHARE 32  /* segments shrink toward a window's end down to 1/32 of its ops */
 #define RPL_SEG_LAST_MAX 32    /* ... or down to this many, whichever is fewer (segment_size) */
 #define RPL_BLOCK_LEVELS 3    /* buddy blocks of 2, 4 and 8 segments (template.c: blocks_make) */
+#define RPL_BLOCK_WIDTH 2     /* a block the parallel rule reordered: at most this many plan nodes
+			       * per step of its longest chain (template.c: block_wide) ... */
+#define RPL_BLOCK_SMALL 16    /* ... unless it has at most this many */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
 #define RPL_POLL_STALL_NS 2000000 /* another thread's polls of a deferred run that has not grown
 				   * for this long submit it (rpl_poll); long enough that a step's
