@@ -676,12 +676,19 @@ static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
 /* Cut t's runs of graphable ops into segments (t->segs[].first/n, t->ops[].seg): sizes from
  * segment_size, never inside what a rewrite relies on, and before an op that would order two
  * streams both ways (cut_add). glued (t->nops zeroed entries) gets what the rules would do
- * between each op and the next (GLUE_*). 0 or -CF_ENOMEM. */
+ * between each op and the next (GLUE_*). The small cuts the gate tries where big ones lost
+ * (at most RPL_SEG_SMALL ops) cut by size alone, through rewrites too: glued, dataparallel's
+ * first segment at CUFOLD_OPT=1 was its batch copy and 12 gradient memsets merged (14 ops), so
+ * with 20 us of program host time per op and +200 us kernels the device got nothing for 280 us
+ * of each step (14,839 us a step replayed, 14,698 eager; cut at 4 ops, 14,600). 0 or
+ * -CF_ENOMEM. */
 static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
 		     const struct rpl_config *cfg, uint8_t *glued)
 {
 	struct cut_order order = { 0 };      /* the open segment's stream order */
 	bool stream_cuts = true;             /* cut to keep streams apart (cut_add) */
+	bool small = cfg->segment <= RPL_SEG_SMALL; /* the gate's second cuts: sizes cut through
+					      * what rewrites rely on (below) */
 	uint32_t run_len = 0, seg_limit = 0;
 
 	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
@@ -704,7 +711,7 @@ static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct
 			run_len = 0;
 			continue;
 		}
-		bool by_size = run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
+		bool by_size = run_len == 0 || (run_len >= seg_limit && (!(glued[i - 1] & GLUE_REWRITE) || small)) ||
 			       run_len >= cfg->segment;
 
 		if (by_size || (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
