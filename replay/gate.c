@@ -47,6 +47,7 @@
 #include "replay/replay_int.h"
 
 static uint64_t (*model_clock)(void); /* the software device's modeled host clock, or NULL */
+static uint64_t (*device_cpu)(void);  /* its CPU time inside its calls on this thread, or NULL */
 
 void rpl__gate_init(void)
 {
@@ -60,6 +61,15 @@ void rpl__gate_init(void)
 
 	/* a data pointer to a function pointer: through memcpy, as ISO C allows */
 	memcpy(&model_clock, &f, sizeof(f));
+	f = h ? drv_real_dlsym(h, "simcuda_device_cpu_ns") : NULL;
+	if (!f)
+		f = drv_real_dlsym(RTLD_DEFAULT, "simcuda_device_cpu_ns");
+	memcpy(&device_cpu, &f, sizeof(f));
+}
+
+uint64_t rpl_own_clock(void)
+{
+	return cf_now_ns() - (device_cpu ? device_cpu() : 0);
 }
 
 uint64_t rpl__gate_clock(void)

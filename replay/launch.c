@@ -881,30 +881,59 @@ static bool device_idle(struct rpl_engine *re)
 	return idle;
 }
 
-/* Whether the device, found busy at t's last segment end and idle at this one, may have waited
- * longer than a launch of t costs the host (its mean on the gate clock; 0 before the first): the
- * host's time since then bounds the wait. Shorter waits cost less than the launch that would
- * avoid them (copy_loop: a few us of a 190 us step, where one launch costs 2.5 us). */
+/* What one launch of t costs the host: its mean on the gate clock (patching and joins
+ * included), 0 before the first. */
+static uint64_t launch_cost(const struct rpl_template *t)
+{
+	return t->launches ? (t->launch_ns + t->patch_ns) / t->launches : 0;
+}
+
+/* Whether the device, found busy at t's last segment end (or idle there, and held), and idle at
+ * this one, may have waited longer than a launch of t costs the host: the host's time since
+ * then bounds the wait. Shorter waits cost less than the launch that would avoid them
+ * (copy_loop: a few us of a 190 us step, where one launch costs 2.5 us). */
 static bool starved_long(const struct rpl_template *t)
 {
-	uint64_t launch = t->launches ? (t->launch_ns + t->patch_ns) / t->launches : 0;
+	return rpl__gate_clock() - t->busy_at > launch_cost(t);
+}
 
-	return rpl__gate_clock() - t->busy_at > launch;
+/* Whether a run found idle at segment last's end may still wait for the next segment: it came
+ * last time within what a launch costs the host, counted from where the device was first found
+ * idle in this run (idle_at, or now). The device then waits less than the launch would cost,
+ * and the run launches as one block instead of a launch per segment: recsys at CUFOLD_OPT=1, the
+ * device idle at the ends of its small second and third segments, 9 host submissions a step ->
+ * 7. A guess that was wrong is caught at the next end (starved_long: that segment starves). */
+static bool hold_idle(const struct rpl_template *t, uint32_t k, uint32_t last, uint64_t now)
+{
+	uint64_t fill = t->segs[last + 1].fill_ns, since = last > k && t->idle_at ? now - t->idle_at : 0;
+
+	return fill && since + fill <= launch_cost(t);
+}
+
+/* Note segment last's end (of window win) as handled: the next segment's fill_ns counts from
+ * here. */
+static void end_note(struct rpl_template *t, uint32_t last, uint64_t win)
+{
+	t->end_at = rpl__gate_clock();
+	t->end_seg = (int32_t)last;
+	t->end_win = win;
 }
 
 /* The policy: a run launches when its segment ends and the device is idle (it would otherwise
- * wait for the host's next calls), or when no block could take it further (the run ends, or the
- * largest block from its start ends here); while the device is busy it goes on deferred, and
- * launches later as a few blocks: the device's queue does not empty for it, and a program whose
- * host is faster than the device pays a launch per block instead of one per segment. Busy now is
- * not busy until the next segment ends: where a run kept deferred found the device idle at the
- * next end, the device starved meanwhile (rpl_loop, 10 us of host time and +20 us kernels a
- * call: 0.92x eager), so that segment launches at its end from then on (its starves flag). */
+ * wait for the host's next calls) unless the next segment was due sooner than a launch costs
+ * (hold_idle), or when no block could take it further (the run ends, or the largest block from
+ * its start ends here); while the device is busy it goes on deferred, and launches later as a few
+ * blocks: the device's queue does not empty for it, and a program whose host is faster than the
+ * device pays a launch per block instead of one per segment. Busy now is not busy until the next
+ * segment ends: where a run kept deferred found the device idle at the next end, the device
+ * starved meanwhile (rpl_loop, 10 us of host time and +20 us kernels a call: 0.92x eager), so
+ * that segment launches at its end from then on (its starves flag). */
 void rpl__segment_end(struct rpl_engine *re)
 {
 	struct rpl_template *t;
 	uint32_t k, last, n;
-	bool extend, idle = true;
+	uint64_t now, win = re->st.def_win;
+	bool extend, idle = true, starved = false;
 
 	if (!re->st.ndef)
 		return;
@@ -913,21 +942,34 @@ void rpl__segment_end(struct rpl_engine *re)
 		rpl__submit_deferred(re, RPL_FB_BOUNDARY); /* not this run's cuts: what is whole goes */
 		return;
 	}
+	now = rpl__gate_clock();
+	if (t->end_seg >= 0 && (uint32_t)t->end_seg + 1 == last && t->end_win == win)
+		t->segs[last].fill_ns = now - t->end_at + 1; /* (never 0: measured) */
 	extend = block_goes_past(t, k, last) && !t->segs[last].starves;
 	if (extend || last > k)
 		idle = device_idle(re);
 	if (last > k && idle && starved_long(t)) {
-		/* kept deferred at the last end while busy, idle now: it may have run dry for
-		 * longer than a launch costs */
+		/* kept deferred at the last end while busy (or held), idle now: it may have run
+		 * dry for longer than a launch costs */
 		t->segs[last - 1].starves = true;
 		t->boundaries_starved++;
+		starved = true;
 	}
-	if (extend && !idle) {
-		t->boundaries_busy++;
+	if (extend && (!idle || (!starved && hold_idle(t, k, last, now)))) {
+		if (idle) {
+			t->boundaries_held++;
+			t->idle_at = last > k && t->idle_at ? t->idle_at : now;
+		} else {
+			t->boundaries_busy++;
+			t->idle_at = 0;
+		}
 		t->busy_at = rpl__gate_clock();
+		end_note(t, last, win);
 		return; /* stays deferred: the next segment's ops join it */
 	}
 	t->boundaries_idle += extend;
+	t->idle_at = 0;
 	launch_segs(re, t, k, last, RPL_FB_BOUNDARY);
 	cf_assert(re->st.ndef == 0); /* invariant 5 */
+	end_note(t, last, win);
 }

@@ -212,12 +212,18 @@ uint64_t rpl_strict_events(struct rpl_engine *re);
 /* Measured matching cost per op (ns), 0 when nothing was matched: what replaying adds to a
  * call over recording it (the gate charges it for every op replayed). */
 double rpl_host_ns_per_op(struct rpl_engine *re);
-/* cufold's own time on a call, all of it (issue 22): the engine reads its clock around its work
- * on one call in 16 of each thread (lock wait, recording, matching, deferral, the graph launches
- * and eager flushes that call made, held frees) and tells replay the elapsed ns here, under the
- * lock. It includes the driver's time in the submissions it makes: conservative, where the
- * matching cost alone (rpl_host_ns_per_op) left most of cufold out. */
+/* cufold's own time on a call, all of it (issue 22): the engine reads rpl_own_clock around its
+ * work on one call in 16 of each thread (lock wait, recording, matching, deferral, the graph
+ * launches and eager flushes that call made, held frees) and tells replay the elapsed ns here,
+ * under the lock. It includes the driver's time in the submissions it makes: conservative, where
+ * the matching cost alone (rpl_host_ns_per_op) left most of cufold out. */
 void rpl_own_time(struct rpl_engine *re, uint64_t ns);
+/* The clock of rpl_own_time (ns): the monotonic clock, less, on a software device that exports
+ * simcuda_device_cpu_ns, the CPU time this thread spent inside the device's calls. Its model
+ * charges those calls on its own host clock (a graph launch 2.5 us), and its CPU time in them
+ * (interpreting kernels when a query or a synchronize runs the work) is the test device's, not
+ * cufold's: counted, it charged dataparallel 340-450 ns an op, recsys about 100. */
+uint64_t rpl_own_clock(void);
 /* Mean of those, ns per call (0 before any). */
 double rpl_own_ns_per_op(struct rpl_engine *re);
 /* Write replay's members of the JSON report (common/json.h, inside its top-level object):

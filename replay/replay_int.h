@@ -19,6 +19,9 @@
 #define RPL_SEG_LAST_SHARE 32  /* segments shrink toward a window's end down to 1/32 of its ops */
 #define RPL_SEG_LAST_MAX 32    /* ... or down to this many, whichever is fewer (segment_size) */
 #define RPL_BLOCK_LEVELS 3    /* buddy blocks of 2, 4 and 8 segments (template.c: blocks_make) */
+#define RPL_BLOCK_WIDTH 2     /* a block the parallel rule reordered: at most this many plan nodes
+			       * per step of its longest chain (template.c: block_wide) ... */
+#define RPL_BLOCK_SMALL 16    /* ... unless it has at most this many */
 #define RPL_CHURN_LAUNCHES 8  /* launches before a template's patching cost is judged */
 #define RPL_POLL_STALL_NS 2000000 /* another thread's polls of a deferred run that has not grown
 				   * for this long submit it (rpl_poll); long enough that a step's
@@ -120,6 +123,9 @@ struct rpl_seg {
 				      * busy) found the device idle at the next segment's end, longer
 				      * than a launch costs after: from then on it launches at its end,
 				      * busy or not (launch.c) */
+	uint64_t fill_ns;            /* a segment: gate clock from the end of the segment before it
+				      * (its boundary handled) to its own end, when the last window
+				      * that saw both ends saw them; 0: not yet (launch.c: holds) */
 };
 
 /* What the rewrite did to a template's graphable ops, counted when it was built (report). */
@@ -170,6 +176,12 @@ struct rpl_template {
 	uint64_t boundaries_starved; /* segment ends that found it idle after the run went on
 				      * deferred at the one before (which then starves, above) */
 	uint64_t busy_at;            /* gate clock at the last segment end that found it busy */
+	uint64_t boundaries_held;    /* segment ends that found the device idle and held the run
+				      * (the next segment was due sooner than a launch costs) */
+	uint64_t idle_at;            /* gate clock at the first of the held ends the run is in, or 0 */
+	uint64_t end_at;             /* gate clock when the last segment end was handled */
+	uint64_t end_win;            /* the window it was in (cap_window_seq) */
+	int32_t end_seg;             /* its segment, or -1 */
 	uint64_t block_launches;     /* launches of blocks (of t->launches) */
 	uint64_t unit_launches;      /* launches of segments and blocks, numbering them (last_launch) */
 	uint32_t seg_cap;            /* the most ops a segment was allowed (CUFOLD_SEGMENT, or

@@ -125,6 +125,7 @@ static void write_gate(struct cf_json *j, const struct rpl_template *t)
 	X("boundaries_idle", t->boundaries_idle) \
 	X("boundaries_busy", t->boundaries_busy) \
 	X("boundaries_starved", t->boundaries_starved) \
+	X("boundaries_held", t->boundaries_held) \
 	X("windows_replayed", t->windows) \
 	X("launches", t->launches) \
 	X("ops_replayed", t->ops_replayed) \

@@ -676,12 +676,19 @@ static bool tops_classify(struct rpl_template *t, const struct cap_window *w)
 /* Cut t's runs of graphable ops into segments (t->segs[].first/n, t->ops[].seg): sizes from
  * segment_size, never inside what a rewrite relies on, and before an op that would order two
  * streams both ways (cut_add). glued (t->nops zeroed entries) gets what the rules would do
- * between each op and the next (GLUE_*). 0 or -CF_ENOMEM. */
+ * between each op and the next (GLUE_*). The small cuts the gate tries where big ones lost
+ * (at most RPL_SEG_SMALL ops) cut by size alone, through rewrites too: glued, dataparallel's
+ * first segment at CUFOLD_OPT=1 was its batch copy and 12 gradient memsets merged (14 ops), so
+ * with 20 us of program host time per op and +200 us kernels the device got nothing for 280 us
+ * of each step (14,839 us a step replayed, 14,698 eager; cut at 4 ops, 14,600). 0 or
+ * -CF_ENOMEM. */
 static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct cap_window *w,
 		     const struct rpl_config *cfg, uint8_t *glued)
 {
 	struct cut_order order = { 0 };      /* the open segment's stream order */
 	bool stream_cuts = true;             /* cut to keep streams apart (cut_add) */
+	bool small = cfg->segment <= RPL_SEG_SMALL; /* the gate's second cuts: sizes cut through
+					      * what rewrites rely on (below) */
 	uint32_t run_len = 0, seg_limit = 0;
 
 	/* what the rules would do to each run (cut at CUFOLD_SEGMENT, as segments were before they
@@ -704,7 +711,7 @@ static int cuts_make(struct rpl_engine *re, struct rpl_template *t, const struct
 			run_len = 0;
 			continue;
 		}
-		bool by_size = run_len == 0 || (run_len >= seg_limit && !(glued[i - 1] & GLUE_REWRITE)) ||
+		bool by_size = run_len == 0 || (run_len >= seg_limit && (!(glued[i - 1] & GLUE_REWRITE) || small)) ||
 			       run_len >= cfg->segment;
 
 		if (by_size || (stream_cuts && !glued[i - 1] && !cut_add(&order, cap_window_op(w, i)))) {
@@ -730,25 +737,12 @@ static bool segs_adjacent(const struct rpl_seg *a, const struct rpl_seg *b)
 	return a->first + a->n == b->first;
 }
 
-/* Whether the parallel rule reorders some of the ops [first, first+n) (glued: cuts_make's):
- * see block_reordered; known before the block is built, so it is not built. */
-static bool span_reordered(const uint8_t *glued, uint32_t first, uint32_t n)
-{
-	for (uint32_t i = first; i + 1 < first + n; i++)
-		if (glued[i] & GLUE_PARALLEL)
-			return true;
-	return false;
-}
-
-/* The most segments from k on (before s1) one block may take: at most CUFOLD_SEGMENT ops, no
- * span the parallel rule reorders (both only grow with the block). */
-static uint32_t block_most(const struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued,
-			   uint32_t k, uint32_t s1)
+/* The most segments from k on (before s1) one block may take: at most CUFOLD_SEGMENT ops. */
+static uint32_t block_most(const struct rpl_template *t, const struct rpl_config *cfg, uint32_t k, uint32_t s1)
 {
 	uint32_t m = 0, ops = 0;
 
-	while (k + m < s1 && ops + t->segs[k + m].n <= cfg->segment &&
-	       !span_reordered(glued, t->segs[k].first, ops + t->segs[k + m].n))
+	while (k + m < s1 && ops + t->segs[k + m].n <= cfg->segment)
 		ops += t->segs[k + m++].n;
 	return m;
 }
@@ -786,7 +780,7 @@ static uint32_t block_add(struct rpl_template *t, uint32_t *nb, uint32_t k, uint
  * Aligned past the cut, recsys at CUFOLD_OPT=1 paired nothing after it (a split 234-op segment,
  * then [128 + 64] and 19 ops alone): 10 graph launches a step; aligned from it, 8.
  * Besides them, greedy blocks: from the group's first segment as many segments as fit
- * (CUFOLD_SEGMENT ops, nothing reordered, not past a stream cut), then again from the segment
+ * (CUFOLD_SEGMENT ops, not past a stream cut), then again from the segment
  * after them, and so on; and from the other segments too (a run starts after wherever the device
  * was found idle) while all blocks hold at most RPL_BLOCK_LEVELS + 1 nodes per graphable op. Each
  * is the largest unit from where it starts, so a run the device keeps busy ends where the next
@@ -799,7 +793,7 @@ static uint32_t block_add(struct rpl_template *t, uint32_t *nb, uint32_t k, uint
  * blocks and the buddy blocks up to RPL_BLOCK_LEVELS + 1 more nodes than the segments alone, the
  * other greedy ones within the same bound (the report's block_nodes).
  * 0 or -CF_ENOMEM. */
-static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, const uint8_t *glued)
+static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg)
 {
 	uint64_t nodes = 0, budget = (uint64_t)t->ngraph * (RPL_BLOCK_LEVELS + 1);
 	uint32_t nb = 0;
@@ -817,7 +811,7 @@ static int blocks_make(struct rpl_template *t, const struct rpl_config *cfg, con
 			for (s1 = s0 + 1; s1 < r1 && !t->segs[s1].stream_cut; s1++)
 				;
 			for (uint32_t k = s0, next = s0; k < s1; k++) {
-				uint32_t most = block_most(t, cfg, glued, k, s1), top = 0;
+				uint32_t most = block_most(t, cfg, k, s1), top = 0;
 				bool greedy = most >= 2 && (k == next || nodes + block_ops(t, k, most) <= budget);
 
 				next = k == next ? k + (most > 1 ? most : 1) : next;
@@ -874,14 +868,36 @@ static bool block_joins_split(const struct rpl_template *t, const struct rpl_seg
 	return false;
 }
 
-/* Whether the parallel rule reordered block b's ops into branches (CUFOLD_OPT=2). Such a graph
- * is bound by how fast the device hands its nodes out (one per 0.56 us from its launch, in the
- * software device's model, tests/simcuda/cost.c), while its segments' graphs, launched one by
- * one, are handed out as the earlier ones run: inference at CUFOLD_OPT=2, host-bound, went from
- * 78 to 132 us a step with blocks. It is not used. */
-static bool block_reordered(const struct rpl_seg *b)
+/* Whether the parallel rule reordered block b's ops into branches (CUFOLD_OPT=2) wider than
+ * RPL_BLOCK_WIDTH plan nodes per step of its longest chain, with more than RPL_BLOCK_SMALL nodes.
+ * The device's front end hands a graph's nodes out one at a time (one per 0.56 us from its
+ * launch in the software device's model, tests/simcuda/cost.c), while its segments' graphs,
+ * launched one by one as their ops came in, were handed out as the earlier ones ran: a wide
+ * block is bound by that (inference at CUFOLD_OPT=2, host-bound, 209 nodes 25 deep: 78 -> 133
+ * us a step), a chain is bound by its own nodes' work. So such a block is not used; recsys's
+ * (3 to 12 nodes, its batched kernels) and the transformer's (181 nodes 152 deep) are: 14 -> 8
+ * and 6 -> 3 host submissions a step, host-bound. */
+static bool block_wide(const struct rpl_seg *b)
 {
-	return b->run && b->run->plan && b->run->plan->dep_start;
+	const struct rw_plan *p = b->run ? b->run->plan : NULL;
+	uint32_t *depth, longest = 0;
+	bool wide;
+
+	if (!p || !p->dep_start || p->nnodes <= RPL_BLOCK_SMALL)
+		return false;
+	depth = calloc(p->nnodes, sizeof(*depth));
+	if (!depth)
+		return true; /* not proven narrow */
+	for (uint32_t k = 0; k < p->nnodes; k++) {
+		/* dep_list entries are earlier nodes: their depths are known */
+		for (uint32_t e = p->dep_start[k]; e < p->dep_start[k + 1]; e++)
+			if (depth[p->dep_list[e]] + 1 > depth[k])
+				depth[k] = depth[p->dep_list[e]] + 1;
+		longest = depth[k] > longest ? depth[k] : longest;
+	}
+	wide = p->nnodes > (uint64_t)RPL_BLOCK_WIDTH * (longest + 1);
+	free(depth);
+	return wide;
 }
 
 /* Give up block b: its graphs go; nseg 0 says it is never launched (launch.c: unit_at). */
@@ -923,7 +939,7 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	/* the blocks' rewrites are those of the same ops: the figures count the segments' */
 	for (uint32_t k = 0; k < t->nblocks && rc == CUDA_SUCCESS; k++) {
 		rc = seg_build_one(re, t, &t->blocks[k], w, tg, cfg);
-		if (rc == CUDA_SUCCESS && (block_joins_split(t, &t->blocks[k], w) || block_reordered(&t->blocks[k])))
+		if (rc == CUDA_SUCCESS && (block_joins_split(t, &t->blocks[k], w) || block_wide(&t->blocks[k])))
 			block_drop(re, &t->blocks[k]);
 		t->block_nodes += t->blocks[k].nodes ? t->blocks[k].n : 0;
 	}
@@ -960,6 +976,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 	if (!t)
 		goto out_nomem;
 	t->shape_id = shape_id;
+	t->end_seg = -1;
 	t->built_window = cap_window_seq(w);
 	t->nops = nops;
 	t->seg_cap = cfg->segment;
@@ -973,7 +990,7 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 		goto out_reject;
 	}
 	glued = calloc(nops, 1);
-	if (!glued || cuts_make(re, t, w, cfg, glued) != 0 || blocks_make(t, cfg, glued) != 0)
+	if (!glued || cuts_make(re, t, w, cfg, glued) != 0 || blocks_make(t, cfg) != 0)
 		goto out_nomem;
 	free(glued);
 	glued = NULL;

@@ -489,7 +489,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	 * (replay/replay.h, rpl_own_time) */
 	timed = e->rpl && (tls_ops++ & 15) == 0;
 	if (cf_unlikely(timed))
-		t0 = cf_now_ns();
+		t0 = rpl_own_clock();
 	lock_hold(e);
 	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
@@ -511,7 +511,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	}
 out:
 	if (cf_unlikely(timed))
-		rpl_own_time(e->rpl, cf_now_ns() - t0);
+		rpl_own_time(e->rpl, rpl_own_clock() - t0);
 	lock_drop(e);
 	return go_on;
 }

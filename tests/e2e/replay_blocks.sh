@@ -5,9 +5,9 @@
 # host-bound loop of copies and memsets (copy_loop, 158 ops a step) goes to the driver in at most
 # 4 graph launches a step, at least 20x fewer host submissions than eager (one launch per segment,
 # the policy before blocks: 12 a step, 13.2x); recsys, whose lookup stream makes a segment cut,
-# in at most 8 graph launches a step at CUFOLD_OPT=1 (blocks aligned again from that cut; 10 when
-# they were aligned past it) and at most 8 host submissions a step at CUFOLD_OPT=0 (greedy blocks
-# of as many segments as fit; 11 with the buddy blocks alone); dataparallel, whose allocator frees
+# in at most 8 host submissions a step at CUFOLD_OPT=0, 1 and 2 (blocks aligned again from that
+# cut, greedy blocks of as many segments as fit, idle ends held when the next segment is due
+# sooner than a launch costs, blocks over reordered spans that are not wide); dataparallel, whose allocator frees
 # what a step two back used, keeps its template (no FREE retirement) in at most 8. tests layer.
 source "$(dirname "$0")/lib.sh"
 export CUFOLD_MODE=replay CUFOLD_OPT=0 CUFOLD_GATE=0 # the launches alone, whatever the gate decides
@@ -71,16 +71,24 @@ note "copy_loop: at least 20x fewer host submissions than eager"
 
 # ---- (4) blocks aligned again from a segment cut that keeps streams apart: recsys (host-bound,
 # CUFOLD_OPT=1) has one such cut (its lookup stream), and blocks aligned past it paired nothing
-# after it: 10 graph launches a step (11 host submissions); aligned from it, 8 (9)
+# after it: 10 graph launches a step (11 host submissions); aligned from it, 8 (9). And a run
+# found idle at a segment end waits for the next segment when that came last time within what a
+# launch costs (launch.c: hold_idle): its small 2nd and 3rd segments, which found the device idle
+# and launched alone (9 host submissions a step), now join the block after them: at most 8
 rs=$B/workloads/recsys
 [[ -x $rs ]] || fail "$rs is not built"
 count_steps rp plain "$rs" --steps @STEPS@
 CUFOLD_OPT=1 CUFOLD_CARDS=tests/kernels/test-kernels.cards count_steps rc cufold "$rs" --steps @STEPS@
 cmp -s "$TMP/rp.16.out" "$TMP/rc.16.out" || fail "recsys: output differs with cufold"
-launches=$(per_step rc graph_launches)
-note "recsys (CUFOLD_OPT=1): $(per_step rp host_submissions) host submissions a step eager, $(per_step rc host_submissions) with cufold ($launches graph launches)"
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 8 else 1)" "$launches" ||
-	fail "recsys: want at most 8 graph launches a step (blocks aligned from its stream cut)"
+subs=$(per_step rc host_submissions)
+note "recsys (CUFOLD_OPT=1): $(per_step rp host_submissions) host submissions a step eager, $subs with cufold ($(per_step rc graph_launches) graph launches)"
+python3 - "$TMP/rc.16.report" "$subs" <<'PY' || fail "recsys (CUFOLD_OPT=1): want at most 8 host submissions a step, some idle segment ends held"
+import json, sys
+t = json.load(open(sys.argv[1]))["replay"]["templates"][0]
+print("-- boundaries: idle %d, busy %d, held %d, starved %d" %
+      (t["boundaries_idle"], t["boundaries_busy"], t["boundaries_held"], t["boundaries_starved"]))
+sys.exit(0 if float(sys.argv[2]) <= 8 and t["boundaries_held"] > 0 else 1)
+PY
 
 # ---- (5) greedy blocks: at CUFOLD_OPT=0 recsys's run before its stream cut is 8 segments of
 # 914 ops, its run after it 5; the buddy blocks alone took 10 graph launches a step (11 host
@@ -91,6 +99,19 @@ subs=$(per_step r0 host_submissions)
 note "recsys (CUFOLD_OPT=0): $subs host submissions a step with cufold ($(per_step r0 graph_launches) graph launches)"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 8 else 1)" "$subs" ||
 	fail "recsys (CUFOLD_OPT=0): want at most 8 host submissions a step (greedy blocks)"
+
+# ---- (5b) CUFOLD_OPT=2: recsys's last 4 segments lie in spans the parallel rule reorders, whose
+# blocks were all dropped (14 host submissions a step); a reordered block is dropped now only where
+# it is wide (template.c: block_wide; recsys's have 3 to 12 plan nodes): at most 8, the same bits
+CUFOLD_OPT=2 CUFOLD_CARDS=tests/kernels/test-kernels.cards count_steps r2 cufold "$rs" --steps @STEPS@
+cmp -s "$TMP/rp.16.out" "$TMP/r2.16.out" || fail "recsys (CUFOLD_OPT=2): output differs with cufold"
+subs=$(per_step r2 host_submissions)
+note "recsys (CUFOLD_OPT=2): $subs host submissions a step with cufold ($(per_step r2 graph_launches) graph launches)"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 8 else 1)" "$subs" ||
+	fail "recsys (CUFOLD_OPT=2): want at most 8 host submissions a step (blocks over reordered spans)"
+CUFOLD_OPT=2 CUFOLD_CARDS=tests/kernels/test-kernels.cards SEEDS=8 same_output_over_seeds "$rs" --steps 8
+CUFOLD_OPT=2 CUFOLD_CARDS=tests/kernels/test-kernels.cards SIMCUDA_KERNEL_NS=20000 SEEDS=4 \
+	same_output_over_seeds "$rs" --steps 8
 
 # ---- (6) dataparallel (CUFOLD_OPT=1): its churn check's probe sends a segment eagerly once; the
 # segment's graph then names buffers of an older step, which the allocator frees two steps on.

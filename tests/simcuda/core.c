@@ -245,12 +245,30 @@ static CUresult count_call(struct sim_entry *e, const char *name)
 	return CUDA_SUCCESS;
 }
 
+/* The CPU's time this thread has spent inside the device's entry points (monotonic ns, the
+ * wait for the device lock included), and when its current call entered. */
+static __thread uint64_t in_device_ns, entered_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sim_thread_device_ns(void)
+{
+	return in_device_ns;
+}
+
 CUresult sim_enter(struct sim_entry *e, const char *name)
 {
 	CUresult rc = count_call(e, name);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	entered_ns = mono_ns();
 	pthread_mutex_lock(&device_lock);
 	sim_host_charge(sim_cost.host_call_ns);
 	return CUDA_SUCCESS;
@@ -259,6 +277,7 @@ CUresult sim_enter(struct sim_entry *e, const char *name)
 CUresult sim_leave(CUresult rc)
 {
 	pthread_mutex_unlock(&device_lock);
+	in_device_ns += mono_ns() - entered_ns;
 	return rc;
 }
 

@@ -50,6 +50,8 @@ struct sim_entry {
 CUresult sim_enter(struct sim_entry *e, const char *name);
 /* Release the device lock and return rc. */
 CUresult sim_leave(CUresult rc);
+/* The CPU's time (monotonic ns) the calling thread has spent between sim_enter and sim_leave. */
+uint64_t sim_thread_device_ns(void);
 /* Count the call of an entry point the device does not implement; no lock is taken. */
 CUresult sim_enter_unsupported(struct sim_entry *e, const char *name);
 

@@ -27,6 +27,10 @@ typedef void (*simcuda_host_work_fn)(uint64_t ns);
 uint64_t simcuda_host_now_ns(void);
 typedef uint64_t (*simcuda_host_now_ns_fn)(void);
 
+/* The CPU's time, in monotonic ns, the calling thread has spent inside the device's entry points
+ * (clock.c): a tool timing its own work subtracts it, as the model charges those calls. */
+uint64_t simcuda_device_cpu_ns(void);
+
 /* The order the PTX interpreter runs a grid's blocks in, for tests: 0 index order, 1 shuffled
  * (a permutation from SIMCUDA_SEED and the launch's number), -1 back to SIMCUDA_BLOCK_ORDER
  * (linear or shuffled, the default). Host twins of kernels always run in their own order. */

@@ -203,6 +203,28 @@ static void test_exec_update_cost(void **state)
 	CHECK(cuGraphDestroy(g));
 }
 
+/* simcuda_device_cpu_ns: the calling thread's CPU time inside the device's calls grows over a
+ * call that runs a kernel (a synchronize interprets it) and not between calls (what a tool
+ * timing its own work subtracts, cufold's own_ns_per_op). */
+static void test_device_cpu_time(void **state)
+{
+	float v = 1.0f;
+	int n = 1 << 16;
+	void *a[] = {&buf, &v, &n};
+	uint64_t t0, t1;
+	volatile uint64_t spin = 0;
+
+	(void)state;
+	t0 = simcuda_device_cpu_ns();
+	CHECK(cuLaunchKernel(f_fill, 256, 1, 1, 256, 1, 1, 0, NULL, a, NULL));
+	CHECK(cuCtxSynchronize());
+	t1 = simcuda_device_cpu_ns();
+	assert_true(t1 > t0);
+	for (int i = 0; i < 1000000; i++)
+		spin += (uint64_t)i;
+	assert_int_equal(simcuda_device_cpu_ns(), t1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_extra_time),
 		cmocka_unit_test(test_contention_bounds_overlap),
 		cmocka_unit_test(test_exec_update_cost),
+		cmocka_unit_test(test_device_cpu_time),
 	};
 
 	/* read once by the device, at the first kernel it times */
