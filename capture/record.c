@@ -899,7 +899,82 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 	}
 }
 
-int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+/* The fast lane (issue 22): the call is the predicted op again, a copy or memset whose slot in
+ * the recycled open window already holds an op of the predicted op's value identity, on a
+ * stream the window already numbered, and it neither ends nor fills the window. Then the op
+ * is recorded here with exactly the stores the long path below would make (op_clear, the
+ * common part, stream_slot, cap_op_take_like with held, append), without clearing, building,
+ * resolving or hashing anything. Returns false having changed nothing but the stream cache
+ * (the long path asks the same question of it) when any condition fails: the long path then
+ * records the call as it always did. */
+static inline bool repeat(struct cap_engine *ce, struct cap_window *w, const struct cap_call *c,
+			  const struct cap_who *who, struct cap_rec *rec)
+{
+	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+	const struct cap_op *p;
+	struct cap_stream *s;
+	struct cap_op *op;
+	uint32_t i = w->nops;
+
+	/* predicted() with resolved, the slot held (take and held in cap_record) */
+	if (!pw || i >= pw->nops || i >= w->filled || pw->alloc_gen_begin != pw->alloc_gen_end ||
+	    pw->alloc_gen_end != ce->alloc.gen)
+		return false;
+	p = &pw->ops[i];
+	op = &w->ops[i];
+	if (p->vid == p->seq || !p->vid || op->vid != p->vid || op->kind != p->kind || c->api != p->api ||
+	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW) ||
+	    i + 1 >= ce->cfg.window_max_ops || !cap__call_repeats(c, p))
+		return false;
+	/* a held 1-D copy's part is p's but for staged (cap_op_take_like) */
+	if (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)
+		return false;
+	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+		return false;
+	/* what the long path stores, in its order's effect */
+	s->last = i;
+	op->flags = 0; /* ENDS_WINDOW is not set in p (above) */
+	op->stream_kind = s->kind;
+	op->stream_slot = s->slot;
+	op->api = c->api;
+	op->tid = who->tid;
+	op->stream = c->stream;
+	op->ctx = who->ctx;
+	op->callsite = who->callsite;
+	op->t_ns = who->t_ns;
+	if (c->kind == CAP_OP_MEMCPY)
+		op->u.memcpy.staged = NULL;
+	op->key = p->key;
+	op->bind = p->bind;
+	op->vid = p->vid;
+	op->seq = ++ce->op_seq;
+	if (i == 0) {
+		w->t_begin = who->t_ns;
+		w->alloc_gen_begin = ce->alloc.gen;
+	}
+	if (who->callsite)
+		cap__callsite_count(ce, who->callsite);
+	w->nops = i + 1; /* below filled: filled stays */
+	ce->totals.ops_fast++;
+	rec->result = CAP_REC_RECORDED;
+	rec->kind = c->kind;
+	rec->ends_window = false;
+	rec->index = i;
+	rec->window = w->seq;
+	rec->seq = op->seq;
+	rec->bytes = c->kind == CAP_OP_MEMCPY ? op->u.memcpy.bytes : /* cap_op_bytes, inline */
+		     (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+	rec->func = NULL;
+	rec->closed = NULL;
+	rec->op = op;
+	return true;
+}
+
+/* cap_record's long path: every call the fast lane (repeat) does not take. Out of line, so the
+ * fast lane pays none of its frame. */
+static __attribute__((noinline)) int record_long(struct cap_engine *ce, const struct cap_call *c,
+						 const struct cap_who *who, struct cap_rec *rec)
 {
 	struct cap_window *w = ce->cur;
 	struct cap_func *f = NULL;
@@ -911,7 +986,6 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	uint8_t slot_kind;
 	int slot, rc = 0;
 
-	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	memset(rec, 0, sizeof(*rec));
 	rec->kind = c->kind;
 	if (!ce->head.ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
@@ -986,6 +1060,16 @@ out_nomem:
 	refuse(ce, rec, CAP_REC_NOMEM, CAP_BOUNDARY_FULL, c->api);
 out:
 	return rc;
+}
+
+int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+{
+	struct cap_window *w = ce->cur;
+
+	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
+	if (cf_likely(ce->head.ready && w && !ce->cfg.no_fast_lane) && repeat(ce, w, c, who, rec))
+		return 0;
+	return record_long(ce, c, who, rec);
 }
 
 /* A refused op whose window closed before the answer: if that window is still its shape's
