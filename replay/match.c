@@ -414,6 +414,44 @@ static bool segment_ends_at(struct rpl_engine *re, uint32_t d)
 	return g->first + g->n == d + 1;
 }
 
+/* The fast lane (issue 22): the window follows one candidate, op is its op d again (the same
+ * value identity, flags and key, so its class is that op's: op_cls), of class graph, read in
+ * the open window's slot (rpl__window_holds), and its segment goes on after it. Then
+ * deferring it is what the long path below does in that case (filter_candidates with one
+ * candidate, rpl__defer, segment_ends_at false), without the calls. An op whose turn it is to be
+ * timed, and any other case, takes the long path: returns false having changed nothing. */
+static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
+{
+	const struct rpl_template *t = re->st.cand[0];
+	const struct rpl_top *o;
+	uint32_t d = re->st.depth;
+	uint64_t win;
+
+	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
+	    (re->totals.matched_ops & 15) == 0 || d + 1 >= t->nops || !op->vid)
+		return false;
+	o = &t->ops[d];
+	if (o->vid != op->vid || o->flags != op->flags || o->key != op->key || o->cls != RPL_CLS_GRAPH ||
+	    (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) || !(win = rpl__window_holds(op, d, rec)) ||
+	    (re->st.ndef && win != re->st.def_win))
+		return false;
+	/* invariant 3: op d of the one candidate lies in a segment; it must not end there */
+	cf_assert(o->seg >= 0);
+	if (t->segs[o->seg].first + t->segs[o->seg].n == d + 1)
+		return false;
+	re->totals.matched_ops++;
+	re->st.ended = NULL; /* d + 1 < t->nops */
+	re->st.depth = d + 1;
+	if (re->st.ndef == 0) {
+		re->st.def_first = d;
+		re->st.def_win = win;
+	}
+	re->st.ndef++;
+	re->st.win_deferred = true;
+	re->totals.ops_deferred++;
+	return true;
+}
+
 enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
 {
 	enum rpl_verdict v = RPL_DEFER;
@@ -425,6 +463,8 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const st
 	if (!re->st.ready)
 		return RPL_EAGER;
 	state_check(re);
+	if (cf_likely(!re->st.stopped) && follow(re, op, rec))
+		return RPL_DEFER;
 	if (cf_unlikely(re->st.stopped)) {
 		if (CF_NEVER(re->st.ndef != 0))
 			rpl__submit_deferred(re, RPL_FB_BOUNDARY);
