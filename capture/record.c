@@ -1116,26 +1116,32 @@ static void retract_closed(struct cap_engine *ce, const struct cap_rec *rec)
 	keep_spare(ce, spare);
 }
 
+/* cap_op_done's failing half: out of line, so the counting half is a leaf without a frame. */
+static __attribute__((noinline)) void op_failed(struct cap_engine *ce, const struct cap_rec *rec)
+{
+	struct cap_window *w = ce->cur;
+	uint32_t i;
+
+	cf_assert(cf_serial_is_held()); /* the failing half only (capture.h) */
+	if (rec->result != CAP_REC_RECORDED)
+		return;
+	if (!w || rec->window != w->seq) {
+		retract_closed(ce, rec);
+		return;
+	}
+	/* the index, unless something moved the ops since (it never does in the open window) */
+	cf_assert(rec->index < w->nops && w->ops[rec->index].seq == rec->seq);
+	i = rec->index < w->nops && w->ops[rec->index].seq == rec->seq ? rec->index : w->nops;
+	if (i < w->nops && !(w->ops[i].flags & CAP_OPF_FAILED)) {
+		w->ops[i].flags |= CAP_OPF_FAILED;
+		w->nfailed++;
+	}
+}
+
 void cap_op_done(struct cap_engine *ce, const struct cap_rec *rec, bool failed)
 {
 	if (failed) {
-		struct cap_window *w = ce->cur;
-		uint32_t i;
-
-		cf_assert(cf_serial_is_held()); /* the failing half only (capture.h) */
-		if (rec->result != CAP_REC_RECORDED)
-			return;
-		if (!w || rec->window != w->seq) {
-			retract_closed(ce, rec);
-			return;
-		}
-		/* the index, unless something moved the ops since (it never does in the open window) */
-		cf_assert(rec->index < w->nops && w->ops[rec->index].seq == rec->seq);
-		i = rec->index < w->nops && w->ops[rec->index].seq == rec->seq ? rec->index : w->nops;
-		if (i < w->nops && !(w->ops[i].flags & CAP_OPF_FAILED)) {
-			w->ops[i].flags |= CAP_OPF_FAILED;
-			w->nfailed++;
-		}
+		op_failed(ce, rec);
 		return;
 	}
 	switch (rec->kind) {

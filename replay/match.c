@@ -452,7 +452,10 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	return true;
 }
 
-enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
+/* rpl_op's long path: every op the fast lane (follow) does not take. Out of line, so the fast
+ * lane pays none of its frame. */
+static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re, const struct cap_op *op,
+							  const struct cap_rec *rec)
 {
 	enum rpl_verdict v = RPL_DEFER;
 	enum rpl_cls cls;
@@ -460,11 +463,6 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const st
 	uint32_t d;
 	bool timed;
 
-	if (!re->st.ready)
-		return RPL_EAGER;
-	state_check(re);
-	if (cf_likely(!re->st.stopped) && follow(re, op, rec))
-		return RPL_DEFER;
 	if (cf_unlikely(re->st.stopped)) {
 		if (CF_NEVER(re->st.ndef != 0))
 			rpl__submit_deferred(re, RPL_FB_BOUNDARY);
@@ -514,6 +512,16 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const st
 		}
 	}
 	return v;
+}
+
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
+{
+	if (!re->st.ready)
+		return RPL_EAGER;
+	state_check(re);
+	if (cf_likely(!re->st.stopped) && follow(re, op, rec))
+		return RPL_DEFER;
+	return op_long(re, op, rec);
 }
 
 void rpl_stop(struct rpl_engine *re)
