@@ -385,6 +385,8 @@ struct cap_rec {
 	uint8_t result;              /* enum cap_rec_result */
 	uint8_t kind;                /* enum cap_op_kind of the call */
 	bool ends_window;            /* the op closed its window (synchronous, host-visible) */
+	bool repeated;               /* recorded by the fast lane: the predicted op again, a copy or
+				      * memset (replay tries its own fast lane only then) */
 	uint32_t index;              /* op index in its window: cap_window_op(cap_window_current(),
 				      * index), or, when ends_window, in cap_shape_last(closed) */
 	uint64_t window;             /* window number the op went to */

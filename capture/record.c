@@ -904,34 +904,31 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
  * stream the window already numbered, and it neither ends nor fills the window. Then the op
  * is recorded here with exactly the stores the long path below would make (op_clear, the
  * common part, stream_slot, cap_op_take_like with held, append), without clearing, building,
- * resolving or hashing anything. Returns false having changed nothing but the stream cache
- * (the long path asks the same question of it) when any condition fails: the long path then
- * records the call as it always did. */
-static inline bool repeat(struct cap_engine *ce, struct cap_window *w, const struct cap_call *c,
-			  const struct cap_who *who, struct cap_rec *rec)
+ * resolving or hashing anything, and returns 0. When any condition fails it has changed nothing
+ * but the stream cache (the long path asks the same question of it), and the long path records
+ * the call as it always did (a tail call: the lane's misses pay no frame of their own). p: the predicted op at the slot, resolved, whose position
+ * repeated last time (cap_record checked). */
+static __attribute__((noinline)) int record_long(struct cap_engine *ce, const struct cap_call *c,
+						 const struct cap_who *who, struct cap_rec *rec);
+
+static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_window *w, const struct cap_call *c,
+					    const struct cap_who *who, struct cap_rec *rec, const struct cap_op *p)
 {
-	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
-	const struct cap_op *p;
 	struct cap_stream *s;
 	struct cap_op *op;
 	uint32_t i = w->nops;
 
-	/* predicted() with resolved, the slot held (take and held in cap_record) */
-	if (!pw || i >= pw->nops || i >= w->filled || pw->alloc_gen_begin != pw->alloc_gen_end ||
-	    pw->alloc_gen_end != ce->alloc.gen)
-		return false;
-	p = &pw->ops[i];
 	op = &w->ops[i];
-	if (p->vid == p->seq || !p->vid || op->vid != p->vid || op->kind != p->kind || c->api != p->api ||
+	if (op->vid != p->vid || op->kind != p->kind || c->api != p->api ||
 	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW) ||
 	    i + 1 >= ce->cfg.window_max_ops || !cap__call_repeats(c, p))
-		return false;
+		return record_long(ce, c, who, rec);
 	/* a held 1-D copy's part is p's but for staged (cap_op_take_like) */
 	if (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)
-		return false;
+		return record_long(ce, c, who, rec);
 	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
 	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
-		return false;
+		return record_long(ce, c, who, rec);
 	/* what the long path stores, in its order's effect */
 	s->last = i;
 	op->flags = 0; /* ENDS_WINDOW is not set in p (above) */
@@ -960,6 +957,7 @@ static inline bool repeat(struct cap_engine *ce, struct cap_window *w, const str
 	rec->result = CAP_REC_RECORDED;
 	rec->kind = c->kind;
 	rec->ends_window = false;
+	rec->repeated = true;
 	rec->index = i;
 	rec->window = w->seq;
 	rec->seq = op->seq;
@@ -968,7 +966,7 @@ static inline bool repeat(struct cap_engine *ce, struct cap_window *w, const str
 	rec->func = NULL;
 	rec->closed = NULL;
 	rec->op = op;
-	return true;
+	return 0;
 }
 
 /* cap_record's long path: every call the fast lane (repeat) does not take. Out of line, so the
@@ -1067,8 +1065,17 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	struct cap_window *w = ce->cur;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
-	if (cf_likely(ce->head.ready && w && !ce->cfg.no_fast_lane) && repeat(ce, w, c, who, rec))
-		return 0;
+	if (cf_likely(ce->head.ready && w && !ce->cfg.no_fast_lane) &&
+	    (c->kind == CAP_OP_MEMCPY || c->kind == CAP_OP_MEMSET)) {
+		/* predicted() with resolved, and take's condition: the position repeated last time
+		 * (where it moved, as where pointers move every step, the lane is not tried) */
+		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
+
+		if (p && p->vid != p->seq && p->vid && pw->alloc_gen_begin == pw->alloc_gen_end &&
+		    pw->alloc_gen_end == ce->alloc.gen)
+			return repeat(ce, w, c, who, rec, p);
+	}
 	return record_long(ce, c, who, rec);
 }
 

@@ -414,10 +414,12 @@ static bool segment_ends_at(struct rpl_engine *re, uint32_t d)
 	return g->first + g->n == d + 1;
 }
 
-/* The fast lane (issue 22): the window follows one candidate, op is its op d again (the same
- * value identity, flags and key, so its class is that op's: op_cls), of class graph, read in
- * the open window's slot (rpl__window_holds), and its segment goes on after it. Then
- * deferring it is what the long path below does in that case (filter_candidates with one
+/* The fast lane (issue 22), tried where capture's fast lane recorded the op (rec->repeated: the
+ * same op as last time at this position, so likely the template's too; elsewhere the lane's
+ * misses would cost more than its hits save): the window follows one candidate, op is its op d
+ * again (the same value identity, flags and key, so its class is that op's: op_cls), of class
+ * graph, read in the open window's slot (rpl__window_holds), and its segment goes on after it.
+ * Then deferring it is what the long path below does in that case (filter_candidates with one
  * candidate, rpl__defer, segment_ends_at false), without the calls. An op whose turn it is to be
  * timed, and any other case, takes the long path: returns false having changed nothing. */
 static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
@@ -519,7 +521,7 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const st
 	if (!re->st.ready)
 		return RPL_EAGER;
 	state_check(re);
-	if (cf_likely(!re->st.stopped) && follow(re, op, rec))
+	if (rec && rec->repeated && cf_likely(!re->st.stopped) && follow(re, op, rec))
 		return RPL_DEFER;
 	return op_long(re, op, rec);
 }
