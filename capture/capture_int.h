@@ -44,6 +44,34 @@ struct cap_window {
 	bool orphan;                 /* pinned, and no shape holds it any more: cap_window_unpin frees it */
 };
 
+/* Whether the call c (a copy or a memset) repeats p in every field of its kind's part that
+ * its key, bindings and vid read, compared straight from the call's arguments (a 1-D copy:
+ * only the fields cap_call_copy_1d does not fix; a copy from pageable memory or not 1-D on
+ * both sides never does). The header (api, stream, context, slot) is the caller's to compare.
+ * Shared by cap_op_take_like and the fast lane (record.c: repeat), so both compare the same. */
+static inline bool cap__call_repeats(const struct cap_call *c, const struct cap_op *p)
+{
+	if (c->kind != p->kind)
+		return false;
+	if (c->kind == CAP_OP_MEMCPY) {
+		const struct cap_memcpy *a = &c->u.memcpy, *b = &p->u.memcpy;
+
+		return a->oned && b->oned && !(p->flags & CAP_OPF_NO_DEFER) && !b->src_pageable &&
+		       a->d.srcDevice == b->d.srcDevice && a->d.dstDevice == b->d.dstDevice &&
+		       a->d.WidthInBytes == b->d.WidthInBytes && a->d.srcHost == b->d.srcHost &&
+		       a->d.dstHost == b->d.dstHost && a->d.srcMemoryType == b->d.srcMemoryType &&
+		       a->d.dstMemoryType == b->d.dstMemoryType && a->dst_ctx == b->dst_ctx &&
+		       a->src_ctx == b->src_ctx;
+	}
+	if (c->kind == CAP_OP_MEMSET) {
+		const struct cap_memset *a = &c->u.memset, *b = &p->u.memset;
+
+		return a->dst == b->dst && a->pitch == b->pitch && a->elem_size == b->elem_size &&
+		       a->value == b->value && a->width == b->width && a->height == b->height;
+	}
+	return false;
+}
+
 /* A window that leaves its shape (replaced, evicted, retracted): kept as the spare, or freed,
  * unless pinned (then the unpin frees it). */
 void cap__window_drop(struct cap_engine *ce, struct cap_window *w);

@@ -379,38 +379,17 @@ bool cap_op_hash_copy_like(struct cap_op *op, const struct cap_op *p)
 bool cap_op_take_like(struct cap_op *op, const struct cap_call *c, const struct cap_op *p, bool held)
 {
 	if (op->kind != p->kind || op->api != p->api || op->stream != p->stream || op->ctx != p->ctx ||
-	    op->stream_slot != p->stream_slot || op->stream_kind != p->stream_kind || !p->vid)
+	    op->stream_slot != p->stream_slot || op->stream_kind != p->stream_kind || !p->vid ||
+	    !cap__call_repeats(c, p))
 		return false;
-	switch (op->kind) {
-	case CAP_OP_MEMCPY: {
-		const struct cap_memcpy *a = &c->u.memcpy, *b = &p->u.memcpy;
-
-		/* both filled by cap_call_copy_1d: the rest of the descriptor is its constants */
-		if (!a->oned || !b->oned || (p->flags & CAP_OPF_NO_DEFER) || b->src_pageable ||
-		    a->d.srcDevice != b->d.srcDevice || a->d.dstDevice != b->d.dstDevice ||
-		    a->d.WidthInBytes != b->d.WidthInBytes || a->d.srcHost != b->d.srcHost ||
-		    a->d.dstHost != b->d.dstHost || a->d.srcMemoryType != b->d.srcMemoryType ||
-		    a->d.dstMemoryType != b->d.dstMemoryType || a->dst_ctx != b->dst_ctx || a->src_ctx != b->src_ctx)
-			return false;
+	if (op->kind == CAP_OP_MEMCPY) {
 		/* an op of p's vid, 1-D too, is p in every field of the part (capture.h): the fields
 		 * vid covers, and the constants of cap_call_copy_1d */
 		if (!held || !op->u.memcpy.oned)
-			op->u.memcpy = *b;
+			op->u.memcpy = p->u.memcpy;
 		op->u.memcpy.staged = NULL;
-		break;
-	}
-	case CAP_OP_MEMSET: {
-		const struct cap_memset *a = &c->u.memset, *b = &p->u.memset;
-
-		if (a->dst != b->dst || a->pitch != b->pitch || a->elem_size != b->elem_size || a->value != b->value ||
-		    a->width != b->width || a->height != b->height)
-			return false;
-		if (!held)
-			op->u.memset = *b; /* else every field is in the key or the bindings: p's */
-		break;
-	}
-	default:
-		return false;
+	} else if (!held) {
+		op->u.memset = p->u.memset; /* else every field is in the key or the bindings: p's */
 	}
 	/* what building sets: ENDS_WINDOW from the direction (p's resolution) and the entry point,
 	 * or from the allocation map (unchanged since p, the caller's condition) */

@@ -899,7 +899,80 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 	}
 }
 
-int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+/* The fast lane (issue 22): the call is the predicted op again, a copy or memset whose slot in
+ * the recycled open window already holds an op of the predicted op's value identity, on a
+ * stream the window already numbered, and it neither ends nor fills the window. Then the op
+ * is recorded here with exactly the stores the long path below would make (op_clear, the
+ * common part, stream_slot, cap_op_take_like with held, append), without clearing, building,
+ * resolving or hashing anything, and returns 0. When any condition fails it has changed nothing
+ * but the stream cache (the long path asks the same question of it), and the long path records
+ * the call as it always did (a tail call: the lane's misses pay no frame of their own). p: the predicted op at the slot, resolved, whose position
+ * repeated last time (cap_record checked). */
+static __attribute__((noinline)) int record_long(struct cap_engine *ce, const struct cap_call *c,
+						 const struct cap_who *who, struct cap_rec *rec);
+
+static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_window *w, const struct cap_call *c,
+					    const struct cap_who *who, struct cap_rec *rec, const struct cap_op *p)
+{
+	struct cap_stream *s;
+	struct cap_op *op;
+	uint32_t i = w->nops;
+
+	op = &w->ops[i];
+	if (op->vid != p->vid || op->kind != p->kind || c->api != p->api ||
+	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW) ||
+	    i + 1 >= ce->cfg.window_max_ops || !cap__call_repeats(c, p))
+		return record_long(ce, c, who, rec);
+	/* a held 1-D copy's part is p's but for staged (cap_op_take_like) */
+	if (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)
+		return record_long(ce, c, who, rec);
+	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+		return record_long(ce, c, who, rec);
+	/* what the long path stores, in its order's effect */
+	s->last = i;
+	op->flags = 0; /* ENDS_WINDOW is not set in p (above) */
+	op->stream_kind = s->kind;
+	op->stream_slot = s->slot;
+	op->api = c->api;
+	op->tid = who->tid;
+	op->stream = c->stream;
+	op->ctx = who->ctx;
+	op->callsite = who->callsite;
+	op->t_ns = who->t_ns;
+	if (c->kind == CAP_OP_MEMCPY)
+		op->u.memcpy.staged = NULL;
+	op->key = p->key;
+	op->bind = p->bind;
+	op->vid = p->vid;
+	op->seq = ++ce->op_seq;
+	if (i == 0) {
+		w->t_begin = who->t_ns;
+		w->alloc_gen_begin = ce->alloc.gen;
+	}
+	if (who->callsite)
+		cap__callsite_count(ce, who->callsite);
+	w->nops = i + 1; /* below filled: filled stays */
+	ce->totals.ops_fast++;
+	rec->result = CAP_REC_RECORDED;
+	rec->kind = c->kind;
+	rec->ends_window = false;
+	rec->repeated = true;
+	rec->index = i;
+	rec->window = w->seq;
+	rec->seq = op->seq;
+	rec->bytes = c->kind == CAP_OP_MEMCPY ? op->u.memcpy.bytes : /* cap_op_bytes, inline */
+		     (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+	rec->func = NULL;
+	rec->closed = NULL;
+	rec->op = op;
+	return 0;
+}
+
+/* cap_record's long path: every call the fast lane (repeat) does not take. Out of line, so the
+ * fast lane pays none of its frame. */
+static __attribute__((noinline)) int record_long(struct cap_engine *ce, const struct cap_call *c,
+						 const struct cap_who *who, struct cap_rec *rec)
 {
 	struct cap_window *w = ce->cur;
 	struct cap_func *f = NULL;
@@ -911,7 +984,6 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	uint8_t slot_kind;
 	int slot, rc = 0;
 
-	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
 	memset(rec, 0, sizeof(*rec));
 	rec->kind = c->kind;
 	if (!ce->head.ready || !w || (unsigned)c->kind >= CAP_OP_KIND_COUNT) {
@@ -988,6 +1060,25 @@ out:
 	return rc;
 }
 
+int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
+{
+	struct cap_window *w = ce->cur;
+
+	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
+	if (cf_likely(ce->head.ready && w && !ce->cfg.no_fast_lane) &&
+	    (c->kind == CAP_OP_MEMCPY || c->kind == CAP_OP_MEMSET)) {
+		/* predicted() with resolved, and take's condition: the position repeated last time
+		 * (where it moved, as where pointers move every step, the lane is not tried) */
+		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
+
+		if (p && p->vid != p->seq && p->vid && pw->alloc_gen_begin == pw->alloc_gen_end &&
+		    pw->alloc_gen_end == ce->alloc.gen)
+			return repeat(ce, w, c, who, rec, p);
+	}
+	return record_long(ce, c, who, rec);
+}
+
 /* A refused op whose window closed before the answer: if that window is still its shape's
  * last sighting, drop the shape and file the window again without the op. (A window that is
  * no shape's last any more was recycled: nothing holds the op.) */
@@ -1032,26 +1123,32 @@ static void retract_closed(struct cap_engine *ce, const struct cap_rec *rec)
 	keep_spare(ce, spare);
 }
 
+/* cap_op_done's failing half: out of line, so the counting half is a leaf without a frame. */
+static __attribute__((noinline)) void op_failed(struct cap_engine *ce, const struct cap_rec *rec)
+{
+	struct cap_window *w = ce->cur;
+	uint32_t i;
+
+	cf_assert(cf_serial_is_held()); /* the failing half only (capture.h) */
+	if (rec->result != CAP_REC_RECORDED)
+		return;
+	if (!w || rec->window != w->seq) {
+		retract_closed(ce, rec);
+		return;
+	}
+	/* the index, unless something moved the ops since (it never does in the open window) */
+	cf_assert(rec->index < w->nops && w->ops[rec->index].seq == rec->seq);
+	i = rec->index < w->nops && w->ops[rec->index].seq == rec->seq ? rec->index : w->nops;
+	if (i < w->nops && !(w->ops[i].flags & CAP_OPF_FAILED)) {
+		w->ops[i].flags |= CAP_OPF_FAILED;
+		w->nfailed++;
+	}
+}
+
 void cap_op_done(struct cap_engine *ce, const struct cap_rec *rec, bool failed)
 {
 	if (failed) {
-		struct cap_window *w = ce->cur;
-		uint32_t i;
-
-		cf_assert(cf_serial_is_held()); /* the failing half only (capture.h) */
-		if (rec->result != CAP_REC_RECORDED)
-			return;
-		if (!w || rec->window != w->seq) {
-			retract_closed(ce, rec);
-			return;
-		}
-		/* the index, unless something moved the ops since (it never does in the open window) */
-		cf_assert(rec->index < w->nops && w->ops[rec->index].seq == rec->seq);
-		i = rec->index < w->nops && w->ops[rec->index].seq == rec->seq ? rec->index : w->nops;
-		if (i < w->nops && !(w->ops[i].flags & CAP_OPF_FAILED)) {
-			w->ops[i].flags |= CAP_OPF_FAILED;
-			w->nfailed++;
-		}
+		op_failed(ce, rec);
 		return;
 	}
 	switch (rec->kind) {

@@ -154,17 +154,6 @@ static __attribute__((noinline)) int defer_copy(struct rpl_engine *re, const str
 	return 0;
 }
 
-/* The open window's number when op is its op at index, else 0: from capture's answer rec (an op
- * recorded into the open window stays there until a close, which rec would name), without a
- * call into capture per op (cap_window_holds, issue 22). */
-static inline uint64_t window_holds(const struct cap_op *op, uint32_t index, const struct cap_rec *rec)
-{
-	return rec && rec->op == op && rec->index == index && !rec->closed && !rec->ends_window &&
-			       rec->result == CAP_REC_RECORDED ?
-		       rec->window :
-		       0;
-}
-
 int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index, const struct cap_rec *rec)
 {
 	uint64_t win;
@@ -176,7 +165,7 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index, c
 	/* read where capture keeps it (the run's second copy was most of deferring one, issue 22):
 	 * the open window's op at index, unless its source must be staged now */
 	if (re->st.def_copied || (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) ||
-	    !(win = window_holds(op, index, rec)) || (re->st.ndef && win != re->st.def_win))
+	    !(win = rpl__window_holds(op, index, rec)) || (re->st.ndef && win != re->st.def_win))
 		return defer_copy(re, op, index);
 	cf_assert(win == cap_window_holds(re->cap, op, index)); /* what capture would answer */
 	if (re->st.ndef == 0) {

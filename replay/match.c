@@ -414,7 +414,68 @@ static bool segment_ends_at(struct rpl_engine *re, uint32_t d)
 	return g->first + g->n == d + 1;
 }
 
-enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
+/* The fast lane (issue 22), tried where capture's fast lane recorded the op (rec->repeated: the
+ * same op as last time at this position, so likely the template's too; elsewhere the lane's
+ * misses would cost more than its hits save): the window follows one candidate, op is its op d
+ * again (the same value identity, flags and key, so its class is that op's: op_cls), of class
+ * graph, read in the open window's slot (rpl__window_holds), and its segment goes on after it.
+ * Then deferring it is what the long path below does in that case (filter_candidates with one
+ * candidate, rpl__defer, segment_ends_at false), without the calls. Any other case takes the
+ * long path: returns false having changed nothing. */
+static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
+{
+	const struct rpl_template *t = re->st.cand[0];
+	const struct rpl_top *o;
+	uint32_t d = re->st.depth;
+	uint64_t win;
+
+	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
+	    d + 1 >= t->nops || !op->vid)
+		return false;
+	o = &t->ops[d];
+	if (o->vid != op->vid || o->flags != op->flags || o->key != op->key || o->cls != RPL_CLS_GRAPH ||
+	    (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) || !(win = rpl__window_holds(op, d, rec)) ||
+	    (re->st.ndef && win != re->st.def_win))
+		return false;
+	/* invariant 3: op d of the one candidate lies in a segment; it must not end there */
+	cf_assert(o->seg >= 0);
+	if (t->segs[o->seg].first + t->segs[o->seg].n == d + 1)
+		return false;
+	re->totals.matched_ops++;
+	re->st.ended = NULL; /* d + 1 < t->nops */
+	re->st.depth = d + 1;
+	if (re->st.ndef == 0) {
+		re->st.def_first = d;
+		re->st.def_win = win;
+	}
+	re->st.ndef++;
+	re->st.win_deferred = true;
+	re->totals.ops_deferred++;
+	return true;
+}
+
+/* follow for the one op in 16 that is timed: the lane's cost where it takes the op (what the gate
+ * charges, rpl_host_ns_per_op); else the long path times it. Out of line: the untimed lane pays
+ * no frame for the clock's calls. */
+static __attribute__((noinline)) bool follow_timed(struct rpl_engine *re, const struct cap_op *op,
+						   const struct cap_rec *rec)
+{
+	uint64_t t0 = cf_now_ns(), dt;
+
+	if (!follow(re, op, rec))
+		return false;
+	dt = cf_now_ns() - t0;
+	if (dt < RPL_SAMPLE_MAX_NS) {
+		re->totals.match_ns += dt > re->st.clock_ns ? dt - re->st.clock_ns : 0;
+		re->totals.match_samples++;
+	}
+	return true;
+}
+
+/* rpl_op's long path: every op the fast lane (follow) does not take. Out of line, so the fast
+ * lane pays none of its frame. */
+static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re, const struct cap_op *op,
+							  const struct cap_rec *rec)
 {
 	enum rpl_verdict v = RPL_DEFER;
 	enum rpl_cls cls;
@@ -422,9 +483,6 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const st
 	uint32_t d;
 	bool timed;
 
-	if (!re->st.ready)
-		return RPL_EAGER;
-	state_check(re);
 	if (cf_unlikely(re->st.stopped)) {
 		if (CF_NEVER(re->st.ndef != 0))
 			rpl__submit_deferred(re, RPL_FB_BOUNDARY);
@@ -474,6 +532,22 @@ enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const st
 		}
 	}
 	return v;
+}
+
+enum rpl_verdict rpl_op(struct rpl_engine *re, const struct cap_op *op, const struct cap_rec *rec)
+{
+	if (!re->st.ready)
+		return RPL_EAGER;
+	state_check(re);
+	if (rec && rec->repeated && cf_likely(!re->st.stopped)) {
+		if (cf_likely(re->totals.matched_ops & 15)) {
+			if (follow(re, op, rec))
+				return RPL_DEFER;
+		} else if (follow_timed(re, op, rec)) {
+			return RPL_DEFER;
+		}
+	}
+	return op_long(re, op, rec);
 }
 
 void rpl_stop(struct rpl_engine *re)

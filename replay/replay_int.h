@@ -556,4 +556,15 @@ struct rpl_template *rpl__templates(struct rpl_engine *re);
 /* Retired templates kept for the report. */
 struct rpl_template *rpl__retired(struct rpl_engine *re);
 
+/* The open window's number when op is its op at index, else 0: from capture's answer rec (an op
+ * recorded into the open window stays there until a close, which rec would name), without a
+ * call into capture per op (cap_window_holds, issue 22). */
+static inline uint64_t rpl__window_holds(const struct cap_op *op, uint32_t index, const struct cap_rec *rec)
+{
+	return rec && rec->op == op && rec->index == index && !rec->closed && !rec->ends_window &&
+			       rec->result == CAP_REC_RECORDED ?
+		       rec->window :
+		       0;
+}
+
 #endif

@@ -6,7 +6,10 @@
  * Modes:
  *   fixed   every step the same 158 calls with the same arguments
  *   move    the same calls, but every step's buffers are another third of a pool (pointers move
- *           every step: replay patches its graphs, or rebuilds them) */
+ *           every step: replay patches its graphs, or rebuilds them)
+ *   drift   fixed, but mid-window some steps change one call: every 5th a memset's value (a
+ *           binding: patched), every 7th a copy's size (the key: replay's mismatch there, after
+ *           the calls before it went by the fast lanes, capture's and replay's, issue 22) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +27,24 @@ static uint64_t h64 = TL_HASH_INIT;
 /* One step: memset the first half of a[i], copy a[i] to b[i], copy b[i]'s first half to the
  * second half of a[(i + 1) % nbuf] (so the data rotates from step to step), a byte memset of the
  * scratch word, then the host reads a word back (the window's end). 3 * nbuf + 2 = 158 ops. */
-static void step_work(CUdeviceptr a, CUdeviceptr b, CUdeviceptr scratch, int step, CUstream s)
+static void step_work(CUdeviceptr a, CUdeviceptr b, CUdeviceptr scratch, int step, CUstream s, int drift)
 {
 	uint32_t host = 0;
 
-	for (int i = 0; i < nbuf; i++)
-		CHECK(cuMemsetD32Async(a + (CUdeviceptr)i * BUF, (unsigned int)(i * 7 + 1), WORDS / 2, s));
+	for (int i = 0; i < nbuf; i++) {
+		unsigned int v = (unsigned int)(i * 7 + 1);
+
+		if (drift && step % 5 == 3 && i == nbuf / 2)
+			v += (unsigned int)step; /* another value: a binding */
+		CHECK(cuMemsetD32Async(a + (CUdeviceptr)i * BUF, v, WORDS / 2, s));
+	}
 	for (int i = 0; i < nbuf; i++)
 		CHECK(cuMemcpyDtoDAsync(b + (CUdeviceptr)i * BUF, a + (CUdeviceptr)i * BUF, BUF, s));
-	for (int i = 0; i < nbuf; i++)
-		CHECK(cuMemcpyDtoDAsync(a + (CUdeviceptr)((i + 1) % nbuf) * BUF + BUF / 2, b + (CUdeviceptr)i * BUF,
-					BUF / 2, s));
+	for (int i = 0; i < nbuf; i++) {
+		size_t n = drift && step % 7 == 4 && i == nbuf / 3 ? BUF / 4 : BUF / 2; /* another size: the key */
+
+		CHECK(cuMemcpyDtoDAsync(a + (CUdeviceptr)((i + 1) % nbuf) * BUF + BUF / 2, b + (CUdeviceptr)i * BUF, n, s));
+	}
 	CHECK(cuMemsetD8Async(scratch, (unsigned char)3, 4, s));
 	CHECK(cuMemcpyDtoHAsync(&host, b + (CUdeviceptr)(step % nbuf) * BUF + BUF - 4, sizeof(host), s));
 	CHECK(cuStreamSynchronize(s));
@@ -45,13 +55,13 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "fixed";
 	int steps = argc > 2 ? atoi(argv[2]) : 12;
-	int move = !strcmp(mode, "move");
+	int move = !strcmp(mode, "move"), drift = !strcmp(mode, "drift");
 	CUdeviceptr pool, scratch;
 	CUstream s;
 
 	if (argc > 3)
 		nbuf = atoi(argv[3]);
-	if (nbuf < 1 || nbuf > 4096 || (!move && strcmp(mode, "fixed"))) {
+	if (nbuf < 1 || nbuf > 4096 || (!move && !drift && strcmp(mode, "fixed"))) {
 		fprintf(stderr, "copy_loop: unknown mode %s\n", mode);
 		return 2;
 	}
@@ -63,7 +73,7 @@ int main(int argc, char **argv)
 	for (int step = 0; step < steps; step++) {
 		CUdeviceptr base = pool + (CUdeviceptr)(move ? step % SETS : 0) * 2 * nbuf * BUF;
 
-		step_work(base, base + (CUdeviceptr)nbuf * BUF, scratch, step, s);
+		step_work(base, base + (CUdeviceptr)nbuf * BUF, scratch, step, s, drift);
 	}
 	h64 = tl_hash_device(pool, (size_t)SETS * 2 * nbuf * BUF, h64);
 	printf("copy_loop %s steps=%d checksum=%016llx\n", mode, steps, (unsigned long long)h64);
