@@ -287,6 +287,32 @@ static void field_accesses(const struct rw_card *card, const struct rw_launch_ar
 	}
 }
 
+/* RW_ACC_WHOLE on the accesses a `whole` line proves written whole for this launch. */
+static void whole_accesses(const struct rw_card *card, const int64_t *vars, uint64_t invalid,
+			   struct rw_access_set *set)
+{
+	for (unsigned i = 0; i < card->nwhole; i++) {
+		const struct rw_card_whole *wl = &card->whole[i];
+		int64_t count, stride, reach;
+
+		if (rw__expr_eval(card->ops, wl->count, vars, invalid, &count) != 0 ||
+		    rw__expr_eval(card->ops, wl->stride, vars, invalid, &stride) != 0 ||
+		    count < 1 || stride < 1 || stride > (int64_t)wl->unit ||
+		    __builtin_mul_overflow(count - 1, stride, &reach) ||
+		    __builtin_add_overflow(reach, (int64_t)wl->unit, &reach))
+			continue;
+		for (unsigned k = 0; k < set->n; k++) {
+			struct rw_access *a = &set->acc[k];
+			bool target = wl->param >= 0 ? a->entry < 0 && a->param == (uint16_t)wl->param
+						    : a->table == RW_ACCESS_FIELD && a->entry == wl->field;
+
+			if (target && (a->flags & RW_ACC_WRITE) && !(a->flags & RW_ACC_UNKNOWN) &&
+			    a->bytes <= (uint64_t)reach)
+				a->flags |= RW_ACC_WHOLE;
+		}
+	}
+}
+
 /* The set's count and flags: what the card claims, where the launch lets it be computed. */
 static void set_flags(const struct rw_card *card, const struct rw_launch_args *args, const int64_t *vars,
 		      uint64_t invalid, bool tables_ok, int64_t table_total, struct rw_access_set *set)
@@ -338,6 +364,7 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 	pointer_accesses(card, vars, invalid, set);
 	tables_ok = table_accesses(card, args, set, &table_total);
 	field_accesses(card, args, vars, invalid, set);
+	whole_accesses(card, vars, invalid, set);
 	set_flags(card, args, vars, invalid, tables_ok, table_total, set);
 out:
 	return rc;

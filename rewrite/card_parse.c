@@ -95,6 +95,9 @@ struct parser {
 	struct pending_span field_spans[RW_CARD_MAX_FIELDS]; /* per field line */
 	char field_params[RW_CARD_MAX_FIELDS][RW_CARD_NAME_MAX]; /* its struct parameter */
 	struct pending_table tables[RW_CARD_MAX_TABLES]; /* table/cat/split lines */
+	struct pending_span whole_count[RW_CARD_MAX_WHOLE]; /* per whole line: its count */
+	struct pending_span whole_stride[RW_CARD_MAX_WHOLE]; /* and its stride */
+	char whole_target[RW_CARD_MAX_WHOLE][RW_CARD_NAME_MAX + 12]; /* NAME or NAME@OFF */
 	unsigned ntables;                   /* used entries of tables */
 	unsigned elementwise_line;          /* line of `elementwise` (0: none) */
 };
@@ -129,6 +132,11 @@ static void pending_clear(struct parser *p)
 	for (unsigned i = 0; i < RW_CARD_MAX_FIELDS; i++) {
 		free(p->field_spans[i].text);
 		p->field_spans[i].text = NULL;
+	}
+	for (unsigned i = 0; i < RW_CARD_MAX_WHOLE; i++) {
+		free(p->whole_count[i].text);
+		free(p->whole_stride[i].text);
+		p->whole_count[i].text = p->whole_stride[i].text = NULL;
 	}
 	p->ntables = 0;
 	p->elementwise_line = 0;
@@ -534,6 +542,86 @@ static bool fields_finish(struct parser *p)
 	return true;
 }
 
+/* whole TARGET UNIT COUNT STRIDE (COUNT and STRIDE one word each): resolved at `end`. */
+static void stmt_whole(struct parser *p, struct words *ws)
+{
+	struct rw_card *c = p->card;
+	struct rw_card_whole *wl;
+	uint64_t unit;
+
+	if (c->nwhole == RW_CARD_MAX_WHOLE) {
+		reject(p, p->line, "more than %d whole lines", RW_CARD_MAX_WHOLE);
+		return;
+	}
+	if (ws->n != 5) {
+		reject(p, p->line, "'whole' needs a target, a unit, a count and a stride (one word each)");
+		return;
+	}
+	if (strlen(ws->w[1]) >= sizeof(p->whole_target[0])) {
+		reject(p, p->line, "whole: target name too long");
+		return;
+	}
+	wl = &c->whole[c->nwhole];
+	memset(wl, 0, sizeof(*wl));
+	if (rw__parse_number(ws->w[2], &unit) != strlen(ws->w[2]) || unit == 0 || unit > STRUCT_MAX) {
+		reject(p, p->line, "bad whole unit '%s'", ws->w[2]);
+		return;
+	}
+	wl->unit = (uint32_t)unit;
+	snprintf(p->whole_target[c->nwhole], sizeof(p->whole_target[0]), "%s", ws->w[1]);
+	p->whole_count[c->nwhole].line = p->whole_stride[c->nwhole].line = p->line;
+	p->whole_count[c->nwhole].text = dup_str(p, ws->w[3]);
+	p->whole_stride[c->nwhole].text = dup_str(p, ws->w[4]);
+	c->nwhole++;
+}
+
+/* At `end`: each whole line's target found (a written pointer parameter, or a written field
+ * line PARAM@OFF), its count and stride compiled. After fields_finish. */
+static bool whole_finish(struct parser *p)
+{
+	struct rw_card *c = p->card;
+	char err[ERR_MAX];
+
+	for (unsigned i = 0; i < c->nwhole; i++) {
+		struct rw_card_whole *wl = &c->whole[i];
+		const char *t = p->whole_target[i], *at = strchr(t, '@');
+		unsigned line = p->whole_count[i].line;
+
+		wl->param = wl->field = -1;
+		if (!at) {
+			int idx = rw_card_param_index(c, t);
+
+			if (idx < 0 || c->params[idx].type != RW_T_PTR || !(c->params[idx].access & RW_ACC_WRITE)) {
+				reject(p, line, "whole: '%s' is not a written pointer parameter", t);
+				return false;
+			}
+			wl->param = (int16_t)idx;
+		} else {
+			char name[RW_CARD_NAME_MAX];
+			uint64_t off;
+			int idx;
+
+			snprintf(name, sizeof(name), "%.*s", (int)(at - t), t);
+			idx = rw_card_param_index(c, name);
+			if (rw__parse_number(at + 1, &off) == strlen(at + 1) && idx >= 0)
+				for (unsigned f = 0; f < c->nfields && wl->field < 0; f++)
+					if (c->fields[f].param == idx && c->fields[f].off == off &&
+					    (c->fields[f].access & RW_ACC_WRITE))
+						wl->field = (int16_t)f;
+			if (wl->field < 0) {
+				reject(p, line, "whole: '%s' names no written field line", t);
+				return false;
+			}
+		}
+		if (rw__expr_compile(c, p->whole_count[i].text, &wl->count, err, sizeof(err)) != 0 ||
+		    rw__expr_compile(c, p->whole_stride[i].text, &wl->stride, err, sizeof(err)) != 0) {
+			reject(p, line, "whole %s: %s", t, err);
+			return false;
+		}
+	}
+	return true;
+}
+
 static void stmt_count(struct parser *p, struct words *ws, const char *line)
 {
 	if (ws->n < 2) {
@@ -635,7 +723,7 @@ static void card_finish(struct parser *p)
 		reject(p, p->elementwise_line, "elementwise needs 'count NAME' with an integer parameter");
 		return;
 	}
-	if (!fields_finish(p))
+	if (!fields_finish(p) || !whole_finish(p))
 		return;
 	for (unsigned i = 0; i < p->ntables; i++) {
 		if (!table_fits(p, &p->tables[i], &c->tables[i]))
@@ -736,6 +824,8 @@ static void statement(struct parser *p, char *buf, const char *line)
 		stmt_table(p, &ws, TBL_PLAIN);
 	else if (!strcmp(w, "field"))
 		stmt_field(p, &ws, line);
+	else if (!strcmp(w, "whole"))
+		stmt_whole(p, &ws);
 	else if (!strcmp(w, "cat"))
 		stmt_table(p, &ws, TBL_CAT);
 	else if (!strcmp(w, "split"))

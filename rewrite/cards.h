@@ -50,6 +50,15 @@
  *   field PARAM OFF ACCESS SPAN    a pointer inside the by-value struct parameter PARAM: its
  *                                  8 bytes at byte OFF of the struct, ACCESS r, w or rw, SPAN an
  *                                  expression or `unknown`, as for a pointer parameter.
+ *   whole TARGET UNIT COUNT STRIDE for every k in [0, COUNT) the kernel surely writes the UNIT
+ *                                  bytes at TARGET + k*STRIDE, whatever the grid (what a
+ *                                  grid-stride loop storing element k on every iteration
+ *                                  does). TARGET: a written pointer parameter, or PARAM@OFF of
+ *                                  a written field line. COUNT and STRIDE are expressions of one
+ *                                  word each (no blanks). A launch's access for TARGET has
+ *                                  RW_ACC_WHOLE when its span is known, COUNT >= 1,
+ *                                  0 < STRIDE <= UNIT and the span is at most
+ *                                  (COUNT-1)*STRIDE + UNIT: every byte of it is written.
  *   cat PARAM KEYS                 a read table (as above) whose ranges the kernel gathers, in
  *                                  order, into the contiguous output: the pointer whose SPAN is
  *                                  `table` (ACCESS w). The cat-like property.
@@ -86,7 +95,7 @@
  *
  * Spans are upper bounds (what the kernel may touch). A written span is also what the kernel
  * surely writes only for an elementwise (or cat/split) launch whose access set has
- * RW_SET_COVERS.
+ * RW_SET_COVERS, or for an access with RW_ACC_WHOLE.
  * --------------------------------------------------------------------------------------------- */
 #ifndef RW_CARDS_H
 #define RW_CARDS_H
@@ -101,6 +110,7 @@
 #define RW_CARD_MAX_TABLES 4    /* table/cat/split lines per card */
 #define RW_CARD_MAX_ENTRIES 64  /* table entries per card, all tables together */
 #define RW_CARD_MAX_FIELDS 32   /* field lines per card */
+#define RW_CARD_MAX_WHOLE 8     /* whole lines per card */
 #define RW_ACCESS_MAX (RW_CARD_MAX_PARAMS + RW_CARD_MAX_ENTRIES + RW_CARD_MAX_FIELDS)
 #define RW_ACCESS_FIELD 0xff    /* struct rw_access.table of a `field` line's access */
 
@@ -183,6 +193,8 @@ enum {
 	RW_ACC_READ = 1u << 0,    /* the range is read */
 	RW_ACC_WRITE = 1u << 1,   /* the range is written */
 	RW_ACC_UNKNOWN = 1u << 2, /* span unknown: the whole allocation addr points into */
+	RW_ACC_WHOLE = 1u << 3,   /* written, and every byte of the span surely written (a
+				     `whole` line held for this launch) */
 };
 
 /* One range the launch may touch. */

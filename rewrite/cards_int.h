@@ -105,6 +105,16 @@ struct rw_card_field {
 	struct rw_expr expr;        /* the span (RW_SPAN_EXPR) */
 };
 
+/* A `whole` line: for every k in [0, count) the launch surely writes the unit bytes at its
+ * target's pointer + k * stride (target: a pointer parameter, or a field line). */
+struct rw_card_whole {
+	int16_t param;              /* the pointer parameter, or -1 */
+	int16_t field;              /* the field line, or -1 */
+	uint32_t unit;              /* bytes each k writes */
+	struct rw_expr count;       /* k's range */
+	struct rw_expr stride;      /* bytes between two k */
+};
+
 struct rw_card {
 	char *patterns[RW_CARD_MAX_PATTERNS]; /* globs, malloc'd */
 	unsigned npatterns;         /* used entries of patterns */
@@ -122,6 +132,8 @@ struct rw_card {
 	struct rw_card_fvar fvars[RW_CARD_MAX_FVARS]; /* struct fields named in expressions */
 	unsigned nfields;           /* entries of fields */
 	struct rw_card_field fields[RW_CARD_MAX_FIELDS]; /* field lines in order */
+	unsigned nwhole;            /* entries of whole */
+	struct rw_card_whole whole[RW_CARD_MAX_WHOLE]; /* whole lines in order */
 	struct rw_op *ops;          /* every expression's ops, malloc'd */
 	unsigned nops;              /* used entries of ops */
 };

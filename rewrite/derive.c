@@ -580,7 +580,8 @@ static bool rename_fits(const struct cap_op *const *ops, uint32_t n, uint32_t fr
 		}
 		ren[nren++] = r;
 		out->bytes += a->bytes;
-		if (!(set.flags & RW_SET_COVERS))
+		if (!(a->flags & RW_ACC_WHOLE) &&
+		    (set.flags & (RW_SET_ELEMENTWISE | RW_SET_COVERS)) != (RW_SET_ELEMENTWISE | RW_SET_COVERS))
 			out->whole = false;
 	}
 	if (!nren)

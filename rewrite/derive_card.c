@@ -138,7 +138,9 @@ enum { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE };
 struct dv_pred {
 	uint8_t kind;                 /* PR_* */
 	uint8_t op;                   /* PR_CMP: CMP_* */
-	uint8_t pad[2];
+	uint8_t width;                /* PR_CMP: bytes compared, | 0x80 when signed (a whole
+				       * line needs its count's type to match its loop's test) */
+	uint8_t pad;
 	uint32_t a, b;                /* CMP: values; AND/OR/NOT: predicates */
 	uint32_t pad2;
 };
@@ -188,6 +190,15 @@ struct dc {
 	int ew_count;                 /* parameter of the elementwise guard, -1 none yet */
 	uint32_t g;                   /* value ctaid.x * ntid.x + tid.x */
 	char span[4096];              /* a span's text while the card is written */
+	uint32_t *bpred;              /* per block: its closing guard's predicate (record pass) */
+	struct dc_whole {             /* a store that may write its pointer's span whole */
+		uint32_t insn, blk;   /* the st and its block */
+		uint32_t atom;        /* the loop counter phi k (offset = stride * k) */
+		uint32_t stride;      /* value: bytes between two k */
+		uint32_t unit;        /* bytes stored */
+		int base;             /* dv_base_param of the address */
+	} wc[RW_CARD_MAX_WHOLE];
+	unsigned nwc;
 	unsigned facts;               /* DC_F_*: what a rewrite must respect, said in a note */
 };
 
@@ -213,7 +224,7 @@ static uint32_t pred_of(const struct dc *d, uint32_t r)
 	return r < d->f->nregs && is_pred_reg(d, r) ? d->cur[r] : 0;
 }
 
-static uint32_t pred_make(struct dc *d, uint8_t kind, uint8_t op, uint32_t a, uint32_t b)
+static uint32_t pred_make(struct dc *d, uint8_t kind, uint8_t op, uint32_t a, uint32_t b, uint8_t width)
 {
 	struct dv_pred p;
 	uint32_t id;
@@ -221,6 +232,7 @@ static uint32_t pred_make(struct dc *d, uint8_t kind, uint8_t op, uint32_t a, ui
 	memset(&p, 0, sizeof(p));
 	p.kind = kind;
 	p.op = op;
+	p.width = width;
 	p.a = a;
 	p.b = b;
 	if (kind == PR_NOT && a == 0)
@@ -432,6 +444,7 @@ static struct dc_param *base_entry(struct dc *d, int k)
 
 static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, uint32_t cs, uint32_t bytes,
 			 uint8_t acc, bool atomic, int depth);
+static void whole_candidate(struct dc *d, const struct ptx_insn *in, int k, uint32_t off, uint32_t bytes);
 
 /* An address that is a join of pointers with different bases (cat's `src[s]` unrolled, or
  * `c < acols ? a[..] : b[..]`): v holds a phi or select atom whose incoming values each have a
@@ -508,6 +521,34 @@ static int span_weaken_join(struct dc *d, struct dv_mset *span, uint32_t v)
 	return 0;
 }
 
+/* A plain store at offset off of base k: a candidate for a `whole` line when off is
+ * stride * k for one phi k and a stride of launch symbols (whole_valid checks the loop). */
+static void whole_candidate(struct dc *d, const struct ptx_insn *in, int k, uint32_t off, uint32_t bytes)
+{
+	const struct dv_poly *p = dv_poly_get(&d->x, dv_linearize(&d->x, off));
+	const struct dv_term t = p->n == 1 ? p->t[0] : (struct dv_term){ 0 };
+	uint32_t atom = UINT32_MAX, stride;
+
+	if (in->guard != PTX_NONE || d->nwc == RW_CARD_MAX_WHOLE || p->n != 1)
+		return;
+	for (unsigned i = 0; i < t.deg; i++)
+		if (d->x.atoms[t.a[i]].kind == DV_K_PHI) {
+			if (atom != UINT32_MAX)
+				return;
+			atom = t.a[i];
+		}
+	if (atom == UINT32_MAX)
+		return;
+	stride = dc_const(d, t.c);
+	for (unsigned i = 0; i < t.deg; i++)
+		if (t.a[i] != atom)
+			stride = dv_mul(&d->x, stride, dv_atom_val(&d->x, t.a[i]));
+	if (!dv_is_launch_value(&d->x, stride))
+		return;
+	d->wc[d->nwc++] = (struct dc_whole){ .insn = (uint32_t)(in - d->f->insns), .blk = d->blk_of[in - d->f->insns],
+					     .atom = atom, .stride = stride, .unit = bytes, .base = k };
+}
+
 /* The access at address value v on a path where cs holds. */
 static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, uint32_t cs, uint32_t bytes,
 			 uint8_t acc, bool atomic, int depth)
@@ -544,6 +585,8 @@ static void access_value(struct dc *d, const struct ptx_insn *in, uint32_t v, ui
 	if ((uint32_t)k >= d->f->nparams)
 		d->ew = 0; /* the elementwise rules speak of pointer parameters only */
 	check_elementwise(d, off, bytes, cs);
+	if (acc == DC_W && !atomic && depth == 0)
+		whole_candidate(d, in, k, off, bytes);
 	if (pe->unknown)
 		return;
 	if (dv_has_atom(&d->x, off, DV_A_LOADED) || dv_has_atom(&d->x, off, DV_A_ANY) ||
@@ -908,7 +951,7 @@ static void set_pred(struct dc *d, const struct ptx_insn *in, uint32_t p)
 	} else if (o->kind == PTX_OP_PAIR && is_pred_reg(d, o->reg)) {
 		d->cur[o->reg] = p;
 		if (o->index != PTX_NONE && o->index < d->f->nregs && is_pred_reg(d, o->index))
-			d->cur[o->index] = pred_make(d, PR_NOT, 0, p, 0);
+			d->cur[o->index] = pred_make(d, PR_NOT, 0, p, 0, 0);
 	}
 }
 
@@ -919,7 +962,7 @@ static uint32_t pred_operand(struct dc *d, const struct ptx_operand *o)
 	if (o->kind != PTX_OP_REG || !is_pred_reg(d, o->reg))
 		return 0;
 	p = d->cur[o->reg];
-	return o->neg ? pred_make(d, PR_NOT, 0, p, 0) : p;
+	return o->neg ? pred_make(d, PR_NOT, 0, p, 0, 0) : p;
 }
 
 static void exec_setp(struct dc *d, const struct ptx_insn *in)
@@ -928,14 +971,15 @@ static void exec_setp(struct dc *d, const struct ptx_insn *in)
 	uint32_t p = 0;
 
 	if (op >= 0 && !has_float_mod(in) && in->nops >= 3)
-		p = pred_make(d, PR_CMP, (uint8_t)op, opval(d, &in->ops[1]), opval(d, &in->ops[2]));
+		p = pred_make(d, PR_CMP, (uint8_t)op, opval(d, &in->ops[1]), opval(d, &in->ops[2]),
+			      (uint8_t)(ptx_type_bytes(in->type) | (is_signed_type(in->type) ? 0x80 : 0)));
 	if (in->nops >= 4) { /* setp.cmp.and / .or with a fourth predicate operand */
 		uint32_t c = pred_operand(d, &in->ops[3]);
 
 		if (ptx_insn_has_mod(in, "and"))
-			p = pred_make(d, PR_AND, 0, p, c);
+			p = pred_make(d, PR_AND, 0, p, c, 0);
 		else if (ptx_insn_has_mod(in, "or"))
-			p = pred_make(d, PR_OR, 0, p, c);
+			p = pred_make(d, PR_OR, 0, p, c, 0);
 		else
 			p = 0;
 	}
@@ -949,11 +993,11 @@ static void exec_pred_logic(struct dc *d, const struct ptx_insn *in)
 	uint32_t b = in->nops > 2 ? pred_operand(d, &in->ops[2]) : 0;
 
 	if (!strcmp(op, "and"))
-		set_pred(d, in, pred_make(d, PR_AND, 0, a, b));
+		set_pred(d, in, pred_make(d, PR_AND, 0, a, b, 0));
 	else if (!strcmp(op, "or"))
-		set_pred(d, in, pred_make(d, PR_OR, 0, a, b));
+		set_pred(d, in, pred_make(d, PR_OR, 0, a, b, 0));
 	else if (!strcmp(op, "not"))
-		set_pred(d, in, pred_make(d, PR_NOT, 0, a, 0));
+		set_pred(d, in, pred_make(d, PR_NOT, 0, a, 0, 0));
 	else if (!strcmp(op, "mov"))
 		set_pred(d, in, a);
 	else
@@ -1251,6 +1295,8 @@ static void run_block(struct dc *d, uint32_t b)
 	if (bl->cond) {
 		uint32_t p = pred_of(d, last->guard);
 
+		if (d->record)
+			d->bpred[b] = p;
 		store_edge(d, b, 0, cons_of(d, d->cs, p, last->guard_neg));
 		store_edge(d, b, 1, cons_of(d, d->cs, p, !last->guard_neg));
 	} else {
@@ -1469,6 +1515,176 @@ static void put_facts(struct dc *d, struct out *o)
 	put(o, "\n");
 }
 
+static bool pred_is_lt_any(struct dc *d, uint32_t p, bool truth, uint32_t x, uint32_t *n);
+
+/* Whether predicate p being `truth` is exactly x < n (not merely implies it) for the count n
+ * the card would read: n one integer parameter or struct field, compared as the card reads it
+ * (8 bytes each, or signed both in the same width; an unsigned 4-byte count compared signed is
+ * -1 to the kernel and 2^32 - 1 to the card). *n gets n. */
+static bool pred_is_lt(struct dc *d, uint32_t p, bool truth, uint32_t x, uint32_t *n)
+{
+	uint32_t v;
+
+	if (!pred_is_lt_any(d, p, truth, x, &v))
+		return false;
+	*n = v;
+	return true;
+}
+
+static bool count_type_matches(struct dc *d, uint32_t n, uint8_t width)
+{
+	const struct dv_poly *p = dv_poly_get(&d->x, n);
+	const struct dv_atom *a;
+	unsigned bytes;
+	bool sgn;
+
+	if (p->n != 1 || p->t[0].c != 1 || p->t[0].deg != 1)
+		return false;
+	a = &d->x.atoms[p->t[0].a[0]];
+	if (a->kind == DV_K_FIELD) {
+		bytes = a->key2 & 15;
+		sgn = a->key2 & 16;
+	} else if (a->kind == DV_K_PARAM && (uint32_t)(p->t[0].a[0] - DV_A_PARAM0) < d->f->nparams) {
+		const struct ptx_var *v = &d->f->params[p->t[0].a[0] - DV_A_PARAM0];
+
+		bytes = v->size;
+		sgn = is_signed_type(v->type);
+	} else {
+		return false;
+	}
+	if (bytes == 8 && (width & 0x7f) == 8)
+		return true;
+	return sgn && (width & 0x80) && bytes == (width & 0x7fu);
+}
+
+static bool pred_is_lt_any(struct dc *d, uint32_t p, bool truth, uint32_t x, uint32_t *n)
+{
+	static const uint8_t negate[] = { [CMP_LT] = CMP_GE, [CMP_LE] = CMP_GT, [CMP_GT] = CMP_LE,
+					  [CMP_GE] = CMP_LT, [CMP_EQ] = CMP_NE, [CMP_NE] = CMP_EQ };
+	struct dv_pred pr;
+	uint8_t op;
+
+	for (int depth = 0; p && depth < 8; depth++) {
+		pr = *pred_get(d, p);
+		if (pr.kind == PR_NOT) {
+			p = pr.a;
+			truth = !truth;
+			continue;
+		}
+		if (pr.kind != PR_CMP)
+			return false;
+		op = truth ? pr.op : negate[pr.op];
+		if (op == CMP_LT && pr.a == x)
+			*n = pr.b;
+		else if (op == CMP_GT && pr.b == x)
+			*n = pr.a;
+		else
+			return false;
+		return count_type_matches(d, *n, pr.width);
+	}
+	return false;
+}
+
+/* Whether candidate w stores element k of every k in [0, N) whatever the grid, N a launch value
+ * (*count): its counter k is a phi of its block H entered at g = ctaid.x*ntid.x + tid.x and
+ * stepped by ntid.x*nctaid.x; H is the whole loop (a guarded bra back to itself, taken exactly
+ * while k + step < N), so every instruction of H, the unguarded store among them, runs on every
+ * iteration; H is entered from one path out of the entry block that leaves only where g >= N
+ * (one guard, exactly g < N) and holds no ret, exit or trap. A store under any other condition
+ * (a guard, a branch inside the loop, a second exit) is not whole. */
+static bool whole_valid(struct dc *d, const struct dc_whole *w, uint32_t *count)
+{
+	const struct dv_atom *c = &d->x.atoms[w->atom];
+	const struct dc_block *hb = &d->b[w->blk];
+	const struct ptx_insn *last = &d->f->insns[hb->end - 1];
+	uint32_t h = w->blk, step, n = 0, ng = 0, pre = PTX_NONE, b = 0, into = 0;
+	bool guarded = false;
+	int back = -1;
+
+	if ((d->facts & DC_F_TRAP) || c->kind != DV_K_PHI || c->key1 != h || c->nin != 2)
+		return false;
+	for (unsigned i = 0; i < 2; i++)
+		if (c->in[i].back)
+			back = back < 0 ? (int)i : 2;
+	if (back < 0 || back > 1)
+		return false;
+	step = dv_mul(&d->x, dv_atom_val(&d->x, PTX_SR_NTID_X), dv_atom_val(&d->x, PTX_SR_NCTAID_X));
+	if (c->in[back].v != dv_add(&d->x, dv_atom_val(&d->x, w->atom), step) || c->in[1 - back].v != d->g)
+		return false;
+	if (!hb->cond || strcmp(last->opcode, "bra") || hb->succ[1] != h || hb->succ[0] == h ||
+	    !pred_is_lt(d, d->bpred[h], !last->guard_neg, c->in[back].v, &n) || !dv_is_launch_value(&d->x, n))
+		return false;
+	for (uint32_t q = 0; q < d->nb; q++)
+		for (unsigned s = 0; s < 2; s++)
+			if (d->b[q].succ[s] == h) {
+				into++;
+				if (q != h)
+					pre = q;
+			}
+	if (into != 2 || pre == PTX_NONE)
+		return false;
+	for (uint32_t steps = 0; b != h; steps++) {
+		const struct dc_block *bl = &d->b[b];
+		const struct ptx_insn *l = &d->f->insns[bl->end - 1];
+		uint32_t next = bl->succ[0];
+
+		if (steps > d->nb)
+			return false;
+		if (bl->cond) {
+			/* the fall-through runs where the guard's predicate equals guard_neg */
+			if (guarded)
+				return false;
+			if (pred_is_lt(d, d->bpred[b], l->guard_neg, d->g, &ng))
+				next = bl->succ[0];
+			else if (pred_is_lt(d, d->bpred[b], !l->guard_neg, d->g, &ng))
+				next = bl->succ[1];
+			else
+				return false;
+			if (ng != n)
+				return false;
+			guarded = true;
+		}
+		if (next == PTX_NONE || (next == h && b != pre))
+			return false;
+		b = next;
+	}
+	if (!guarded)
+		return false;
+	*count = n;
+	return true;
+}
+
+/* The `whole` lines: one per store whole_valid proves (its target: "p3", or "p2@0" for a field). */
+static void put_whole(struct dc *d, struct out *o)
+{
+	for (unsigned i = 0; i < d->nwc; i++) {
+		const struct dc_whole *w = &d->wc[i];
+		char target[32], cnt[256], str[256];
+		struct dv_mset mc = { 1, { 0 } }, ms = { 1, { w->stride } };
+		uint32_t n;
+
+		if (!whole_valid(d, w, &n))
+			continue;
+		mc.v[0] = n;
+		if ((uint32_t)w->base < d->f->nparams) {
+			snprintf(target, sizeof(target), "p%d", w->base);
+		} else {
+			const struct dv_atom *a = &d->x.atoms[DV_A_PARAM0 + (uint32_t)w->base];
+
+			snprintf(target, sizeof(target), "p%u@%u", a->key1, a->key2 / 32);
+		}
+		if (!span_text(d, &mc, cnt, sizeof(cnt)) || !span_text(d, &ms, str, sizeof(str)))
+			continue;
+		for (char *s = cnt, *t = cnt; ; s++)  /* one word each: blanks dropped */
+			if (*s != ' ' && !(*t++ = *s))
+				break;
+		for (char *s = str, *t = str; ; s++)
+			if (*s != ' ' && !(*t++ = *s))
+				break;
+		put(o, "  whole %s %u %s %s\n", target, w->unit, cnt, str);
+	}
+}
+
 static int write_card(struct dc *d, const char *kernel, char *card, size_t cardlen)
 {
 	struct out o = { card, cardlen, 0, cardlen == 0 };
@@ -1496,6 +1712,7 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 	for (uint32_t k = 0; k < d->f->nparams; k++)
 		put_param(d, &o, k);
 	put_fields(d, &o);
+	put_whole(d, &o);
 	if (elementwise) {
 		put(&o, "  count p%d\n", d->ew_count);
 		put(&o, "  elementwise\n");
@@ -1538,7 +1755,8 @@ static int derive(const struct ptx_module *m, const struct ptx_func *f, char *ca
 		d.out_reached = calloc((size_t)d.nb * 2, 1);
 		d.cur = calloc(f->nregs ? f->nregs : 1, sizeof(*d.cur));
 		d.pe = calloc(f->nparams ? f->nparams : 1, sizeof(*d.pe));
-		if (!d.out_regs || !d.out_cs || !d.out_reached || !d.cur || !d.pe)
+		d.bpred = calloc(d.nb, sizeof(*d.bpred));
+		if (!d.bpred || !d.out_regs || !d.out_cs || !d.out_reached || !d.cur || !d.pe)
 			rc = -CF_ENOMEM;
 	}
 	if (rc == 0) {
@@ -1553,6 +1771,7 @@ static int derive(const struct ptx_module *m, const struct ptx_func *f, char *ca
 	free(d.out_reached);
 	free(d.cur);
 	free(d.pe);
+	free(d.bpred);
 	free(d.blk_of);
 	free(d.b);
 	dv_ctx_fini(&d.x);

@@ -263,9 +263,9 @@ enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *
 struct rw_rename {
 	uint32_t renamed;            /* the launch that would write elsewhere (i or its partner) */
 	uint64_t bytes;              /* bytes of buffer its renamed writes would take */
-	bool whole;                  /* every renamed range is surely written whole (RW_SET_COVERS),
-				      * what a copy back of the whole range needs; cards say so only
-				      * of elementwise launches */
+	bool whole;                  /* every renamed range is surely written whole (RW_ACC_WHOLE,
+				      * or an elementwise launch with RW_SET_COVERS), what a copy
+				      * back of the whole range needs */
 };
 bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i, struct rw_rename *out);
 /* Bytes of scratch a node of kind needs (first: its first original op). */

@@ -464,6 +464,11 @@ static void test_field_cards(void **state)
 		"kernel b\n  param s struct 8\n  param p ptr r s@0:f32\nend\n",       /* type */
 		"kernel b\n  param n i32\n  param p ptr r fits32(n, 4)\nend\n",       /* one argument */
 		"kernel b\n  param s struct 16\n  param o ptr w table\n  cat s ptr=0+8i count=8 max=1\nend\n",
+		"kernel b\n  param p ptr r 4\n  whole p 4 1 4\nend\n",                 /* whole: not written */
+		"kernel b\n  param s struct 16\n  field s 0 w 4\n  whole s@8 4 1 4\nend\n", /* no such field */
+		"kernel b\n  param p ptr w 4\n  whole p 0 1 4\nend\n",                 /* whole: unit 0 */
+		"kernel b\n  param p ptr w 4\n  whole p 4 1 + 1 4\nend\n",             /* whole: blanks */
+		"kernel b\n  param p ptr w 4\n  whole p 4 q 4\nend\n",                 /* whole: unknown name */
 	};
 	struct rw_cards *set = rw_cards_create();
 	const struct rw_card *c;
@@ -504,6 +509,30 @@ static void test_field_cards(void **state)
 	assert_int_equal(set_.acc[4].addr, p4);
 	assert_int_equal(set_.acc[4].flags, RW_ACC_READ | RW_ACC_WRITE | RW_ACC_UNKNOWN);
 	assert_true(set_.flags & RW_SET_UNKNOWN_SPAN);
+	{
+		/* whole: the written field s@0 (n*4 bytes) is whole for stride s@16 in (0, 4] and
+		 * count s@20 >= 1 reaching its span; p not at all (an input) */
+		static const char wtext[] = "kernel kw\n  param s struct 40\n  param n i32\n"
+					    "  field s 0 w n*4\n  field s 8 r 4\n  whole s@0 4 s@20 s@16\nend\n";
+		struct rw_cards *ws = rw_cards_create();
+		int32_t stride, cnt;
+
+		assert_int_equal(rw_cards_parse(ws, "t", wtext, strlen(wtext)), 0);
+		for (stride = 0; stride <= 8; stride += 2)
+			for (cnt = 0; cnt <= 12; cnt++) {
+				bool want = cnt >= 1 && stride >= 1 && stride <= 4 && n * 4 <= (cnt - 1) * stride + 4;
+
+				memcpy(buf + 16, &stride, 4);
+				memcpy(buf + 20, &cnt, 4);
+				assert_int_equal(rw_card_access(rw_cards_find(ws, "kw"), &a, &set_), 0);
+				assert_int_equal(set_.n, 2);
+				assert_int_equal(!!(set_.acc[0].flags & RW_ACC_WHOLE), want);
+				assert_false(set_.acc[1].flags & RW_ACC_WHOLE);
+			}
+		memcpy(buf + 16, &i16, 4);
+		memcpy(buf + 20, &count, 4);
+		rw_cards_destroy(ws);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (rw_cards_parse(set, "bad", bad[i], strlen(bad[i])) != 1)
 			fail_msg("malformed card %zu was not rejected:\n%s", i, bad[i]);
@@ -582,6 +611,128 @@ static void test_cupy_spans(void **state)
 			found++;
 		}
 	assert_int_equal(found, 4);
+}
+
+/* The card text derived for kernel of PTX text, edited: every `from` replaced by `to` (NULL:
+ * unedited). 0, or the derivation's error. */
+static int derive_edited(const char *path, const char *kernel, const char *from, const char *to, char *card,
+			 size_t len)
+{
+	char *text = read_all(path), *out, err[256], why[256];
+	struct ptx_module *m;
+	int rc;
+
+	assert_non_null(text);
+	out = malloc(strlen(text) * 2 + 1);
+	assert_non_null(out);
+	out[0] = '\0';
+	for (const char *s = text;;) {
+		const char *hit = from ? strstr(s, from) : NULL;
+
+		if (!hit) {
+			strcat(out, s);
+			break;
+		}
+		strncat(out, s, (size_t)(hit - s));
+		strcat(out, to);
+		s = hit + strlen(from);
+	}
+	if (from && !strcmp(out, text))
+		fail_msg("edit '%s' not found in %s", from, path);
+	m = ptx_parse(out, strlen(out), err, sizeof(err));
+	if (!m)
+		fail_msg("%s edited: %s", path, err);
+	rc = rw_card_derive(m, kernel, card, len, why, sizeof(why));
+	ptx_module_free(m);
+	free(out);
+	free(text);
+	return rc;
+}
+
+/* `whole` lines (derive_card.c whole_valid): CuPy's elementwise kernels (and the nvcc ones shaped
+ * like them) store out[i] on every iteration of their grid-stride loop over [0, size), so their
+ * output field is written whole (RW_ACC_WHOLE) when its stride is the element's 4 bytes, for any
+ * grid; never with a wider stride, an empty range, or for an input. Refused: the reduction
+ * (cupy_sum), a loop bound read as u32 and compared signed (fx_struct_array: size -1 would be
+ * 2^32 - 1 to the card), and cupy_multiply's PTX edited four ways: the store under a guard, the
+ * counter stepped by ntid.x alone, the entry test against the stride instead of the size, a
+ * second exit out of the loop. */
+static void test_cupy_whole(void **state)
+{
+	static const char *const edits[][2] = {
+		{ "\tst.global.f32 \t[%rd51], %f3;", "\t@%p1 st.global.f32 \t[%rd51], %f3;" },
+		{ "add.s64 \t%rd55, %rd55, %rd7;", "add.s64 \t%rd55, %rd55, %rd2;" },
+		{ "setp.ge.s64 \t%p1, %rd55, %rd1;", "setp.ge.s64 \t%p1, %rd55, %rd33;" },
+		{ "\tmul.ftz.f32 \t%f3, %f2, %f1;", "\tmul.ftz.f32 \t%f3, %f2, %f1;\n\tsetp.eq.f32 \t%p1, %f3, 0f00000000;\n\t@%p1 bra \t$L__BB0_3;" },
+	};
+	static char card[16384];
+	char path[600];
+	unsigned found = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < nmods; i++)
+		for (uint32_t j = 0; j < mods[i].m->nfuncs; j++) {
+			const struct ptx_func *f = &mods[i].m->funcs[j];
+			char why[256];
+			bool want = cupy_shaped(f->name) && strcmp(f->name, "cupy_sum") != 0;
+			struct rw_cards *set;
+
+			if (!f->is_entry || (!cupy_shaped(f->name) && strcmp(f->name, "fx_struct_array")))
+				continue;
+			set = derive(mods[i].m, f, why, sizeof(why));
+			assert_non_null(set);
+			assert_int_equal(rw_card_derive(mods[i].m, f->name, card, sizeof(card), why, sizeof(why)), 0);
+			if (!want) {
+				if (strstr(card, "\n  whole "))
+					fail_msg("%s: a whole line it must not have:\n%s", f->name, card);
+				rw_cards_destroy(set);
+				continue;
+			}
+			for (int64_t stride = 0; stride <= 8; stride += 4)
+				for (int64_t size = 0; size <= 1000; size += 1000) {
+					unsigned char buf[1024 + 8];
+					struct rw_param_info info[64];
+					struct rw_launch_args a;
+					struct rw_access_set acc;
+					uint64_t vals[64] = { 0 };
+					unsigned dims[6] = { 1 + (unsigned)(stride + size) % 5, 1, 1, 32 + (unsigned)size % 97, 1, 1 };
+					unsigned whole = 0;
+
+					launch_args(f, buf, vals, info, &a, dims);
+					for (uint32_t k = 0; k + 1 < f->nparams; k++) {
+						uint64_t data = 0x100000000ull * (k + 1);
+
+						memcpy(buf + info[k].offset, &data, 8);
+						memcpy(buf + info[k].offset + 8, &size, 8);
+						memcpy(buf + info[k].offset + 16, &size, 8);
+						memcpy(buf + info[k].offset + 24, &stride, 8);
+					}
+					memcpy(buf + info[f->nparams - 1].offset, &size, 8);
+					assert_int_equal(rw_card_access(rw_cards_find(set, f->name), &a, &acc), 0);
+					for (unsigned e = 0; e < acc.n; e++) {
+						bool w = acc.acc[e].flags & RW_ACC_WHOLE;
+
+						if (w && (!(acc.acc[e].flags & RW_ACC_WRITE) || stride != 4 || !size))
+							fail_msg("%s p%u: whole with stride %lld size %lld", f->name,
+								 acc.acc[e].param, (long long)stride, (long long)size);
+						whole += w;
+					}
+					assert_int_equal(whole, stride == 4 && size ? 1 : 0);
+				}
+			rw_cards_destroy(set);
+			found++;
+		}
+	assert_int_equal(found, 4);
+	snprintf(path, sizeof(path), "%s/cupy_multiply.ptx", TEST_DATA_PTX_DIR);
+	assert_int_equal(derive_edited(path, "cupy_multiply__float32_float32_float32", NULL, NULL, card, sizeof(card)), 0);
+	assert_non_null(strstr(card, "\n  whole p2@0 4 "));
+	for (unsigned e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
+		int rc = derive_edited(path, "cupy_multiply__float32_float32_float32", edits[e][0], edits[e][1],
+				       card, sizeof(card));
+
+		if (rc == 0 && strstr(card, "\n  whole "))
+			fail_msg("edit %u (%s): still whole:\n%s", e, edits[e][1], card);
+	}
 }
 
 /* CuPy's sum reduction (cupy_sum: CArray in, 0-d CArray out, two CIndexers, the block stride):
@@ -962,6 +1113,7 @@ int main(void)
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_cupy_spans),
 		cmocka_unit_test(test_cupy_sum),
+		cmocka_unit_test(test_cupy_whole),
 		cmocka_unit_test(test_oracle),
 	};
 
