@@ -870,6 +870,18 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	}
 }
 
+/* The fields of an op that come from the call and its caller, set alike by both of
+ * cap_record's paths (the fast lane and the long one). */
+static inline void op_stamp(struct cap_op *op, const struct cap_call *c, const struct cap_who *who)
+{
+	op->api = c->api;
+	op->tid = who->tid;
+	op->stream = c->stream;
+	op->ctx = who->ctx;
+	op->callsite = who->callsite;
+	op->t_ns = who->t_ns;
+}
+
 /* A slot about to hold an op of this kind, cleared: every header field, and of the union the
  * member the kind uses, except a copy's or a memset's, which build_memcpy, build_memset and
  * cap_op_take_like write whole (clearing the whole op
@@ -934,12 +946,7 @@ static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_wi
 	op->flags = 0; /* ENDS_WINDOW is not set in p (above) */
 	op->stream_kind = s->kind;
 	op->stream_slot = s->slot;
-	op->api = c->api;
-	op->tid = who->tid;
-	op->stream = c->stream;
-	op->ctx = who->ctx;
-	op->callsite = who->callsite;
-	op->t_ns = who->t_ns;
+	op_stamp(op, c, who);
 	if (c->kind == CAP_OP_MEMCPY)
 		op->u.memcpy.staged = NULL;
 	op->key = p->key;
@@ -1013,12 +1020,7 @@ static __attribute__((noinline)) int record_long(struct cap_engine *ce, const st
 	slot_kind = op->kind;
 	op_clear(op, c->kind);
 	op->kind = c->kind;
-	op->api = c->api;
-	op->tid = who->tid;
-	op->stream = c->stream;
-	op->ctx = who->ctx;
-	op->callsite = who->callsite;
-	op->t_ns = who->t_ns;
+	op_stamp(op, c, who);
 	if (f) {
 		op->u.kernel.handle = c->u.kernel.f;
 		op->u.kernel.func = func;

@@ -168,13 +168,7 @@ int rpl__defer(struct rpl_engine *re, const struct cap_op *op, uint32_t index, c
 	    !(win = rpl__window_holds(op, index, rec)) || (re->st.ndef && win != re->st.def_win))
 		return defer_copy(re, op, index);
 	cf_assert(win == cap_window_holds(re->cap, op, index)); /* what capture would answer */
-	if (re->st.ndef == 0) {
-		re->st.def_first = index;
-		re->st.def_win = win;
-	}
-	re->st.ndef++;
-	re->st.win_deferred = true;
-	re->totals.ops_deferred++;
+	rpl__defer_in_window(re, index, win);
 	return 0;
 }
 

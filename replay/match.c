@@ -444,13 +444,7 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	re->totals.matched_ops++;
 	re->st.ended = NULL; /* d + 1 < t->nops */
 	re->st.depth = d + 1;
-	if (re->st.ndef == 0) {
-		re->st.def_first = d;
-		re->st.def_win = win;
-	}
-	re->st.ndef++;
-	re->st.win_deferred = true;
-	re->totals.ops_deferred++;
+	rpl__defer_in_window(re, d, win);
 	return true;
 }
 

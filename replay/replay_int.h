@@ -567,4 +567,17 @@ static inline uint64_t rpl__window_holds(const struct cap_op *op, uint32_t index
 		       0;
 }
 
+/* Defer op index of the open window win, read where capture keeps it (not copied): the run of
+ * deferred ops grows by one. rpl__defer and match.c's fast lane share it. */
+static inline void rpl__defer_in_window(struct rpl_engine *re, uint32_t index, uint64_t win)
+{
+	if (re->st.ndef == 0) {
+		re->st.def_first = index;
+		re->st.def_win = win;
+	}
+	re->st.ndef++;
+	re->st.win_deferred = true;
+	re->totals.ops_deferred++;
+}
+
 #endif

@@ -545,6 +545,22 @@ static bool cupy_shaped(const char *name)
 	return !strncmp(name, "cupy_", 5) || !strncmp(name, "fx_cupy_", 8);
 }
 
+/* A CuPy elementwise launch's parameters: every CArray but the last parameter gets its own data
+ * pointer (k+1 << 32), size, total size and byte stride; the last, the CIndexer, the size. */
+static void cupy_fill(const struct ptx_func *f, unsigned char *buf, const struct rw_param_info *info,
+		      int64_t size, int64_t stride)
+{
+	for (uint32_t k = 0; k + 1 < f->nparams; k++) {
+		uint64_t data = 0x100000000ull * (k + 1);
+
+		memcpy(buf + info[k].offset, &data, 8);
+		memcpy(buf + info[k].offset + 8, &size, 8);
+		memcpy(buf + info[k].offset + 16, &size, 8);
+		memcpy(buf + info[k].offset + 24, &stride, 8);
+	}
+	memcpy(buf + info[f->nparams - 1].offset, &size, 8);
+}
+
 /* CuPy's elementwise kernels (tests/data/ptx/cupy_*.ptx, as CuPy's NVRTC wrote them) and the
  * nvcc kernels shaped like them (effects_cupy.cu): every array of the card is a `field` with an
  * exact span, (size - 1) * stride + 4 bytes from its data pointer, size the CIndexer's (the
@@ -581,15 +597,7 @@ static void test_cupy_spans(void **state)
 				int64_t size = stride == 12 ? (1ll << 29) : 1000; /* 12: 6 GiB, wraps */
 
 				launch_args(f, buf, vals, info, &a, dims);
-				for (uint32_t k = 0; k + 1 < f->nparams; k++) {
-					uint64_t data = 0x100000000ull * (k + 1);
-
-					memcpy(buf + info[k].offset, &data, 8);
-					memcpy(buf + info[k].offset + 8, &size, 8);
-					memcpy(buf + info[k].offset + 16, &size, 8);
-					memcpy(buf + info[k].offset + 24, &stride, 8);
-				}
-				memcpy(buf + info[f->nparams - 1].offset, &size, 8); /* the CIndexer's size */
+				cupy_fill(f, buf, info, size, stride);
 				assert_int_equal(rw_card_access(c, &a, &acc), 0);
 				fields = 0;
 				for (unsigned e = 0; e < acc.n; e++) {
@@ -699,15 +707,7 @@ static void test_cupy_whole(void **state)
 					unsigned whole = 0;
 
 					launch_args(f, buf, vals, info, &a, dims);
-					for (uint32_t k = 0; k + 1 < f->nparams; k++) {
-						uint64_t data = 0x100000000ull * (k + 1);
-
-						memcpy(buf + info[k].offset, &data, 8);
-						memcpy(buf + info[k].offset + 8, &size, 8);
-						memcpy(buf + info[k].offset + 16, &size, 8);
-						memcpy(buf + info[k].offset + 24, &stride, 8);
-					}
-					memcpy(buf + info[f->nparams - 1].offset, &size, 8);
+					cupy_fill(f, buf, info, size, stride);
 					assert_int_equal(rw_card_access(rw_cards_find(set, f->name), &a, &acc), 0);
 					for (unsigned e = 0; e < acc.n; e++) {
 						bool w = acc.acc[e].flags & RW_ACC_WHOLE;
