@@ -414,6 +414,9 @@ struct rpl_engine {
 	struct rw_kernels *kernels;  /* cufold's kernels loaded per context (rewrite/kernels.h; own
 				      * lock: builds off the engine's lock and rpl_context_gone reach
 				      * it); set at creation, never changed */
+	struct rw_rename_budget rename; /* cufold's buffers for writing elsewhere (rewrite/plan.h:
+				      * max from CUFOLD_RENAME_MAX_BYTES; used changed atomically,
+				      * builds run off the engine's lock) */
 };
 
 /* What replay remembers of s (NULL: nothing yet, or no shape). */

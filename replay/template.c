@@ -196,7 +196,7 @@ struct rw_run *rpl__plan_ops(struct rpl_engine *re, const struct cap_window *w, 
 			     const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
-	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL, re->kernels };
+	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL, re->kernels, &re->rename };
 	const struct cap_op **ops;
 	struct rw_run *run;
 

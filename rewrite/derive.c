@@ -608,6 +608,155 @@ bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i,
 	return true;
 }
 
+/* Whether access k of set is surely written whole (what a copy back of its whole span needs). */
+static bool written_whole(const struct rw_access_set *set, unsigned k)
+{
+	return (set->acc[k].flags & RW_ACC_WHOLE) ||
+	       (set->flags & (RW_SET_ELEMENTWISE | RW_SET_COVERS)) == (RW_SET_ELEMENTWISE | RW_SET_COVERS);
+}
+
+/* Whether access k of set may be written elsewhere: an exact span, written whole, through a
+ * pointer parameter or field, that the launch reads through none of its accesses. */
+static bool access_renamable(const struct rw_access_set *set, unsigned k, uint32_t param_size)
+{
+	const struct rw_access *a = &set->acc[k];
+	struct rw_range r = { a->addr, a->bytes, 0, 0 };
+
+	if (!(a->flags & RW_ACC_WRITE) || (a->flags & RW_ACC_READ) || !access_patchable(a) || !a->bytes ||
+	    !written_whole(set, k) || (uint64_t)a->word + 8 > param_size)
+		return false;
+	for (unsigned b = 0; b < set->n; b++) {
+		struct rw_range q = { set->acc[b].addr, set->acc[b].bytes, 0, 0 };
+
+		if (b != k && (set->acc[b].flags & RW_ACC_READ) &&
+		    ((set->acc[b].flags & RW_ACC_UNKNOWN) || rw_range_overlap(&q, &r)))
+			return false;
+	}
+	return true;
+}
+
+int rw__rename_access(const struct cap_op *op, uint32_t word, struct rw_range *out)
+{
+	struct rw_access_set set;
+
+	if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return -CF_EINVAL;
+	for (unsigned k = 0; k < set.n; k++) {
+		if (set.acc[k].word != word || !(set.acc[k].flags & RW_ACC_WRITE))
+			continue;
+		if (!access_renamable(&set, k, op->u.kernel.param_size))
+			return -CF_EINVAL;
+		*out = (struct rw_range){ set.acc[k].addr, set.acc[k].bytes, 0, 0 };
+		return 0;
+	}
+	return -CF_EINVAL;
+}
+
+bool rw__rename_target(const struct cap_op *const *ops, uint32_t n, uint32_t i, uint32_t *op, uint32_t *word)
+{
+	struct rw_access_set set;
+	uint32_t from, to;
+	int found = -1;
+
+	if (!reuse_partner(ops, n, i, &from, &to) || rw_op_kernel_access(ops[to], &set) != 0 ||
+	    (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (unsigned k = 0; k < set.n; k++) {
+		const struct rw_access *a = &set.acc[k];
+		struct rw_range r = { a->addr, a->bytes, 0, 0 };
+		bool conflict = false;
+
+		if (!(a->flags & RW_ACC_WRITE))
+			continue;
+		if (a->flags & RW_ACC_UNKNOWN)
+			return false;
+		for (uint32_t q = from; q < to && !conflict; q++) {
+			struct rw_effects e;
+
+			rw_op_effects(ops[q], &e);
+			conflict = e.all || rw_ranges_overlap(e.r, e.nr, &r) || rw_ranges_overlap(e.w, e.nw, &r);
+		}
+		if (!conflict)
+			continue;
+		/* one renamed range per launch: its copy back is one node at its position */
+		if (found >= 0 || !access_renamable(&set, k, ops[to]->u.kernel.param_size))
+			return false;
+		found = (int)k;
+	}
+	if (found < 0)
+		return false;
+	*op = to;
+	*word = set.acc[found].word;
+	return true;
+}
+
+/* Whether access a is a read of r a patch of its pointer can move to the buffer: an exact span
+ * inside r through a pointer parameter or field that the launch does not also write through. */
+static bool use_patchable(const struct rw_access *a, const struct rw_range *r, uint32_t param_size)
+{
+	return access_patchable(a) && !(a->flags & RW_ACC_WRITE) && inside(a->addr, a->bytes, r) &&
+	       (uint64_t)a->word + 8 <= param_size;
+}
+
+void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
+		     struct rw_rename_scan *out)
+{
+	bool unpatched = false;
+
+	out->end = RW_NONE;
+	out->nuse = 0;
+	for (uint32_t q = l + 1; q < n; q++) {
+		const struct cap_op *op = ops[q];
+		struct rw_effects e;
+		bool reads = false, writes = false;
+
+		if (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT)
+			continue;
+		rw_op_effects(op, &e);
+		if (e.all) {
+			unpatched = true; /* may read or write it: nothing past it is followed */
+			break;
+		}
+		for (uint32_t k = 0; k < e.nr && !reads; k++)
+			reads = rw_range_overlap(&e.r[k], r);
+		for (uint32_t k = 0; k < e.nw && !writes; k++)
+			writes = rw_range_overlap(&e.w[k], r);
+		if (reads) {
+			struct rw_access_set set;
+
+			if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, &set) != 0 ||
+			    (set.flags & RW_SET_INDIRECT)) {
+				unpatched = true;
+			} else {
+				for (unsigned k = 0; k < set.n; k++) {
+					const struct rw_access *a = &set.acc[k];
+					struct rw_range q2 = { a->addr, a->bytes, 0, 0 };
+
+					if (!(a->flags & RW_ACC_READ))
+						continue;
+					if (a->flags & RW_ACC_UNKNOWN) {
+						unpatched = true; /* its allocation may hold the range */
+						continue;
+					}
+					if (!rw_range_overlap(&q2, r))
+						continue;
+					if (use_patchable(a, r, op->u.kernel.param_size) && out->nuse < RW_RENAME_USES)
+						out->use[out->nuse++] = (struct rw_rename_use){ q, a->word };
+					else
+						unpatched = true;
+				}
+			}
+		}
+		if (writes) {
+			out->end = q;
+			break;
+		}
+	}
+	/* no copy back only when every read before the next write reads the buffer and that write
+	 * surely covers all the launch writes */
+	out->back = unpatched || out->end == RW_NONE || !rw_cond_holds(RW_G_COVERS, ops[l], ops[out->end], false);
+}
+
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
 {
 	struct rw_effects e;

@@ -1394,7 +1394,7 @@ static enum fail_kind check_plan(const struct rw_plan *p, const struct win *w, c
 static struct rw_plan *rewrite(const struct win *w)
 {
 	const struct cap_op *ptr[MAXW];
-	const struct rw_config cfg = { 2, NULL, NULL };
+	const struct rw_config cfg = { 2, NULL, NULL, NULL };
 
 	win_ptrs(w, ptr);
 	rw__set_kernel_resolver(rwt_fake_resolver);
@@ -1550,7 +1550,7 @@ static enum fail_kind check_run(const struct win *w, const struct win *pw, const
 				size_t cap)
 {
 	const struct cap_op *ptr[MAXW];
-	const struct rw_config cfg = { 2, NULL, NULL };
+	const struct rw_config cfg = { 2, NULL, NULL, NULL };
 	struct rw_run *r;
 	enum fail_kind f;
 	bool held;
@@ -2403,7 +2403,7 @@ static void test_fuzz(void **state)
 	static struct win w, pw;
 	static unsigned char mem0[ARENA];
 	static struct tally t;
-	const struct rw_config cfg = { 2, NULL, NULL };
+	const struct rw_config cfg = { 2, NULL, NULL, NULL };
 	uint64_t total_fails = 0, seed = 0xf022u * 0x100000001ull;
 	unsigned reported[F_KINDS] = { 0 };
 	uint32_t windows = WINDOWS;
