@@ -698,6 +698,35 @@ static bool use_patchable(const struct rw_access *a, const struct rw_range *r, u
 	       (uint64_t)a->word + 8 <= param_size;
 }
 
+/* Whether op e surely writes every byte launch l may write: a copy or memset through
+ * rw_cond_holds' COVERS, a launch through accesses that are exact spans written whole. */
+static bool writes_cover(const struct cap_op *l, const struct cap_op *e)
+{
+	struct rw_access_set set;
+	struct rw_effects el;
+
+	if (e->kind != CAP_OP_KERNEL)
+		return rw_cond_holds(RW_G_COVERS, l, e, false);
+	rw_op_effects(l, &el);
+	if (el.all || rw_op_kernel_access(e, &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (uint32_t w = 0; w < el.nw; w++) {
+		bool covered = false;
+
+		if (el.w[w].width)
+			return false; /* pitched: not followed */
+		for (unsigned k = 0; k < set.n && !covered; k++) {
+			const struct rw_access *a = &set.acc[k];
+
+			covered = (a->flags & RW_ACC_WRITE) && !(a->flags & RW_ACC_UNKNOWN) && written_whole(&set, k) &&
+				  inside(el.w[w].addr, el.w[w].bytes, &(struct rw_range){ a->addr, a->bytes, 0, 0 });
+		}
+		if (!covered)
+			return false;
+	}
+	return true;
+}
+
 void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
 		     struct rw_rename_scan *out)
 {
@@ -754,7 +783,7 @@ void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, co
 	}
 	/* no copy back only when every read before the next write reads the buffer and that write
 	 * surely covers all the launch writes */
-	out->back = unpatched || out->end == RW_NONE || !rw_cond_holds(RW_G_COVERS, ops[l], ops[out->end], false);
+	out->back = unpatched || out->end == RW_NONE || !writes_cover(ops[l], ops[out->end]);
 }
 
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)
