@@ -482,8 +482,11 @@ static int plan_judge(struct rw_plan *p, const struct cap_op *const *ops, const 
 	for (uint32_t k = 0; k < rs->n; k++) {
 		struct rw_ren *r = &rs->ren[k];
 		uint32_t j = 0, nd = node_covering(p, r->op, &j);
-		bool ok = nd != RW_NONE && p->nodes[nd].kind == RW_NODE_BATCH_KERNEL && j > 0 && !p->dep_start &&
-			  ops[p->nodes[nd].orig[0]]->stream_slot == ops[r->op]->stream_slot;
+		/* a copy back stands at L's position: L must have left it for a batch on the same stream
+		 * (the batch's node then comes first in that stream's order); without one, L may stay */
+		bool ok = !p->dep_start &&
+			  (!r->back || (nd != RW_NONE && p->nodes[nd].kind == RW_NODE_BATCH_KERNEL && j > 0 &&
+					ops[p->nodes[nd].orig[0]]->stream_slot == ops[r->op]->stream_slot));
 		struct rw_range rr;
 
 		r->batch = nd;
@@ -514,6 +517,8 @@ static int plan_judge(struct rw_plan *p, const struct cap_op *const *ops, const 
 			}
 		}
 		if (!ok) {
+			cf_log_debug("writing elsewhere: op %u dropped: node %u kind %d place %u back %d hoists %u", r->op,
+				     nd, nd != RW_NONE ? p->nodes[nd].kind : -1, j, r->back, r->nhoist);
 			for (uint32_t q = 0; q < npk; q++)
 				if (pk[q].op == r->op)
 					pk[q].drop = true;
@@ -670,6 +675,8 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 			break;
 		shell.nnodes = 0;
 		dropped = plan_judge(p, ops, shell.view, &rs, pk, npk, &hoist, &nhoist);
+		cf_log_debug("writing elsewhere: round %d of %u ops: %u picked, %u renamed, %d dropped", round, n, npk,
+			     rs.n, dropped);
 		if (dropped == 0) {
 			/* keep it: the renames move into the plan */
 			p->nren = rs.n;
