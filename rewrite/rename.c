@@ -38,7 +38,8 @@
 #include "rewrite/plan.h"
 #include "rewrite/rewriter.h"
 
-#define ROUNDS 4 /* plans made while dropping renames that did not let their launch join a batch */
+#define ROUNDS 4   /* plans made while dropping renames that did not let their launch join a batch */
+#define DISCOVER 6 /* passes over the window as patched that look for more launches to rename */
 
 static const struct rw_rename_hooks *rename_hooks; /* rw__set_rename_hooks (tests), or NULL */
 
@@ -575,10 +576,14 @@ static bool batch_enabled(const struct rw_config *cfg)
 	return false;
 }
 
-/* The picks: each launch some launch's reuse partner search names (once). */
-static uint32_t picks_make(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg, struct pick *pk)
+/* Add to pk[0..npk) the launches some launch's reuse partner search over ops names (each once);
+ * returns the new count. ops may be the window as already patched: a launch that read what a
+ * renamed one wrote reads the buffer there, which can leave only reuse between it and its own
+ * partner (CuPy's pool overwrites a temporary by the next feature's launch before its reader). */
+static uint32_t picks_add(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg, struct pick *pk,
+			  uint32_t npk)
 {
-	uint32_t npk = 0, op, word;
+	uint32_t op, word;
 
 	for (uint32_t i = 0; i < n; i++) {
 		bool seen = false;
@@ -649,7 +654,31 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 	memset(&shell, 0, sizeof(shell));
 	if (!b || !b->max || !batch_enabled(cfg) || !(pk = malloc(n * sizeof(*pk))))
 		goto out_plain;
-	npk = picks_make(ops, n, cfg, pk);
+	npk = picks_add(ops, n, cfg, pk, 0);
+	/* renaming some launches can leave only reuse between others: look again over the window
+	 * as patched, until nothing new turns up */
+	for (int pass = 0; pass < DISCOVER && npk; pass++) {
+		uint32_t before = npk;
+
+		picks_alloc(ops, pk, npk, b);
+		renames_free(&rs);
+		patched_free(&shell);
+		if (renames_make(ops, n, pk, npk, &rs) != 0 || !rs.n)
+			break;
+		shell.norig = n;
+		shell.nren = rs.n;
+		shell.ren = rs.ren;
+		shell.uses = rs.uses;
+		if (patched_make(&shell, ops, n, &rs) != 0 || !(shell.view = malloc(n * sizeof(*shell.view))))
+			break;
+		tab = &(struct rw_rename_tab){ rs.first_patch, rs.patches };
+		shell.rename_tab = tab;
+		if (!rw__rename_view(&shell, ops))
+			break;
+		npk = picks_add(shell.view, n, cfg, pk, npk);
+		if (npk == before)
+			break;
+	}
 	for (int round = 0; round < ROUNDS && npk; round++) {
 		int dropped;
 
