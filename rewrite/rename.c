@@ -576,19 +576,19 @@ static bool batch_enabled(const struct rw_config *cfg)
 	return false;
 }
 
-/* Add to pk[0..npk) the launches some launch's reuse partner search over ops names (each once);
+/* Add to pk[0..npk) the launches the reuse partner search of a candidate (cand[i]) names (each once);
  * returns the new count. ops may be the window as already patched: a launch that read what a
  * renamed one wrote reads the buffer there, which can leave only reuse between it and its own
  * partner (CuPy's pool overwrites a temporary by the next feature's launch before its reader). */
-static uint32_t picks_add(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg, struct pick *pk,
-			  uint32_t npk)
+static uint32_t picks_add(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg, const bool *cand,
+			  struct pick *pk, uint32_t npk)
 {
 	uint32_t op, word;
 
 	for (uint32_t i = 0; i < n; i++) {
 		bool seen = false;
 
-		if (ops[i]->kind != CAP_OP_KERNEL || !rw_multi_possible(cfg->kernels, ops[i]) ||
+		if (!cand[i] || ops[i]->kind != CAP_OP_KERNEL || !rw_multi_possible(cfg->kernels, ops[i]) ||
 		    !rw__rename_target(ops, n, i, &op, &word))
 			continue;
 		for (uint32_t k = 0; k < npk && !seen; k++)
@@ -650,11 +650,21 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 	uint32_t npk = 0, *hoist = NULL, nhoist = 0;
 	struct rw_rename_tab *tab = NULL;
 
+	struct rw_plan *plain = NULL;
+	bool *cand = NULL;
+
 	memset(&rs, 0, sizeof(rs));
 	memset(&shell, 0, sizeof(shell));
-	if (!b || !b->max || !batch_enabled(cfg) || !(pk = malloc(n * sizeof(*pk))))
+	/* the plan without renaming first: only the launches it leaves alone are looked at (the
+	 * search is the costly part; most windows have none kept apart by reuse) */
+	plain = rw_rewrite(ops, n, NULL, cfg, NULL, 0);
+	if (!plain || plain->dep_start || !b || !b->max || !batch_enabled(cfg) || !(pk = malloc(n * sizeof(*pk))) ||
+	    !(cand = calloc(n, sizeof(*cand))))
 		goto out_plain;
-	npk = picks_add(ops, n, cfg, pk, 0);
+	for (uint32_t k = 0; k < plain->nnodes; k++)
+		if (plain->nodes[k].kind == RW_NODE_OP && ops[plain->nodes[k].orig[0]]->kind == CAP_OP_KERNEL)
+			cand[plain->nodes[k].orig[0]] = true;
+	npk = picks_add(ops, n, cfg, cand, pk, 0);
 	/* renaming some launches can leave only reuse between others: look again over the window
 	 * as patched, until nothing new turns up */
 	for (int pass = 0; pass < DISCOVER && npk; pass++) {
@@ -675,7 +685,7 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 		shell.rename_tab = tab;
 		if (!rw__rename_view(&shell, ops))
 			break;
-		npk = picks_add(shell.view, n, cfg, pk, npk);
+		npk = picks_add(shell.view, n, cfg, cand, pk, npk);
 		if (npk == before)
 			break;
 	}
@@ -750,6 +760,8 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 			memset(&shell, 0, sizeof(shell));
 			picks_release(ops, pk, npk, b);
 			free(pk);
+			free(cand);
+			rw_plan_destroy(plain);
 			return p;
 		}
 		if (dropped < 0)
@@ -770,7 +782,8 @@ out_plain:
 		picks_release(ops, pk, npk, b);
 	}
 	free(pk);
-	return rw_rewrite(ops, n, NULL, cfg, NULL, 0);
+	free(cand);
+	return plain;
 }
 
 void rw__rename_release(struct rw_plan *p)
