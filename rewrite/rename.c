@@ -244,22 +244,33 @@ bool rw__rename_view(struct rw_plan *p, const struct cap_op *const *ops)
 	return true;
 }
 
+/* p->view[x] from ops: the patched copy remade, or ops[x]. false when a patch cannot be made. */
+static bool view_set(struct rw_plan *p, uint32_t x, const struct cap_op *const *ops)
+{
+	if (x >= p->norig)
+		return true;
+	if (p->patched_of[x] < 0) {
+		p->view[x] = ops[x];
+		return true;
+	}
+	if (remake(p, p->rename_tab, (uint32_t)p->patched_of[x], ops) != 0)
+		return false;
+	p->view[x] = &p->patched[p->patched_of[x]];
+	return true;
+}
+
 const struct cap_op *const *rw__rename_node_view(struct rw_plan *p, const struct rw_plan_node *n,
 						 const struct cap_op *const *ops)
 {
-	for (uint32_t j = 0; j <= n->norig; j++) {
-		uint32_t x = j < n->norig ? n->orig[j] : n->from;
-
-		if (x >= p->norig)
-			continue;
-		if (p->patched_of[x] < 0) {
-			p->view[x] = ops[x];
-		} else {
-			if (remake(p, p->rename_tab, (uint32_t)p->patched_of[x], ops) != 0)
-				return NULL;
-			p->view[x] = &p->patched[p->patched_of[x]];
-		}
-	}
+	/* what a derivation reads: the node's ops, its `from` and its members' (rewrite/derive.c) */
+	for (uint32_t j = 0; j < n->norig; j++)
+		if (!view_set(p, n->orig[j], ops))
+			return NULL;
+	if (!view_set(p, n->from, ops))
+		return NULL;
+	for (uint32_t m = 0; m < n->nmembers; m++)
+		if (!view_set(p, n->members[m].from, ops))
+			return NULL;
 	return p->view;
 }
 
