@@ -727,63 +727,85 @@ static bool writes_cover(const struct cap_op *l, const struct cap_op *e)
 	return true;
 }
 
+/* Whether op reads r (its effects), writes it, or may touch anything (*all). */
+static void meets(const struct cap_op *op, const struct rw_range *r, bool *reads, bool *writes, bool *all)
+{
+	struct rw_effects e;
+
+	*reads = *writes = *all = false;
+	if (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT)
+		return;
+	rw_op_effects(op, &e);
+	*all = e.all;
+	for (uint32_t k = 0; k < e.nr && !*reads; k++)
+		*reads = rw_range_overlap(&e.r[k], r);
+	for (uint32_t k = 0; k < e.nw && !*writes; k++)
+		*writes = rw_range_overlap(&e.w[k], r);
+}
+
+/* Add op q's reads of r to out's uses: false when one cannot be patched (or too many). */
+static bool uses_add(const struct cap_op *op, uint32_t q, const struct rw_range *r, struct rw_rename_scan *out)
+{
+	struct rw_access_set set;
+
+	if (op->kind == CAP_OP_MEMCPY) {
+		/* a 1-D device copy's source, inside r */
+		if (!rw_op_is_linear_dtod(op) || !inside(op->u.memcpy.src_first, op->u.memcpy.bytes, r) ||
+		    out->nuse == RW_RENAME_USES)
+			return false;
+		out->use[out->nuse++] = (struct rw_rename_use){ q, RW_USE_COPY_SOURCE };
+		return true;
+	}
+	if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (unsigned k = 0; k < set.n; k++) {
+		const struct rw_access *a = &set.acc[k];
+		struct rw_range q2 = { a->addr, a->bytes, 0, 0 };
+
+		if (!(a->flags & RW_ACC_READ))
+			continue;
+		if (a->flags & RW_ACC_UNKNOWN)
+			return false; /* its allocation may hold the range */
+		if (!rw_range_overlap(&q2, r))
+			continue;
+		if (!use_patchable(a, r, op->u.kernel.param_size) || out->nuse == RW_RENAME_USES)
+			return false;
+		out->use[out->nuse++] = (struct rw_rename_use){ q, a->word };
+	}
+	return true;
+}
+
 void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
 		     struct rw_rename_scan *out)
 {
-	bool unpatched = false;
+	bool reads, writes, all;
+	uint32_t q;
 
 	out->end = RW_NONE;
 	out->nuse = 0;
-	for (uint32_t q = l + 1; q < n; q++) {
-		const struct cap_op *op = ops[q];
-		struct rw_effects e;
-		bool reads = false, writes = false;
-
-		if (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT)
-			continue;
-		rw_op_effects(op, &e);
-		if (e.all) {
-			unpatched = true; /* may read or write it: nothing past it is followed */
-			break;
-		}
-		for (uint32_t k = 0; k < e.nr && !reads; k++)
-			reads = rw_range_overlap(&e.r[k], r);
-		for (uint32_t k = 0; k < e.nw && !writes; k++)
-			writes = rw_range_overlap(&e.w[k], r);
-		if (reads) {
-			struct rw_access_set set;
-
-			if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, &set) != 0 ||
-			    (set.flags & RW_SET_INDIRECT)) {
-				unpatched = true;
-			} else {
-				for (unsigned k = 0; k < set.n; k++) {
-					const struct rw_access *a = &set.acc[k];
-					struct rw_range q2 = { a->addr, a->bytes, 0, 0 };
-
-					if (!(a->flags & RW_ACC_READ))
-						continue;
-					if (a->flags & RW_ACC_UNKNOWN) {
-						unpatched = true; /* its allocation may hold the range */
-						continue;
-					}
-					if (!rw_range_overlap(&q2, r))
-						continue;
-					if (use_patchable(a, r, op->u.kernel.param_size) && out->nuse < RW_RENAME_USES)
-						out->use[out->nuse++] = (struct rw_rename_use){ q, a->word };
-					else
-						unpatched = true;
-				}
-			}
+	out->back = true;
+	out->refused = false;
+	for (q = l + 1; q < n; q++) {
+		meets(ops[q], r, &reads, &writes, &all);
+		if (all || (reads && !uses_add(ops[q], q, r, out))) {
+			out->refused = true; /* a read of r no patch follows */
+			return;
 		}
 		if (writes) {
 			out->end = q;
 			break;
 		}
 	}
-	/* no copy back only when every read before the next write reads the buffer and that write
-	 * surely covers all the launch writes */
-	out->back = unpatched || out->end == RW_NONE || !writes_cover(ops[l], ops[out->end]);
+	/* no copy back when the next write surely covers all the launch writes */
+	out->back = out->end == RW_NONE || !writes_cover(ops[l], ops[out->end]);
+	if (!out->back)
+		return;
+	/* copied back at L's position: the plan is made over the window where L writes the buffer,
+	 * so nothing after L may read r (what a rule would take for r's older bytes) */
+	for (q = out->end == RW_NONE ? n : out->end + 1; q < n && !out->refused; q++) {
+		meets(ops[q], r, &reads, &writes, &all);
+		out->refused = all || reads;
+	}
 }
 
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)

@@ -291,20 +291,26 @@ bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i,
 
 /* Writing elsewhere, done (rewrite/rename.c, at level 1 with batch-kernel): before the rules
  * run, a launch L that rw__rename_target picks writes its one conflicting range R to a buffer of
- * cufold's own (its pointer patched); the readers that follow it, up to the next write into R,
- * read the buffer where a patch can point them (rw__rename_scan); a RENAME_BACK node at L's
- * position copies the buffer to R unless every reader was patched and the next write covers
- * all of L's writes. A launch whose rename did not let it join a batch (as a later member, on
+ * cufold's own (its pointer patched); every reader that follows it, up to the next write into R,
+ * reads the buffer (a pointer or a copy's source patched: rw__rename_scan refuses a reader no
+ * patch follows); a RENAME_BACK node at L's position copies the buffer to R unless the next
+ * write covers all of L's writes, and then nothing after that write may read R. A launch whose rename did not let it join a batch (as a later member, on
  * the first member's stream) is not renamed: the plan is made again without it. Every check
  * redoes the scan on the launch's bindings and fails unless it finds what the plan relied on. */
 struct rw_rename_use {
 	uint32_t op;                 /* a reader of R, after L */
-	uint32_t word;               /* its pointer's offset in its parameters */
+	uint32_t word;               /* its pointer's offset in its parameters, or
+				      * RW_USE_COPY_SOURCE: a 1-D device copy's source */
 };
+#define RW_USE_COPY_SOURCE UINT32_MAX
 #define RW_RENAME_USES 64u           /* readers patched per renamed launch, at most */
 struct rw_rename_scan {
 	uint32_t end;                /* the next op writing into R, RW_NONE: none in the run */
 	bool back;                   /* a copy back is needed */
+	bool refused;                /* no renaming: a read of R after L that no patch follows (an
+				      * unknown span, a table entry, a copy that is not 1-D, an op
+				      * that may touch anything), or, with a copy back, any read of R
+				      * after the next write */
 	uint32_t nuse;               /* readers patched */
 	struct rw_rename_use use[RW_RENAME_USES]; /* in order */
 };

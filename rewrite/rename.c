@@ -15,8 +15,10 @@
  * touches, and fuses it; its guards are recorded and checked on the patched ops. Each launch:
  *  1. L's write through that pointer is still an exact span written whole, not read by L, that
  *     fits R' (rw__rename_access), and the scan of what follows L (rw__rename_scan) finds the
- *     very readers the plan patched and the same next write into R; the copy back was dropped
- *     only while every reader before that write is patched and the write covers all L writes;
+ *     very readers the plan patched, no other, and the same next write into R, which covers all
+ *     L writes where the copy back was dropped, and after which nothing reads R where it was
+ *     not (the plan was made over the window where L writes R': no rule may have taken a later
+ *     read of R for one of R's older bytes);
  *  2. with a copy back, the ops the plan moved above L's position touch nothing of R (the copy
  *     writes R there);
  *  3. the patched copies are remade from the launch's own bindings (a reader's pointer keeps its
@@ -175,31 +177,49 @@ static int remake(struct rw_plan *p, const struct rw_rename_tab *t, uint32_t c, 
 	struct cap_op *dst = &p->patched[c];
 	void *params = dst->u.kernel.params;
 
-	if (src->kind != CAP_OP_KERNEL || !params)
+	if (src->kind != CAP_OP_KERNEL && src->kind != CAP_OP_MEMCPY)
 		return -CF_EINVAL;
 	*dst = *src;
 	dst->vid = 0; /* not the original op's value any more */
-	dst->u.kernel.params = params;
-	memcpy(params, src->u.kernel.params, src->u.kernel.param_size);
+	if (src->kind == CAP_OP_KERNEL) {
+		if (!params)
+			return -CF_EINVAL;
+		dst->u.kernel.params = params;
+		memcpy(params, src->u.kernel.params, src->u.kernel.param_size);
+	}
 	for (uint32_t k = t->first_patch[c]; k < t->first_patch[c + 1]; k++) {
 		const struct patch *pt = &t->patches[k];
 		const struct rw_ren *r = &p->ren[pt->ren];
-		uint64_t v;
+		uint64_t v, base = read_u64(ops[r->op], r->word);
 
-		if ((uint64_t)pt->word + 8 > src->u.kernel.param_size)
-			return -CF_EINVAL;
 		if (!pt->reader) {
+			if (src->kind != CAP_OP_KERNEL || (uint64_t)pt->word + 8 > src->u.kernel.param_size)
+				return -CF_EINVAL;
 			write_u64(dst, pt->word, r->buf);
 			continue;
 		}
-		{
-			uint64_t base = read_u64(ops[r->op], r->word);
+		if (pt->word == RW_USE_COPY_SOURCE) {
+			/* a 1-D device copy (the scan checked): its source moved into the buffer */
+			CUDA_MEMCPY3D *d = &dst->u.memcpy.d;
 
-			v = read_u64(src, pt->word);
+			if (src->kind != CAP_OP_MEMCPY)
+				return -CF_EINVAL;
+			v = src->u.memcpy.src_first;
 			if (v < base || v - base >= r->cap)
 				return -CF_EINVAL;
-			write_u64(dst, pt->word, r->buf + (v - base));
+			dst->u.memcpy.src_first = r->buf + (v - base);
+			d->srcDevice = (CUdeviceptr)dst->u.memcpy.src_first;
+			d->srcXInBytes = d->srcY = d->srcZ = 0;
+			d->srcPitch = dst->u.memcpy.bytes;
+			d->srcHeight = 1;
+			continue;
 		}
+		if (src->kind != CAP_OP_KERNEL || (uint64_t)pt->word + 8 > src->u.kernel.param_size)
+			return -CF_EINVAL;
+		v = read_u64(src, pt->word);
+		if (v < base || v - base >= r->cap)
+			return -CF_EINVAL;
+		write_u64(dst, pt->word, r->buf + (v - base));
 	}
 	return 0;
 }
@@ -231,8 +251,10 @@ bool rw__rename_view(struct rw_plan *p, const struct cap_op *const *ops)
 
 		if (rw__rename_access(ops[r->op], r->word, &rr) != 0 || rr.bytes > r->cap)
 			return false;
+		/* the very readers the plan patched, the same next write, and as the plan made it
+		 * over the patched window, nothing else that reads R (rules relied on that) */
 		rw__rename_scan(ops, p->norig, r->op, &rr, &sc);
-		if (sc.end != r->end || sc.nuse != r->nuse || (sc.back && !r->back))
+		if (sc.refused || (sc.back && !r->back) || sc.end != r->end || sc.nuse != r->nuse)
 			return false;
 		for (uint32_t u = 0; u < sc.nuse; u++)
 			if (sc.use[u].op != p->uses[r->first_use + u].op || sc.use[u].word != p->uses[r->first_use + u].word)
@@ -359,7 +381,7 @@ static int patched_make(struct rw_plan *p, const struct cap_op *const *ops, uint
 	for (uint32_t x = 0; x < n; x++)
 		if (of[x] == 0) {
 			of[x] = (int32_t)np++;
-			bytes += ops[x]->u.kernel.param_size;
+			bytes += ops[x]->kind == CAP_OP_KERNEL ? ops[x]->u.kernel.param_size : 0;
 		}
 	p->patched_of = of;
 	p->npatched = np;
@@ -378,6 +400,8 @@ static int patched_make(struct rw_plan *p, const struct cap_op *const *ops, uint
 	for (uint32_t x = 0; x < n; x++)
 		if (of[x] >= 0) {
 			p->patched_orig[of[x]] = x;
+			if (ops[x]->kind != CAP_OP_KERNEL)
+				continue;
 			p->patched[of[x]].u.kernel.params = p->patched_params + at;
 			at += ops[x]->u.kernel.param_size;
 		}
@@ -444,6 +468,10 @@ static int renames_make(const struct cap_op *const *ops, uint32_t n, struct pick
 			continue;
 		}
 		rw__rename_scan(ops, n, pk[k].op, &rr, &sc);
+		if (sc.refused) {
+			pk[k].drop = true;
+			continue;
+		}
 		if (rs->nuses + sc.nuse > cap_uses) {
 			uint32_t want = (rs->nuses + sc.nuse) * 2 + 16;
 			struct rw_rename_use *u = realloc(rs->uses, want * sizeof(*u));

@@ -10,8 +10,7 @@
  * tower: only reused memory orders the scales (each writes t, which the add before it read):
  * with t written elsewhere they run as one launch, the adds as another; the last scale's output
  * must be in t when the step ends (a copy back), the others' are overwritten by the next scale.
- * copy: a device copy t -> z_f after each scale, a reader no pointer patch can follow: every
- * renamed scale's output is copied back at its own position. chain: s_f reads y_{f-1}, which the
+ * copy: a device copy t -> z_f after each scale, a reader whose source is patched too. chain: s_f reads y_{f-1}, which the
  * add before it wrote: a true dependence, nothing is renamed or fused. */
 #include <stdio.h>
 #include <stdlib.h>
