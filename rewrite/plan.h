@@ -324,7 +324,8 @@ struct rw_ren {
 	uint32_t end;                /* the scan's end */
 	uint32_t first_use, nuse;    /* its readers: plan->uses[first_use ..] */
 	uint32_t first_hoist, nhoist; /* with back: ops the plan moved above L's position, which must
-				      * touch nothing of R (plan->hoist[first_hoist ..]) */
+				      * touch nothing of R, and nodes made by rules after it, which
+				      * must not read R (plan->hoist[first_hoist ..]) */
 	uint32_t batch;              /* the batch node L is a member of (plan node index) */
 };
 /* The bytes of buffer renames may hold at once (engine-owned; used is changed atomically). */

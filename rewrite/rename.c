@@ -235,6 +235,29 @@ static bool untouched(const struct cap_op *m, const struct rw_range *r)
 	return !e.all && !rw_ranges_overlap(e.r, e.nr, r) && !rw_ranges_overlap(e.w, e.nw, r);
 }
 
+#define WATCH_NODE 0x80000000u /* a hoist entry that names a plan node whose reads are watched */
+
+/* Whether plan node k, derived over view, may read r (a batch kernel: any of its instances). */
+static bool node_reads(struct rw_plan *p, uint32_t k, const struct cap_op *const *view, const struct rw_range *r)
+{
+	const struct rw_plan_node *n = &p->nodes[k];
+	struct rw_effects e;
+	struct cap_op tmp;
+
+	if (n->kind == RW_NODE_BATCH_KERNEL) {
+		for (uint32_t m = 0; m < n->norig; m++) {
+			rw_op_effects(view[n->orig[m]], &e);
+			if (e.all || rw_ranges_overlap(e.r, e.nr, r))
+				return true;
+		}
+		return false;
+	}
+	if (rw_node_derive(p->kernels, n, view, &tmp) != 0)
+		return true;
+	rw_op_effects(&tmp, &e);
+	return e.all || rw_ranges_overlap(e.r, e.nr, r);
+}
+
 bool rw__rename_view(struct rw_plan *p, const struct cap_op *const *ops)
 {
 	const struct rw_rename_tab *t = p->rename_tab;
@@ -259,9 +282,12 @@ bool rw__rename_view(struct rw_plan *p, const struct cap_op *const *ops)
 		for (uint32_t u = 0; u < sc.nuse; u++)
 			if (sc.use[u].op != p->uses[r->first_use + u].op || sc.use[u].word != p->uses[r->first_use + u].word)
 				return false;
-		for (uint32_t h = 0; h < r->nhoist; h++)
-			if (!untouched(p->view[p->hoist[r->first_hoist + h]], &rr))
+		for (uint32_t h = 0; h < r->nhoist; h++) {
+			uint32_t x = p->hoist[r->first_hoist + h];
+
+			if (x & WATCH_NODE ? node_reads(p, x & ~WATCH_NODE, p->view, &rr) : !untouched(p->view[x], &rr))
 				return false;
+		}
 	}
 	return true;
 }
@@ -554,6 +580,26 @@ static int plan_judge(struct rw_plan *p, const struct cap_op *const *ops, const 
 					r->nhoist++;
 					ok = untouched(view[pn->orig[m]], &rr);
 				}
+			}
+			/* after L's position R holds L's bytes (the copy back), where the window as
+			 * patched has R's older ones: a node a rule made that reads R there (a copy
+			 * chained to where an earlier copy read) would read the wrong bytes */
+			for (uint32_t q = 0; ok && q < p->nnodes; q++) {
+				const struct rw_plan_node *pn = &p->nodes[q];
+
+				if (pn->orig[0] <= r->op || pn->kind == RW_NODE_OP)
+					continue;
+				if (*nhoist == cap) {
+					uint32_t *h = realloc(*hoist, (cap * 2 + 16) * sizeof(*h));
+
+					if (!h)
+						return -CF_ENOMEM;
+					*hoist = h;
+					cap = cap * 2 + 16;
+				}
+				(*hoist)[(*nhoist)++] = q | WATCH_NODE;
+				r->nhoist++;
+				ok = !node_reads(p, q, view, &rr);
 			}
 		}
 		if (!ok) {
