@@ -323,9 +323,10 @@ struct rw_ren {
 	bool back;                   /* copied back at L's position (a RENAME_BACK node) */
 	uint32_t end;                /* the scan's end */
 	uint32_t first_use, nuse;    /* its readers: plan->uses[first_use ..] */
-	uint32_t first_hoist, nhoist; /* with back: ops the plan moved above L's position, which must
-				      * touch nothing of R, and nodes made by rules after it, which
-				      * must not read R (plan->hoist[first_hoist ..]) */
+	uint32_t first_hoist, nhoist; /* with back: ops the plan moved above L's position and ops after
+				      * it the plan erased, which must touch nothing of R, and nodes
+				      * made by rules after it, which must not read R
+				      * (plan->hoist[first_hoist ..]) */
 	uint32_t batch;              /* the batch node L is a member of (plan node index) */
 };
 /* The bytes of buffer renames may hold at once (engine-owned; used is changed atomically). */

@@ -601,6 +601,23 @@ static int plan_judge(struct rw_plan *p, const struct cap_op *const *ops, const 
 				r->nhoist++;
 				ok = !node_reads(p, q, view, &rr);
 			}
+			/* and an op after it that a rule erased, as the same bytes written again or as
+			 * a duplicate, may have been judged so on R's older bytes */
+			for (uint32_t q = r->op + 1; ok && p->erased_by && q < p->norig; q++) {
+				if (!p->erased_by[q])
+					continue;
+				if (*nhoist == cap) {
+					uint32_t *h = realloc(*hoist, (cap * 2 + 16) * sizeof(*h));
+
+					if (!h)
+						return -CF_ENOMEM;
+					*hoist = h;
+					cap = cap * 2 + 16;
+				}
+				(*hoist)[(*nhoist)++] = q;
+				r->nhoist++;
+				ok = untouched(view[q], &rr);
+			}
 		}
 		if (!ok) {
 			cf_log_debug("writing elsewhere: op %u dropped: node %u kind %d place %u back %d hoists %u", r->op,
