@@ -269,7 +269,8 @@ const char *rw_apart_name(enum rw_apart a); /* "no_variant" */
 /* Why launch ops[i] of the run ops[0..n), left a launch of its own by the rewrite, was not
  * fused with others of its kernel. */
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i);
-/* Writing elsewhere (output renaming), as an analysis only: nothing renames yet. A launch kept
+/* Writing elsewhere (output renaming), the report's analysis of the launches left apart (what
+ * renames is rewrite/rename.c, below: rw__rename_target and rw__rename_scan). A launch kept
  * apart by reused memory (RW_APART_REUSED: a later launch L of its kernel writes, over exact
  * spans, what the ops between read or write) could be fused if L wrote a buffer of cufold's own
  * instead and every later reader of what it wrote read that buffer (a pointer patched) until the
