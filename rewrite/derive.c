@@ -369,9 +369,13 @@ bool rw_multi_fits(const struct cap_op *a, const struct cap_op *b)
 {
 	const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
 
+	/* one dynamic shared size (the variant launches with the first's), and no more than a
+	 * function gets without CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which the program
+	 * set on its kernel and nobody on the variant */
 	return a->kind == CAP_OP_KERNEL && b->kind == CAP_OP_KERNEL && y->info == x->info && y->block[0] == x->block[0] &&
 	       y->block[1] == x->block[1] && y->block[2] == x->block[2] && y->grid[1] == x->grid[1] &&
-	       y->grid[2] == x->grid[2] && !y->attrs;
+	       y->grid[2] == x->grid[2] && !y->attrs && y->shared_bytes == x->shared_bytes &&
+	       x->shared_bytes <= RW_MULTI_SHARED_MAX;
 }
 
 const char *rw_apart_name(enum rw_apart a)

@@ -229,7 +229,9 @@ int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const st
  * variant was made, or can be: rewrite/kernels.h rw_kernels_multi_possible). */
 bool rw_multi_possible(struct rw_kernels *kc, const struct cap_op *op);
 /* Whether launch b may be an instance beside launch a: both kernels, one function, block and
- * grid y and z (the variant's one shape), b without launch attributes. */
+ * grid y and z (the variant's one shape), one dynamic shared size of at most
+ * RW_MULTI_SHARED_MAX, b without launch attributes. */
+#define RW_MULTI_SHARED_MAX (48u * 1024u) /* dynamic shared bytes a function has without the attribute */
 bool rw_multi_fits(const struct cap_op *a, const struct cap_op *b);
 /* For tests without a driver: what stands for the variants (NULL: rewrite/kernels.c's). */
 struct rw_multi_hooks {

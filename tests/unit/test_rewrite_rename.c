@@ -314,6 +314,23 @@ static void test_budget(void **state)
 	assert_int_equal(b.used, 0);
 }
 
+/* What renaming exposed in batch-kernel (tests/e2e/replay_torch_habits.sh, setattr: launches with
+ * 60 KiB of dynamic shared memory, renamed, fused, and the variant launch refused): instances
+ * share one dynamic shared size, at most what a function has without the attribute. */
+static void test_multi_shared(void **state)
+{
+	struct cap_op a = scale_op(0, AT(0), AT(1), 100), b = scale_op(1, AT(2), AT(3), 100);
+
+	(void)state;
+	assert_true(rw_multi_fits(&a, &b));
+	b.u.kernel.shared_bytes = 256;
+	assert_false(rw_multi_fits(&a, &b));
+	a.u.kernel.shared_bytes = 256;
+	assert_true(rw_multi_fits(&a, &b));
+	a.u.kernel.shared_bytes = b.u.kernel.shared_bytes = 60 * 1024;
+	assert_false(rw_multi_fits(&a, &b));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_covered),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_multi_shared),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
