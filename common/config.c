@@ -54,6 +54,7 @@ void cf_config_defaults(struct cf_config *cfg)
 	cfg->segment = CF_DEFAULT_SEGMENT;
 	cfg->min_ops = CF_DEFAULT_MIN_OPS;
 	cfg->max_templates = CF_DEFAULT_MAX_TEMPLATES;
+	cfg->rename_max_bytes = CF_DEFAULT_RENAME_MAX_BYTES;
 	snprintf(cfg->barrier_kernels, sizeof(cfg->barrier_kernels), "%s", CF_DEFAULT_BARRIER_KERNELS);
 	cfg->log_level = CF_LOG_WARN;
 	cfg->gate = true;
@@ -235,6 +236,7 @@ static void parse_numbers(struct cf_config *cfg)
 		{ CF_VAR_SEGMENT, 1, 1000000, &cfg->segment, CF_DEFAULT_SEGMENT },
 		{ CF_VAR_MIN_OPS, 0, 1000000, &cfg->min_ops, CF_DEFAULT_MIN_OPS },
 		{ CF_VAR_MAX_TEMPLATES, 1, 1000000, &cfg->max_templates, CF_DEFAULT_MAX_TEMPLATES },
+		{ CF_VAR_RENAME_MAX_BYTES, 0, 4000000000u, &cfg->rename_max_bytes, CF_DEFAULT_RENAME_MAX_BYTES },
 	};
 	char accepted[64], num[16];
 	const char *v;

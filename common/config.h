@@ -27,6 +27,7 @@ enum cf_mode {
 	X(SEGMENT, "CUFOLD_SEGMENT") \
 	X(MIN_OPS, "CUFOLD_MIN_OPS") \
 	X(MAX_TEMPLATES, "CUFOLD_MAX_TEMPLATES") \
+	X(RENAME_MAX_BYTES, "CUFOLD_RENAME_MAX_BYTES") \
 	X(CARDS, "CUFOLD_CARDS") \
 	X(BARRIER_KERNELS, "CUFOLD_BARRIER_KERNELS") \
 	X(CALLSITES, "CUFOLD_CALLSITES") \
@@ -56,6 +57,7 @@ enum cf_config_var {
 #define CF_DEFAULT_SEGMENT 512
 #define CF_DEFAULT_MIN_OPS 8
 #define CF_DEFAULT_MAX_TEMPLATES 256
+#define CF_DEFAULT_RENAME_MAX_BYTES (64u << 20)
 #define CF_DEFAULT_BARRIER_KERNELS "nccl*"
 #define CF_DEFAULT_LIBCUDA "libcuda.so.1"
 #define CF_RUN_ID_MAX 64           /* longest CUFOLD_RUN_ID */
@@ -74,6 +76,8 @@ struct cf_config {
 	unsigned segment;              /* CUFOLD_SEGMENT: most ops per graph segment */
 	unsigned min_ops;              /* CUFOLD_MIN_OPS: shorter windows stay eager */
 	unsigned max_templates;        /* CUFOLD_MAX_TEMPLATES: templates kept (LRU) */
+	unsigned rename_max_bytes;     /* CUFOLD_RENAME_MAX_BYTES: device bytes cufold's buffers for
+				        * writing elsewhere may take at once (0: no renaming) */
 	char cards[CF_PATH_MAX];       /* CUFOLD_CARDS: path[:path] of kernel cards (empty entries
 				        * skipped); "" none */
 	char barrier_kernels[1024];    /* CUFOLD_BARRIER_KERNELS: pattern[,pattern] (glob) */

@@ -80,6 +80,7 @@
 
 #include "common/clock.h"
 #include "common/compiler.h"
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
@@ -199,6 +200,7 @@ struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_co
 		return NULL;
 	}
 	re->cap = cap;
+	re->rename.max = cf_config_get()->rename_max_bytes;
 	re->st.cfg = *cfg;
 	if (!re->st.cfg.segment)
 		re->st.cfg.segment = 1;

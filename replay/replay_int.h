@@ -138,10 +138,13 @@ struct rpl_rewrite_figures {
 	uint32_t fused[2];           /* batch-kernel: launches fused / the launches running them */
 	uint32_t apart[RW_APART_COUNT]; /* launches of programs' kernels left alone, by why */
 	struct {
-		uint32_t launches;   /* memory_reused launches writing elsewhere would let fuse
-				      * (rw_multi_renamable: an analysis, nothing is renamed) */
+		uint32_t launches;   /* memory_reused launches left that writing elsewhere might
+				      * let fuse (rw_multi_renamable's analysis) */
 		uint32_t whole;      /* of them, those whose renamed writes are surely whole */
 		uint64_t bytes;      /* buffer bytes the launches that would write elsewhere need */
+		uint32_t renamed;    /* launches the plans made write elsewhere (rewrite/rename.c) */
+		uint64_t renamed_bytes; /* their buffers' bytes */
+		uint32_t copied_back; /* of them, those copied back at their position */
 	} renamable;
 	struct rpl_rule_figures {
 		const char *rule;    /* its name (static) */
@@ -414,6 +417,9 @@ struct rpl_engine {
 	struct rw_kernels *kernels;  /* cufold's kernels loaded per context (rewrite/kernels.h; own
 				      * lock: builds off the engine's lock and rpl_context_gone reach
 				      * it); set at creation, never changed */
+	struct rw_rename_budget rename; /* cufold's buffers for writing elsewhere (rewrite/plan.h:
+				      * max from CUFOLD_RENAME_MAX_BYTES; used changed atomically,
+				      * builds run off the engine's lock) */
 };
 
 /* What replay remembers of s (NULL: nothing yet, or no shape). */

@@ -74,6 +74,9 @@ static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct
 	cf_json_ku64(j, "launches", w->renamable.launches);
 	cf_json_ku64(j, "whole", w->renamable.whole);
 	cf_json_ku64(j, "bytes", w->renamable.bytes);
+	cf_json_ku64(j, "renamed", w->renamable.renamed);
+	cf_json_ku64(j, "renamed_bytes", w->renamable.renamed_bytes);
+	cf_json_ku64(j, "copied_back", w->renamable.copied_back);
 	cf_json_obj_end(j);
 	cf_json_key(j, "call_sites");
 	write_sites(re, j, w->sites, w->nsites);
@@ -262,6 +265,9 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 	X(f1, "own_ns_per_op", rpl_own_ns_per_op(re)) \
 	X(u64, "host_bytes", rpl_memory_bytes(re)) \
 	X(u64, "pinned_bytes", pinned) \
+	X(u64, "rename_bytes", __atomic_load_n(&re->rename.used, __ATOMIC_RELAXED)) \
+	X(u64, "rename_bytes_peak", __atomic_load_n(&re->rename.peak, __ATOMIC_RELAXED)) \
+	X(u64, "renames_refused", __atomic_load_n(&re->rename.refused, __ATOMIC_RELAXED)) \
 	X(u64, "graph_nodes_live", nodes) \
 	X(u64, "build_ns_max", s->build_ns_max) \
 	X(u64, "build_ops_max", s->build_ops_max) \

@@ -196,7 +196,7 @@ struct rw_run *rpl__plan_ops(struct rpl_engine *re, const struct cap_window *w, 
 			     const struct rpl_config *cfg)
 {
 	const struct cf_config *cc = cf_config_get();
-	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL, re->kernels };
+	struct rw_config rc = { cfg->opt, cc ? cc->rules : NULL, re->kernels, &re->rename };
 	const struct cap_op **ops;
 	struct rw_run *run;
 
@@ -392,6 +392,15 @@ static void seg_mark(struct cap_shape *s, const struct rpl_seg *g)
 			(void)cap_shape_mark(s, g->first + i, CAP_MARK_REMOVED, 0, p->erased_by[i]);
 }
 
+/* Whether plan p makes original op i write elsewhere. */
+static bool launch_renamed(const struct rw_plan *p, uint32_t i)
+{
+	for (uint32_t k = 0; k < p->nren; k++)
+		if (p->ren[k].op == i)
+			return true;
+	return false;
+}
+
 /* Why each launch of a program's kernel in segment g that the rewrite left a launch of its own
  * (a plan's plain node, or every launch when there is no plan) was not fused with others. */
 static void figures_apart(struct rpl_engine *re, struct rpl_rewrite_figures *f, const struct rpl_seg *g,
@@ -411,6 +420,8 @@ static void figures_apart(struct rpl_engine *re, struct rpl_rewrite_figures *f, 
 		if (g->run && (g->run->node_of[i] < 0 ||
 			       g->run->plan->nodes[g->run->node_of[i]].kind != RW_NODE_OP))
 			continue;
+		if (g->run && launch_renamed(g->run->plan, i))
+			continue; /* written elsewhere, kept apart by a dependence of its own: in `renamed` */
 		enum rw_apart a = rw_multi_apart(re->kernels, ops, g->n, i);
 		struct rw_rename rn;
 
@@ -440,6 +451,11 @@ static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, co
 	}
 	if (!p)
 		return;
+	for (uint32_t k = 0; k < p->nren; k++) {
+		f->renamable.renamed++;
+		f->renamable.renamed_bytes += p->ren[k].cap;
+		f->renamable.copied_back += p->ren[k].back;
+	}
 	for (uint32_t r = 0; r < p->nstats; r++) {
 		struct rpl_rule_figures *rf = figures_rule(f, p->stats[r].rule);
 

@@ -123,7 +123,7 @@ static bool launch_is_1d(const struct rw_launch_args *a)
 
 /* Decode table t into set->acc; returns its total length in units, or -1 when a length is
  * negative or the sum overflows (the entries are then unknown spans). */
-static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsigned char *base,
+static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsigned char *base, size_t base_off,
 			    struct rw_access_set *set)
 {
 	const struct rw_card_table *t = &card->tables[ti];
@@ -144,6 +144,7 @@ static int64_t decode_table(const struct rw_card *card, unsigned ti, const unsig
 		int64_t bytes;
 
 		a->addr = read_u64(base + t->ptr_off + (size_t)t->ptr_stride * (size_t)e);
+		a->word = (uint32_t)(base_off + t->ptr_off + (size_t)t->ptr_stride * (size_t)e);
 		a->param = t->param;
 		a->entry = (int16_t)e;
 		a->table = (uint8_t)ti;
@@ -206,8 +207,8 @@ static int launch_vars(const struct rw_card *card, const struct rw_launch_args *
 }
 
 /* One access per pointer parameter the card gives an access, in parameter order. */
-static void pointer_accesses(const struct rw_card *card, const int64_t *vars, uint64_t invalid,
-			     struct rw_access_set *set)
+static void pointer_accesses(const struct rw_card *card, const struct rw_launch_args *args, const int64_t *vars,
+			     uint64_t invalid, struct rw_access_set *set)
 {
 	for (unsigned i = 0; i < card->nparams; i++) {
 		const struct rw_card_param *cp = &card->params[i];
@@ -218,6 +219,7 @@ static void pointer_accesses(const struct rw_card *card, const int64_t *vars, ui
 			continue;
 		a = &set->acc[set->n++];
 		a->addr = (uint64_t)vars[i];
+		a->word = (uint32_t)args->params[i].offset;
 		a->bytes = 0;
 		a->param = (uint16_t)i;
 		a->entry = -1;
@@ -245,7 +247,7 @@ static bool table_accesses(const struct rw_card *card, const struct rw_launch_ar
 	for (unsigned t = 0; t < card->ntables; t++) {
 		const unsigned char *base = (const unsigned char *)args->buf + args->params[card->tables[t].param].offset;
 
-		*last_total = decode_table(card, t, base, set);
+		*last_total = decode_table(card, t, base, args->params[card->tables[t].param].offset, set);
 		if (*last_total < 0)
 			ok = false;
 	}
@@ -275,6 +277,7 @@ static void field_accesses(const struct rw_card *card, const struct rw_launch_ar
 		int64_t bytes;
 
 		a->addr = read_u64(base + fl->off); /* inside the struct: the card parser checked */
+		a->word = (uint32_t)(args->params[fl->param].offset + fl->off);
 		a->bytes = 0;
 		a->param = fl->param;
 		a->entry = (int16_t)i;
@@ -361,7 +364,7 @@ int rw_card_access(const struct rw_card *card, const struct rw_launch_args *args
 	rc = launch_vars(card, args, vars, &invalid);
 	if (rc != 0)
 		goto out;
-	pointer_accesses(card, vars, invalid, set);
+	pointer_accesses(card, args, vars, invalid, set);
 	tables_ok = table_accesses(card, args, set, &table_total);
 	field_accesses(card, args, vars, invalid, set);
 	whole_accesses(card, vars, invalid, set);

@@ -206,6 +206,8 @@ struct rw_access {
 	uint8_t table;            /* which table of the card (when entry >= 0), RW_ACCESS_FIELD
 				     for a field line */
 	uint8_t flags;            /* RW_ACC_* */
+	uint32_t word;            /* bytes from the start of the parameter buffer to the pointer's
+				     own 8 bytes (a parameter, a table entry's or a field's) */
 };
 
 enum {

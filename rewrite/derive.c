@@ -369,9 +369,13 @@ bool rw_multi_fits(const struct cap_op *a, const struct cap_op *b)
 {
 	const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
 
+	/* one dynamic shared size (the variant launches with the first's), and no more than a
+	 * function gets without CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which the program
+	 * set on its kernel and nobody on the variant */
 	return a->kind == CAP_OP_KERNEL && b->kind == CAP_OP_KERNEL && y->info == x->info && y->block[0] == x->block[0] &&
 	       y->block[1] == x->block[1] && y->block[2] == x->block[2] && y->grid[1] == x->grid[1] &&
-	       y->grid[2] == x->grid[2] && !y->attrs;
+	       y->grid[2] == x->grid[2] && !y->attrs && y->shared_bytes == x->shared_bytes &&
+	       x->shared_bytes <= RW_MULTI_SHARED_MAX;
 }
 
 const char *rw_apart_name(enum rw_apart a)
@@ -606,6 +610,206 @@ bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i,
 		return false;
 	out->renamed = to;
 	return true;
+}
+
+/* Whether access k of set is surely written whole (what a copy back of its whole span needs). */
+static bool written_whole(const struct rw_access_set *set, unsigned k)
+{
+	return (set->acc[k].flags & RW_ACC_WHOLE) ||
+	       (set->flags & (RW_SET_ELEMENTWISE | RW_SET_COVERS)) == (RW_SET_ELEMENTWISE | RW_SET_COVERS);
+}
+
+/* Whether access k of set may be written elsewhere: an exact span, written whole, through a
+ * pointer parameter or field, that the launch reads through none of its accesses. */
+static bool access_renamable(const struct rw_access_set *set, unsigned k, uint32_t param_size)
+{
+	const struct rw_access *a = &set->acc[k];
+	struct rw_range r = { a->addr, a->bytes, 0, 0 };
+
+	if (!(a->flags & RW_ACC_WRITE) || (a->flags & RW_ACC_READ) || !access_patchable(a) || !a->bytes ||
+	    !written_whole(set, k) || (uint64_t)a->word + 8 > param_size)
+		return false;
+	for (unsigned b = 0; b < set->n; b++) {
+		struct rw_range q = { set->acc[b].addr, set->acc[b].bytes, 0, 0 };
+
+		if (b != k && (set->acc[b].flags & RW_ACC_READ) &&
+		    ((set->acc[b].flags & RW_ACC_UNKNOWN) || rw_range_overlap(&q, &r)))
+			return false;
+	}
+	return true;
+}
+
+int rw__rename_access(const struct cap_op *op, uint32_t word, struct rw_range *out)
+{
+	struct rw_access_set set;
+
+	if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return -CF_EINVAL;
+	for (unsigned k = 0; k < set.n; k++) {
+		if (set.acc[k].word != word || !(set.acc[k].flags & RW_ACC_WRITE))
+			continue;
+		if (!access_renamable(&set, k, op->u.kernel.param_size))
+			return -CF_EINVAL;
+		*out = (struct rw_range){ set.acc[k].addr, set.acc[k].bytes, 0, 0 };
+		return 0;
+	}
+	return -CF_EINVAL;
+}
+
+bool rw__rename_target(const struct cap_op *const *ops, uint32_t n, uint32_t i, uint32_t *op, uint32_t *word)
+{
+	struct rw_access_set set;
+	uint32_t from, to;
+	int found = -1;
+
+	if (!reuse_partner(ops, n, i, &from, &to) || rw_op_kernel_access(ops[to], &set) != 0 ||
+	    (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (unsigned k = 0; k < set.n; k++) {
+		const struct rw_access *a = &set.acc[k];
+		struct rw_range r = { a->addr, a->bytes, 0, 0 };
+		bool conflict = false;
+
+		if (!(a->flags & RW_ACC_WRITE))
+			continue;
+		if (a->flags & RW_ACC_UNKNOWN)
+			return false;
+		for (uint32_t q = from; q < to && !conflict; q++) {
+			struct rw_effects e;
+
+			rw_op_effects(ops[q], &e);
+			conflict = e.all || rw_ranges_overlap(e.r, e.nr, &r) || rw_ranges_overlap(e.w, e.nw, &r);
+		}
+		if (!conflict)
+			continue;
+		/* one renamed range per launch: its copy back is one node at its position */
+		if (found >= 0 || !access_renamable(&set, k, ops[to]->u.kernel.param_size))
+			return false;
+		found = (int)k;
+	}
+	if (found < 0)
+		return false;
+	*op = to;
+	*word = set.acc[found].word;
+	return true;
+}
+
+/* Whether access a is a read of r a patch of its pointer can move to the buffer: an exact span
+ * inside r through a pointer parameter or field that the launch does not also write through. */
+static bool use_patchable(const struct rw_access *a, const struct rw_range *r, uint32_t param_size)
+{
+	return access_patchable(a) && !(a->flags & RW_ACC_WRITE) && inside(a->addr, a->bytes, r) &&
+	       (uint64_t)a->word + 8 <= param_size;
+}
+
+/* Whether op e surely writes every byte launch l may write: a copy or memset through
+ * rw_cond_holds' COVERS, a launch through accesses that are exact spans written whole. */
+static bool writes_cover(const struct cap_op *l, const struct cap_op *e)
+{
+	struct rw_access_set set;
+	struct rw_effects el;
+
+	if (e->kind != CAP_OP_KERNEL)
+		return rw_cond_holds(RW_G_COVERS, l, e, false);
+	rw_op_effects(l, &el);
+	if (el.all || rw_op_kernel_access(e, &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (uint32_t w = 0; w < el.nw; w++) {
+		bool covered = false;
+
+		if (el.w[w].width)
+			return false; /* pitched: not followed */
+		for (unsigned k = 0; k < set.n && !covered; k++) {
+			const struct rw_access *a = &set.acc[k];
+
+			covered = (a->flags & RW_ACC_WRITE) && !(a->flags & RW_ACC_UNKNOWN) && written_whole(&set, k) &&
+				  inside(el.w[w].addr, el.w[w].bytes, &(struct rw_range){ a->addr, a->bytes, 0, 0 });
+		}
+		if (!covered)
+			return false;
+	}
+	return true;
+}
+
+/* Whether op reads r (its effects), writes it, or may touch anything (*all). */
+static void meets(const struct cap_op *op, const struct rw_range *r, bool *reads, bool *writes, bool *all)
+{
+	struct rw_effects e;
+
+	*reads = *writes = *all = false;
+	if (op->kind == CAP_OP_EVENT_RECORD || op->kind == CAP_OP_EVENT_WAIT)
+		return;
+	rw_op_effects(op, &e);
+	*all = e.all;
+	for (uint32_t k = 0; k < e.nr && !*reads; k++)
+		*reads = rw_range_overlap(&e.r[k], r);
+	for (uint32_t k = 0; k < e.nw && !*writes; k++)
+		*writes = rw_range_overlap(&e.w[k], r);
+}
+
+/* Add op q's reads of r to out's uses: false when one cannot be patched (or too many). */
+static bool uses_add(const struct cap_op *op, uint32_t q, const struct rw_range *r, struct rw_rename_scan *out)
+{
+	struct rw_access_set set;
+
+	if (op->kind == CAP_OP_MEMCPY) {
+		/* a 1-D device copy's source, inside r */
+		if (!rw_op_is_linear_dtod(op) || !inside(op->u.memcpy.src_first, op->u.memcpy.bytes, r) ||
+		    out->nuse == RW_RENAME_USES)
+			return false;
+		out->use[out->nuse++] = (struct rw_rename_use){ q, RW_USE_COPY_SOURCE };
+		return true;
+	}
+	if (op->kind != CAP_OP_KERNEL || rw_op_kernel_access(op, &set) != 0 || (set.flags & RW_SET_INDIRECT))
+		return false;
+	for (unsigned k = 0; k < set.n; k++) {
+		const struct rw_access *a = &set.acc[k];
+		struct rw_range q2 = { a->addr, a->bytes, 0, 0 };
+
+		if (!(a->flags & RW_ACC_READ))
+			continue;
+		if (a->flags & RW_ACC_UNKNOWN)
+			return false; /* its allocation may hold the range */
+		if (!rw_range_overlap(&q2, r))
+			continue;
+		if (!use_patchable(a, r, op->u.kernel.param_size) || out->nuse == RW_RENAME_USES)
+			return false;
+		out->use[out->nuse++] = (struct rw_rename_use){ q, a->word };
+	}
+	return true;
+}
+
+void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
+		     struct rw_rename_scan *out)
+{
+	bool reads, writes, all;
+	uint32_t q;
+
+	out->end = RW_NONE;
+	out->nuse = 0;
+	out->back = true;
+	out->refused = false;
+	for (q = l + 1; q < n; q++) {
+		meets(ops[q], r, &reads, &writes, &all);
+		if (all || (reads && !uses_add(ops[q], q, r, out))) {
+			out->refused = true; /* a read of r no patch follows */
+			return;
+		}
+		if (writes) {
+			out->end = q;
+			break;
+		}
+	}
+	/* no copy back when the next write surely covers all the launch writes */
+	out->back = out->end == RW_NONE || !writes_cover(ops[l], ops[out->end]);
+	if (!out->back)
+		return;
+	/* copied back at L's position: the plan is made over the window where L writes the buffer,
+	 * so nothing after L may read r (what a rule would take for r's older bytes) */
+	for (q = out->end == RW_NONE ? n : out->end + 1; q < n && !out->refused; q++) {
+		meets(ops[q], r, &reads, &writes, &all);
+		out->refused = all || reads;
+	}
 }
 
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i)

@@ -388,6 +388,15 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 	 * thread at a time (replay runs under the engine's lock) */
 	struct rw_plan *p = (struct rw_plan *)p_const;
 
+	if (p->nren) {
+		/* the plan was made over the ops as patched: check the renames, then the rest there */
+		if (!rw__rename_view(p, ops)) {
+			if (failed)
+				*failed = RW_GUARD_NO_SNAPSHOT;
+			return false;
+		}
+		ops = p->view;
+	}
 	if (!p->eff && p->nguards)
 		p->eff = calloc(p->norig + p->nsnaps, sizeof(*p->eff));
 	if (p->eff) {
@@ -425,9 +434,16 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 
 int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *const *ops, struct cap_op *out)
 {
+	const struct rw_plan_node *n;
+
 	if (k >= p->nnodes)
 		return -CF_EINVAL;
-	return rw_node_derive(p->kernels, &p->nodes[k], ops, out);
+	n = &p->nodes[k];
+	if (n->kind == RW_NODE_RENAME_BACK)
+		return rw__rename_back_derive(n, ops, out);
+	if (p->nren && !(ops = rw__rename_node_view((struct rw_plan *)p, n, ops)))
+		return -CF_EINVAL;
+	return rw_node_derive(p->kernels, n, ops, out);
 }
 
 bool rw_plan_is_identity(const struct rw_plan *p)
@@ -528,6 +544,7 @@ void rw_plan_destroy(struct rw_plan *p)
 {
 	if (!p)
 		return;
+	rw__rename_release(p);
 	nodes_free(p->nodes, p->nnodes);
 	nodes_free(p->snaps, p->nsnaps);
 	free(p->snap_ops);
@@ -558,7 +575,7 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 	r->ops = malloc(n * sizeof(*r->ops));
 	if (!r->node_of || !r->ops)
 		goto out_drop;
-	r->plan = rw_rewrite(ops, n, NULL, cfg, NULL, 0);
+	r->plan = rw__rename_rewrite(ops, n, cfg);
 	if (!r->plan || rw_plan_is_identity(r->plan))
 		goto out_drop;
 	for (uint32_t i = 0; i < n; i++)
@@ -786,7 +803,7 @@ const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct 
 	if (i >= r->n || r->node_of[i] < 0)
 		return NULL;
 	k = (uint32_t)r->node_of[i];
-	if (r->plan->nodes[k].kind == RW_NODE_OP)
+	if (r->plan->nodes[k].kind == RW_NODE_OP && !(r->plan->patched_of && r->plan->patched_of[i] >= 0))
 		return &def[i];
 	/* rw_run_guards_hold checked these ops (or ops with the very same bindings); a derivation
 	 * can still fail when cufold's kernels cannot be loaded: NULL, which replay takes as a

@@ -42,7 +42,10 @@
 				       * orig[0] runs every launch of orig (same function, block, \
 				       * grid y and z), each instance with its own parameters and grid \
 				       * x; orig need not be adjacent: the ops between were proved \
-				       * independent of the members hoisted over them */
+				       * independent of the members hoisted over them */ \
+	X(RENAME_BACK, "rename_back") /* a 1-D device copy, at the position of the launch orig[0] \
+				       * that writes elsewhere (plan->ren[from]), from cufold's buffer \
+				       * to the span the launch would have written (its bindings) */
 
 enum rw_node_kind {
 #define RW_NODE_ENUM_(name, label) RW_NODE_##name,
@@ -114,6 +117,7 @@ struct rw_plan_node {
 	uint32_t norig;              /* original ops it covers (1 for RW_NODE_OP) */
 	uint32_t *orig;              /* their indices, in window order (owned) */
 	uint32_t from;               /* FORWARD, CHAIN: the op whose source it reads; else RW_NONE */
+	const struct rw_ren *ren;    /* RENAME_BACK: what it copies back (the plan's); else NULL */
 	uint32_t nmembers;           /* BATCH_*: members (one table range each); 0: every original
 				      * op is a member of kind OP */
 	struct rw_member *members;   /* nmembers entries (owned), in order */
@@ -165,6 +169,22 @@ struct rw_plan {
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
 	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels its batch nodes
 				      * launch (rw_config's; not owned), or NULL */
+	/* writing elsewhere (rewrite/rename.c): the plan was made over the window with these
+	 * launches and their readers patched, and checks and derives over the ops so patched */
+	uint32_t nren;               /* launches writing elsewhere */
+	struct rw_ren *ren;          /* nren entries (owned; their buffers too) */
+	struct rw_rename_use *uses;  /* readers patched, ren[k].first_use .. + nuse (owned) */
+	uint32_t *hoist;             /* ops moved above a copy back's position (owned) */
+	int32_t *patched_of;         /* norig entries: index in patched[] of the op's patched copy,
+				      * or -1 (owned; NULL without renames) */
+	struct cap_op *patched;      /* npatched patched copies, remade from the originals at every
+				      * check and derivation (owned) */
+	uint8_t *patched_params;     /* their parameter bytes (owned) */
+	uint32_t *patched_orig;      /* per patched copy: its original op */
+	uint32_t npatched;           /* entries of patched */
+	const struct cap_op **view;  /* norig entries: the ops as patched, for one check (owned) */
+	struct rw_rename_tab *rename_tab; /* which pointers each patched copy has patched (owned) */
+	struct rw_rename_budget *budget; /* what the buffers are counted against (not owned) */
 };
 
 const char *rw_node_kind_name(enum rw_node_kind k); /* "forward" */
@@ -209,7 +229,9 @@ int rw_node_derive(struct rw_kernels *kc, const struct rw_plan_node *n, const st
  * variant was made, or can be: rewrite/kernels.h rw_kernels_multi_possible). */
 bool rw_multi_possible(struct rw_kernels *kc, const struct cap_op *op);
 /* Whether launch b may be an instance beside launch a: both kernels, one function, block and
- * grid y and z (the variant's one shape), b without launch attributes. */
+ * grid y and z (the variant's one shape), one dynamic shared size of at most
+ * RW_MULTI_SHARED_MAX, b without launch attributes. */
+#define RW_MULTI_SHARED_MAX (48u * 1024u) /* dynamic shared bytes a function has without the attribute */
 bool rw_multi_fits(const struct cap_op *a, const struct cap_op *b);
 /* For tests without a driver: what stands for the variants (NULL: rewrite/kernels.c's). */
 struct rw_multi_hooks {
@@ -249,7 +271,8 @@ const char *rw_apart_name(enum rw_apart a); /* "no_variant" */
 /* Why launch ops[i] of the run ops[0..n), left a launch of its own by the rewrite, was not
  * fused with others of its kernel. */
 enum rw_apart rw_multi_apart(struct rw_kernels *kc, const struct cap_op *const *ops, uint32_t n, uint32_t i);
-/* Writing elsewhere (output renaming), as an analysis only: nothing renames yet. A launch kept
+/* Writing elsewhere (output renaming), the report's analysis of the launches left apart (what
+ * renames is rewrite/rename.c, below: rw__rename_target and rw__rename_scan). A launch kept
  * apart by reused memory (RW_APART_REUSED: a later launch L of its kernel writes, over exact
  * spans, what the ops between read or write) could be fused if L wrote a buffer of cufold's own
  * instead and every later reader of what it wrote read that buffer (a pointer patched) until the
@@ -268,6 +291,84 @@ struct rw_rename {
 				      * back of the whole range needs */
 };
 bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i, struct rw_rename *out);
+
+/* Writing elsewhere, done (rewrite/rename.c, at level 1 with batch-kernel): before the rules
+ * run, a launch L that rw__rename_target picks writes its one conflicting range R to a buffer of
+ * cufold's own (its pointer patched); every reader that follows it, up to the next write into R,
+ * reads the buffer (a pointer or a copy's source patched: rw__rename_scan refuses a reader no
+ * patch follows); a RENAME_BACK node at L's position copies the buffer to R unless the next
+ * write covers all of L's writes, and then nothing after that write may read R. A launch whose rename did not let it join a batch (as a later member, on
+ * the first member's stream) is not renamed: the plan is made again without it. Every check
+ * redoes the scan on the launch's bindings and fails unless it finds what the plan relied on. */
+struct rw_rename_use {
+	uint32_t op;                 /* a reader of R, after L */
+	uint32_t word;               /* its pointer's offset in its parameters, or
+				      * RW_USE_COPY_SOURCE: a 1-D device copy's source */
+};
+#define RW_USE_COPY_SOURCE UINT32_MAX
+#define RW_RENAME_USES 64u           /* readers patched per renamed launch, at most */
+struct rw_rename_scan {
+	uint32_t end;                /* the next op writing into R, RW_NONE: none in the run */
+	bool back;                   /* a copy back is needed */
+	bool refused;                /* no renaming: a read of R after L that no patch follows (an
+				      * unknown span, a table entry, a copy that is not 1-D, an op
+				      * that may touch anything), or, with a copy back, any read of R
+				      * after the next write */
+	uint32_t nuse;               /* readers patched */
+	struct rw_rename_use use[RW_RENAME_USES]; /* in order */
+};
+struct rw_ren {
+	uint32_t op;                 /* the launch L */
+	uint32_t word;               /* its pointer's offset in its parameters */
+	uint64_t buf;                /* cufold's buffer (device address) */
+	uint64_t cap;                /* its bytes */
+	CUcontext ctx;               /* the context it was allocated in */
+	bool back;                   /* copied back at L's position (a RENAME_BACK node) */
+	uint32_t end;                /* the scan's end */
+	uint32_t first_use, nuse;    /* its readers: plan->uses[first_use ..] */
+	uint32_t first_hoist, nhoist; /* with back: ops the plan moved above L's position and ops after
+				      * it the plan erased, which must touch nothing of R, and nodes
+				      * made by rules after it, which must not read R
+				      * (plan->hoist[first_hoist ..]) */
+	uint32_t batch;              /* the batch node L is a member of (plan node index) */
+};
+/* The bytes of buffer renames may hold at once (engine-owned; used is changed atomically). */
+struct rw_rename_budget {
+	uint64_t max;                /* CUFOLD_RENAME_MAX_BYTES */
+	uint64_t used;               /* held now */
+	uint64_t peak;               /* most held at once */
+	uint64_t refused;            /* renames not made: budget spent or allocation failed */
+};
+/* Whether ops[i]'s reuse partner (rw_multi_apart's REUSED) can write elsewhere: *op the launch
+ * that would (i or its partner), *word its pointer (one range, exact, written whole, not read). */
+bool rw__rename_target(const struct cap_op *const *ops, uint32_t n, uint32_t i, uint32_t *op, uint32_t *word);
+/* The span launch op writes through the pointer at word, if it still may be written elsewhere:
+ * 0, or -CF_EINVAL. */
+struct rw_range;
+int rw__rename_access(const struct cap_op *op, uint32_t word, struct rw_range *out);
+/* The readers of r after launch l in ops[0..n) and whether a copy back is needed. */
+void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
+		     struct rw_rename_scan *out);
+/* For tests without a driver: how buffers are allocated and freed (NULL: the real driver). */
+struct rw_rename_hooks {
+	int (*alloc)(CUcontext ctx, uint64_t bytes, uint64_t *out); /* 0 or a negative code */
+	void (*free)(CUcontext ctx, uint64_t buf);
+};
+void rw__set_rename_hooks(const struct rw_rename_hooks *h);
+/* The plan for ops[0..n) with renames where they let launches fuse (rw_rewrite's answer when
+ * none does, or cfg's budget is NULL or 0, or batch-kernel is off). */
+struct rw_config;
+struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg);
+/* A plan with renames: check them on ops (step 1 and 2 of rename.c) and make p->view the ops
+ * patched. false: they do not hold. */
+bool rw__rename_view(struct rw_plan *p, const struct cap_op *const *ops);
+/* p->view with node n's ops (and its `from`) remade from ops; NULL when a patch cannot be made. */
+const struct cap_op *const *rw__rename_node_view(struct rw_plan *p, const struct rw_plan_node *n,
+						 const struct cap_op *const *ops);
+/* The copy of a RENAME_BACK node from the original ops. 0 or -CF_EINVAL. */
+int rw__rename_back_derive(const struct rw_plan_node *n, const struct cap_op *const *ops, struct cap_op *out);
+/* Free p's renames and their buffers (rw_plan_destroy). */
+void rw__rename_release(struct rw_plan *p);
 /* Bytes of scratch a node of kind needs (first: its first original op). */
 uint32_t rw_node_scratch_bytes(enum rw_node_kind kind, const struct cap_op *first);
 /* For tests without a driver: how cufold's kernels are resolved (NULL: rw_kernels_func on the

@@ -79,6 +79,8 @@ struct rw_config {
 	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels (rewrite/kernels.h)
 				      * that batch nodes launch; NULL: none can be loaded (tests
 				      * resolve them with rw__set_kernel_resolver) */
+	struct rw_rename_budget *rename; /* the engine's budget for writing elsewhere
+				      * (rewrite/plan.h; NULL or a max of 0: nothing is renamed) */
 };
 
 /* The registered rules (linker section), in run order (benefit, then name); *n gets how many.

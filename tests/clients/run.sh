@@ -99,10 +99,10 @@ for t in r["replay"]["templates"]:
     for key, into in (("kernels_apart", apart), ("renamable", ren)):
         for k, v in ((t.get("rewrite") or {}).get(key) or {}).items():
             into[k] = into.get(k, 0) + v
-if apart.get("memory_reused"):
-    print("-- %s: %d launches kept apart by reused memory; writing elsewhere's checks pass for %d (%d bytes),"
-          " %d written whole (not renamed yet)" % (sys.argv[2], apart["memory_reused"], ren.get("launches", 0),
-                                                   ren.get("bytes", 0), ren.get("whole", 0)))
+if apart.get("memory_reused") or ren.get("renamed"):
+    print("-- %s: writing elsewhere: %d launches write cufold's buffers (%d bytes, %d copied back); %d still kept"
+          " apart by reused memory, of which the analysis passes %d" % (sys.argv[2], ren.get("renamed", 0),
+          ren.get("renamed_bytes", 0), ren.get("copied_back", 0), apart.get("memory_reused", 0), ren.get("launches", 0)))
 if float(sys.argv[3]) <= 0 or float(sys.argv[4]) <= 0:
     print("-- %s: a per-step figure is not positive (eager %s, cufold %s): the two runs did not warm up alike"
           % (sys.argv[2], sys.argv[3], sys.argv[4]))

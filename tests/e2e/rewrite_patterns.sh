@@ -148,8 +148,9 @@ for name in ("s1.16", "s2.16"):
     want("%s: the report says why launches ran alone" % name,
          set(apart) == {"no_variant", "effects_unknown", "alone", "unknown_between", "memory_reused", "ordered"}
          and sum(apart.values()) > 0)
-    want("%s: the report says what writing elsewhere would fuse" % name,
-         all(set(t["rewrite"]["renamable"]) == {"launches", "whole", "bytes"} and
+    want("%s: the report says what writing elsewhere did and would fuse" % name,
+         all(set(t["rewrite"]["renamable"]) == {"launches", "whole", "bytes", "renamed", "renamed_bytes",
+                                                 "copied_back"} and
              t["rewrite"]["renamable"]["launches"] <= t["rewrite"]["kernels_apart"]["memory_reused"]
              for t in json.load(open(os.path.join(d, name + ".report")))["replay"]["templates"]))
 

@@ -89,6 +89,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.segment, 512);
 	assert_int_equal(c.min_ops, 8);
 	assert_int_equal(c.max_templates, 256);
+	assert_int_equal(c.rename_max_bytes, 64u << 20);
 	assert_string_equal(c.cards, "");
 	assert_string_equal(c.barrier_kernels, "nccl*");
 	assert_false(c.callsites);
@@ -117,6 +118,7 @@ static void test_valid_values(void **state)
 	setenv("CUFOLD_SEGMENT", "64", 1);
 	setenv("CUFOLD_MIN_OPS", "0", 1);
 	setenv("CUFOLD_MAX_TEMPLATES", "1000000", 1);
+	setenv("CUFOLD_RENAME_MAX_BYTES", "0", 1);
 	setenv("CUFOLD_CARDS", "/a/b.cards:rel/c.cards", 1);
 	setenv("CUFOLD_BARRIER_KERNELS", "nccl*,my_allreduce?", 1);
 	setenv("CUFOLD_CALLSITES", "1", 1);
@@ -137,6 +139,7 @@ static void test_valid_values(void **state)
 	assert_int_equal(c.segment, 64);
 	assert_int_equal(c.min_ops, 0);
 	assert_int_equal(c.max_templates, 1000000);
+	assert_int_equal(c.rename_max_bytes, 0);
 	assert_string_equal(c.cards, "/a/b.cards:rel/c.cards");
 	assert_string_equal(c.barrier_kernels, "nccl*,my_allreduce?");
 	assert_true(c.callsites);
@@ -221,6 +224,8 @@ static void test_bad_values(void **state)
 	check_bad("CUFOLD_SEGMENT", "99999999999999999999", "an integer from 1 to 1000000", CF_VAR_SEGMENT);
 	check_bad("CUFOLD_MIN_OPS", "eight", "an integer from 0 to 1000000", CF_VAR_MIN_OPS);
 	check_bad("CUFOLD_MAX_TEMPLATES", " 5", "an integer from 1 to 1000000", CF_VAR_MAX_TEMPLATES);
+	check_bad("CUFOLD_RENAME_MAX_BYTES", "4000000001", "an integer from 0 to 4000000000",
+		  CF_VAR_RENAME_MAX_BYTES);
 	check_bad("CUFOLD_CARDS", "::", "path[:path]", CF_VAR_CARDS);
 	check_bad("CUFOLD_CARDS", "a b:c", "path[:path]", CF_VAR_CARDS);
 	check_bad("CUFOLD_RUN_ID", "a/b", "letters, digits", CF_VAR_RUN_ID);
@@ -300,7 +305,8 @@ static void test_names(void **state)
 	assert_string_equal(cf_config_var_name(CF_VAR_RUN_ID), "CUFOLD_RUN_ID");
 	assert_string_equal(cf_config_var_name(CF_VAR_REPORT_EVERY), "CUFOLD_REPORT_EVERY");
 	assert_string_equal(cf_config_var_name(CF_VAR_DERIVE), "CUFOLD_DERIVE");
-	assert_int_equal(CF_VAR_COUNT, 21);
+	assert_string_equal(cf_config_var_name(CF_VAR_RENAME_MAX_BYTES), "CUFOLD_RENAME_MAX_BYTES");
+	assert_int_equal(CF_VAR_COUNT, 22);
 }
 
 int main(void)

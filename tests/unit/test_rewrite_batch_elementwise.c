@@ -227,7 +227,7 @@ static void test_fill_runs(void **state)
 
 static void test_level(void **state)
 {
-	struct rw_config one = { 1, NULL, NULL }, two = { 2, NULL, NULL }, forced = { 1, "+batch-elementwise", NULL };
+	struct rw_config one = { 1, NULL, NULL, NULL }, two = { 2, NULL, NULL, NULL }, forced = { 1, "+batch-elementwise", NULL, NULL };
 
 	(void)state;
 	assert_int_equal(rw_rule_batch_elementwise.level, 2);

@@ -144,7 +144,7 @@ static void test_run_remembers(void **state)
 {
 	struct cap_op ops[4];
 	const struct cap_op *ptr[4];
-	struct rw_config on = { 1, NULL, NULL };
+	struct rw_config on = { 1, NULL, NULL, NULL };
 	uint64_t g[RW_RUN_SEEN + 1];
 	struct rw_run *r;
 
@@ -194,8 +194,8 @@ static void test_run_layout(void **state)
 				 rwt_copy_op(BUF_S + 64, BUF_D + 64, 64, STREAM_A),
 				 rwt_copy_op(BUF_S + 128, BUF_D + 128, 64, STREAM_A) };
 	const struct cap_op *ptr[4];
-	struct rw_config on = { 1, NULL, NULL }, off = { 1, "-coalesce", NULL };
-	struct rw_config zero = { 0, NULL, NULL }, zero_on = { 0, "+coalesce", NULL }, none = { -1, "+coalesce", NULL };
+	struct rw_config on = { 1, NULL, NULL, NULL }, off = { 1, "-coalesce", NULL, NULL };
+	struct rw_config zero = { 0, NULL, NULL, NULL }, zero_on = { 0, "+coalesce", NULL, NULL }, none = { -1, "+coalesce", NULL, NULL };
 	struct rw_run *r, *r0;
 	struct cap_op tmp;
 	const struct cap_op *op;

@@ -252,7 +252,7 @@ static void test_two_readers_then_dead(void **state)
 /* Registered at level 1. */
 static void test_registered(void **state)
 {
-	struct rw_config cfg0 = { 0, NULL, NULL }, cfg1 = { 1, NULL, NULL }, off = { 1, "-copy-chain", NULL };
+	struct rw_config cfg0 = { 0, NULL, NULL, NULL }, cfg1 = { 1, NULL, NULL, NULL }, off = { 1, "-copy-chain", NULL, NULL };
 
 	(void)state;
 	assert_string_equal(rw_rule_copy_chain.name, "copy-chain");

@@ -168,7 +168,7 @@ static void test_kernel_between(void **state)
 /* Registered at level 1. */
 static void test_registered(void **state)
 {
-	struct rw_config cfg0 = { 0, NULL, NULL }, cfg1 = { 1, NULL, NULL }, off = { 1, "-dead-write", NULL };
+	struct rw_config cfg0 = { 0, NULL, NULL, NULL }, cfg1 = { 1, NULL, NULL, NULL }, off = { 1, "-dead-write", NULL, NULL };
 
 	(void)state;
 	assert_string_equal(rw_rule_dead_write.name, "dead-write");

@@ -229,7 +229,7 @@ static void test_copy_into_other_array(void **state)
 /* Registered at level 1. */
 static void test_registered(void **state)
 {
-	struct rw_config cfg0 = { 0, NULL, NULL }, cfg1 = { 1, NULL, NULL }, off = { 1, "-duplicate", NULL };
+	struct rw_config cfg0 = { 0, NULL, NULL, NULL }, cfg1 = { 1, NULL, NULL, NULL }, off = { 1, "-duplicate", NULL, NULL };
 
 	(void)state;
 	assert_string_equal(rw_rule_duplicate.name, "duplicate");

@@ -46,6 +46,8 @@ static size_t nrules;
 #define NBUF 4u
 #define BUFSZ 1024u
 #define ARENA (NBUF * BUFSZ)
+#define OWNSZ 4096u /* after the arena: cufold's buffers of writing elsewhere (rw__set_rename_hooks) */
+#define MEMSZ (ARENA + OWNSZ)
 #define A (BASE + 0 * BUFSZ)
 #define B (BASE + 1 * BUFSZ)
 #define C (BASE + 2 * BUFSZ)
@@ -199,6 +201,35 @@ static bool in_arena(uint64_t a, uint64_t len)
 {
 	return a >= BASE && a - BASE <= ARENA && len <= ARENA - (a - BASE);
 }
+
+/* Writing elsewhere's buffers: ops rw_run derives may touch them (own_ok: while a run's ops are
+ * checked), the program's never. */
+static bool own_ok;
+static uint64_t own_next; /* the stand-in allocator's next buffer */
+static uint64_t renames_made, renamed_launches, copies_back; /* coverage (report) */
+
+static bool in_own(uint64_t a, uint64_t len)
+{
+	return own_ok && a >= BASE + ARENA && a - BASE - ARENA <= OWNSZ && len <= OWNSZ - (a - BASE - ARENA);
+}
+
+static int own_alloc(CUcontext ctx, uint64_t bytes, uint64_t *out)
+{
+	(void)ctx;
+	if (own_next - BASE - ARENA + bytes > OWNSZ)
+		return -CF_ENOMEM; /* the fallback: that launch stays as it was */
+	*out = own_next;
+	own_next += bytes;
+	return 0;
+}
+
+static void own_free(CUcontext ctx, uint64_t buf)
+{
+	(void)ctx;
+	assert_true(buf >= BASE + ARENA && buf < own_next);
+}
+
+static const struct rw_rename_hooks fuzz_rename = { own_alloc, own_free };
 
 static bool linear_type(CUmemorytype t)
 {
@@ -719,7 +750,7 @@ static int op_walk(const struct cap_op *op, struct visit *v, const char **why)
 
 static bool visit_check(struct visit *v, uint32_t unit, bool per_byte, bool write, uint64_t addr, uint64_t len)
 {
-	if (!in_arena(addr, len)) {
+	if (!in_arena(addr, len) && !in_own(addr, len)) {
 		v->err = X_OOB;
 		return false;
 	}
@@ -746,7 +777,7 @@ static bool visit_check(struct visit *v, uint32_t unit, bool per_byte, bool writ
  * with one result whatever the schedule. */
 static int op_check(const struct cap_op *op, const char **why)
 {
-	static uint32_t owner[ARENA], epoch[ARENA], now;
+	static uint32_t owner[MEMSZ], epoch[MEMSZ], now;
 	struct visit v = { .fn = visit_check, .owner = owner, .epoch = epoch, .now = ++now };
 	int rc;
 
@@ -1191,7 +1222,7 @@ static const char *const fail_name[F_KINDS] = {
 
 #define MASK_BYTES (ARENA / 8)
 
-static unsigned char mem_orig[ARENA], mem_plan[ARENA];
+static unsigned char mem_orig[MEMSZ], mem_plan[MEMSZ];
 static uint8_t node_r[MAXW][MASK_BYTES], node_w[MAXW][MASK_BYTES];
 
 static uint64_t rng_next(uint64_t *s)
@@ -1394,11 +1425,12 @@ static enum fail_kind check_plan(const struct rw_plan *p, const struct win *w, c
 static struct rw_plan *rewrite(const struct win *w)
 {
 	const struct cap_op *ptr[MAXW];
-	const struct rw_config cfg = { 2, NULL, NULL };
+	const struct rw_config cfg = { 2, NULL, NULL, NULL };
 
 	win_ptrs(w, ptr);
 	rw__set_kernel_resolver(rwt_fake_resolver);
 	rw__set_multi_hooks(&fuzz_multi);
+	rw__set_rename_hooks(&fuzz_rename);
 	return rw_rewrite(ptr, w->n, NULL, &cfg, NULL, 0);
 }
 
@@ -1512,6 +1544,7 @@ static enum fail_kind run_step(struct rw_run *r, const struct win *w, const unsi
 	for (uint32_t i = 0; i < w->n; i++)
 		op_exec(mem_orig, &w->ops[i]);
 	memcpy(mem_plan, mem0, ARENA);
+	memset(mem_plan + ARENA, 0xa5, OWNSZ); /* what a buffer holds before its launch writes it */
 	for (uint32_t i = 0; i < w->n; i++) {
 		struct cap_op tmp;
 		const struct cap_op *op;
@@ -1525,7 +1558,9 @@ static enum fail_kind run_step(struct rw_run *r, const struct win *w, const unsi
 			say(msg, cap, "rw_run gives no op for position %u, which heads a node", i);
 			return f;
 		}
+		own_ok = r->plan->nren != 0;
 		rc = op_check(op, &why);
+		own_ok = false;
 		if (rc != X_OK) {
 			say(msg, cap, "rw_run's op at position %u is %s: %s", i, xres_name[rc], why);
 			return f;
@@ -1544,23 +1579,29 @@ static enum fail_kind run_step(struct rw_run *r, const struct win *w, const unsi
 	return F_NONE;
 }
 
-/* rw_run over w and, when pw is given, launches with pw's bindings (twice: the second through
- * the last-launch cache) and w's again. */
-static enum fail_kind check_run(const struct win *w, const struct win *pw, const unsigned char *mem0, char *msg,
-				size_t cap)
+/* rw_run over w with cfg and, when pw is given, launches with pw's bindings (twice: the second
+ * through the last-launch cache) and w's again. */
+static enum fail_kind check_run_with(const struct win *w, const struct win *pw, const unsigned char *mem0,
+				     const struct rw_config *cfg, char *msg, size_t cap)
 {
 	const struct cap_op *ptr[MAXW];
-	const struct rw_config cfg = { 2, NULL, NULL };
 	struct rw_run *r;
 	enum fail_kind f;
 	bool held;
 
 	win_ptrs(w, ptr);
 	rw__set_kernel_resolver(rwt_fake_resolver);
-	r = rw_run_create(ptr, w->n, &cfg);
+	own_next = BASE + ARENA;
+	r = rw_run_create(ptr, w->n, cfg);
 	if (!r)
 		return F_NONE;
 	runs_made++;
+	if (r->plan->nren) {
+		renames_made++;
+		renamed_launches += r->plan->nren;
+		for (uint32_t k = 0; k < r->plan->nren; k++)
+			copies_back += r->plan->ren[k].back;
+	}
 	f = run_step(r, w, mem0, true, &held, msg, cap);
 	for (int rep = 0; f == F_NONE && pw && rep < 2; rep++)
 		f = run_step(r, pw, mem0, false, &held, msg, cap);
@@ -1569,6 +1610,22 @@ static enum fail_kind check_run(const struct win *w, const struct win *pw, const
 	if (f != F_NONE)
 		say_plan(r->plan, msg, cap);
 	rw_run_destroy(r);
+	return f;
+}
+
+/* rw_run at level 2, and at level 1 with writing elsewhere (the parallel rule's plans rename
+ * nothing): buffers from the stand-in allocator, after the arena. */
+static enum fail_kind check_run(const struct win *w, const struct win *pw, const unsigned char *mem0, char *msg,
+				size_t cap)
+{
+	struct rw_rename_budget b = { .max = OWNSZ };
+	const struct rw_config two = { 2, NULL, NULL, NULL }, one = { 1, NULL, NULL, &b };
+	enum fail_kind f = check_run_with(w, pw, mem0, &two, msg, cap);
+
+	if (f == F_NONE) {
+		f = check_run_with(w, pw, mem0, &one, msg, cap);
+		assert_int_equal(b.used, 0); /* every buffer freed with its run */
+	}
 	return f;
 }
 
@@ -2403,7 +2460,7 @@ static void test_fuzz(void **state)
 	static struct win w, pw;
 	static unsigned char mem0[ARENA];
 	static struct tally t;
-	const struct rw_config cfg = { 2, NULL, NULL };
+	const struct rw_config cfg = { 2, NULL, NULL, NULL };
 	uint64_t total_fails = 0, seed = 0xf022u * 0x100000001ull;
 	unsigned reported[F_KINDS] = { 0 };
 	uint32_t windows = WINDOWS;
@@ -2445,6 +2502,7 @@ static void test_fuzz(void **state)
 		seed += strtoull(env, NULL, 0) << 32;
 	memset(&t, 0, sizeof(t));
 	runs_made = run_launches = 0;
+	renames_made = renamed_launches = copies_back = 0;
 	for (uint32_t round = 0; round < windows; round++) {
 		struct gen g = { .s = seed + round, .w = &w };
 		uint64_t ps = g.s ^ 0xabcdefull;
@@ -2507,6 +2565,8 @@ static void test_fuzz(void **state)
 	       (unsigned long long)t.perturbed_held, (unsigned long long)t.guards_needed);
 	printf("  rw_run: %llu runs made, %llu launches matched the window's memory\n", (unsigned long long)runs_made,
 	       (unsigned long long)run_launches);
+	printf("  writing elsewhere: %llu runs renamed %llu launches, %llu copied back\n", (unsigned long long)renames_made,
+	       (unsigned long long)renamed_launches, (unsigned long long)copies_back);
 	for (uint32_t r = 0; r < nrules; r++)
 		printf("  rule %-18s fired %llu times\n", all_rules[r]->name, (unsigned long long)t.rule[r]);
 	for (int f = 1; f < F_KINDS; f++) {
@@ -2526,6 +2586,8 @@ static void test_fuzz(void **state)
 	assert_true(t.guards_needed > t.windows / 6);
 	assert_true(runs_made > t.windows / 2);
 	assert_true(run_launches > runs_made + t.windows / 2);
+	/* writing elsewhere is exercised, with and without its copy back */
+	assert_true(renames_made > t.windows / 10 && renamed_launches > copies_back && copies_back > 0);
 	if (total_fails)
 		fail_msg("%llu windows where the plan does not do what the window did (minimized above)",
 			 (unsigned long long)total_fails);

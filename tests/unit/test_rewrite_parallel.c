@@ -398,7 +398,7 @@ static void test_after_dead_write(void **state)
 	/* the same window as replay lays it out (rules from a config): op 0 is an empty node, and
 	 * each node's waits are the positions of the plan nodes it names */
 	{
-		struct rw_config cfg = { 2, OTHERS_OFF ",-coalesce", NULL };
+		struct rw_config cfg = { 2, OTHERS_OFF ",-coalesce", NULL, NULL };
 		struct rw_run *r = rw_run_create(ptr, 5, &cfg);
 		const struct rw_plan *rp;
 		static const int32_t node_of[5] = { -1, 0, 1, 2, 3 };
@@ -455,7 +455,7 @@ static void test_after_coalesce(void **state)
 	rw_plan_destroy(p);
 
 	{
-		struct rw_config cfg = { 2, OTHERS_OFF ",-dead-write", NULL };
+		struct rw_config cfg = { 2, OTHERS_OFF ",-dead-write", NULL, NULL };
 		struct rw_run *r = rw_run_create(ptr, 4, &cfg);
 		static const int32_t node_of[4] = { 0, -1, 1, 2 };
 
@@ -492,7 +492,7 @@ static void test_no_lists_without_parallel(void **state)
 /* Registered at level 2, last (benefit 0). */
 static void test_registered(void **state)
 {
-	struct rw_config cfg1 = { 1, NULL, NULL }, cfg2 = { 2, NULL, NULL }, off = { 2, "-parallel", NULL }, on1 = { 1, "+parallel", NULL };
+	struct rw_config cfg1 = { 1, NULL, NULL, NULL }, cfg2 = { 2, NULL, NULL, NULL }, off = { 2, "-parallel", NULL, NULL }, on1 = { 1, "+parallel", NULL, NULL };
 
 	(void)state;
 	assert_string_equal(rw_rule_parallel.name, "parallel");

@@ -181,10 +181,10 @@ static void test_registered(void **state)
 
 static void test_enabled(void **state)
 {
-	struct rw_config c0 = { 0, NULL, NULL }, c1 = { 1, NULL, NULL }, c2 = { 2, "", NULL };
-	struct rw_config off = { 1, "-coalesce", NULL }, back = { 1, "-coalesce,+coalesce", NULL };
-	struct rw_config plus_c = { 1, "x,+c,-zz", NULL }, minus_c = { 2, "c,-c", NULL }, prefix = { 1, "-coal", NULL };
-	struct rw_config none = { -1, "+coalesce,+c", NULL };
+	struct rw_config c0 = { 0, NULL, NULL, NULL }, c1 = { 1, NULL, NULL, NULL }, c2 = { 2, "", NULL, NULL };
+	struct rw_config off = { 1, "-coalesce", NULL, NULL }, back = { 1, "-coalesce,+coalesce", NULL, NULL };
+	struct rw_config plus_c = { 1, "x,+c,-zz", NULL, NULL }, minus_c = { 2, "c,-c", NULL, NULL }, prefix = { 1, "-coal", NULL, NULL };
+	struct rw_config none = { -1, "+coalesce,+c", NULL, NULL };
 
 	(void)state;
 	assert_false(rw_rule_is_enabled(&rw_rule_coalesce, &c0));
@@ -251,7 +251,7 @@ static void test_registered_run(void **state)
 	/* through the registered list: opt 0 changes nothing, "-coalesce" neither */
 	struct cap_op w[2];
 	const struct cap_op *wp[2] = { &w[0], &w[1] };
-	struct rw_config c0 = { 0, NULL, NULL }, off = { 1, "-coalesce", NULL };
+	struct rw_config c0 = { 0, NULL, NULL, NULL }, off = { 1, "-coalesce", NULL, NULL };
 	struct rw_plan *p;
 
 	(void)state;

@@ -118,7 +118,7 @@ static void test_eight_slices(void **state)
 	pattern(ops, 8);
 	rwt_ptrs(ops, 17, ptr);
 	{
-		struct rw_config cfg = { 1, "-coalesce", NULL };
+		struct rw_config cfg = { 1, "-coalesce", NULL, NULL };
 
 		r = rw_run_create(ptr, 17, &cfg);
 	}
@@ -137,7 +137,7 @@ static void test_registered(void **state)
 {
 	struct cap_op ops[16];
 	const struct cap_op *ptr[16];
-	struct rw_config cfg0 = { 0, NULL, NULL }, cfg1 = { 1, NULL, NULL };
+	struct rw_config cfg0 = { 0, NULL, NULL, NULL }, cfg1 = { 1, NULL, NULL, NULL };
 	struct rw_plan *p;
 
 	(void)state;

@@ -1,0 +1,345 @@
+/* test_rewrite_rename.c - writing elsewhere (output renaming, rewrite/rename.c) on small
+ * hand-made windows of a tower's shape: a pool hands feature 1's temporary A to feature 2's launch
+ * of the same kernel, with a reader between. The plan made through rw_run (what replay uses):
+ * which launch writes a buffer of cufold's own, which readers are patched, where the copy back
+ * stands and when it is dropped, the check failing when the bindings move, the budget, a failed
+ * allocation, and the refusals (a true dependence; a reader whose span is unknown keeps the copy
+ * back). The variant and the allocator are stood in for (rw__set_multi_hooks,
+ * rw__set_rename_hooks). tests layer (cmocka, libcufold.a). */
+#include <stdint.h>
+#include <string.h>
+
+#include "common/errors.h"
+#define RWT_HASH_OPS /* rw_run's last-launch cache reads capture's hashes */
+#include "rw_test.h"
+#include "rewrite/effects.h"
+
+extern const struct rw_rule rw_rule_batch_kernel; /* links the rule in: renaming serves it */
+
+#define BUF 0x7f0000000000ull /* the program's buffers of 64 KB each: BUF + b * 0x10000 */
+#define AT(b) (BUF + (uint64_t)(b) * 0x10000)
+#define OWN 0x7e0000000000ull /* cufold's buffers the stand-in allocator hands out */
+#define MAX_OPS 16
+#define MAX_PARAMS 48
+#define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
+
+static const struct cap_func scale_info = RWT_FUNC(0x5ca1e, 1, "scale", RWT_LAYOUT_SCALE);
+static const struct cap_func consume_info = RWT_FUNC(0xc0c, 5, "consume", RWT_LAYOUT_SCALE);
+static const struct cap_func consume_any_info = RWT_FUNC(0xc0d, 6, "consume_any", RWT_LAYOUT_SCALE);
+
+static unsigned char params[MAX_OPS][MAX_PARAMS];
+
+/* the stand-in allocator: what it handed out and took back */
+static uint32_t allocs, frees;
+static bool alloc_fails;
+
+static int fake_alloc(CUcontext ctx, uint64_t bytes, uint64_t *out)
+{
+	(void)ctx;
+	(void)bytes;
+	if (alloc_fails)
+		return -CF_ENOMEM;
+	*out = OWN + (uint64_t)allocs++ * 0x10000;
+	return 0;
+}
+
+static void fake_free(CUcontext ctx, uint64_t buf)
+{
+	(void)ctx;
+	assert_true(buf >= OWN && buf < OWN + (uint64_t)allocs * 0x10000);
+	frees++;
+}
+
+static const struct rw_rename_hooks rename_hooks = { fake_alloc, fake_free };
+
+static bool possible_yes(const struct cap_op *op)
+{
+	(void)op;
+	return true;
+}
+
+/* The table: k, then per instance its grid x and its parameter bytes. */
+static int fake_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
+		       struct cap_op *out)
+{
+	unsigned char *t = table;
+	uint32_t at = 4, gx = 0, psize = members[0]->u.kernel.param_size;
+
+	if (4 + k * (4 + psize) > cap)
+		return -CF_EINVAL;
+	memcpy(t, &k, 4);
+	for (uint32_t i = 0; i < k; i++) {
+		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
+		memcpy(t + at + 4, members[i]->u.kernel.params, psize);
+		at += 4 + psize;
+		gx += members[i]->u.kernel.grid[0];
+	}
+	*out = *members[0];
+	out->u.kernel.func = out->u.kernel.handle = FAKE_MULTI;
+	out->u.kernel.grid[0] = gx;
+	out->u.kernel.params = table;
+	out->u.kernel.param_size = at;
+	return 0;
+}
+
+static const struct rw_multi_hooks multi_hooks = { possible_yes, fake_launch };
+
+static struct cap_op scale_op(uint32_t slot, uint64_t out, uint64_t in, int32_t n)
+{
+	return rwt_scale_op(&scale_info, params[slot], out, in, 2.0f, n, STREAM_A);
+}
+
+static struct cap_op consume_op(const struct cap_func *f, uint32_t slot, uint64_t out, uint64_t in, int32_t n)
+{
+	return rwt_scale_op(f, params[slot], out, in, 1.0f, n, STREAM_A);
+}
+
+/* A pointer parameter of a kernel op (scale's layout: out at 0, in at 8). */
+static uint64_t ptr_at(const struct cap_op *op, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const unsigned char *)op->u.kernel.params + off, 8);
+	return v;
+}
+
+/* Pointer parameter at off of instance i of a stand-in multi-instance launch. */
+static uint64_t inst_ptr(const struct cap_op *multi, uint32_t i, uint32_t off)
+{
+	uint64_t v;
+
+	assert_ptr_equal(multi->u.kernel.func, FAKE_MULTI);
+	memcpy(&v, (const unsigned char *)multi->u.kernel.params + 4 + i * (4 + 24) + 4 + off, 8);
+	return v;
+}
+
+static int setup(void **state)
+{
+	static const char card[] = "kernel consume\n  param out ptr w n*4\n  param in ptr r n*4\n  param s f32\n"
+				   "  param n i32\nend\nkernel consume_any\n  param out ptr w n*4\n"
+				   "  param in ptr r unknown\n  param s f32\n  param n i32\nend\n";
+
+	(void)state;
+	assert_string_equal(rw_rule_batch_kernel.name, "batch-kernel");
+	rw__set_multi_hooks(&multi_hooks);
+	rw__set_rename_hooks(&rename_hooks);
+	assert_int_equal(rw_cards_parse(rw_cards_global(), "test", card, strlen(card)), 0);
+	return 0;
+}
+
+/* The run over ops with a budget of max bytes; the plan's one-line form into buf. */
+static struct rw_run *run_with(struct cap_op *ops, uint32_t n, struct rw_rename_budget *b, uint64_t max, char *buf,
+			       size_t cap)
+{
+	const struct cap_op *ptr[MAX_OPS];
+	struct rw_config cfg = { .opt = 1, .rename = b };
+	struct rw_run *r;
+
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+	allocs = frees = 0;
+	rwt_ptrs(ops, n, ptr);
+	r = rw_run_create(ptr, n, &cfg);
+	buf[0] = 0;
+	if (r)
+		assert_true((size_t)rw_plan_format(r->plan, buf, cap) < cap);
+	return r;
+}
+
+/* feature 1: A = scale(X1), H1 = consume(A); feature 2: A = scale(X2) (the pool's A again),
+ * H2 = consume(A). The second scale writes OWN instead and joins the first; H2 reads OWN; the
+ * program reads A after the window, so A gets a copy back at the second scale's position. */
+static void test_tower(void **state)
+{
+	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+				 scale_op(2, AT(0), AT(3), 100), consume_op(&consume_info, 3, AT(4), AT(0), 100) };
+	struct rw_rename_budget b;
+	struct cap_op tmp;
+	const struct cap_op *o;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	r = run_with(ops, 4, &b, 1 << 20, buf, sizeof(buf));
+	assert_non_null(r);
+	/* the readers fuse too: the second reads OWN, nothing the first touches */
+	assert_string_equal(buf, "batch_kernel(0,2) batch_kernel(1,3) rename_back(2) | independent(0,2) "
+				 "independent(1,2) independent(1,3)");
+	assert_int_equal(r->plan->nren, 1);
+	assert_int_equal(allocs, 1);
+	assert_int_equal(b.used, 512); /* 400 bytes, rounded up to 256 */
+	assert_true(rw_run_guards_hold(r, ops));
+	/* the batch: its second instance writes OWN */
+	o = rw_run_op(r, 0, ops, &tmp);
+	assert_int_equal(inst_ptr(o, 0, 0), AT(0));
+	assert_int_equal(inst_ptr(o, 1, 0), OWN);
+	assert_int_equal(ptr_at(&ops[2], 0), AT(0)); /* the program's op untouched */
+	/* the copy back at the second scale's position: OWN -> A, 400 bytes, on its stream */
+	o = rw_run_op(r, 2, ops, &tmp);
+	assert_non_null(o);
+	assert_int_equal(o->kind, CAP_OP_MEMCPY);
+	assert_int_equal(o->u.memcpy.src_first, OWN);
+	assert_int_equal(o->u.memcpy.dst_first, AT(0));
+	assert_int_equal(o->u.memcpy.bytes, 400);
+	assert_ptr_equal(o->stream, STREAM_A);
+	/* the reader after it reads OWN; the one before it, A */
+	o = rw_run_op(r, 1, ops, &tmp);
+	assert_int_equal(inst_ptr(o, 0, 8), AT(0));
+	assert_int_equal(inst_ptr(o, 1, 8), OWN);
+	/* the pool moves: feature 2 gets B, its reader follows at an offset: patched at the offset */
+	ops[2] = scale_op(2, AT(5), AT(3), 100);
+	ops[3] = consume_op(&consume_info, 3, AT(4), AT(5) + 40, 90);
+	assert_true(rw_run_guards_hold(r, ops));
+	o = rw_run_op(r, 1, ops, &tmp);
+	assert_int_equal(inst_ptr(o, 1, 8), OWN + 40);
+	o = rw_run_op(r, 2, ops, &tmp);
+	assert_int_equal(o->u.memcpy.dst_first, AT(5));
+	/* the reader no longer reads what the scale wrote: the patch would be wrong, the check fails */
+	ops[3] = consume_op(&consume_info, 3, AT(4), AT(6), 100);
+	assert_false(rw_run_guards_hold(r, ops));
+	/* the scale writes more than the buffer holds */
+	ops[2] = scale_op(2, AT(0), AT(3), 200);
+	ops[3] = consume_op(&consume_info, 3, AT(4), AT(0), 100);
+	assert_false(rw_run_guards_hold(r, ops));
+	rw_run_destroy(r);
+	assert_int_equal(frees, 1);
+	assert_int_equal(b.used, 0);
+	assert_int_equal(b.peak, 512);
+}
+
+/* Three features: the second's A is written whole again by the third scale, every reader between
+ * patched: no copy back for it; the third's stays (the window's end). */
+static void test_covered(void **state)
+{
+	struct cap_op ops[6] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+				 scale_op(2, AT(0), AT(3), 100), consume_op(&consume_info, 3, AT(4), AT(0), 100),
+				 scale_op(4, AT(0), AT(5), 100), consume_op(&consume_info, 5, AT(6), AT(0), 100) };
+	struct rw_rename_budget b;
+	const struct cap_op *o;
+	struct cap_op tmp;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	r = run_with(ops, 6, &b, 1 << 20, buf, sizeof(buf));
+	assert_non_null(r);
+	assert_non_null(strstr(buf, "batch_kernel(0,2,4)"));
+	assert_non_null(strstr(buf, "rename_back(4)"));
+	assert_null(strstr(buf, "rename_back(2)"));
+	assert_int_equal(r->plan->nren, 2);
+	assert_true(rw_run_guards_hold(r, ops));
+	assert_true(rw_run_is_folded(r, 2)); /* no node: its output lives in OWN until the next scale */
+	o = rw_run_op(r, 1, ops, &tmp); /* the readers, one launch: A, OWN, the second buffer */
+	assert_int_equal(inst_ptr(o, 0, 8), AT(0));
+	assert_int_equal(inst_ptr(o, 1, 8), OWN);
+	assert_int_equal(inst_ptr(o, 2, 8), OWN + 0x10000);
+	/* the third scale writes only half of A now: the second's bytes past it would be lost */
+	ops[4] = scale_op(4, AT(0), AT(5), 50);
+	assert_false(rw_run_guards_hold(r, ops));
+	rw_run_destroy(r);
+	assert_int_equal(frees, allocs);
+	assert_int_equal(b.used, 0);
+}
+
+/* Refused: a true dependence (the second scale reads what the first wrote) is no reuse: nothing
+ * renamed, no buffer. A reader of A whose span is unknown cannot be patched: the launch is not
+ * renamed (the plan is made over the window where it writes its buffer, so a reader left on A
+ * would be taken for a reader of A's older bytes), its buffer freed. */
+static void test_refused(void **state)
+{
+	struct cap_op raw[4] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+				 scale_op(2, AT(3), AT(0), 100), consume_op(&consume_info, 3, AT(4), AT(3), 100) };
+	struct cap_op unknown[4] = { scale_op(4, AT(0), AT(1), 100),
+				     consume_op(&consume_info, 5, AT(2), AT(0), 100), scale_op(6, AT(0), AT(3), 100),
+				     consume_op(&consume_any_info, 7, AT(4), AT(0), 100) };
+	const struct cap_op *ptr[4];
+	struct rw_rename_budget b;
+	struct rw_rename_scan sc;
+	struct rw_range rr;
+	uint32_t op, word;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	rwt_ptrs(raw, 4, ptr);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_false(rw__rename_target(ptr, 4, i, &op, &word));
+	r = run_with(raw, 4, &b, 1 << 20, buf, sizeof(buf));
+	assert_true(!r || r->plan->nren == 0);
+	assert_int_equal(allocs, 0);
+	rw_run_destroy(r);
+
+	rwt_ptrs(unknown, 4, ptr);
+	assert_true(rw__rename_target(ptr, 4, 2, &op, &word));
+	assert_int_equal(op, 2);
+	assert_int_equal(word, 0);
+	assert_int_equal(rw__rename_access(ptr[2], word, &rr), 0);
+	rw__rename_scan(ptr, 4, 2, &rr, &sc);
+	assert_true(sc.refused);
+	r = run_with(unknown, 4, &b, 1 << 20, buf, sizeof(buf));
+	assert_true(!r || r->plan->nren == 0);
+	assert_int_equal(b.used, 0);
+	assert_int_equal(frees, allocs);
+	rw_run_destroy(r);
+}
+
+/* The budget: 0 renames nothing; one smaller than the buffer refuses it (counted); a failed
+ * allocation likewise. The plan is then made as without renaming: the scales stay apart. */
+static void test_budget(void **state)
+{
+	struct cap_op ops[4] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+				 scale_op(2, AT(0), AT(3), 100), consume_op(&consume_info, 3, AT(4), AT(0), 100) };
+	struct rw_rename_budget b;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	r = run_with(ops, 4, &b, 0, buf, sizeof(buf));
+	assert_null(r); /* nothing fires */
+	assert_int_equal(allocs, 0);
+	r = run_with(ops, 4, &b, 511, buf, sizeof(buf));
+	assert_null(r);
+	assert_int_equal(b.refused, 1);
+	assert_int_equal(b.used, 0);
+	alloc_fails = true;
+	r = run_with(ops, 4, &b, 1 << 20, buf, sizeof(buf));
+	alloc_fails = false;
+	assert_null(r);
+	assert_int_equal(b.refused, 1);
+	assert_int_equal(b.used, 0);
+	r = run_with(ops, 4, &b, 512, buf, sizeof(buf));
+	assert_non_null(r);
+	assert_int_equal(b.used, 512);
+	rw_run_destroy(r);
+	assert_int_equal(b.used, 0);
+}
+
+/* What renaming exposed in batch-kernel (tests/e2e/replay_torch_habits.sh, setattr: launches with
+ * 60 KiB of dynamic shared memory, renamed, fused, and the variant launch refused): instances
+ * share one dynamic shared size, at most what a function has without the attribute. */
+static void test_multi_shared(void **state)
+{
+	struct cap_op a = scale_op(0, AT(0), AT(1), 100), b = scale_op(1, AT(2), AT(3), 100);
+
+	(void)state;
+	assert_true(rw_multi_fits(&a, &b));
+	b.u.kernel.shared_bytes = 256;
+	assert_false(rw_multi_fits(&a, &b));
+	a.u.kernel.shared_bytes = 256;
+	assert_true(rw_multi_fits(&a, &b));
+	a.u.kernel.shared_bytes = b.u.kernel.shared_bytes = 60 * 1024;
+	assert_false(rw_multi_fits(&a, &b));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tower),
+		cmocka_unit_test(test_covered),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_multi_shared),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
