@@ -342,6 +342,10 @@ struct rpl_state {
 	bool def_copied;             /* the deferred ops are copies in def (else the window's) */
 	uint64_t def_win;            /* the window they are in (cap_window_seq), while not copied */
 	struct cf_arena arena;       /* parameter bytes of deferred ops */
+	uint32_t idle_scanned;       /* deferred ops device_idle has looked at (launch.c) */
+	uint32_t idle_nfirst;        /* used entries of idle_first */
+	uint32_t idle_first[RPL_MAX_PARTS]; /* of those, each stream's first op (index in def),
+					     * in order */
 	CUevent later_ev[RPL_LATER_EVENTS]; /* events the program destroyed while deferred ops named
 					     * them: destroyed once those are submitted (def_clear) */
 	uint32_t nlater_ev;          /* used entries of later_ev */
