@@ -419,6 +419,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 				 0;
 	w->t_end = cf_now_ns();
 	w->alloc_gen_end = ce->alloc.gen;
+	w->funcs_gen_end = ce->funcs.gen;
 	if (w->nops == 0) {
 		spare = w; /* every op failed: nothing to remember */
 	} else {
@@ -848,6 +849,7 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	if (w->nops == 0) {
 		w->t_begin = who->t_ns;
 		w->alloc_gen_begin = ce->alloc.gen;
+		w->funcs_gen_begin = ce->funcs.gen;
 	}
 	if (who->callsite)
 		cap__callsite_count(ce, who->callsite);
@@ -943,6 +945,7 @@ static inline __attribute__((always_inline)) void lane_store(struct cap_engine *
 	if (i == 0) {
 		w->t_begin = who->t_ns;
 		w->alloc_gen_begin = ce->alloc.gen;
+		w->funcs_gen_begin = ce->funcs.gen;
 	}
 	if (who->callsite)
 		cap__callsite_count(ce, who->callsite);
@@ -1047,7 +1050,8 @@ static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, co
  * stream caches, which the long path fills alike. */
 static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct cap_window *w,
 						   const struct cap_call *c, const struct cap_who *who,
-						   struct cap_rec *rec, const struct cap_op *p)
+						   struct cap_rec *rec, const struct cap_window *pw,
+						   const struct cap_op *p)
 {
 	const struct cap_kernel *pk = &p->u.kernel;
 	struct cap_func *f;
@@ -1064,7 +1068,14 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 	    c->u.kernel.grid[2] != pk->grid[2] || c->u.kernel.block[0] != pk->block[0] ||
 	    c->u.kernel.block[1] != pk->block[1] || c->u.kernel.block[2] != pk->block[2])
 		return record_long(ce, c, who, rec);
-	f = cap__func_get(ce, c->u.kernel.f, who->ctx, &func);
+	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
+		/* no lookup's answer changed since p's window began: the handle in p's context is
+		 * p's function record and function now (cap__func_get would answer them) */
+		f = (struct cap_func *)pk->info;
+		func = pk->func;
+	} else {
+		f = cap__func_get(ce, c->u.kernel.f, who->ctx, &func);
+	}
 	if (!f || f != pk->info || func != pk->func || f->barrier || !f->layout_known ||
 	    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params) ||
 	    (f->param_bytes && !params_repeat(c, f, pk->params)))
@@ -1191,7 +1202,7 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 
 		if (p && p->vid != p->seq && p->vid && pw->alloc_gen_begin == pw->alloc_gen_end &&
 		    pw->alloc_gen_end == ce->alloc.gen)
-			return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, p) :
+			return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, pw, p) :
 							  repeat(ce, w, c, who, rec, p);
 	}
 	return record_long(ce, c, who, rec);

@@ -854,16 +854,19 @@ static bool device_idle(struct rpl_engine *re)
 	op_ctx_enter(re, &def[0], &pushed);
 	for (uint32_t j = 0; j < st->idle_nfirst && idle; j++)
 		idle = stream_idle(re, &def[st->idle_first[j]]);
-	for (; st->idle_scanned < st->ndef && idle && st->idle_nfirst < RPL_MAX_PARTS; st->idle_scanned++) {
-		const struct cap_op *op = &def[st->idle_scanned];
-		bool dup = false;
+	for (uint32_t i = st->idle_scanned, n = st->ndef, nf = st->idle_nfirst; i < n && idle && nf < RPL_MAX_PARTS;
+	     st->idle_scanned = ++i) {
+		CUstream h = def[i].stream;
+		uint32_t j = 0;
 
-		for (uint32_t j = 0; j < st->idle_nfirst && !dup; j++)
-			dup = def[st->idle_first[j]].stream == op->stream;
-		if (dup)
+		while (j < nf && st->idle_stream[j] != h)
+			j++;
+		if (j < nf)
 			continue;
-		st->idle_first[st->idle_nfirst++] = st->idle_scanned;
-		idle = stream_idle(re, op);
+		st->idle_first[nf] = i;
+		st->idle_stream[nf] = h;
+		st->idle_nfirst = ++nf;
+		idle = stream_idle(re, &def[i]);
 	}
 	rpl__ctx_leave(re, pushed);
 	return idle;

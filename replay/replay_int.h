@@ -346,6 +346,7 @@ struct rpl_state {
 	uint32_t idle_nfirst;        /* used entries of idle_first */
 	uint32_t idle_first[RPL_MAX_PARTS]; /* of those, each stream's first op (index in def),
 					     * in order */
+	CUstream idle_stream[RPL_MAX_PARTS]; /* and its stream */
 	CUevent later_ev[RPL_LATER_EVENTS]; /* events the program destroyed while deferred ops named
 					     * them: destroyed once those are submitted (def_clear) */
 	uint32_t nlater_ev;          /* used entries of later_ev */
