@@ -854,19 +854,30 @@ static bool device_idle(struct rpl_engine *re)
 	op_ctx_enter(re, &def[0], &pushed);
 	for (uint32_t j = 0; j < st->idle_nfirst && idle; j++)
 		idle = stream_idle(re, &def[st->idle_first[j]]);
-	for (uint32_t i = st->idle_scanned, n = st->ndef, nf = st->idle_nfirst; i < n && idle && nf < RPL_MAX_PARTS;
-	     st->idle_scanned = ++i) {
-		CUstream h = def[i].stream;
-		uint32_t j = 0;
+	for (uint32_t i = st->idle_scanned, n = st->ndef, nf = st->idle_nfirst; i < n && idle && nf < RPL_MAX_PARTS;) {
+		CUstream h;
+		uint32_t j = 1;
 
+		/* most runs are on one stream: the ops on the first one are passed over at once */
+		if (nf) {
+			CUstream s0 = st->idle_stream[0];
+
+			while (i < n && def[i].stream == s0)
+				i++;
+			st->idle_scanned = i;
+			if (i == n)
+				break;
+		}
+		h = def[i].stream;
 		while (j < nf && st->idle_stream[j] != h)
 			j++;
-		if (j < nf)
+		st->idle_scanned = ++i;
+		if (nf && j < nf)
 			continue;
-		st->idle_first[nf] = i;
+		st->idle_first[nf] = i - 1;
 		st->idle_stream[nf] = h;
 		st->idle_nfirst = ++nf;
-		idle = stream_idle(re, &def[i]);
+		idle = stream_idle(re, &def[i - 1]);
 	}
 	rpl__ctx_leave(re, pushed);
 	return idle;
