@@ -430,12 +430,16 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	uint64_t win;
 
 	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
-	    d + 1 >= t->nops || !op->vid)
+	    d + 1 >= t->nops)
 		return false;
+	/* what capture's lane guarantees of the op it took (rec->repeated): a vid, no pageable
+	 * source, and the open window's slot rec->index (rpl__window_holds but for the index) */
+	cf_assert(rec->repeated && op->vid && !(op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable));
+	cf_assert(rpl__window_holds(op, rec->index, rec) == rec->window);
 	o = &t->ops[d];
+	win = rec->window;
 	if (o->vid != op->vid || o->flags != op->flags || o->key != op->key || o->cls != RPL_CLS_GRAPH ||
-	    (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) || !(win = rpl__window_holds(op, d, rec)) ||
-	    (re->st.ndef && win != re->st.def_win))
+	    rec->index != d || (re->st.ndef && win != re->st.def_win))
 		return false;
 	/* invariant 3: op d of the one candidate lies in a segment; it must not end there */
 	cf_assert(o->seg >= 0);
