@@ -26,6 +26,7 @@ static void op_ctx_enter(struct rpl_engine *re, const struct cap_op *op, bool *p
 static void def_clear(struct rpl_engine *re)
 {
 	re->st.ndef = 0;
+	re->st.nexact = 0;
 	re->st.idle_scanned = re->st.idle_nfirst = 0;
 	re->st.def_copied = false;
 	re->st.poll_t0 = 0;
@@ -636,7 +637,9 @@ static bool launch_unit(struct rpl_engine *re, struct rpl_template *t, struct rp
 		flush_from(re, RPL_FB_MISMATCH, off);
 		return false;
 	}
-	if (!rpl__seg_guards_hold(re, g, def)) {
+	/* the run's ops [off, off + g->n) are g's template ops again, vid for vid: rewrite's
+	 * remembered pass needs no compare (rw_run_guards_hold_exact) */
+	if (!rpl__seg_guards_hold(re, g, def, re->st.exact_t == t && re->st.nexact >= off + g->n)) {
 		/* the rewrite plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
 		struct rpl_shape_note *n = cap_shape_user(t->shape);

@@ -449,6 +449,7 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	re->st.ended = NULL; /* d + 1 < t->nops */
 	re->st.depth = d + 1;
 	rpl__defer_in_window(re, d, win);
+	rpl__note_exact(re, t, true); /* o's vid and flags (above) */
 	return true;
 }
 
@@ -517,6 +518,12 @@ static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re,
 	}
 	if (rpl__defer(re, op, d, rec) != 0)
 		return go_recording(re, RPL_FB_NOMEM);
+	{
+		const struct rpl_template *c0 = re->st.cand[0];
+
+		rpl__note_exact(re, c0, op->vid && d < c0->nops && c0->ops[d].vid == op->vid &&
+					      c0->ops[d].flags == op->flags);
+	}
 	if (segment_ends_at(re, d)) {
 		rpl__segment_end(re); /* launched, or kept while the device is busy (launch.c) */
 		v = RPL_DEFER;
