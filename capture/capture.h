@@ -321,8 +321,8 @@ struct cap_config {
 	size_t trace_max_bytes;      /* collect Chrome trace events up to this size; 0: none */
 	uint32_t window_max_ops;     /* a longer window is closed (FULL); 0: default 65536 */
 	const char *mode_name;       /* "trace" or "replay", for the outputs (static string) */
-	bool no_fast_lane;           /* record every call the long way (tests: the fast lane, record.c's
-				      * repeat, must leave what the long way leaves) */
+	bool no_fast_lane;           /* record every call the long way (tests: the fast lanes, record.c's
+				      * repeat and repeat_kernel, must leave what the long way leaves) */
 	/* Told of every driver call capture makes itself (may be NULL). */
 	void (*note_driver_call)(enum drv_api_id id);
 	/* A shape is about to be evicted (replay drops its template); may be NULL. */
@@ -385,8 +385,8 @@ struct cap_rec {
 	uint8_t result;              /* enum cap_rec_result */
 	uint8_t kind;                /* enum cap_op_kind of the call */
 	bool ends_window;            /* the op closed its window (synchronous, host-visible) */
-	bool repeated;               /* recorded by the fast lane: the predicted op again, a copy or
-				      * memset (replay tries its own fast lane only then) */
+	bool repeated;               /* recorded by the fast lane: the predicted op again, a copy,
+				      * memset or kernel launch (replay tries its own lane only then) */
 	uint32_t index;              /* op index in its window: cap_window_op(cap_window_current(),
 				      * index), or, when ends_window, in cap_shape_last(closed) */
 	uint64_t window;             /* window number the op went to */
