@@ -694,7 +694,7 @@ struct cap_totals {
 	uint64_t passthrough;              /* calls passed through unrecorded while the program captured */
 	uint64_t shapes_evicted;           /* shapes dropped by the LRU bound */
 	uint64_t own_calls;                /* driver calls capture made itself */
-	uint64_t ops_fast;                 /* of the ops recorded, by the fast lane (record.c: repeat) */
+	uint64_t ops_fast;                 /* of the ops recorded, by a fast lane (record.c: repeat, repeat_kernel) */
 	uint64_t images_loaded;            /* modules and libraries loaded (images.c) */
 	uint64_t images_ptx;               /* of which with PTX the device would JIT */
 	uint64_t images_machine_code;      /* with machine code only */

@@ -1193,6 +1193,7 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	struct cap_window *w = ce->cur;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
+	cf_assert(!w || w->filled <= w->cap); /* the slots below filled are the array's (trie.c) */
 	if (cf_likely(ce->head.ready && w && !ce->cfg.no_fast_lane) &&
 	    (c->kind == CAP_OP_MEMCPY || c->kind == CAP_OP_MEMSET || c->kind == CAP_OP_KERNEL)) {
 		/* predicted() with resolved, and take's condition: the position repeated last time
