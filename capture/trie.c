@@ -213,6 +213,8 @@ static void fit(struct cap_window *w)
 		if (ops) {
 			w->ops = ops;
 			w->cap = want;
+			if (w->filled > want)
+				w->filled = want; /* the slots kept are all it holds (keep_small) */
 		}
 	}
 	if (w->arena.used == 0 && w->arena.reserved) {

@@ -455,6 +455,14 @@ static void test_small_array_keeps_filled(void **state)
 		fail_msg("the window kept filled %u past its array's %u slots", w->filled, w->cap);
 	w = cap_shape_last(t);
 	assert_true(w->filled <= w->cap);
+	/* a new shape first seen in a long window's recycled array: its array is cut to fit
+	 * (trie.c: fit), and filled with it */
+	for (uint32_t i = 0; i < 12; i++)
+		memset_async(S1, 0x100000 + i * 64, 3);
+	w = cap_shape_last(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	assert_int_equal(w->nops, 12);
+	if (w->filled > w->cap)
+		fail_msg("the cut window kept filled %u past its array's %u slots", w->filled, w->cap);
 	/* the windows of both arrays record on: a long window again, in every array */
 	for (int round = 0; round < 4; round++) {
 		for (uint32_t i = 0; i < 40; i++)
