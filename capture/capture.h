@@ -263,8 +263,25 @@ struct cap_call {
 /* Fill the normalized descriptor of a 1-D copy: types as the entry point names them. Only the
  * types, addresses and width are stored (and oned set): capture completes the rest (offsets 0,
  * no pitches or arrays, Height = Depth = 1) where it builds an op from the call. */
-void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type,
-		      uint64_t src, size_t bytes);
+static inline void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst,
+				    CUmemorytype src_type, uint64_t src, size_t bytes)
+{
+	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
+
+	/* only what varies (oned: capture completes the descriptor where it builds an op,
+	 * cap__copy_1d_complete; a repeated call is compared on these alone, cap_op_take_like).
+	 * Inline: the call cost a copy's hook a fifth of its instructions (issue 22) */
+	d->srcMemoryType = src_type;
+	d->srcHost = src_type == CU_MEMORYTYPE_HOST ? (const void *)(uintptr_t)src : NULL;
+	d->srcDevice = src_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)src;
+	d->dstMemoryType = dst_type;
+	d->dstHost = dst_type == CU_MEMORYTYPE_HOST ? (void *)(uintptr_t)dst : NULL;
+	d->dstDevice = dst_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)dst;
+	d->WidthInBytes = bytes;
+	c->u.memcpy.dst_ctx = NULL;
+	c->u.memcpy.src_ctx = NULL;
+	c->u.memcpy.oned = true;
+}
 void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p);
 void cap_call_copy_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p);
 
@@ -321,8 +338,8 @@ struct cap_config {
 	size_t trace_max_bytes;      /* collect Chrome trace events up to this size; 0: none */
 	uint32_t window_max_ops;     /* a longer window is closed (FULL); 0: default 65536 */
 	const char *mode_name;       /* "trace" or "replay", for the outputs (static string) */
-	bool no_fast_lane;           /* record every call the long way (tests: the fast lane, record.c's
-				      * repeat, must leave what the long way leaves) */
+	bool no_fast_lane;           /* record every call the long way (tests: the fast lanes, record.c's
+				      * repeat and repeat_kernel, must leave what the long way leaves) */
 	/* Told of every driver call capture makes itself (may be NULL). */
 	void (*note_driver_call)(enum drv_api_id id);
 	/* A shape is about to be evicted (replay drops its template); may be NULL. */
@@ -385,8 +402,8 @@ struct cap_rec {
 	uint8_t result;              /* enum cap_rec_result */
 	uint8_t kind;                /* enum cap_op_kind of the call */
 	bool ends_window;            /* the op closed its window (synchronous, host-visible) */
-	bool repeated;               /* recorded by the fast lane: the predicted op again, a copy or
-				      * memset (replay tries its own fast lane only then) */
+	bool repeated;               /* recorded by the fast lane: the predicted op again, a copy,
+				      * memset or kernel launch (replay tries its own lane only then) */
 	uint32_t index;              /* op index in its window: cap_window_op(cap_window_current(),
 				      * index), or, when ends_window, in cap_shape_last(closed) */
 	uint64_t window;             /* window number the op went to */
@@ -677,7 +694,7 @@ struct cap_totals {
 	uint64_t passthrough;              /* calls passed through unrecorded while the program captured */
 	uint64_t shapes_evicted;           /* shapes dropped by the LRU bound */
 	uint64_t own_calls;                /* driver calls capture made itself */
-	uint64_t ops_fast;                 /* of the ops recorded, by the fast lane (record.c: repeat) */
+	uint64_t ops_fast;                 /* of the ops recorded, by a fast lane (record.c: repeat, repeat_kernel) */
 	uint64_t images_loaded;            /* modules and libraries loaded (images.c) */
 	uint64_t images_ptx;               /* of which with PTX the device would JIT */
 	uint64_t images_machine_code;      /* with machine code only */

@@ -36,6 +36,9 @@ struct cap_window {
 	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
 	uint64_t alloc_gen_begin;    /* the allocation map's gen at the first op and at the close: */
 	uint64_t alloc_gen_end;      /* equal, every copy of the window was resolved at that gen */
+	uint64_t funcs_gen_begin;    /* the function lookups' gen at the first op and at the close: */
+	uint64_t funcs_gen_end;      /* equal, every launch's handle resolved as it would now, while
+				      * the gen is still that (record.c: repeat_kernel) */
 	uint8_t closed_by;           /* enum cap_boundary, once closed */
 	uint16_t closed_api;         /* enum drv_api_id of the closing call */
 	uint64_t closed_site;        /* call site of the closing call (CUFOLD_CALLSITES), or 0 */
@@ -271,6 +274,7 @@ struct cap_funcs {
 	struct cap_func *all;        /* every record, newest first */
 	uint32_t next_id;            /* id of the next record */
 	size_t nbytes;               /* bytes of records (statistics) */
+	uint64_t gen;                /* hits_clear's count: a lookup answers as before while unchanged */
 };
 
 /* images.c: the code of loaded images, and which handles came from which. */

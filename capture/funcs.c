@@ -245,6 +245,7 @@ out_free:
 static void hits_clear(struct cap_engine *ce)
 {
 	memset(ce->funcs.hits, 0, sizeof(ce->funcs.hits));
+	ce->funcs.gen++;
 }
 
 static struct cap_func *func_lookup(struct cap_engine *ce, CUfunction handle, CUcontext ctx, CUfunction *func);

@@ -402,25 +402,6 @@ bool cap_op_take_like(struct cap_op *op, const struct cap_call *c, const struct 
 
 /* ------------------------------------------------------------------ copy descriptors */
 
-void cap_call_copy_1d(struct cap_call *c, CUmemorytype dst_type, uint64_t dst, CUmemorytype src_type, uint64_t src,
-		      size_t bytes)
-{
-	CUDA_MEMCPY3D *d = &c->u.memcpy.d;
-
-	/* only what varies (oned: capture completes the descriptor where it builds an op,
-	 * cap__copy_1d_complete; a repeated call is compared on these alone, cap_op_take_like) */
-	d->srcMemoryType = src_type;
-	d->srcHost = src_type == CU_MEMORYTYPE_HOST ? (const void *)(uintptr_t)src : NULL;
-	d->srcDevice = src_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)src;
-	d->dstMemoryType = dst_type;
-	d->dstHost = dst_type == CU_MEMORYTYPE_HOST ? (void *)(uintptr_t)dst : NULL;
-	d->dstDevice = dst_type == CU_MEMORYTYPE_HOST ? 0 : (CUdeviceptr)dst;
-	d->WidthInBytes = bytes;
-	c->u.memcpy.dst_ctx = NULL;
-	c->u.memcpy.src_ctx = NULL;
-	c->u.memcpy.oned = true;
-}
-
 void cap_call_copy_2d(struct cap_call *c, const CUDA_MEMCPY2D *p)
 {
 	CUDA_MEMCPY3D *d = &c->u.memcpy.d;

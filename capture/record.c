@@ -419,6 +419,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 				 0;
 	w->t_end = cf_now_ns();
 	w->alloc_gen_end = ce->alloc.gen;
+	w->funcs_gen_end = ce->funcs.gen;
 	if (w->nops == 0) {
 		spare = w; /* every op failed: nothing to remember */
 	} else {
@@ -848,6 +849,7 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 	if (w->nops == 0) {
 		w->t_begin = who->t_ns;
 		w->alloc_gen_begin = ce->alloc.gen;
+		w->funcs_gen_begin = ce->funcs.gen;
 	}
 	if (who->callsite)
 		cap__callsite_count(ce, who->callsite);
@@ -923,6 +925,56 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 static __attribute__((noinline)) int record_long(struct cap_engine *ce, const struct cap_call *c,
 						 const struct cap_who *who, struct cap_rec *rec);
 
+/* The stores both lanes make once the call is known to repeat p into slot i of the open window w,
+ * on stream record s (the long path's effect: op_clear, the common part, stream_slot, the
+ * hashes taken from p, append). The kind's part of the op is the caller's. */
+static inline __attribute__((always_inline)) void lane_store(struct cap_engine *ce, struct cap_window *w,
+							     const struct cap_call *c, const struct cap_who *who,
+							     struct cap_rec *rec, const struct cap_op *p,
+							     struct cap_stream *s, struct cap_op *op, uint32_t i)
+{
+	s->last = i;
+	op->flags = 0; /* ENDS_WINDOW is not set in p (the callers checked) */
+	op->stream_kind = s->kind;
+	op->stream_slot = s->slot;
+	op_stamp(op, c, who);
+	op->key = p->key;
+	op->bind = p->bind;
+	op->vid = p->vid;
+	op->seq = ++ce->op_seq;
+	if (i == 0) {
+		w->t_begin = who->t_ns;
+		w->alloc_gen_begin = ce->alloc.gen;
+		w->funcs_gen_begin = ce->funcs.gen;
+	}
+	if (who->callsite)
+		cap__callsite_count(ce, who->callsite);
+	w->nops = i + 1; /* below filled: filled stays */
+	ce->totals.ops_fast++;
+	rec->result = CAP_REC_RECORDED;
+	rec->kind = c->kind;
+	rec->ends_window = false;
+	rec->repeated = true;
+	rec->index = i;
+	rec->window = w->seq;
+	rec->seq = op->seq;
+	rec->closed = NULL;
+	rec->op = op;
+}
+
+/* The stream record of the call when it is p's stream in slot p->stream_slot of w, else NULL
+ * (the long path asks the same question of the stream cache). */
+static inline struct cap_stream *lane_stream(struct cap_engine *ce, const struct cap_window *w,
+					     const struct cap_call *c, const struct cap_who *who,
+					     const struct cap_op *p)
+{
+	struct cap_stream *s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+
+	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+		return NULL;
+	return s;
+}
+
 static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_window *w, const struct cap_call *c,
 					    const struct cap_who *who, struct cap_rec *rec, const struct cap_op *p)
 {
@@ -938,41 +990,115 @@ static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_wi
 	/* a held 1-D copy's part is p's but for staged (cap_op_take_like) */
 	if (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)
 		return record_long(ce, c, who, rec);
-	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
-	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+	s = lane_stream(ce, w, c, who, p);
+	if (!s)
 		return record_long(ce, c, who, rec);
 	/* what the long path stores, in its order's effect */
-	s->last = i;
-	op->flags = 0; /* ENDS_WINDOW is not set in p (above) */
-	op->stream_kind = s->kind;
-	op->stream_slot = s->slot;
-	op_stamp(op, c, who);
 	if (c->kind == CAP_OP_MEMCPY)
 		op->u.memcpy.staged = NULL;
-	op->key = p->key;
-	op->bind = p->bind;
-	op->vid = p->vid;
-	op->seq = ++ce->op_seq;
-	if (i == 0) {
-		w->t_begin = who->t_ns;
-		w->alloc_gen_begin = ce->alloc.gen;
-	}
-	if (who->callsite)
-		cap__callsite_count(ce, who->callsite);
-	w->nops = i + 1; /* below filled: filled stays */
-	ce->totals.ops_fast++;
-	rec->result = CAP_REC_RECORDED;
-	rec->kind = c->kind;
-	rec->ends_window = false;
-	rec->repeated = true;
-	rec->index = i;
-	rec->window = w->seq;
-	rec->seq = op->seq;
+	lane_store(ce, w, c, who, rec, p, s, op, i);
 	rec->bytes = c->kind == CAP_OP_MEMCPY ? op->u.memcpy.bytes : /* cap_op_bytes, inline */
 		     (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
 	rec->func = NULL;
-	rec->closed = NULL;
-	rec->op = op;
+	return 0;
+}
+
+/* Whether the parameters of kernel call c, laid out as f says, are the bytes of p's (laid out
+ * alike, zero padding): each compared where the call points, as one move where it can. */
+static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
+{
+	const uint32_t n = f->nparams, *off = f->offset, *size = f->size;
+	void *const *pp = c->u.kernel.params;
+
+	for (uint32_t k = 0; k < n; k++) {
+		const void *src = pp[k];
+		const char *at = pb + off[k];
+		uint32_t z = size[k];
+
+		if (!src)
+			return false;
+		/* pointers and ints, most parameters, as one load each rather than a call */
+		if (z == 8) {
+			uint64_t x, y;
+
+			memcpy(&x, src, 8);
+			memcpy(&y, at, 8);
+			if (x != y)
+				return false;
+		} else if (z == 4) {
+			uint32_t x, y;
+
+			memcpy(&x, src, 4);
+			memcpy(&y, at, 4);
+			if (x != y)
+				return false;
+		} else if (memcmp(src, at, z) != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The fast lane for a kernel launch (issue 22): the call is the predicted kernel op p again (the
+ * same function handle, resolved to the same record and per-context function, geometry, shared
+ * memory and parameter bytes), launched through kernelParams with no attributes, on p's stream
+ * in the window's slot, and neither ends nor fills the window. Then the long path would record
+ * the op with p's kernel part but for the parameters' copy (build_kernel lays them out with
+ * zeroed padding: p's bytes), and cap_op_hash_like would give it p's key, bindings and value
+ * identity: that is stored here, with a copy of p's parameter bytes into the window's arena.
+ * Anything else takes the long path (a tail call), having changed nothing but the function and
+ * stream caches, which the long path fills alike. */
+static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct cap_window *w,
+						   const struct cap_call *c, const struct cap_who *who,
+						   struct cap_rec *rec, const struct cap_window *pw,
+						   const struct cap_op *p)
+{
+	const struct cap_kernel *pk = &p->u.kernel;
+	struct cap_func *f;
+	struct cap_stream *s;
+	struct cap_op *op;
+	CUfunction func = NULL;
+	uint32_t i = w->nops;
+	void *buf;
+
+	if (p->kind != CAP_OP_KERNEL || c->api != p->api || c->stream != p->stream || who->ctx != p->ctx ||
+	    i + 1 >= ce->cfg.window_max_ops || c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra ||
+	    pk->nattrs || pk->via_extra || c->u.kernel.shared_bytes != pk->shared_bytes ||
+	    c->u.kernel.grid[0] != pk->grid[0] || c->u.kernel.grid[1] != pk->grid[1] ||
+	    c->u.kernel.grid[2] != pk->grid[2] || c->u.kernel.block[0] != pk->block[0] ||
+	    c->u.kernel.block[1] != pk->block[1] || c->u.kernel.block[2] != pk->block[2])
+		return record_long(ce, c, who, rec);
+	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
+		/* no lookup's answer changed since p's window began: the handle in p's context is
+		 * p's function record and function now (cap__func_get would answer them) */
+		f = (struct cap_func *)pk->info;
+		func = pk->func;
+	} else {
+		f = cap__func_get(ce, c->u.kernel.f, who->ctx, &func);
+	}
+	if (!f || f != pk->info || func != pk->func || f->barrier || !f->layout_known ||
+	    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params) ||
+	    (f->param_bytes && !params_repeat(c, f, pk->params)))
+		return record_long(ce, c, who, rec);
+	s = lane_stream(ce, w, c, who, p);
+	if (!s)
+		return record_long(ce, c, who, rec);
+	buf = cf_arena_alloc(&w->arena, f->param_bytes);
+	if (!buf)
+		return record_long(ce, c, who, rec);
+	if (f->param_bytes)
+		memcpy(buf, pk->params, f->param_bytes);
+	op = &w->ops[i];
+	/* a slot holding an op of p's vid (a recycled window's) holds p's kernel part already, but
+	 * for the parameters' copy: vid covers every other field of it (capture.h) */
+	if (op->vid != p->vid || op->kind != CAP_OP_KERNEL) {
+		op->kind = CAP_OP_KERNEL;
+		op->u.kernel = *pk;
+	}
+	op->u.kernel.params = buf;
+	lane_store(ce, w, c, who, rec, p, s, op, i);
+	rec->bytes = 0;
+	rec->func = f;
 	return 0;
 }
 
@@ -1067,8 +1193,9 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 	struct cap_window *w = ce->cur;
 
 	cf_assert(cf_serial_is_held()); /* the caller's lock (capture.h) */
+	cf_assert(!w || w->filled <= w->cap); /* the slots below filled are the array's (trie.c) */
 	if (cf_likely(ce->head.ready && w && !ce->cfg.no_fast_lane) &&
-	    (c->kind == CAP_OP_MEMCPY || c->kind == CAP_OP_MEMSET)) {
+	    (c->kind == CAP_OP_MEMCPY || c->kind == CAP_OP_MEMSET || c->kind == CAP_OP_KERNEL)) {
 		/* predicted() with resolved, and take's condition: the position repeated last time
 		 * (where it moved, as where pointers move every step, the lane is not tried) */
 		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
@@ -1076,7 +1203,8 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 
 		if (p && p->vid != p->seq && p->vid && pw->alloc_gen_begin == pw->alloc_gen_end &&
 		    pw->alloc_gen_end == ce->alloc.gen)
-			return repeat(ce, w, c, who, rec, p);
+			return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, pw, p) :
+							  repeat(ce, w, c, who, rec, p);
 	}
 	return record_long(ce, c, who, rec);
 }

@@ -178,14 +178,20 @@ static void keep_small(struct cap_window *old, struct cap_window *w)
 		return;
 	if (old->cap < w->cap && old->cap >= w->nops) {
 		struct cap_op *ops = old->ops;
-		uint32_t cap = old->cap;
+		uint32_t cap = old->cap, filled = old->filled;
 
 		memcpy(ops, w->ops, w->nops * sizeof(*ops));
 		old->ops = w->ops;
 		old->cap = w->cap;
+		/* what each array holds goes with it: w's ops up to w->filled, old's up to its own
+		 * (below w's nops now w's); filled never passes cap (record.c reads the slots
+		 * below it: the fast lanes and the held check) */
+		old->filled = w->filled;
 		w->ops = ops;
 		w->cap = cap;
+		w->filled = filled > w->nops ? filled : w->nops;
 	}
+	cf_assert(old->filled <= old->cap && w->filled <= w->cap);
 	if (w->arena.used == 0 && old->arena.reserved < w->arena.reserved) {
 		struct cf_arena a = old->arena;
 
@@ -207,6 +213,8 @@ static void fit(struct cap_window *w)
 		if (ops) {
 			w->ops = ops;
 			w->cap = want;
+			if (w->filled > want)
+				w->filled = want; /* the slots kept are all it holds (keep_small) */
 		}
 	}
 	if (w->arena.used == 0 && w->arena.reserved) {

@@ -26,6 +26,8 @@ static void op_ctx_enter(struct rpl_engine *re, const struct cap_op *op, bool *p
 static void def_clear(struct rpl_engine *re)
 {
 	re->st.ndef = 0;
+	re->st.nexact = 0;
+	re->st.idle_scanned = re->st.idle_nfirst = 0;
 	re->st.def_copied = false;
 	re->st.poll_t0 = 0;
 	cf_arena_reset(&re->st.arena);
@@ -635,7 +637,9 @@ static bool launch_unit(struct rpl_engine *re, struct rpl_template *t, struct rp
 		flush_from(re, RPL_FB_MISMATCH, off);
 		return false;
 	}
-	if (!rpl__seg_guards_hold(re, g, def)) {
+	/* the run's ops [off, off + g->n) are g's template ops again, vid for vid: rewrite's
+	 * remembered pass needs no compare (rw_run_guards_hold_exact) */
+	if (!rpl__seg_guards_hold(re, g, def, re->st.exact_t == t && re->st.nexact >= off + g->n)) {
 		/* the rewrite plan was not proven for these bindings: the program's ops go as
 		 * they were, in order, and the shape is planned again from a later sighting */
 		struct rpl_shape_note *n = cap_shape_user(t->shape);
@@ -838,27 +842,45 @@ static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
 /* Whether the streams the deferred ops are on have finished all work submitted to them (the
  * graphs launched before, the program's eager work). Asking for one idle stream instead cost
  * recsys 2 more launches a step at the same modeled time. One cheap query each, no wait
- * (invariant 9). A failed query counts as idle: the run is launched as it would have been
- * without blocks. */
+ * (invariant 9), in the order of the streams' first ops, up to the first busy one. A failed
+ * query counts as idle: the run is launched as it would have been without blocks.
+ * The run's streams are remembered as it grows (idle_first, reset by def_clear): each end looks
+ * only at the ops deferred since the last one. Walking the whole run at every end cost copy_loop
+ * ~45 instructions an op once runs were held over idle ends (hold_idle): ~800 ops, one stream. */
 static bool device_idle(struct rpl_engine *re)
 {
-	CUstream seen[RPL_MAX_PARTS];
-	uint32_t nseen = 0;
+	struct rpl_state *st = &re->st;
+	const struct cap_op *def = rpl__def(re);
 	bool idle = true, pushed;
 
-	const struct cap_op *def = rpl__def(re);
-
+	cf_assert(st->idle_scanned <= st->ndef && st->idle_nfirst <= RPL_MAX_PARTS);
 	op_ctx_enter(re, &def[0], &pushed);
-	for (uint32_t i = 0; i < re->st.ndef && idle && nseen < RPL_MAX_PARTS; i++) {
-		const struct cap_op *op = &def[i];
-		bool dup = false;
+	for (uint32_t j = 0; j < st->idle_nfirst && idle; j++)
+		idle = stream_idle(re, &def[st->idle_first[j]]);
+	for (uint32_t i = st->idle_scanned, n = st->ndef, nf = st->idle_nfirst; i < n && idle && nf < RPL_MAX_PARTS;) {
+		CUstream h;
+		uint32_t j = 1;
 
-		for (uint32_t j = 0; j < nseen && !dup; j++)
-			dup = seen[j] == op->stream;
-		if (dup)
+		/* most runs are on one stream: the ops on the first one are passed over at once */
+		if (nf) {
+			CUstream s0 = st->idle_stream[0];
+
+			while (i < n && def[i].stream == s0)
+				i++;
+			st->idle_scanned = i;
+			if (i == n)
+				break;
+		}
+		h = def[i].stream;
+		while (j < nf && st->idle_stream[j] != h)
+			j++;
+		st->idle_scanned = ++i;
+		if (nf && j < nf)
 			continue;
-		seen[nseen++] = op->stream;
-		idle = stream_idle(re, op);
+		st->idle_first[nf] = i - 1;
+		st->idle_stream[nf] = h;
+		st->idle_nfirst = ++nf;
+		idle = stream_idle(re, &def[i - 1]);
 	}
 	rpl__ctx_leave(re, pushed);
 	return idle;

@@ -432,12 +432,16 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	uint64_t win;
 
 	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
-	    d + 1 >= t->nops || !op->vid)
+	    d + 1 >= t->nops)
 		return false;
+	/* what capture's lane guarantees of the op it took (rec->repeated): a vid, no pageable
+	 * source, and the open window's slot rec->index (rpl__window_holds but for the index) */
+	cf_assert(rec->repeated && op->vid && !(op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable));
+	cf_assert(rpl__window_holds(op, rec->index, rec) == rec->window);
 	o = &t->ops[d];
+	win = rec->window;
 	if (o->vid != op->vid || o->flags != op->flags || o->key != op->key || o->cls != RPL_CLS_GRAPH ||
-	    (op->kind == CAP_OP_MEMCPY && op->u.memcpy.src_pageable) || !(win = rpl__window_holds(op, d, rec)) ||
-	    (re->st.ndef && win != re->st.def_win))
+	    rec->index != d || (re->st.ndef && win != re->st.def_win))
 		return false;
 	/* invariant 3: op d of the one candidate lies in a segment; it must not end there */
 	cf_assert(o->seg >= 0);
@@ -447,6 +451,7 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	re->st.ended = NULL; /* d + 1 < t->nops */
 	re->st.depth = d + 1;
 	rpl__defer_in_window(re, d, win);
+	rpl__note_exact(re, t, true); /* o's vid and flags (above) */
 	return true;
 }
 
@@ -515,6 +520,12 @@ static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re,
 	}
 	if (rpl__defer(re, op, d, rec) != 0)
 		return go_recording(re, RPL_FB_NOMEM);
+	{
+		const struct rpl_template *c0 = re->st.cand[0];
+
+		rpl__note_exact(re, c0, op->vid && d < c0->nops && c0->ops[d].vid == op->vid &&
+					      c0->ops[d].flags == op->flags);
+	}
 	if (segment_ends_at(re, d)) {
 		rpl__segment_end(re); /* launched, or kept while the device is busy (launch.c) */
 		v = RPL_DEFER;

@@ -344,7 +344,15 @@ struct rpl_state {
 	uint32_t def_first;          /* window index of the first deferred op */
 	bool def_copied;             /* the deferred ops are copies in def (else the window's) */
 	uint64_t def_win;            /* the window they are in (cap_window_seq), while not copied */
+	const struct rpl_template *exact_t; /* the template the deferred run repeats exactly: */
+	uint32_t nexact;             /* its leading ops with the vid and flags of exact_t's op at their
+				      * position (rw_run_guards_hold_exact; reset by def_clear) */
 	struct cf_arena arena;       /* parameter bytes of deferred ops */
+	uint32_t idle_scanned;       /* deferred ops device_idle has looked at (launch.c) */
+	uint32_t idle_nfirst;        /* used entries of idle_first */
+	uint32_t idle_first[RPL_MAX_PARTS]; /* of those, each stream's first op (index in def),
+					     * in order */
+	CUstream idle_stream[RPL_MAX_PARTS]; /* and its stream */
 	CUevent later_ev[RPL_LATER_EVENTS]; /* events the program destroyed while deferred ops named
 					     * them: destroyed once those are submitted (def_clear) */
 	uint32_t nlater_ev;          /* used entries of later_ev */
@@ -495,7 +503,7 @@ void rpl__copy_desc(const struct cap_op *op, const void *stage, CUDA_MEMCPY3D *d
 bool rpl__memset_equal(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_NODE_PARAMS *b);
 /* Whether the rewrite plan of g (if any) holds for the deferred ops def[0..g->n): its guards,
  * and every node derivable. */
-bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const struct cap_op *def);
+bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const struct cap_op *def, bool exact);
 /* The op node i of g stands for at this launch (right after rpl__seg_guards_hold(g, def) said
  * yes): &def[i], tmp filled with a derived op, or NULL: an op without a node of its own (folded
  * into another node or erased), or a plan node that could not be derived (a failure). */
@@ -575,6 +583,18 @@ static inline uint64_t rpl__window_holds(const struct cap_op *op, uint32_t index
 
 /* Defer op index of the open window win, read where capture keeps it (not copied): the run of
  * deferred ops grows by one. rpl__defer and match.c's fast lane share it. */
+/* After an op of template t's position joined the deferred run: whether it had that op's vid and
+ * flags (ex), counted while every op before it had too. */
+static inline void rpl__note_exact(struct rpl_engine *re, const struct rpl_template *t, bool ex)
+{
+	if (re->st.ndef == 1) {
+		re->st.exact_t = t;
+		re->st.nexact = 0;
+	}
+	if (ex && re->st.exact_t == t && re->st.nexact + 1 == re->st.ndef)
+		re->st.nexact++;
+}
+
 static inline void rpl__defer_in_window(struct rpl_engine *re, uint32_t index, uint64_t win)
 {
 	if (re->st.ndef == 0) {

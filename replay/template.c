@@ -278,7 +278,7 @@ static void glue_rewrites(struct rpl_engine *re, uint8_t *glued, const struct ca
 	rw_run_destroy(run);
 }
 
-bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const struct cap_op *def)
+bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const struct cap_op *def, bool exact)
 {
 	/* at a launch, under the engine's lock: unknown spans resolve in the live allocation map */
 	struct rw_alloc_view v = { .live = re->cap, .gen = cap_alloc_gen(re->cap) }, *was;
@@ -287,7 +287,7 @@ bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const 
 	if (!g->run)
 		return true;
 	was = rw_alloc_view_use(&v);
-	ok = rw_run_guards_hold(g->run, def);
+	ok = rw_run_guards_hold_exact(g->run, def, exact);
 	rw_alloc_view_use(was);
 	return ok;
 }

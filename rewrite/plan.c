@@ -680,7 +680,7 @@ static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *o
 /* Remember def as a launch that passed (kernel parameters copied), in place of the entry
  * remembered longest ago; r->cur names it, or is -1 when memory ran out (no cache: every launch
  * with these bindings is checked). */
-static void run_remember(struct rw_run *r, const struct cap_op *def)
+static void run_remember(struct rw_run *r, const struct cap_op *def, bool exact)
 {
 	struct rw_run_seen *e = &r->seen[r->victim];
 	size_t bytes = 1, at = 0;
@@ -708,6 +708,7 @@ static void run_remember(struct rw_run *r, const struct cap_op *def)
 		}
 	}
 	e->gen = ++r->gen;
+	e->exact = exact;
 	r->cur = (int32_t)r->victim;
 	r->victim = (r->victim + 1) % RW_RUN_SEEN;
 }
@@ -764,13 +765,20 @@ static bool run_check_noted(struct rw_run *r, struct rw_alloc_view *v)
 
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 {
+	return rw_run_guards_hold_exact(r, def, false);
+}
+
+bool rw_run_guards_hold_exact(struct rw_run *r, const struct cap_op *def, bool exact)
+{
 	struct rw_alloc_view *v = rw_alloc_view_current();
 
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = &def[i];
 	run_forget_stale(r, v);
-	/* the entry matched last time first: a program whose bindings stay put asks once */
-	if (r->cur >= 0 && run_same_as(r, &r->seen[r->cur], def))
+	/* the entry matched last time first: a program whose bindings stay put asks once (and
+	 * when both passes are exact, run_same_as would find every op's vid equal: not asked) */
+	if (r->cur >= 0 && ((exact && r->seen[r->cur].exact && r->seen[r->cur].gen) ||
+			    run_same_as(r, &r->seen[r->cur], def)))
 		return true;
 	for (int32_t k = 0; k < RW_RUN_SEEN; k++) {
 		if (k != r->cur && run_same_as(r, &r->seen[k], def)) {
@@ -782,7 +790,7 @@ bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
 		r->cur = -1;
 		return false;
 	}
-	run_remember(r, def);
+	run_remember(r, def, exact);
 	return true;
 }
 

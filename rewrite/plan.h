@@ -417,6 +417,8 @@ struct rw_run {
 		uint8_t *params;     /* their kernel parameter bytes */
 		size_t cap;          /* bytes params can hold (kept: reused by the next pass) */
 		uint64_t gen;        /* which pass it holds (rw_run_bindings_gen), 0: none */
+		bool exact;          /* its ops had the value identities and flags of the ops the
+				      * run was made from (rw_run_guards_hold_exact) */
 	} seen[RW_RUN_SEEN];
 	int32_t cur;                 /* the entry the last rw_run_guards_hold matched or filled, -1 */
 	uint32_t victim;             /* the entry the next new pass replaces (round robin) */
@@ -435,6 +437,10 @@ void rw_run_destroy(struct rw_run *r);
 /* Whether the guards hold for one launch's ops def[0..n) (contiguous); points the scratch at
  * them for rw_run_op. */
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def);
+/* The same, told by the caller whether every op of def has the value identity (capture.h: vid)
+ * and flags of the op the run was made from at its position (exact): two such passes have the
+ * very same bindings, so a pass after an exact one it remembers last is not compared op by op. */
+bool rw_run_guards_hold_exact(struct rw_run *r, const struct cap_op *def, bool exact);
 /* After rw_run_guards_hold returned true: which bindings it was given, for a caller that keeps
  * what it made of them. Two launches with the same nonzero generation had the very same
  * bindings, so rw_run_op derived the very same ops for both (replay skips patching its graph

@@ -28,6 +28,7 @@
 #include "common/serial.h"
 #include "replay/replay.h"
 #include "rewrite/rewriter.h"
+#include "shim/signals.h"
 
 enum engine_state {
 	ENGINE_IDLE = 0,      /* not started */
@@ -462,6 +463,16 @@ static inline bool op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext 
 	return true;
 }
 
+/* shim_note_call once the engine records (initialization finished in a mode other than off)
+ * for an entry point's id: the count and the signals' poll, inline. */
+static inline void note_call_recording(enum drv_api_id id)
+{
+	if (cf_unlikely(shim__inside))
+		return;
+	__atomic_fetch_add(&shim__counts[id], 1, __ATOMIC_RELAXED);
+	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
+}
+
 bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult *rc)
 {
 	struct cf_engine *e;
@@ -471,9 +482,13 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 
 	t->active = false;
 	t->err = CUDA_SUCCESS;
-	shim_note_call((enum drv_api_id)c->api);
-	if (!recording())
-		return true;
+	if (cf_likely(__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && c->api < DRV_API_COUNT)) {
+		note_call_recording((enum drv_api_id)c->api);
+	} else {
+		shim_note_call((enum drv_api_id)c->api);
+		if (!recording())
+			return true;
+	}
 	e = engine_get();
 	if (cf_unlikely(__atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) > 0) && stream_capturing(c)) {
 		op_capturing(e, c);

@@ -29,7 +29,7 @@ static int init_rc;           /* result of the initialization, valid once done *
 static enum cf_mode mode;     /* mode in force, valid once done */
 static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER; /* guards phase 2 */
 static int atfork_registered; /* pthread_atfork done */
-static uint64_t counts[DRV_API_COUNT]; /* calls per symbol (atomic increments) */
+uint64_t shim__counts[DRV_API_COUNT]; /* calls per symbol (atomic increments) */
 
 /* The process's one fork child handler (registered once, at initialization). */
 static void atfork_child(void)
@@ -39,7 +39,7 @@ static void atfork_child(void)
 	cf_config__atfork_child();
 	drv__api_atfork_child();
 	for (int i = 0; i < DRV_API_COUNT; i++)
-		__atomic_store_n(&counts[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&shim__counts[i], 0, __ATOMIC_RELAXED);
 	shim_signals_atfork_child();
 	shim_engine__atfork_child(); /* last: it makes the child's engine from the state above */
 }
@@ -118,7 +118,7 @@ void shim_note_call(enum drv_api_id id)
 	shim_init();
 	if (mode == CF_MODE_OFF || (unsigned)id >= DRV_API_COUNT)
 		return;
-	__atomic_fetch_add(&counts[id], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shim__counts[id], 1, __ATOMIC_RELAXED);
 	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
 
@@ -132,7 +132,7 @@ void shim_note_unmodeled(enum drv_api_id id)
 
 uint64_t shim_count(enum drv_api_id id)
 {
-	return (unsigned)id < DRV_API_COUNT ? __atomic_load_n(&counts[id], __ATOMIC_RELAXED) : 0;
+	return (unsigned)id < DRV_API_COUNT ? __atomic_load_n(&shim__counts[id], __ATOMIC_RELAXED) : 0;
 }
 
 /* At exit, with CUFOLD_LOG=info: the calls intercepted, one line of the short summary; with

@@ -59,6 +59,9 @@ void shim_note_unmodeled(enum drv_api_id id);
 /* A call that needs no flush (a lookup such as cuGetProcAddress): counts it. */
 void shim_note_call(enum drv_api_id id);
 
+/* Calls per entry point (shim.c; atomic increments). */
+extern uint64_t shim__counts[DRV_API_COUNT] __attribute__((visibility("hidden")));
+
 /* Calls counted for a symbol since start (or since fork in a child). */
 uint64_t shim_count(enum drv_api_id id);
 

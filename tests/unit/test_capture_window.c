@@ -426,6 +426,53 @@ static void test_long_window(void **state)
 	assert_true(ms[1] < 40 * ms[0] + 50);
 }
 
+/* A shape's last window given the smaller ops array of the window it replaces (trie.c:
+ * keep_small) keeps only the slots that array holds: filled never passes cap, else the next
+ * recording in it (the fast lanes, the long path's held check) reads and writes past the array.
+ * S is seen in a small array, T twice in large ones, then S again in T's first, larger array. */
+static void test_small_array_keeps_filled(void **state)
+{
+	struct cap_shape *s = NULL, *t = NULL;
+	const struct cap_window *w;
+
+	(void)state;
+	for (int round = 0; round < 4; round++) {
+		bool long_one = round == 1 || round == 2;
+
+		for (uint32_t i = 0; i < (long_one ? 40u : 12u); i++)
+			memset_async(S1, 0x100000 + i * 64, long_one ? 2 : 1);
+		if (long_one)
+			t = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+		else
+			s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+	}
+	assert_int_equal(cap_shape_sightings(s), 2);
+	assert_int_equal(cap_shape_sightings(t), 2);
+	w = cap_shape_last(s);
+	assert_int_equal(w->nops, 12);
+	assert_true(w->cap < 40); /* it was given the smaller array */
+	if (w->filled > w->cap)
+		fail_msg("the window kept filled %u past its array's %u slots", w->filled, w->cap);
+	w = cap_shape_last(t);
+	assert_true(w->filled <= w->cap);
+	/* a new shape first seen in a long window's recycled array: its array is cut to fit
+	 * (trie.c: fit), and filled with it */
+	for (uint32_t i = 0; i < 12; i++)
+		memset_async(S1, 0x100000 + i * 64, 3);
+	w = cap_shape_last(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	assert_int_equal(w->nops, 12);
+	if (w->filled > w->cap)
+		fail_msg("the cut window kept filled %u past its array's %u slots", w->filled, w->cap);
+	/* the windows of both arrays record on: a long window again, in every array */
+	for (int round = 0; round < 4; round++) {
+		for (uint32_t i = 0; i < 40; i++)
+			memset_async(S1, 0x100000 + i * 64, 2);
+		assert_ptr_equal(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize), t);
+		w = cap_shape_last(t);
+		assert_true(w->filled <= w->cap);
+	}
+}
+
 static void test_window_full(void **state)
 {
 	struct cap_totals t;
@@ -630,6 +677,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_empty_and_failed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_after_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_array_keeps_filled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ends_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_graph_edges, setup, teardown),

@@ -187,6 +187,46 @@ static void test_run_remembers(void **state)
 	rw_run_destroy(r);
 }
 
+/* A caller that says its ops have the value identities of the run's own (exact) is not compared
+ * op by op after an exact pass: the same generation. Only both being exact skips the compare: a
+ * pass after a remembered one that was not exact, or one not said exact, is compared, and other
+ * bindings get a generation of their own. */
+static void test_run_exact(void **state)
+{
+	struct cap_op ops[4];
+	const struct cap_op *ptr[4];
+	struct rw_config on = { 1, NULL, NULL };
+	struct rw_run *r;
+	uint64_t g0, g1;
+
+	(void)state;
+	layout_at(ops, 0);
+	rwt_ptrs(ops, 4, ptr);
+	r = rw_run_create(ptr, 4, &on);
+	assert_non_null(r);
+	assert_true(rw_run_guards_hold_exact(r, ops, true));
+	g0 = rw_run_bindings_gen(r);
+	assert_true(g0 != 0);
+	assert_true(rw_run_guards_hold_exact(r, ops, true));
+	assert_int_equal(rw_run_bindings_gen(r), g0);
+	/* not said exact, other bindings: compared, a new generation */
+	layout_at(ops, 0x100000);
+	assert_true(rw_run_guards_hold_exact(r, ops, false));
+	g1 = rw_run_bindings_gen(r);
+	assert_true(g1 != g0);
+	/* said exact after a pass that was not: compared (one value differs), a new generation */
+	ops[0].u.memset.value ^= 1;
+	assert_true(rw_run_guards_hold_exact(r, ops, true));
+	assert_true(rw_run_bindings_gen(r) != g1);
+	assert_true(rw_run_bindings_gen(r) != g0);
+	/* after that exact pass, one not said exact with other bindings: compared again */
+	g1 = rw_run_bindings_gen(r);
+	layout_at(ops, 0x200000);
+	assert_true(rw_run_guards_hold_exact(r, ops, false));
+	assert_true(rw_run_bindings_gen(r) != g1);
+	rw_run_destroy(r);
+}
+
 /* The layout replay uses: one position per op, folded ops empty, the plan node at the first. */
 static void test_run_layout(void **state)
 {
@@ -314,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_two_pieces),       cmocka_unit_test(test_eight_slices),
 		cmocka_unit_test(test_two_runs),         cmocka_unit_test(test_run_layout),
 		cmocka_unit_test(test_run_remembers),
+		cmocka_unit_test(test_run_exact),
 		cmocka_unit_test(test_src_not_abutting),
 		cmocka_unit_test(test_dst_not_abutting), cmocka_unit_test(test_backwards),
 		cmocka_unit_test(test_other_stream),     cmocka_unit_test(test_op_between),

@@ -1,0 +1,312 @@
+/* test_capture_fast_lane_kernel.c - capture's fast lane for kernel launches (record.c:
+ * repeat_kernel, issue 22): a launch that repeats the predicted kernel op is recorded with a copy
+ * of its parameter bytes and its key, bindings and vid, without building or hashing. Two engines
+ * side by side, one with the fast lane and one without, record the same launches; every op and
+ * answer must be the same in both, every op's key and bindings what hashing its fields gives, its
+ * vid the predicted op's only where replay's guards would call them equal. Each thing a launch
+ * can change is changed in turn, at one op of a window that repeats the two before it. tests
+ * layer (cmocka, libcufold.a, the software device for the function records). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "capture/capture.h"
+#include "driver/real.h"
+#include "rewrite/effects.h"
+#include "shim/shim.h"
+
+#define CTX2 ((CUcontext)0x7002)
+#define NOPS 12 /* launches a window: fill and axpy on s1, s2 and the legacy stream */
+
+static CUcontext ctx;
+static CUmodule mod;
+static CUfunction f_fill, f_axpy;
+static CUstream s1, s2;
+
+static char *read_ptx(const char *name)
+{
+	const char *root = getenv("ROOT"), *b = getenv("B");
+	char path[4096];
+	FILE *f;
+	long n;
+	char *text;
+
+	if (!b)
+		b = "build";
+	if (b[0] == '/' || !root)
+		snprintf(path, sizeof(path), "%s/kernels/%s.ptx", b, name);
+	else
+		snprintf(path, sizeof(path), "%s/%s/kernels/%s.ptx", root, b, name);
+	f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	text = calloc(1, (size_t)n + 1);
+	if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	return text;
+}
+
+static int group_setup(void **state)
+{
+	CUdevice dev;
+	char *ptx;
+
+	(void)state;
+	if (shim_init() != 0 || DRV_REAL(cuInit)(0) != CUDA_SUCCESS || DRV_REAL(cuDeviceGet)(&dev, 0) != CUDA_SUCCESS ||
+	    DRV_REAL(cuDevicePrimaryCtxRetain)(&ctx, dev) != CUDA_SUCCESS || DRV_REAL(cuCtxSetCurrent)(ctx) != CUDA_SUCCESS)
+		return -1;
+	ptx = read_ptx("elementwise");
+	if (!ptx)
+		return -1;
+	if (DRV_REAL(cuModuleLoadData)(&mod, ptx) != CUDA_SUCCESS)
+		return -1;
+	free(ptx);
+	if (DRV_REAL(cuModuleGetFunction)(&f_fill, mod, "fill") != CUDA_SUCCESS ||
+	    DRV_REAL(cuModuleGetFunction)(&f_axpy, mod, "axpy") != CUDA_SUCCESS ||
+	    DRV_REAL(cuStreamCreate)(&s1, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+	    DRV_REAL(cuStreamCreate)(&s2, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+		return -1;
+	return 0;
+}
+
+/* What a launch's parameters point at (the program's stack, as the call sees it). */
+struct args {
+	CUdeviceptr y, x;            /* fill(x, v, n) / axpy(y, x, a, n) */
+	float v;
+	int n;
+	void *params[4];             /* kernelParams */
+	uint8_t buf[24];             /* an `extra` buffer */
+	size_t size;
+	void *extra[5];
+	CUlaunchAttribute attr;
+};
+
+enum change {
+	CH_NONE, CH_FUNC, CH_API, CH_STREAM, CH_LEGACY, CH_CTX, CH_TID, CH_GRID0, CH_GRID1, CH_GRID2, CH_BLOCK0,
+	CH_BLOCK1, CH_BLOCK2, CH_SHARED, CH_PTR, CH_PTR2, CH_FLOAT, CH_INT, CH_ATTRS, CH_EXTRA, CH_COUNT
+};
+static const char *const change_names[CH_COUNT] = {
+	"none", "function", "api", "stream", "legacy stream", "context", "thread", "grid x", "grid y", "grid z",
+	"block x", "block y", "block z", "shared bytes", "first pointer", "second pointer", "float", "int",
+	"attributes", "extra buffer",
+};
+
+/* The i-th launch of the step, with change ch applied. */
+static void step_call(int i, enum change ch, struct cap_call *c, struct cap_who *who, struct args *a)
+{
+	bool axpy = i % 2 == 1;
+
+	if (ch == CH_FUNC)
+		axpy = !axpy;
+	memset(c, 0, sizeof(*c));
+	memset(a, 0, sizeof(*a));
+	*who = (struct cap_who){ .ctx = ch == CH_CTX ? CTX2 : ctx, .tid = ch == CH_TID ? 2 : 1, .t_ns = 0 };
+	c->kind = CAP_OP_KERNEL;
+	c->api = ch == CH_API ? DRV_ID_cuLaunchKernel_ptsz : DRV_ID_cuLaunchKernel;
+	c->stream = i % 3 == 0 ? s1 : i % 3 == 1 ? s2 : 0;
+	if (ch == CH_STREAM)
+		c->stream = c->stream == s1 ? s2 : s1;
+	if (ch == CH_LEGACY) /* the legacy stream named the other way: same record and slot */
+		c->stream = c->stream ? 0 : CU_STREAM_LEGACY;
+	c->u.kernel.f = axpy ? f_axpy : f_fill;
+	c->u.kernel.grid[0] = 4u + (unsigned)i + (ch == CH_GRID0);
+	c->u.kernel.grid[1] = 1u + (ch == CH_GRID1);
+	c->u.kernel.grid[2] = 1u + (ch == CH_GRID2);
+	c->u.kernel.block[0] = 128u + (ch == CH_BLOCK0);
+	c->u.kernel.block[1] = 1u + (ch == CH_BLOCK1);
+	c->u.kernel.block[2] = 1u + (ch == CH_BLOCK2);
+	c->u.kernel.shared_bytes = ch == CH_SHARED ? 64 : 0;
+	a->y = 0x100000ull + 0x1000ull * (unsigned)i + (ch == CH_PTR ? 8 : 0);
+	a->x = 0x200000ull + 0x1000ull * (unsigned)i + (ch == CH_PTR2 ? 8 : 0);
+	a->v = 1.5f + (float)i + (ch == CH_FLOAT ? 0.25f : 0.0f);
+	a->n = 512 + i + (ch == CH_INT);
+	if (axpy) {
+		a->params[0] = &a->y;
+		a->params[1] = &a->x;
+		a->params[2] = &a->v;
+		a->params[3] = &a->n;
+	} else {
+		a->params[0] = ch == CH_PTR2 ? (void *)&a->x : (void *)&a->y;
+		a->params[1] = &a->v;
+		a->params[2] = &a->n;
+	}
+	c->u.kernel.params = a->params;
+	if (ch == CH_ATTRS) { /* the entry point kept: only the attributes tell the ops apart */
+		a->attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		c->u.kernel.attrs = &a->attr;
+		c->u.kernel.nattrs = 1;
+	}
+	if (ch == CH_EXTRA) { /* the same bytes, passed as a buffer: not the same op */
+		memcpy(a->buf, &a->y, 8);
+		memcpy(a->buf + 8, axpy ? (const void *)&a->x : (const void *)&a->v, axpy ? 8 : 4);
+		memcpy(a->buf + (axpy ? 16 : 12), axpy ? (const void *)&a->v : (const void *)&a->n, 4);
+		if (axpy)
+			memcpy(a->buf + 20, &a->n, 4);
+		a->size = axpy ? 24 : 16;
+		a->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+		a->extra[1] = a->buf;
+		a->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+		a->extra[3] = &a->size;
+		a->extra[4] = CU_LAUNCH_PARAM_END;
+		c->u.kernel.params = NULL;
+		c->u.kernel.extra = a->extra;
+	}
+}
+
+static struct cap_engine *make(bool fast)
+{
+	struct cap_config cfg = { .max_templates = 8, .no_fast_lane = !fast };
+	struct cap_engine *ce = cap_engine_create(&cfg);
+
+	assert_non_null(ce);
+	cap_stream_created(ce, s1, CU_STREAM_NON_BLOCKING);
+	cap_stream_created(ce, s2, CU_STREAM_NON_BLOCKING);
+	return ce;
+}
+
+/* Every field the two recordings could differ in (the function records are each engine's own:
+ * compared by their ids). */
+static void same_op(const struct cap_op *a, const struct cap_op *b, const char *what)
+{
+	const struct cap_kernel *x = &a->u.kernel, *y = &b->u.kernel;
+
+	if (a->kind != b->kind || a->flags != b->flags || a->stream_kind != b->stream_kind || a->api != b->api ||
+	    a->stream_slot != b->stream_slot || a->tid != b->tid || a->stream != b->stream || a->ctx != b->ctx ||
+	    a->key != b->key || a->bind != b->bind || a->callsite != b->callsite || a->seq != b->seq ||
+	    a->vid != b->vid || a->t_ns != b->t_ns)
+		fail_msg("%s: the fast lane's op differs from the long path's in its header", what);
+	if (a->kind != CAP_OP_KERNEL)
+		fail_msg("%s: not a kernel op", what);
+	if (x->handle != y->handle || x->func != y->func || !x->info != !y->info ||
+	    (x->info && x->info->id != y->info->id) || memcmp(x->grid, y->grid, sizeof(x->grid)) != 0 ||
+	    memcmp(x->block, y->block, sizeof(x->block)) != 0 || x->shared_bytes != y->shared_bytes ||
+	    x->param_size != y->param_size || x->nattrs != y->nattrs || !x->attrs != !y->attrs ||
+	    x->via_extra != y->via_extra || (x->param_size && memcmp(x->params, y->params, x->param_size) != 0))
+		fail_msg("%s: the fast lane's kernel part differs", what);
+}
+
+/* The op as recorded says what the call said, and its hashes are its fields'. */
+static void op_is_call(const struct cap_op *op, const struct cap_call *c, const struct cap_who *who,
+		       const struct args *a, const char *what)
+{
+	const struct cap_kernel *k = &op->u.kernel;
+	struct cap_op h = *op;
+
+	if (op->api != c->api || op->stream != c->stream || op->ctx != who->ctx || op->tid != who->tid)
+		fail_msg("%s: the op's header is not the call's", what);
+	if (k->handle != c->u.kernel.f || memcmp(k->grid, c->u.kernel.grid, sizeof(k->grid)) != 0 ||
+	    memcmp(k->block, c->u.kernel.block, sizeof(k->block)) != 0 || k->shared_bytes != c->u.kernel.shared_bytes ||
+	    k->nattrs != c->u.kernel.nattrs)
+		fail_msg("%s: the op's launch is not the call's", what);
+	if (c->u.kernel.params) {
+		for (uint32_t i = 0; i < k->info->nparams; i++)
+			if (memcmp((const char *)k->params + k->info->offset[i], c->u.kernel.params[i], k->info->size[i]) != 0)
+				fail_msg("%s: the op's parameter %u is not the call's", what, i);
+	} else if (k->param_size != a->size || memcmp(k->params, a->buf, a->size) != 0) {
+		fail_msg("%s: the op's extra buffer is not the call's", what);
+	}
+	cap_op_hash(&h);
+	if (h.key != op->key || h.bind != op->bind)
+		fail_msg("%s: the op's key or bindings are not its fields' hashes", what);
+}
+
+/* Three windows of the step into both engines, the third with change ch applied to op `at`.
+ * Returns the ops the fast lane recorded. */
+static uint64_t run(enum change ch, int at, bool differs)
+{
+	struct cap_engine *e[2] = { make(true), make(false) };
+	const struct cap_op *prev[NOPS] = { 0 }; /* the second window's ops, in the fast engine */
+	const char *what = change_names[ch];
+	struct cap_totals t;
+
+	for (int win = 0; win < 3; win++) {
+		for (int i = 0; i < NOPS; i++) {
+			struct cap_rec r[2];
+			struct cap_call c;
+			struct cap_who who;
+			struct args a;
+
+			step_call(i, win == 2 && i == at ? ch : CH_NONE, &c, &who, &a);
+			for (int k = 0; k < 2; k++) {
+				assert_int_equal(cap_record(e[k], &c, &who, &r[k]), 0);
+				assert_int_equal(r[k].result, CAP_REC_RECORDED);
+			}
+			if (r[0].kind != r[1].kind || r[0].ends_window != r[1].ends_window || r[0].index != r[1].index ||
+			    r[0].window != r[1].window || r[0].seq != r[1].seq || r[0].bytes != r[1].bytes ||
+			    !r[0].func != !r[1].func || (r[0].func && r[0].func->id != r[1].func->id) ||
+			    (r[0].closed == NULL) != (r[1].closed == NULL))
+				fail_msg("%s: window %d op %d: the fast lane's answer differs", what, win, i);
+			same_op(r[0].op, r[1].op, what);
+			op_is_call(r[0].op, &c, &who, &a, what);
+			if (win == 2 && prev[i] && r[0].op->vid == prev[i]->vid && !rw_op_same(r[0].op, prev[i]))
+				fail_msg("%s: op %d took the predicted op's vid but is not the same op", what, i);
+			if (win == 2 && i == at && differs && prev[i] && r[0].op->vid == prev[i]->vid)
+				fail_msg("%s: op %d was changed but kept the predicted op's vid", what, i);
+		}
+		if (win == 1) /* the ops stay in the shape's last window while the third records */
+			for (int i = 0; i < NOPS; i++)
+				prev[i] = cap_window_op(cap_window_current(e[0]), (uint32_t)i);
+		for (int k = 0; k < 2; k++)
+			assert_non_null(cap_boundary(e[k], CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	}
+	cap_get_totals(e[0], &t);
+	cap_engine_destroy(e[0]);
+	cap_engine_destroy(e[1]);
+	return t.ops_fast;
+}
+
+/* A step repeated: the third window goes by the fast lane but for each stream's first launch
+ * (which numbers its slot the long way), and the answers are the long path's. */
+static void test_repeat_is_long_path(void **state)
+{
+	uint64_t fast;
+
+	(void)state;
+	fast = run(CH_NONE, -1, false);
+	print_message("fast lane: %llu of %d launches\n", (unsigned long long)fast, 3 * NOPS);
+	assert_int_equal(fast, NOPS - 3);
+}
+
+/* Each thing a launch can change, changed at a fill (even index) and at an axpy (odd), on each
+ * stream: the op is the call's, and never the predicted op's identity. */
+static void test_each_field(void **state)
+{
+	(void)state;
+	for (int ch = CH_FUNC; ch < CH_COUNT; ch++) {
+		if (ch == CH_TID)
+			continue;
+		for (int at = 3; at < 9; at++)
+			run((enum change)ch, at, true);
+	}
+}
+
+/* Another thread's launch at a repeated position: recorded with its thread, by either path. */
+static void test_thread(void **state)
+{
+	(void)state;
+	for (int at = 3; at < 9; at++)
+		run(CH_TID, at, false); /* the thread is no part of an op's identity */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_repeat_is_long_path),
+		cmocka_unit_test(test_each_field),
+		cmocka_unit_test(test_thread),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, NULL);
+}
