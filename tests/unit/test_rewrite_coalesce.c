@@ -195,7 +195,7 @@ static void test_run_exact(void **state)
 {
 	struct cap_op ops[4];
 	const struct cap_op *ptr[4];
-	struct rw_config on = { 1, NULL, NULL };
+	struct rw_config on = { 1, NULL, NULL, NULL };
 	struct rw_run *r;
 	uint64_t g0, g1;
 
