@@ -165,6 +165,11 @@ struct rw_plan {
 	struct rw_plan_stat *stats;  /* nstats entries (owned) */
 	struct rw_kernels *kernels;  /* the engine's cache of cufold's kernels its batch nodes
 				      * launch (rw_config's; not owned), or NULL */
+	uint64_t eff_tag;            /* the run's pass (struct rw_run gen) whose bindings the valid
+				      * slots of eff were worked out from, kept across checks; 0: none
+				      * (the slots serve one check only) */
+	uint32_t eff_fresh;          /* eff_used after the last check that started the pool afresh
+				      * (bounds what slots given up leave behind) */
 };
 
 const char *rw_node_kind_name(enum rw_node_kind k); /* "forward" */
@@ -325,6 +330,12 @@ struct rw_run {
 	 * address with another size leaves the bindings the same and the extent stale. */
 	bool extents;                /* some remembered pass looked an extent up */
 	uint64_t alloc_gen;          /* the map's generation those passes saw */
+	/* Incremental checks (rw_run_guards_hold): a launch whose bindings match no remembered
+	 * pass is checked only where they moved relative to the pass the plan's effects cache was
+	 * worked out for (plan->eff_tag). */
+	uint8_t *moved;              /* scratch, n entries: op i's bindings differ from that pass's */
+	uint8_t *snap_mark;          /* scratch, one per snapshot of the plan (RUN_SNAP_* flags) */
+	uint64_t nfull, npart;       /* checks made in full / incrementally (tests) */
 };
 
 /* Rewrite ops[0..n) with the rules cfg enables. NULL when nothing fires, the plan does not fit
