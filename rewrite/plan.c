@@ -323,13 +323,53 @@ static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, 
 	return (uint32_t)snap < p->nsnaps ? &p->snap_ops[snap] : NULL;
 }
 
-/* The effects of guard side (index, snap) for this check, worked out once (slot of the cache).
- * false when out of memory (the caller then works them out itself). */
-static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op,
-		     const struct cap_op *const *ops, struct rw_eff_view *v)
+static bool op_same_as(const struct cap_op *d, const struct cap_op *e);
+
+/* Original op index's effects taken from a remembered pass of run r whose op index has the very
+ * same bindings (effects are a function of an op's bindings, the allocation map and its card:
+ * the premise of the remembered passes, rw_run_guards_hold): CuPy's pool cycles each op's
+ * buffers with a short period while the run's bindings as a whole never repeat. Into slot s;
+ * false when no pass has them (or out of memory). */
+static bool eff_recall(struct rw_plan *p, const struct rw_run *r, uint32_t index, const struct cap_op *op,
+		       struct rw_eff_slot *s)
+{
+	for (int k = 0; k < RW_RUN_SEEN; k++) {
+		const struct rw_run_seen *e = &r->seen[k];
+		const struct rw_eff_slot *m;
+		struct rw_effects x;
+
+		if (!e->gen || !e->eff || !e->eff[index].valid || !op_same_as(op, &e->ops[index]))
+			continue;
+		m = &e->eff[index];
+		x.all = m->all;
+		x.nr = m->nr;
+		x.nw = m->nw;
+		if (x.nr > RW_ACCESS_MAX || x.nw > RW_ACCESS_MAX)
+			return false;
+		memcpy(x.r, &e->pool[m->r], m->nr * sizeof(x.r[0]));
+		memcpy(x.w, &e->pool[m->w], m->nw * sizeof(x.w[0]));
+		if (!rw_eff_pool_put(&p->eff_pool, &p->eff_used, &p->eff_cap, &x, &s->r, &s->w))
+			return false;
+		s->all = x.all;
+		s->nr = x.nr;
+		s->nw = x.nw;
+		s->valid = true;
+		return true;
+	}
+	return false;
+}
+
+/* The effects of guard side (index, snap) for this check, worked out once (slot of the cache),
+ * or recalled from a remembered pass of run r (may be NULL). false when out of memory (the
+ * caller then works them out itself). */
+static bool eff_slot(struct rw_plan *p, const struct rw_run *r, uint32_t index, int32_t snap,
+		     const struct cap_op *op, const struct cap_op *const *ops, struct rw_eff_view *v)
 {
 	uint32_t k = snap >= 0 ? p->norig + (uint32_t)snap : index;
 	struct rw_eff_slot *s = &p->eff[k];
+
+	if (!s->valid && snap < 0 && r)
+		eff_recall(p, r, index, op, s);
 
 	if (!s->valid && snap >= 0 && p->snaps[snap].kind == RW_NODE_BATCH_KERNEL) {
 		/* a multi-instance launch touches what its instances touch */
@@ -364,16 +404,16 @@ static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, stru
 
 /* A guard on effects, with each side's effects from the plan's cache; -1 when the cache cannot
  * serve (out of memory, or a kind that needs more than effects). */
-static int guard_on_effects(struct rw_plan *p, const struct rw_guard *g, const struct cap_op *a,
-			    const struct cap_op *b, const struct cap_op *const *ops)
+static int guard_on_effects(struct rw_plan *p, const struct rw_run *r, const struct rw_guard *g,
+			    const struct cap_op *a, const struct cap_op *b, const struct cap_op *const *ops)
 {
 	struct rw_eff_view va, vb;
 
 	if (!p->eff || (g->kind != RW_G_UNREAD && g->kind != RW_G_UNWRITTEN && g->kind != RW_G_INDEPENDENT &&
 			g->kind != RW_G_COVERS))
 		return -1;
-	if (!eff_slot(p, g->a, g->na, a, ops, &va) ||
-	    (g->kind != RW_G_COVERS && !eff_slot(p, g->b, g->nb, b, ops, &vb)))
+	if (!eff_slot(p, r, g->a, g->na, a, ops, &va) ||
+	    (g->kind != RW_G_COVERS && !eff_slot(p, r, g->b, g->nb, b, ops, &vb)))
 		return -1;
 	eff_bind(p, g->a, g->na, &va);
 	if (g->kind == RW_G_COVERS)
@@ -420,8 +460,8 @@ static bool side_moved(const struct rw_plan *p, uint32_t index, int32_t snap, co
  * the base's) are checked, only the snapshots they name are derived, and the cached effects of
  * ops and snapshots that did not move are kept (the caller vouches that the cache was worked out
  * from the base's bindings: keep_eff). */
-static bool plan_check(struct rw_plan *p, const struct cap_op *const *ops, const uint8_t *moved, uint8_t *snap_mark,
-		       bool keep_eff, uint32_t *failed)
+static bool plan_check(struct rw_plan *p, const struct rw_run *r, const struct cap_op *const *ops,
+		       const uint8_t *moved, uint8_t *snap_mark, bool keep_eff, uint32_t *failed)
 {
 	bool fresh;
 
@@ -478,7 +518,7 @@ static bool plan_check(struct rw_plan *p, const struct cap_op *const *ops, const
 			continue; /* held at the base, on the very same ops */
 		a = guard_side(p, g->a, g->na, ops);
 		b = guard_side(p, g->b, g->nb, ops);
-		held = a && b ? guard_on_effects(p, g, a, b, ops) : 0;
+		held = a && b ? guard_on_effects(p, r, g, a, b, ops) : 0;
 
 		if (held < 0)
 			held = rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb);
@@ -500,7 +540,7 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 	struct rw_plan *p = (struct rw_plan *)p_const;
 
 	p->eff_tag = 0; /* the cache is this check's: no run's pass vouches for it */
-	return plan_check(p, ops, NULL, NULL, false, failed);
+	return plan_check(p, NULL, ops, NULL, NULL, false, failed);
 }
 
 int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *const *ops, struct cap_op *out)
@@ -698,6 +738,8 @@ void rw_run_destroy(struct rw_run *r)
 	for (int k = 0; k < RW_RUN_SEEN; k++) {
 		free(r->seen[k].ops);
 		free(r->seen[k].params);
+		free(r->seen[k].eff);
+		free(r->seen[k].pool);
 	}
 	free(r);
 }
@@ -732,7 +774,7 @@ static bool run_check(struct rw_run *r, const uint8_t *moved)
 		r->npart++;
 	else
 		r->nfull++;
-	if (!plan_check(r->plan, r->ops, moved, r->snap_mark, moved != NULL, &failed)) {
+	if (!plan_check(r->plan, r, r->ops, moved, r->snap_mark, moved != NULL, &failed)) {
 		log_failed_guard(r, failed);
 		return false;
 	}
@@ -752,6 +794,31 @@ static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *o
 		r->ops[i] = ops[i];
 	r->plan->eff_tag = 0;
 	return run_check(r, NULL);
+}
+
+/* Keep the effects the check that just passed worked out (the plan's slots of original ops hold
+ * def's: rw_run_guards_hold) with the pass e, for eff_recall; none kept when out of memory. */
+static void run_keep_effects(struct rw_run *r, struct rw_run_seen *e)
+{
+	const struct rw_plan *p = r->plan;
+
+	if (!p->eff)
+		return;
+	if (!e->eff)
+		e->eff = malloc(r->n * sizeof(*e->eff));
+	if (p->eff_used > e->pool_cap) {
+		free(e->pool);
+		e->pool = malloc(p->eff_used * sizeof(*e->pool));
+		e->pool_cap = e->pool ? p->eff_used : 0;
+	}
+	if (!e->eff || (p->eff_used && !e->pool)) {
+		free(e->eff);
+		e->eff = NULL;
+		return;
+	}
+	memcpy(e->eff, p->eff, r->n * sizeof(*e->eff));
+	if (p->eff_used)
+		memcpy(e->pool, p->eff_pool, p->eff_used * sizeof(*e->pool));
 }
 
 /* Remember def as a launch that passed (kernel parameters copied), in place of the entry
@@ -784,6 +851,7 @@ static void run_remember(struct rw_run *r, const struct cap_op *def)
 			at += def[i].u.kernel.param_size;
 		}
 	}
+	run_keep_effects(r, e);
 	e->gen = ++r->gen;
 	r->cur = (int32_t)r->victim;
 	r->victim = (r->victim + 1) % RW_RUN_SEEN;

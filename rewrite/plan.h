@@ -321,6 +321,10 @@ struct rw_run {
 		uint8_t *params;     /* their kernel parameter bytes */
 		size_t cap;          /* bytes params can hold (kept: reused by the next pass) */
 		uint64_t gen;        /* which pass it holds (rw_run_bindings_gen), 0: none */
+		struct rw_eff_slot *eff; /* n slots: each op's effects as that pass worked them out
+				      * (valid: it did), ranges in pool; NULL: none kept */
+		struct rw_range *pool; /* their ranges */
+		uint32_t pool_cap;   /* ranges pool can hold */
 	} seen[RW_RUN_SEEN];
 	int32_t cur;                 /* the entry the last rw_run_guards_hold matched or filled, -1 */
 	uint32_t victim;             /* the entry the next new pass replaces (round robin) */
