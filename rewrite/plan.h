@@ -299,7 +299,8 @@ void rw_plan_destroy(struct rw_plan *p);
 
 struct rw_config;
 
-#define RW_RUN_SEEN 4 /* launches' bindings a run remembers as passed */
+#define RW_RUN_SEEN 16 /* launches' bindings a run remembers as passed (an entry is allocated
+			* when first filled: bindings that stay put take one) */
 
 /* A plan over a run of consecutive ops that replay lays out by position: a plan node stands at
  * the position of its first op; the other ops it covers and the ops the plan erased get no graph
@@ -315,7 +316,9 @@ struct rw_run {
 	 * same bindings as one of them needs no new check. Guards and derivations are functions of
 	 * the bindings alone, so a remembered pass stays true. Several, because programs cycle
 	 * their buffers (ping-pong, a pool's thirds: copy_loop move checked every launch, 3,300
-	 * instructions per op, issue 22). */
+	 * instructions per op, issue 22). Sixteen, because each pass also keeps the effects its
+	 * ops had (eff_recall): CuPy's pool cycles an op's buffers with periods of 3 to 15 launches,
+	 * so a check finds most ops' effects in some pass although no two passes are alike. */
 	struct rw_run_seen {
 		struct cap_op *ops;  /* n ops (kernel parameters copied into params), NULL: empty */
 		uint8_t *params;     /* their kernel parameter bytes */
