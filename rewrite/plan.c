@@ -323,7 +323,8 @@ static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, 
 	return (uint32_t)snap < p->nsnaps ? &p->snap_ops[snap] : NULL;
 }
 
-static bool op_same_as(const struct cap_op *d, const struct cap_op *e);
+/* inlined: it runs per op of every launch's compare with the remembered passes (run_same_as) */
+static inline __attribute__((always_inline)) bool op_same_as(const struct cap_op *d, const struct cap_op *e);
 
 /* Original op index's effects taken from a remembered pass of run r whose op index has the very
  * same bindings (effects are a function of an op's bindings, the allocation map and its card:
@@ -858,7 +859,7 @@ static void run_remember(struct rw_run *r, const struct cap_op *def)
 }
 
 /* Whether op d has exactly the bindings of op e (an op of a remembered pass). */
-static bool op_same_as(const struct cap_op *d, const struct cap_op *e)
+static inline __attribute__((always_inline)) bool op_same_as(const struct cap_op *d, const struct cap_op *e)
 {
 	/* the same value identity: equal in every field rw_op_same compares (capture.h's vid, given
 	 * only on an exact compare), so a window that repeated the last one's bindings is not
