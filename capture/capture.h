@@ -94,9 +94,12 @@ struct cap_func {
 	struct cap_image *image;     /* the code it was loaded from (one reference), NULL when unknown;
 				      * part of the record's identity: the same name and layout from
 				      * another text is another record */
-	void *derived;               /* rewrite's card derived from the PTX (rewrite/derived.c): the one
-				      * field a layer above writes, once, with an atomic store; NULL
-				      * until a rule first asks */
+	void *derived;               /* rewrite's card derived from the PTX (rewrite/derived.c): one of
+				      * the two fields a layer above writes, once, with an atomic store;
+				      * NULL until a rule first asks */
+	void *user_card;             /* rewrite's answer for the user's card of name (rewrite/derived.c,
+				      * written like derived, only on records with an image): the
+				      * lookup, its lock and the name's hash once, not per launch */
 	struct cap_func *next;       /* every function, newest first */
 };
 

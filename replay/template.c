@@ -93,6 +93,13 @@ int rpl__node_set_kernel(struct rpl_node *n, const struct cap_op *op)
 	uint32_t np = k->via_extra ? 0 : k->info->nparams;
 	void *params;
 
+	/* a node patched with parameters of the size it holds keeps its buffer (the driver copied
+	 * the old bytes when they were set): no allocation per patched node and launch */
+	if (n->params && n->param_size == k->param_size && (k->via_extra || !np || n->param_ptrs)) {
+		memmove(n->params, k->params, k->param_size);
+		params = n->params;
+		goto out_set;
+	}
 	params = malloc(k->param_size ? k->param_size : 1);
 	if (!params)
 		return -CF_ENOMEM;
@@ -105,6 +112,7 @@ int rpl__node_set_kernel(struct rpl_node *n, const struct cap_op *op)
 		}
 	}
 	free(n->params);
+out_set:
 	n->params = params;
 	n->param_size = k->param_size;
 	n->func = k->func;

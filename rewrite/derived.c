@@ -94,9 +94,29 @@ static const struct rw_derived *derived_of(const struct cap_func *f)
 	return d;
 }
 
+/* What f->user_card holds for "looked up: the user has no card for it". */
+static const char no_user_card;
+
+/* The user's card for f (rw_card_lookup of its name), kept on f's record: the user's cards are
+ * loaded once, so the answer never changes. Only records with an image are written (capture
+ * made them; a hand-made record may be read-only), as derived_of writes only those. */
+static const struct rw_card *user_card_of(const struct cap_func *f)
+{
+	struct cap_func *w = (struct cap_func *)f; /* the other field rewrite owns in the record */
+	void *m = f->image ? __atomic_load_n(&w->user_card, __ATOMIC_ACQUIRE) : NULL;
+	const struct rw_card *card;
+
+	if (m)
+		return m == (const void *)&no_user_card ? NULL : m;
+	card = rw_card_lookup(f->name);
+	if (f->image)
+		__atomic_store_n(&w->user_card, card ? (void *)card : (void *)&no_user_card, __ATOMIC_RELEASE);
+	return card;
+}
+
 const struct rw_card *rw_card_for(const struct cap_func *f, enum rw_card_source *source)
 {
-	const struct rw_card *card = f ? rw_card_lookup(f->name) : NULL;
+	const struct rw_card *card = f ? user_card_of(f) : NULL;
 	const struct rw_derived *d;
 	enum rw_card_source s = RW_CARD_NONE;
 
@@ -138,7 +158,7 @@ enum rw_card_source rw_card_source_of(const struct cap_func *f)
 
 	if (!f)
 		return RW_CARD_NONE;
-	if (rw_card_lookup(f->name))
+	if (user_card_of(f))
 		return RW_CARD_USER;
 	d = __atomic_load_n(&((struct cap_func *)f)->derived, __ATOMIC_ACQUIRE);
 	return d ? d->source : RW_CARD_NONE;

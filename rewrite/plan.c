@@ -323,13 +323,54 @@ static const struct cap_op *guard_side(const struct rw_plan *p, uint32_t index, 
 	return (uint32_t)snap < p->nsnaps ? &p->snap_ops[snap] : NULL;
 }
 
-/* The effects of guard side (index, snap) for this check, worked out once (slot of the cache).
- * false when out of memory (the caller then works them out itself). */
-static bool eff_slot(struct rw_plan *p, uint32_t index, int32_t snap, const struct cap_op *op,
-		     const struct cap_op *const *ops, struct rw_eff_view *v)
+/* inlined: it runs per op of every launch's compare with the remembered passes (run_same_as) */
+static inline __attribute__((always_inline)) bool op_same_as(const struct cap_op *d, const struct cap_op *e);
+
+/* Original op index's effects taken from a remembered pass of run r whose op index has the very
+ * same bindings (effects are a function of an op's bindings, the allocation map and its card:
+ * the premise of the remembered passes, rw_run_guards_hold): CuPy's pool cycles each op's
+ * buffers with a short period while the run's bindings as a whole never repeat. Into slot s;
+ * false when no pass has them (or out of memory). */
+static bool eff_recall(struct rw_plan *p, const struct rw_run *r, uint32_t index, const struct cap_op *op,
+		       struct rw_eff_slot *s)
+{
+	for (int k = 0; k < RW_RUN_SEEN; k++) {
+		const struct rw_run_seen *e = &r->seen[k];
+		const struct rw_eff_slot *m;
+		struct rw_effects x;
+
+		if (!e->gen || !e->eff || !e->eff[index].valid || !op_same_as(op, &e->ops[index]))
+			continue;
+		m = &e->eff[index];
+		x.all = m->all;
+		x.nr = m->nr;
+		x.nw = m->nw;
+		if (x.nr > RW_ACCESS_MAX || x.nw > RW_ACCESS_MAX)
+			return false;
+		memcpy(x.r, &e->pool[m->r], m->nr * sizeof(x.r[0]));
+		memcpy(x.w, &e->pool[m->w], m->nw * sizeof(x.w[0]));
+		if (!rw_eff_pool_put(&p->eff_pool, &p->eff_used, &p->eff_cap, &x, &s->r, &s->w))
+			return false;
+		s->all = x.all;
+		s->nr = x.nr;
+		s->nw = x.nw;
+		s->valid = true;
+		return true;
+	}
+	return false;
+}
+
+/* The effects of guard side (index, snap) for this check, worked out once (slot of the cache),
+ * or recalled from a remembered pass of run r (may be NULL). false when out of memory (the
+ * caller then works them out itself). */
+static bool eff_slot(struct rw_plan *p, const struct rw_run *r, uint32_t index, int32_t snap,
+		     const struct cap_op *op, const struct cap_op *const *ops, struct rw_eff_view *v)
 {
 	uint32_t k = snap >= 0 ? p->norig + (uint32_t)snap : index;
 	struct rw_eff_slot *s = &p->eff[k];
+
+	if (!s->valid && snap < 0 && r)
+		eff_recall(p, r, index, op, s);
 
 	if (!s->valid && snap >= 0 && p->snaps[snap].kind == RW_NODE_BATCH_KERNEL) {
 		/* a multi-instance launch touches what its instances touch */
@@ -364,16 +405,16 @@ static void eff_bind(const struct rw_plan *p, uint32_t index, int32_t snap, stru
 
 /* A guard on effects, with each side's effects from the plan's cache; -1 when the cache cannot
  * serve (out of memory, or a kind that needs more than effects). */
-static int guard_on_effects(struct rw_plan *p, const struct rw_guard *g, const struct cap_op *a,
-			    const struct cap_op *b, const struct cap_op *const *ops)
+static int guard_on_effects(struct rw_plan *p, const struct rw_run *r, const struct rw_guard *g,
+			    const struct cap_op *a, const struct cap_op *b, const struct cap_op *const *ops)
 {
 	struct rw_eff_view va, vb;
 
 	if (!p->eff || (g->kind != RW_G_UNREAD && g->kind != RW_G_UNWRITTEN && g->kind != RW_G_INDEPENDENT &&
 			g->kind != RW_G_COVERS))
 		return -1;
-	if (!eff_slot(p, g->a, g->na, a, ops, &va) ||
-	    (g->kind != RW_G_COVERS && !eff_slot(p, g->b, g->nb, b, ops, &vb)))
+	if (!eff_slot(p, r, g->a, g->na, a, ops, &va) ||
+	    (g->kind != RW_G_COVERS && !eff_slot(p, r, g->b, g->nb, b, ops, &vb)))
 		return -1;
 	eff_bind(p, g->a, g->na, &va);
 	if (g->kind == RW_G_COVERS)
@@ -382,11 +423,48 @@ static int guard_on_effects(struct rw_plan *p, const struct rw_guard *g, const s
 	return apart_eff(&va, &vb, g->kind != RW_G_UNWRITTEN, g->kind != RW_G_UNREAD);
 }
 
-bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *const *ops, uint32_t *failed)
+/* Marks of a snapshot in an incremental check (struct rw_run snap_mark). */
+#define RUN_SNAP_MOVED 1u /* an op it is derived from moved */
+#define RUN_SNAP_NEED 2u  /* a guard to check names it: derive it from this launch's ops */
+
+/* Whether plan node n, derived from ops, may differ from its derivation from the ops of the base
+ * pass: some op it reads moved. A node reads its originals, its `from` and its members' `from`
+ * (rewrite/derive.c); a kind not known here counts as moved (a new kind whose derivation reads
+ * other ops must name them here). */
+static bool node_moved(const struct rw_plan_node *n, const uint8_t *moved)
 {
-	/* the check caches (snapshot ops, effects) are the plan's scratch: plans are checked by one
-	 * thread at a time (replay runs under the engine's lock) */
-	struct rw_plan *p = (struct rw_plan *)p_const;
+	if (n->kind >= RW_NODE_KIND_COUNT)
+		return true;
+	for (uint32_t j = 0; j < n->norig; j++)
+		if (moved[n->orig[j]])
+			return true;
+	if (n->from != RW_NONE && moved[n->from])
+		return true;
+	for (uint32_t m = 0; m < n->nmembers; m++)
+		if (n->members[m].from != RW_NONE && moved[n->members[m].from])
+			return true;
+	return false;
+}
+
+/* Whether guard side (index, snap) may stand for another op than at the base pass. */
+static bool side_moved(const struct rw_plan *p, uint32_t index, int32_t snap, const uint8_t *moved,
+		       const uint8_t *snap_mark)
+{
+	if (snap < 0)
+		return moved[index] != 0;
+	return (uint32_t)snap >= p->nsnaps || (snap_mark[snap] & RUN_SNAP_MOVED);
+}
+
+/* The guards check. moved == NULL: every guard, every snapshot derived, the effects cache
+ * started afresh. Else an incremental check against a base pass (rw_run_guards_hold says why
+ * that is sound): only the guards with a side that moved (moved[i]: op i's bindings differ from
+ * the base's) are checked, only the snapshots they name are derived, and the cached effects of
+ * ops and snapshots that did not move are kept (the caller vouches that the cache was worked out
+ * from the base's bindings: keep_eff). */
+static bool plan_check(struct rw_plan *p, const struct rw_run *r, const struct cap_op *const *ops,
+		       const uint8_t *moved, uint8_t *snap_mark, bool keep_eff, uint32_t *failed)
+{
+	bool fresh;
 
 	if (p->nren) {
 		/* the plan was made over the ops as patched: check the renames, then the rest there */
@@ -399,12 +477,41 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 	}
 	if (!p->eff && p->nguards)
 		p->eff = calloc(p->norig + p->nsnaps, sizeof(*p->eff));
-	if (p->eff) {
+	if (moved) {
+		for (uint32_t s = 0; s < p->nsnaps; s++)
+			snap_mark[s] = node_moved(&p->snaps[s], moved) ? RUN_SNAP_MOVED : 0;
+	}
+	/* slots given up leave their ranges in the pool: start afresh once they outweigh the rest */
+	if (keep_eff && p->eff_used > 2 * p->eff_fresh + 256)
+		keep_eff = false;
+	fresh = !(p->eff && keep_eff && moved);
+	if (!fresh) {
+		for (uint32_t i = 0; i < p->norig; i++)
+			if (moved[i])
+				p->eff[i].valid = false;
+		for (uint32_t s = 0; s < p->nsnaps; s++)
+			if (snap_mark[s] & RUN_SNAP_MOVED)
+				p->eff[p->norig + s].valid = false;
+	} else if (p->eff) {
 		memset(p->eff, 0, (p->norig + p->nsnaps) * sizeof(*p->eff));
 		p->eff_used = 0;
 	}
-	/* every snapshot derived once for this check (a snapshot may appear in many guards) */
+	/* the snapshots the guards to check name, each derived once (a snapshot may appear in many
+	 * guards); an unmoved snapshot's op is derived again all the same: the scratch of the last
+	 * check may point into ops that are gone */
+	for (uint32_t i = 0; moved && i < p->nguards; i++) {
+		const struct rw_guard *g = &p->guards[i];
+
+		if (!side_moved(p, g->a, g->na, moved, snap_mark) && !side_moved(p, g->b, g->nb, moved, snap_mark))
+			continue;
+		if (g->na >= 0 && (uint32_t)g->na < p->nsnaps)
+			snap_mark[g->na] |= RUN_SNAP_NEED;
+		if (g->nb >= 0 && (uint32_t)g->nb < p->nsnaps)
+			snap_mark[g->nb] |= RUN_SNAP_NEED;
+	}
 	for (uint32_t s = 0; s < p->nsnaps; s++) {
+		if (moved && !(snap_mark[s] & RUN_SNAP_NEED))
+			continue;
 		if (rw_node_derive(p->kernels, &p->snaps[s], ops, &p->snap_ops[s]) != 0) {
 			if (failed)
 				*failed = RW_GUARD_NO_SNAPSHOT;
@@ -417,9 +524,11 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 		int held;
 
 		cf_assert(g->a < p->norig && g->b < p->norig); /* guards name original ops (guard_add) */
+		if (moved && !side_moved(p, g->a, g->na, moved, snap_mark) && !side_moved(p, g->b, g->nb, moved, snap_mark))
+			continue; /* held at the base, on the very same ops */
 		a = guard_side(p, g->a, g->na, ops);
 		b = guard_side(p, g->b, g->nb, ops);
-		held = a && b ? guard_on_effects(p, g, a, b, ops) : 0;
+		held = a && b ? guard_on_effects(p, r, g, a, b, ops) : 0;
 
 		if (held < 0)
 			held = rw_cond_holds((enum rw_guard_kind)g->kind, a, b, g->a == g->b && g->na == g->nb);
@@ -429,7 +538,19 @@ bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *con
 			return false;
 		}
 	}
+	if (fresh)
+		p->eff_fresh = p->eff_used;
 	return true;
+}
+
+bool rw_plan_guards_hold(const struct rw_plan *p_const, const struct cap_op *const *ops, uint32_t *failed)
+{
+	/* the check caches (snapshot ops, effects) are the plan's scratch: plans are checked by one
+	 * thread at a time (replay runs under the engine's lock) */
+	struct rw_plan *p = (struct rw_plan *)p_const;
+
+	p->eff_tag = 0; /* the cache is this check's: no run's pass vouches for it */
+	return plan_check(p, NULL, ops, NULL, NULL, false, failed);
 }
 
 int rw_plan_node_op(const struct rw_plan *p, uint32_t k, const struct cap_op *const *ops, struct cap_op *out)
@@ -578,6 +699,10 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 	r->plan = rw__rename_rewrite(ops, n, cfg);
 	if (!r->plan || rw_plan_is_identity(r->plan))
 		goto out_drop;
+	r->moved = calloc(n, 1);
+	r->snap_mark = calloc(r->plan->nsnaps + 1, 1);
+	if (!r->moved || !r->snap_mark)
+		goto out_drop;
 	for (uint32_t i = 0; i < n; i++)
 		r->node_of[i] = -2;
 	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
@@ -626,9 +751,13 @@ void rw_run_destroy(struct rw_run *r)
 	rw_plan_destroy(r->plan);
 	free(r->node_of);
 	free(r->ops);
+	free(r->moved);
+	free(r->snap_mark);
 	for (int k = 0; k < RW_RUN_SEEN; k++) {
 		free(r->seen[k].ops);
 		free(r->seen[k].params);
+		free(r->seen[k].eff);
+		free(r->seen[k].pool);
 	}
 	free(r);
 }
@@ -652,20 +781,27 @@ static void log_failed_guard(const struct rw_run *r, uint32_t failed)
 		    r->ops[g->b] ? cap_op_name(r->ops[g->b]) : "?", r->n);
 }
 
-/* Whether the guards hold for r->ops and every node derives from them. */
-static bool run_check(struct rw_run *r)
+/* Whether the guards hold for r->ops and every node derives from them: in full (moved NULL), or
+ * incrementally against the pass the plan's effects cache was worked out for (r->moved). */
+static bool run_check(struct rw_run *r, const uint8_t *moved)
 {
 	struct cap_op tmp;
 	uint32_t failed = RW_GUARD_NO_SNAPSHOT;
 
-	if (!rw_plan_guards_hold(r->plan, r->ops, &failed)) {
+	if (moved)
+		r->npart++;
+	else
+		r->nfull++;
+	if (!plan_check(r->plan, r, r->ops, moved, r->snap_mark, moved != NULL, &failed)) {
 		log_failed_guard(r, failed);
 		return false;
 	}
 	/* every derived node can be derived (cufold's kernels load, the originals are of the
-	 * kinds the node needs), so rw_run_op never comes back empty-handed for a node */
+	 * kinds the node needs), so rw_run_op never comes back empty-handed for a node; a node
+	 * none of whose ops moved derived at the base from the very same bindings */
 	for (uint32_t k = 0; k < r->plan->nnodes; k++)
-		if (r->plan->nodes[k].kind != RW_NODE_OP && rw_plan_node_op(r->plan, k, r->ops, &tmp) != 0)
+		if (r->plan->nodes[k].kind != RW_NODE_OP && (!moved || node_moved(&r->plan->nodes[k], moved)) &&
+		    rw_plan_node_op(r->plan, k, r->ops, &tmp) != 0)
 			return false;
 	return true;
 }
@@ -674,7 +810,33 @@ static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *o
 {
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = ops[i];
-	return run_check(r);
+	r->plan->eff_tag = 0;
+	return run_check(r, NULL);
+}
+
+/* Keep the effects the check that just passed worked out (the plan's slots of original ops hold
+ * def's: rw_run_guards_hold) with the pass e, for eff_recall; none kept when out of memory. */
+static void run_keep_effects(struct rw_run *r, struct rw_run_seen *e)
+{
+	const struct rw_plan *p = r->plan;
+
+	if (!p->eff)
+		return;
+	if (!e->eff)
+		e->eff = malloc(r->n * sizeof(*e->eff));
+	if (p->eff_used > e->pool_cap) {
+		free(e->pool);
+		e->pool = malloc(p->eff_used * sizeof(*e->pool));
+		e->pool_cap = e->pool ? p->eff_used : 0;
+	}
+	if (!e->eff || (p->eff_used && !e->pool)) {
+		free(e->eff);
+		e->eff = NULL;
+		return;
+	}
+	memcpy(e->eff, p->eff, r->n * sizeof(*e->eff));
+	if (p->eff_used)
+		memcpy(e->pool, p->eff_pool, p->eff_used * sizeof(*e->pool));
 }
 
 /* Remember def as a launch that passed (kernel parameters copied), in place of the entry
@@ -707,10 +869,24 @@ static void run_remember(struct rw_run *r, const struct cap_op *def, bool exact)
 			at += def[i].u.kernel.param_size;
 		}
 	}
+	run_keep_effects(r, e);
 	e->gen = ++r->gen;
 	e->exact = exact;
 	r->cur = (int32_t)r->victim;
 	r->victim = (r->victim + 1) % RW_RUN_SEEN;
+}
+
+/* Whether op d has exactly the bindings of op e (an op of a remembered pass). */
+static inline __attribute__((always_inline)) bool op_same_as(const struct cap_op *d, const struct cap_op *e)
+{
+	/* the same value identity: equal in every field rw_op_same compares (capture.h's vid, given
+	 * only on an exact compare), so a window that repeated the last one's bindings is not
+	 * compared again field by field */
+	if (d->vid && d->vid == e->vid && d->flags == e->flags)
+		return true;
+	/* bind hashes first (cheap: a miss is found at the first op that moved), then every
+	 * binding exactly */
+	return d->bind == e->bind && d->key == e->key && d->flags == e->flags && rw_op_same(d, e);
 }
 
 /* Whether def has exactly the bindings of the remembered pass e. */
@@ -718,18 +894,9 @@ static bool run_same_as(const struct rw_run *r, const struct rw_run_seen *e, con
 {
 	if (!e->gen)
 		return false;
-	for (uint32_t i = 0; i < r->n; i++) {
-		/* the same value identity: equal in every field rw_op_same compares (capture.h's vid,
-		 * given only on an exact compare), so a window that repeated the last one's bindings
-		 * is not compared again field by field */
-		if (def[i].vid && def[i].vid == e->ops[i].vid && def[i].flags == e->ops[i].flags)
-			continue;
-		/* bind hashes first (cheap: a miss is found at the first op that moved), then every
-		 * binding exactly */
-		if (def[i].bind != e->ops[i].bind || def[i].key != e->ops[i].key ||
-		    def[i].flags != e->ops[i].flags || !rw_op_same(&def[i], &e->ops[i]))
+	for (uint32_t i = 0; i < r->n; i++)
+		if (!op_same_as(&def[i], &e->ops[i]))
 			return false;
-	}
 	return true;
 }
 
@@ -743,16 +910,17 @@ static void run_forget_stale(struct rw_run *r, const struct rw_alloc_view *v)
 		r->seen[k].gen = 0;
 	r->cur = -1;
 	r->extents = false;
+	r->plan->eff_tag = 0; /* its slots may hold stale extents */
 }
 
 /* run_check, noting whether it resolved an unknown span through this thread's view. */
-static bool run_check_noted(struct rw_run *r, struct rw_alloc_view *v)
+static bool run_check_noted(struct rw_run *r, struct rw_alloc_view *v, const uint8_t *moved)
 {
 	bool asked = v ? v->asked : false, ok;
 
 	if (v)
 		v->asked = false;
-	ok = run_check(r);
+	ok = run_check(r, moved);
 	if (v) {
 		if (ok && v->asked) {
 			r->extents = true;
@@ -761,6 +929,55 @@ static bool run_check_noted(struct rw_run *r, struct rw_alloc_view *v)
 		v->asked |= asked;
 	}
 	return ok;
+}
+
+/* The ops of def whose bindings moved relative to the remembered pass the plan's effects cache
+ * was worked out for (r->moved), or NULL when there is none: the check is then made in full.
+ *
+ * Why checking only the guards with a side that moved is sound. A guard is a function of the two
+ * ops its sides stand for, the allocation map (an unknown span resolves to its allocation's
+ * extent) and the kernels' cards:
+ *  - a side is an original op, or a snapshot derived from the ops its node reads (node_moved);
+ *    an op that did not move is equal to the base's in every field rw_op_same compares, the
+ *    fields every condition and derivation reads (the premise the remembered passes already
+ *    rest on: a launch with a remembered pass's bindings is not checked at all);
+ *  - the base passed: every guard held on its bindings (checked then, or, by induction, held
+ *    on the very same ops at the pass before it);
+ *  - the map: a pass that resolved an extent is forgotten once the map's generation moves
+ *    (run_forget_stale), base included, and the check is then made in full; a pass that
+ *    resolved none read nothing of the map (whether an op's effects ask depends on its
+ *    bindings and card alone);
+ *  - with renames, the ops checked are the patched copies, each a function of its op and, for a
+ *    reader, of its renamed launch too: a reader counts as moved with its launch (below);
+ *  - a function's card is fixed once looked up (the user's cards load once, a derived card is
+ *    kept on the function's record; one missing makes every guard on its launches fail, so a
+ *    guard that held had it).
+ * So a guard whose sides did not move holds now as it held at the base. The effects cache keeps
+ * the slots of ops and snapshots that did not move for the same reason. */
+static const uint8_t *run_moved(struct rw_run *r, const struct cap_op *def)
+{
+	const struct rw_run_seen *base = NULL;
+
+	for (int k = 0; k < RW_RUN_SEEN && r->plan->eff_tag; k++)
+		if (r->seen[k].gen == r->plan->eff_tag)
+			base = &r->seen[k];
+	if (!base)
+		return NULL;
+	for (uint32_t i = 0; i < r->n; i++)
+		r->moved[i] = !op_same_as(&def[i], &base->ops[i]);
+	/* writing elsewhere: the check runs over the ops as patched (plan_check's view), and a
+	 * patched reader's copy is remade from its own op and its renamed launch's (its pointer
+	 * keeps its offset into R, whose base is the launch's): it moved when either did. The
+	 * renames' own checks (rw__rename_view) are made in full at every check. */
+	for (uint32_t k = 0; k < r->plan->nren; k++) {
+		const struct rw_ren *rn = &r->plan->ren[k];
+
+		if (rn->op < r->n && r->moved[rn->op])
+			for (uint32_t j = 0; j < rn->nuse; j++)
+				if (r->plan->uses[rn->first_use + j].op < r->n)
+					r->moved[r->plan->uses[rn->first_use + j].op] = 1;
+	}
+	return r->moved;
 }
 
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def)
@@ -786,11 +1003,15 @@ bool rw_run_guards_hold_exact(struct rw_run *r, const struct cap_op *def, bool e
 			return true;
 		}
 	}
-	if (!run_check_noted(r, v)) {
+	if (!run_check_noted(r, v, run_moved(r, def))) {
 		r->cur = -1;
+		r->plan->eff_tag = 0;
 		return false;
 	}
 	run_remember(r, def, exact);
+	/* the valid slots of the effects cache are now def's: the unmoved ops' were the base's,
+	 * the same bindings, the moved ones were given up or worked out afresh */
+	r->plan->eff_tag = r->cur >= 0 ? r->seen[r->cur].gen : 0;
 	return true;
 }
 

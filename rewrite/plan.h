@@ -185,6 +185,11 @@ struct rw_plan {
 	const struct cap_op **view;  /* norig entries: the ops as patched, for one check (owned) */
 	struct rw_rename_tab *rename_tab; /* which pointers each patched copy has patched (owned) */
 	struct rw_rename_budget *budget; /* what the buffers are counted against (not owned) */
+	uint64_t eff_tag;            /* the run's pass (struct rw_run gen) whose bindings the valid
+				      * slots of eff were worked out from, kept across checks; 0: none
+				      * (the slots serve one check only) */
+	uint32_t eff_fresh;          /* eff_used after the last check that started the pool afresh
+				      * (bounds what slots given up leave behind) */
 };
 
 const char *rw_node_kind_name(enum rw_node_kind k); /* "forward" */
@@ -395,7 +400,8 @@ void rw_plan_destroy(struct rw_plan *p);
 
 struct rw_config;
 
-#define RW_RUN_SEEN 4 /* launches' bindings a run remembers as passed */
+#define RW_RUN_SEEN 16 /* launches' bindings a run remembers as passed (an entry is allocated
+			* when first filled: bindings that stay put take one) */
 
 /* A plan over a run of consecutive ops that replay lays out by position: a plan node stands at
  * the position of its first op; the other ops it covers and the ops the plan erased get no graph
@@ -411,7 +417,9 @@ struct rw_run {
 	 * same bindings as one of them needs no new check. Guards and derivations are functions of
 	 * the bindings alone, so a remembered pass stays true. Several, because programs cycle
 	 * their buffers (ping-pong, a pool's thirds: copy_loop move checked every launch, 3,300
-	 * instructions per op, issue 22). */
+	 * instructions per op, issue 22). Sixteen, because each pass also keeps the effects its
+	 * ops had (eff_recall): CuPy's pool cycles an op's buffers with periods of 3 to 15 launches,
+	 * so a check finds most ops' effects in some pass although no two passes are alike. */
 	struct rw_run_seen {
 		struct cap_op *ops;  /* n ops (kernel parameters copied into params), NULL: empty */
 		uint8_t *params;     /* their kernel parameter bytes */
@@ -419,6 +427,10 @@ struct rw_run {
 		uint64_t gen;        /* which pass it holds (rw_run_bindings_gen), 0: none */
 		bool exact;          /* its ops had the value identities and flags of the ops the
 				      * run was made from (rw_run_guards_hold_exact) */
+		struct rw_eff_slot *eff; /* n slots: each op's effects as that pass worked them out
+				      * (valid: it did), ranges in pool; NULL: none kept */
+		struct rw_range *pool; /* their ranges */
+		uint32_t pool_cap;   /* ranges pool can hold */
 	} seen[RW_RUN_SEEN];
 	int32_t cur;                 /* the entry the last rw_run_guards_hold matched or filled, -1 */
 	uint32_t victim;             /* the entry the next new pass replaces (round robin) */
@@ -428,6 +440,12 @@ struct rw_run {
 	 * address with another size leaves the bindings the same and the extent stale. */
 	bool extents;                /* some remembered pass looked an extent up */
 	uint64_t alloc_gen;          /* the map's generation those passes saw */
+	/* Incremental checks (rw_run_guards_hold): a launch whose bindings match no remembered
+	 * pass is checked only where they moved relative to the pass the plan's effects cache was
+	 * worked out for (plan->eff_tag). */
+	uint8_t *moved;              /* scratch, n entries: op i's bindings differ from that pass's */
+	uint8_t *snap_mark;          /* scratch, one per snapshot of the plan (RUN_SNAP_* flags) */
+	uint64_t nfull, npart;       /* checks made in full / incrementally (tests) */
 };
 
 /* Rewrite ops[0..n) with the rules cfg enables. NULL when nothing fires, the plan does not fit

@@ -1524,6 +1524,24 @@ static enum fail_kind check_moved(const struct rw_plan *p, const struct win *pw,
 }
 
 static uint64_t runs_made, run_launches; /* rw_run coverage (report) */
+static uint64_t run_part_checks, run_part_failed; /* of its checks, incremental ones (and failed) */
+
+/* The full check of r's plan on w: every guard, every node derived (replay's run_check). */
+static bool full_check(struct rw_run *r, const struct win *w)
+{
+	const struct cap_op *ptr[MAXW];
+
+	win_ptrs(w, ptr);
+	if (!rw_plan_guards_hold(r->plan, ptr, NULL))
+		return false;
+	for (uint32_t k = 0; k < r->plan->nnodes; k++) {
+		struct cap_op tmp;
+
+		if (r->plan->nodes[k].kind != RW_NODE_OP && rw_plan_node_op(r->plan, k, ptr, &tmp) != 0)
+			return false;
+	}
+	return true;
+}
 
 /* One launch of run r with the ops of w, as replay submits it: the op at each position that heads
  * a node (folded positions are empty nodes). own: w is the window r was made from, whose guards
@@ -1532,9 +1550,23 @@ static enum fail_kind run_step(struct rw_run *r, const struct win *w, const unsi
 			       char *msg, size_t cap)
 {
 	enum fail_kind f = own ? F_RUN : F_P_RUN;
+	uint64_t part = r->npart;
 	int64_t at_byte;
 
 	*held = rw_run_guards_hold(r, w->ops);
+	if (r->npart != part) {
+		/* an incremental check (only the guards whose ops moved): it must say what the full
+		 * check says (which leaves the run's effects cache to its next check in full) */
+		bool full = full_check(r, w);
+
+		run_part_checks++;
+		run_part_failed += !*held;
+		if (full != *held) {
+			say(msg, cap, "rw_run's incremental check says %s, the full check %s", *held ? "yes" : "no",
+			    full ? "yes" : "no");
+			return F_P_RUN;
+		}
+	}
 	if (!*held) {
 		if (own)
 			say(msg, cap, "rw_run's guards fail on the window it was made from");
@@ -2501,7 +2533,7 @@ static void test_fuzz(void **state)
 	if (env)
 		seed += strtoull(env, NULL, 0) << 32;
 	memset(&t, 0, sizeof(t));
-	runs_made = run_launches = 0;
+	runs_made = run_launches = run_part_checks = run_part_failed = 0;
 	renames_made = renamed_launches = copies_back = 0;
 	for (uint32_t round = 0; round < windows; round++) {
 		struct gen g = { .s = seed + round, .w = &w };
@@ -2546,7 +2578,8 @@ static void test_fuzz(void **state)
 			fm = check_moved(p, &pw, mem0, &held, &needed, msg, sizeof(msg));
 			t.perturbed_held += held;
 			t.guards_needed += needed;
-			if (fm == F_NONE && held)
+			/* also when they fail: rw_run's incremental check must fail too */
+			if (fm == F_NONE)
 				fm = check_run(&w, &pw, mem0, msg, sizeof(msg));
 			if (fm != F_NONE) {
 				t.fails[fm]++;
@@ -2563,8 +2596,10 @@ static void test_fuzz(void **state)
 	       "%llu whose guards failed where the plan would have been wrong\n",
 	       (unsigned long long)t.perturbed, (unsigned long long)t.perturbed_invalid,
 	       (unsigned long long)t.perturbed_held, (unsigned long long)t.guards_needed);
-	printf("  rw_run: %llu runs made, %llu launches matched the window's memory\n", (unsigned long long)runs_made,
-	       (unsigned long long)run_launches);
+	printf("  rw_run: %llu runs made, %llu launches matched the window's memory, %llu checked incrementally "
+	       "(%llu failed), each agreeing with the full check\n",
+	       (unsigned long long)runs_made, (unsigned long long)run_launches, (unsigned long long)run_part_checks,
+	       (unsigned long long)run_part_failed);
 	printf("  writing elsewhere: %llu runs renamed %llu launches, %llu copied back\n", (unsigned long long)renames_made,
 	       (unsigned long long)renamed_launches, (unsigned long long)copies_back);
 	for (uint32_t r = 0; r < nrules; r++)
@@ -2588,6 +2623,7 @@ static void test_fuzz(void **state)
 	assert_true(run_launches > runs_made + t.windows / 2);
 	/* writing elsewhere is exercised, with and without its copy back */
 	assert_true(renames_made > t.windows / 10 && renamed_launches > copies_back && copies_back > 0);
+	assert_true(run_part_checks > t.windows / 4 && run_part_failed > t.windows / 20);
 	if (total_fails)
 		fail_msg("%llu windows where the plan does not do what the window did (minimized above)",
 			 (unsigned long long)total_fails);
