@@ -358,6 +358,8 @@ void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, co
 struct rw_rename_hooks {
 	int (*alloc)(CUcontext ctx, uint64_t bytes, uint64_t *out); /* 0 or a negative code */
 	void (*free)(CUcontext ctx, uint64_t buf);
+	bool keep_all;               /* keep renames that leave the plan no fewer nodes (the fuzzer:
+				      * its small windows would otherwise exercise few renames) */
 };
 void rw__set_rename_hooks(const struct rw_rename_hooks *h);
 /* The plan for ops[0..n) with renames where they let launches fuse (rw_rewrite's answer when

@@ -229,7 +229,7 @@ static void own_free(CUcontext ctx, uint64_t buf)
 	assert_true(buf >= BASE + ARENA && buf < own_next);
 }
 
-static const struct rw_rename_hooks fuzz_rename = { own_alloc, own_free };
+static const struct rw_rename_hooks fuzz_rename = { own_alloc, own_free, true };
 
 static bool linear_type(CUmemorytype t)
 {
