@@ -30,6 +30,7 @@ static void def_clear(struct rpl_engine *re)
 	re->st.idle_scanned = re->st.idle_nfirst = 0;
 	re->st.def_copied = false;
 	re->st.poll_t0 = 0;
+	re->st.poll_own_ndef = 0;
 	cf_arena_reset(&re->st.arena);
 	/* the program's destroys of events those ops named, held back until they were submitted
 	 * (the program was answered CUDA_SUCCESS: a destroy of a valid event cannot fail) */
@@ -706,6 +707,35 @@ static struct rpl_seg *unit_at(struct rpl_template *t, uint32_t k, uint32_t last
 	return &t->segs[k];
 }
 
+/* The churn check's probe (retire.c) in the run of segments k..last, when it is due: the segment
+ * its eager tail starts at (the last one with a kernel; *off: its offset in the run), else last + 1.
+ * The tail goes eagerly after the graphs before it, so the probe costs little where a run ends
+ * in a small segment; a run whose tail is longer than RPL_PROBE_OPS is passed over, up to the
+ * template's segment count of runs (the CuPy towers: its 262-op first segment, 4 % of a 16-step
+ * run's ops, for the 12-op last one). */
+static uint32_t probe_at(struct rpl_engine *re, struct rpl_template *t, uint32_t k, uint32_t last, uint32_t *off)
+{
+	const struct cap_op *def = rpl__def(re);
+	uint32_t o = 0, j = last + 1, jo = 0;
+
+	if (!rpl__churn_needs_probe(re, t))
+		return last + 1;
+	for (uint32_t s = k; s <= last; o += t->segs[s].n, s++)
+		for (uint32_t i = 0; i < t->segs[s].n; i++)
+			if (def[o + i].kind == CAP_OP_KERNEL) {
+				j = s;
+				jo = o;
+				break;
+			}
+	if (j > last)
+		return last + 1; /* no kernel: it would measure nothing */
+	if (o - jo > RPL_PROBE_OPS && t->probe_waits++ < t->nsegs)
+		return last + 1;
+	t->churn_probed = true;
+	*off = jo;
+	return j;
+}
+
 /* Launch segments k..last of t for the deferred ops, which begin with exactly their ops, as the
  * fewest of its graphs: the largest block starting at each point, else a segment; the deferred
  * ops after them (a run that ends inside a segment) go eagerly, counted as fallback why. On a
@@ -715,18 +745,24 @@ static CUresult launch_segs_now(struct rpl_engine *re, struct rpl_template *t, u
 				enum rpl_fallback why)
 {
 	CUresult rc = CUDA_SUCCESS;
-	uint32_t off = 0;
+	uint32_t off = 0, poff = 0, pj = probe_at(re, t, k, last, &poff);
 
-	if (rpl__churn_needs_probe(re, t)) {
+	while (k < pj) {
+		struct rpl_seg *g = unit_at(t, k, pj - 1);
+
+		if (!launch_unit(re, t, g, off))
+			return rc; /* the rest went eagerly; t may be retired */
+		off += g->n;
+		k += g->nseg ? g->nseg : 1;
+	}
+	if (pj <= last) {
 		/* the churn check compares patching with eager submission: measure the latter once,
-		 * on the run's first segments up to one with a kernel (the rest launches as graphs:
-		 * a block of the whole run would have gone eagerly); their graphs then hold older
-		 * bindings than their ops had */
-		uint64_t kernels = re->eager_kernels;
-
+		 * on the run's tail from its last segment with a kernel, after the graphs before it;
+		 * their graphs then hold older bindings than their ops had */
+		cf_assert(off == poff);
 		rpl__fallback_note(re, t, RPL_FB_PROBE);
-		rpl__mark_flush_begin(t->segs[k].n, RPL_FB_PROBE);
-		for (; k <= last && re->eager_kernels == kernels; k++) {
+		rpl__mark_flush_begin(t->segs[pj].n, RPL_FB_PROBE);
+		for (; k <= last; k++) {
 			struct rpl_seg *g = &t->segs[k];
 
 			g->last_launch = ++t->unit_launches;
@@ -737,14 +773,6 @@ static CUresult launch_segs_now(struct rpl_engine *re, struct rpl_template *t, u
 			re->totals.ops_flushed += g->n;
 		}
 		rpl__mark_end();
-	}
-	while (k <= last) {
-		struct rpl_seg *g = unit_at(t, k, last);
-
-		if (!launch_unit(re, t, g, off))
-			return rc; /* the rest went eagerly; t may be retired */
-		off += g->n;
-		k += g->nseg ? g->nseg : 1;
 	}
 	cf_assert(off <= re->st.ndef); /* invariant 2: the run begins with these segments */
 	if (off < re->st.ndef)

@@ -628,7 +628,17 @@ bool rpl_poll(struct rpl_engine *re, uint32_t tid)
 
 	if (!re->st.ndef)
 		return false;
-	if (rpl__def(re)[re->st.ndef - 1].tid != tid) {
+	if (rpl__def(re)[re->st.ndef - 1].tid == tid) {
+		/* its own thread: a query with an op of the window since its last one (or the first)
+		 * is answered NOT_READY and the run keeps growing (CuPy queries the event it has just
+		 * recorded after each pinned copy, then goes on with the step); a query again with
+		 * none in between (a thread spinning on it) submits */
+		if (re->st.poll_own_ndef != re->st.ndef) {
+			re->st.poll_own_ndef = re->st.ndef;
+			re->totals.polls_not_ready++;
+			return true;
+		}
+	} else {
 		now = cf_now_ns();
 		if (!re->st.poll_t0 || re->st.poll_ndef != re->st.ndef) {
 			re->st.poll_ndef = re->st.ndef; /* still growing: its thread is issuing the step */

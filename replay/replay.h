@@ -142,9 +142,11 @@ bool rpl_deferred_from(struct rpl_engine *re, uint32_t *first);
 /* A query of thread tid asks about deferred work (cap_window_observed from rpl_deferred_from).
  * True: answer CUDA_ERROR_NOT_READY, which is the truth (the work is not even submitted).
  * False: replay submitted what it kept (the query goes to the driver). Polling makes progress:
- * the thread that made the last deferred op cannot issue more while it polls, so its query
- * submits at once; another thread's polls are answered NOT_READY while the deferred run keeps
- * growing, and submit it once it has not grown for RPL_POLL_STALL_NS. */
+ * the thread that made the last deferred op is answered NOT_READY when it made an op of the
+ * run since its last such answer (it goes on with the step: CuPy's pinned pool), else its query
+ * submits (it spins: it cannot issue more while it polls); another thread's polls are answered
+ * NOT_READY while the deferred run keeps growing, and submit it once it has not grown for
+ * RPL_POLL_STALL_NS. */
 bool rpl_poll(struct rpl_engine *re, uint32_t tid);
 
 /* Errors of deferred ops that failed when submitted (deferred_errors.c). An error pending for

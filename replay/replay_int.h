@@ -26,6 +26,8 @@
 #define RPL_POLL_STALL_NS 2000000 /* another thread's polls of a deferred run that has not grown
 				   * for this long submit it (rpl_poll); long enough that a step's
 				   * thread descheduled on a busy machine is not taken for a stalled one */
+#define RPL_PROBE_OPS 32      /* the churn probe waits (up to a template's segment count of runs) for a
+			       * run whose eager tail is at most this many ops (launch.c: probe_at) */
 #define RPL_GUARD_RETIRES 3   /* after this many retirements by failed guards, a shape is replayed unrewritten */
 #define RPL_OPT_NONE (-1)     /* rpl_config.opt of a shape replayed unrewritten: no rule at all, not even
 			       * one CUFOLD_RULES switches on (level 0 runs those) */
@@ -210,6 +212,7 @@ struct rpl_template {
 	uint64_t patch_ns;           /* gate clock spent patching nodes, over all launches (churn) */
 	uint64_t launch_ns;          /* gate clock spent launching graphs (joins, stages included) */
 	bool churn_probed;           /* one launch went eagerly to measure eager cost (retire.c) */
+	uint32_t probe_waits;        /* runs passed over for the probe: their eager tail was long (launch.c) */
 	struct rpl_moved *moved;     /* bindings that moved (report), RPL_MOVED entries, or NULL */
 	uint32_t nmoved;             /* used entries (the first RPL_MOVED bindings seen moving) */
 	uint32_t moved_cursor;       /* where note_moved's next search starts (launch.c) */
@@ -362,6 +365,8 @@ struct rpl_state {
 	uint64_t clock_ns;           /* cost of one cf_now_ns() (calibrated at init) */
 	uint32_t poll_ndef;          /* ndef when a query last found the deferred run */
 	uint64_t poll_t0;            /* when the deferred run was last seen growing by a query; 0: never */
+	uint32_t poll_own_ndef;      /* ndef when its own thread's query was last answered NOT_READY;
+				      * 0: none since the run began (rpl_poll) */
 	uint64_t win_t0;             /* gate clock at the open window's first op (0: none yet) */
 	bool win_deferred;           /* an op of the open window was deferred */
 	struct {
@@ -467,7 +472,7 @@ void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const c
 /* After a launch: retire t when patching its moving bindings costs more than eager. */
 void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t);
 /* Whether t's next launch goes eagerly once so that the churn check has an eager cost to compare. */
-bool rpl__churn_needs_probe(const struct rpl_engine *re, struct rpl_template *t);
+bool rpl__churn_needs_probe(const struct rpl_engine *re, const struct rpl_template *t);
 /* A failure of cufold's own in ctx: ctx goes to sticky passthrough (invariant 5). */
 void rpl__ctx_fail(struct rpl_engine *re, CUcontext ctx, const char *what);
 

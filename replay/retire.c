@@ -103,12 +103,10 @@ static bool churn_due(const struct rpl_template *t)
 	return t->win_launches >= RPL_CHURN_LAUNCHES && t->win_patched * 2 > t->win_launches;
 }
 
-bool rpl__churn_needs_probe(const struct rpl_engine *re, struct rpl_template *t)
+bool rpl__churn_needs_probe(const struct rpl_engine *re, const struct rpl_template *t)
 {
-	if (!churn_due(t) || re->eager_kernels || t->churn_probed)
-		return false;
-	t->churn_probed = true; /* once: a segment without kernels measures nothing */
-	return true;
+	/* once (the caller sets churn_probed when it probes): a run without kernels measures nothing */
+	return churn_due(t) && !re->eager_kernels && !t->churn_probed;
 }
 
 void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # replay_observe.sh - what the host observes under replay. (1) Polling makes progress: a thread
 # polling an event whose record replay holds back is answered CUDA_ERROR_NOT_READY, and the held
-# work is submitted once it stops growing; a thread polling its own work submits at once; no
-# query ends a window; results bit-identical over 20 seeds (rpl_loop poll). (2) No deferred
+# work is submitted once it stops growing; a thread polling its own work is answered NOT_READY
+# once and submits when it queries again with no op in between (rpl_loop pollown); no query ends
+# a window; results bit-identical over 20 seeds (rpl_loop poll). (2) No deferred
 # error is lost: a kept call whose submission fails is returned by the program's next observing
 # call, so the program fails as it does without cufold, never exits 0 with a wrong result, and
 # the log and report name the op. tests layer.
@@ -34,6 +35,23 @@ if rp["fallbacks"].get("POLL", 0) < 6:
     sys.exit("POLL submissions: %s" % rp["fallbacks"])
 print("-- poll: %d queries, %d answered NOT_READY, %d held runs submitted by polls" %
       (q["calls"], rp["queries_answered_not_ready"], rp["fallbacks"]["POLL"]))
+PY
+
+# (1b) the thread that made the held-back calls queries them once and goes on with the step
+# (CuPy's pinned memory pool after each staged copy): answered NOT_READY, the run keeps growing and
+# replays whole, no POLL fallback; where it spins on the query (every third step) the second query
+# with no op in between submits it, so the spin ends
+same_output_over_seeds "$prog" pollown 12
+CUFOLD_REPORT="$TMP/pollown.json" run_cufold "$TMP/pollown.out" "$prog" pollown 20 || fail "pollown exited $?"
+python3 - "$TMP/pollown.json" <<'PY' || fail "a thread's query of its own held-back work did not behave as documented"
+import json, sys
+r = json.load(open(sys.argv[1]))
+rp = r["replay"]
+nr, poll = rp["queries_answered_not_ready"], rp["fallbacks"].get("POLL", 0)
+# 20 steps, about 16 replayed; of those about 5 spin (step % 3 == 2): their POLL submits
+if nr < 8 or not 1 <= poll <= 7 or r["boundaries"]["QUERY"]["windows_closed"]:
+    sys.exit("pollown: %d queries answered NOT_READY, fallbacks %s, queries %s" % (nr, rp["fallbacks"], r["boundaries"]["QUERY"]))
+print("-- pollown: %d queries answered NOT_READY, %d held runs submitted by a spinning query" % (nr, poll))
 PY
 
 unset CUFOLD_GATE

@@ -27,7 +27,10 @@
  *              and memsets, synchronous device-to-device copies and memsets
  *   poll       a second thread polls an event recorded halfway through each step, all the
  *              time; on even steps the issuing thread stops until that thread has seen the event
- *              complete (only a query can let it go on), on odd steps it polls its own stream */
+ *              complete (only a query can let it go on), on odd steps it polls its own stream
+ *   pollown    CuPy's pinned copies: each step records an event after its first half, queries it
+ *              once on the same thread (the answer only counted) and goes on with the step; on
+ *              every third step it then spins on the event until complete */
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -736,6 +739,38 @@ static void mode_poll(int steps)
 	model_hash(&m);
 }
 
+static void mode_pollown(int steps)
+{
+	struct model m;
+	CUstream s;
+	CUevent ev;
+	CUresult rc;
+
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	model_alloc(&m, s);
+	for (int step = 0; step < steps; step++) {
+		train_work(&m, step, s);
+		CHECK(cuEventRecord(ev, s));
+		/* as CuPy's pinned memory pool: is the staging buffer free yet? (the answer depends
+		 * on timing: not in the output) */
+		rc = cuEventQuery(ev);
+		if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
+			CHECK(rc);
+		if (step % 3 == 2) {
+			while ((rc = cuEventQuery(ev)) == CUDA_ERROR_NOT_READY)
+				;
+			CHECK(rc);
+		}
+		k_relu(m.act, m.h, N, s); /* the step goes on after the query */
+		k_scale(m.act, m.act, 0.5f, N, s);
+		k_reduce(m.loss, m.act, N, s);
+		observe(m.loss, s);
+	}
+	CHECK(cuEventDestroy(ev));
+	model_hash(&m);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "train";
@@ -790,6 +825,8 @@ int main(int argc, char **argv)
 		mode_capjoin(steps);
 	else if (!strcmp(mode, "poll"))
 		mode_poll(steps);
+	else if (!strcmp(mode, "pollown"))
+		mode_pollown(steps);
 	else {
 		fprintf(stderr, "rpl_loop: unknown mode %s\n", mode);
 		return 2;
