@@ -743,6 +743,29 @@ static void picks_release(const struct cap_op *const *ops, struct pick *pk, uint
 		}
 }
 
+/* The renames of picks pk (their buffers had first), their patched copies and the window as
+ * patched, into rs and shell (tab: the table of which pointers each copy has patched, pointing
+ * into rs): 0, or -1 when there are none or they cannot be made or do not hold on ops. */
+static int shell_make(const struct cap_op *const *ops, uint32_t n, struct pick *pk, uint32_t npk,
+		      struct rw_rename_budget *b, struct renames *rs, struct rw_plan *shell, struct rw_rename_tab *tab)
+{
+	picks_alloc(ops, pk, npk, b);
+	renames_free(rs);
+	patched_free(shell);
+	if (renames_make(ops, n, pk, npk, rs) != 0 || !rs->n)
+		return -1;
+	shell->norig = n;
+	shell->nren = rs->n;
+	shell->ren = rs->ren;
+	shell->uses = rs->uses;
+	if (patched_make(shell, ops, n, rs) != 0 || !(shell->view = malloc(n * sizeof(*shell->view))))
+		return -1;
+	tab->first_patch = rs->first_patch;
+	tab->patches = rs->patches;
+	shell->rename_tab = tab;
+	return rw__rename_view(shell, ops) ? 0 : -1;
+}
+
 struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg)
 {
 	struct rw_rename_budget *b = cfg ? cfg->rename : NULL;
@@ -750,7 +773,7 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 	struct rw_plan *p = NULL, shell;
 	struct renames rs;
 	uint32_t npk = 0, *hoist = NULL, nhoist = 0;
-	struct rw_rename_tab *tab = NULL;
+	struct rw_rename_tab tab_of_shell = { NULL, NULL }, *tab = &tab_of_shell;
 
 	struct rw_plan *plain = NULL;
 	bool *cand = NULL;
@@ -772,20 +795,7 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 	for (int pass = 0; pass < DISCOVER && npk; pass++) {
 		uint32_t before = npk;
 
-		picks_alloc(ops, pk, npk, b);
-		renames_free(&rs);
-		patched_free(&shell);
-		if (renames_make(ops, n, pk, npk, &rs) != 0 || !rs.n)
-			break;
-		shell.norig = n;
-		shell.nren = rs.n;
-		shell.ren = rs.ren;
-		shell.uses = rs.uses;
-		if (patched_make(&shell, ops, n, &rs) != 0 || !(shell.view = malloc(n * sizeof(*shell.view))))
-			break;
-		tab = &(struct rw_rename_tab){ rs.first_patch, rs.patches };
-		shell.rename_tab = tab;
-		if (!rw__rename_view(&shell, ops))
+		if (shell_make(ops, n, pk, npk, b, &rs, &shell, tab) != 0)
 			break;
 		npk = picks_add(shell.view, n, cfg, cand, pk, npk);
 		if (npk == before)
@@ -794,23 +804,8 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 	for (int round = 0; round < ROUNDS && npk; round++) {
 		int dropped;
 
-		picks_alloc(ops, pk, npk, b);
-		renames_free(&rs);
-		patched_free(&shell);
-		if (renames_make(ops, n, pk, npk, &rs) != 0)
+		if (shell_make(ops, n, pk, npk, b, &rs, &shell, tab) != 0)
 			break;
-		if (!rs.n)
-			break;
-		shell.norig = n;
-		shell.nren = rs.n;
-		shell.ren = rs.ren;
-		shell.uses = rs.uses;
-		if (patched_make(&shell, ops, n, &rs) != 0 || !(shell.view = malloc(n * sizeof(*shell.view))))
-			break;
-		tab = &(struct rw_rename_tab){ rs.first_patch, rs.patches };
-		shell.rename_tab = tab;
-		if (!rw__rename_view(&shell, ops))
-			break; /* (the plan's own window: never) */
 		p = rw_rewrite(shell.view, n, NULL, cfg, NULL, 0);
 		if (!p)
 			break;
