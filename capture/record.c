@@ -913,15 +913,7 @@ static void op_clear(struct cap_op *op, enum cap_op_kind kind)
 	}
 }
 
-/* The fast lane (issue 22): the call is the predicted op again, a copy or memset whose slot in
- * the recycled open window already holds an op of the predicted op's value identity, on a
- * stream the window already numbered, and it neither ends nor fills the window. Then the op
- * is recorded here with exactly the stores the long path below would make (op_clear, the
- * common part, stream_slot, cap_op_take_like with held, append), without clearing, building,
- * resolving or hashing anything, and returns 0. When any condition fails it has changed nothing
- * but the stream cache (the long path asks the same question of it), and the long path records
- * the call as it always did (a tail call: the lane's misses pay no frame of their own). p: the predicted op at the slot, resolved, whose position
- * repeated last time (cap_record checked). */
+/* cap_record's long path (below). */
 static __attribute__((noinline)) int record_long(struct cap_engine *ce, const struct cap_call *c,
 						 const struct cap_who *who, struct cap_rec *rec);
 
@@ -975,6 +967,15 @@ static inline struct cap_stream *lane_stream(struct cap_engine *ce, const struct
 	return s;
 }
 
+/* The fast lane (issue 22): the call is the predicted op again, a copy or memset whose slot in
+ * the recycled open window already holds an op of the predicted op's value identity, on a
+ * stream the window already numbered, and it neither ends nor fills the window. Then the op
+ * is recorded here with exactly the stores the long path below would make (op_clear, the
+ * common part, stream_slot, cap_op_take_like with held, append), without clearing, building,
+ * resolving or hashing anything, and returns 0. When any condition fails it has changed nothing
+ * but the stream cache (the long path asks the same question of it), and the long path records
+ * the call as it always did (a tail call: the lane's misses pay no frame of their own). p: the predicted op at the slot, resolved, whose position
+ * repeated last time (cap_record checked). */
 static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_window *w, const struct cap_call *c,
 					    const struct cap_who *who, struct cap_rec *rec, const struct cap_op *p)
 {

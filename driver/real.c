@@ -91,6 +91,26 @@ void *drv__dlsym_next_get(void)
 	return p;
 }
 
+CUresult drv_ctx_enter(CUcontext ctx, bool *pushed)
+{
+	CUcontext cur = NULL;
+	CUresult rc = DRV_REAL(cuCtxGetCurrent)(&cur);
+
+	*pushed = false;
+	if (rc != CUDA_SUCCESS || cur == ctx)
+		return rc;
+	rc = DRV_REAL(cuCtxPushCurrent_v2)(ctx);
+	*pushed = rc == CUDA_SUCCESS;
+	return rc;
+}
+
+CUresult drv_ctx_leave(bool pushed)
+{
+	CUcontext popped;
+
+	return pushed ? DRV_REAL(cuCtxPopCurrent_v2)(&popped) : CUDA_SUCCESS;
+}
+
 void *drv_real_dlsym(void *handle, const char *name)
 {
 	void *p = drv__dlsym_next_get();

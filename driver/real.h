@@ -38,6 +38,12 @@ const void *drv_real_link_map(void);
 /* glibc's dlsym and dlopen, found with dlvsym (GLIBC_2.34, then GLIBC_2.2.5): cufold's own
  * lookups never go through its exported dlsym. */
 void *drv_real_dlsym(void *handle, const char *name);
+
+/* Make ctx current for a call of cufold's own when it is not: *pushed says whether
+ * drv_ctx_leave pops it. The result of the query or the push (pushed false on failure). */
+CUresult drv_ctx_enter(CUcontext ctx, bool *pushed);
+/* Undo drv_ctx_enter: the pop's result, CUDA_SUCCESS when nothing was pushed. */
+CUresult drv_ctx_leave(bool pushed);
 void *drv_real_dlopen(const char *file, int flags);
 
 /* Internal: glibc's dlsym, cached on first use (shim/dlsym.c's stub jumps to it). */

@@ -117,26 +117,14 @@ static struct ctx_entry *find(struct rw_kernels *cache, CUcontext ctx)
 /* Load PTX text as a module into ctx, making ctx current for the call if it is not. */
 static CUresult load_text(CUcontext ctx, const char *text, CUmodule *mod)
 {
-	CUcontext cur = NULL, popped;
-	CUresult rc, rc2;
-	bool pushed = false;
+	bool pushed;
+	CUresult rc = drv_ctx_enter(ctx, &pushed), rc2;
 
-	rc = DRV_REAL(cuCtxGetCurrent)(&cur);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (cur != ctx) {
-		rc = DRV_REAL(cuCtxPushCurrent_v2)(ctx);
-		if (rc != CUDA_SUCCESS)
-			return rc;
-		pushed = true;
-	}
 	rc = DRV_REAL(cuModuleLoadData)(mod, text);
-	if (pushed) {
-		rc2 = DRV_REAL(cuCtxPopCurrent_v2)(&popped);
-		if (rc == CUDA_SUCCESS && rc2 != CUDA_SUCCESS)
-			rc = rc2;
-	}
-	return rc;
+	rc2 = drv_ctx_leave(pushed);
+	return rc == CUDA_SUCCESS ? rc2 : rc;
 }
 
 /* The batch module into ctx. */

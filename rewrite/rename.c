@@ -50,28 +50,6 @@ void rw__set_rename_hooks(const struct rw_rename_hooks *h)
 	rename_hooks = h;
 }
 
-/* Make ctx current for a call when it is not; *pushed says whether to pop. */
-static CUresult ctx_enter(CUcontext ctx, bool *pushed)
-{
-	CUcontext cur = NULL;
-	CUresult rc = DRV_REAL(cuCtxGetCurrent)(&cur);
-
-	*pushed = false;
-	if (rc != CUDA_SUCCESS || cur == ctx)
-		return rc;
-	rc = DRV_REAL(cuCtxPushCurrent_v2)(ctx);
-	*pushed = rc == CUDA_SUCCESS;
-	return rc;
-}
-
-static void ctx_leave(bool pushed)
-{
-	CUcontext popped;
-
-	if (pushed)
-		(void)DRV_REAL(cuCtxPopCurrent_v2)(&popped);
-}
-
 static int buf_alloc(CUcontext ctx, uint64_t bytes, uint64_t *out)
 {
 	CUdeviceptr p = 0;
@@ -80,10 +58,10 @@ static int buf_alloc(CUcontext ctx, uint64_t bytes, uint64_t *out)
 
 	if (rename_hooks)
 		return rename_hooks->alloc(ctx, bytes, out);
-	rc = ctx_enter(ctx, &pushed);
+	rc = drv_ctx_enter(ctx, &pushed);
 	if (rc == CUDA_SUCCESS)
 		rc = DRV_REAL(cuMemAlloc_v2)(&p, (size_t)bytes);
-	ctx_leave(pushed);
+	(void)drv_ctx_leave(pushed);
 	if (rc != CUDA_SUCCESS)
 		return -CF_ENOMEM;
 	*out = (uint64_t)p;
@@ -99,9 +77,9 @@ static void buf_free(CUcontext ctx, uint64_t buf)
 		return;
 	}
 	/* at exit the context may be gone: the driver then says so and frees nothing more */
-	if (ctx_enter(ctx, &pushed) == CUDA_SUCCESS)
+	if (drv_ctx_enter(ctx, &pushed) == CUDA_SUCCESS)
 		(void)DRV_REAL(cuMemFree_v2)((CUdeviceptr)buf);
-	ctx_leave(pushed);
+	(void)drv_ctx_leave(pushed);
 }
 
 /* Take bytes from the budget: false when it would pass the maximum. */

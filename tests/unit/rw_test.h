@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "capture/capture.h"
+#include "common/errors.h"
 #include "driver/api.h"
 #include "rewrite/kernels.h"
 #include "rewrite/plan.h"
@@ -408,6 +409,42 @@ static inline void rwt_expect_identity(rwt_run_fn run_fn, struct cap_op *ops, ui
 	assert_null(p->dep_start);
 	assert_null(p->dep_list);
 	rw_plan_destroy(p);
+}
+
+/* ------------------------------------------------------------------ a stand-in multi-instance variant */
+
+/* batch-kernel's hooks for tests without a driver (rw__set_multi_hooks): every kernel has a
+ * variant (rwt_multi_possible), and a launch of it is FAKE_MULTI over a table of k, then per
+ * instance its grid x and its parameter bytes (rwt_multi_launch). */
+#define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
+
+static inline bool rwt_multi_possible(const struct cap_op *op)
+{
+	(void)op;
+	return true;
+}
+
+static inline int rwt_multi_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
+				   struct cap_op *out)
+{
+	unsigned char *t = table;
+	uint32_t at = 4, gx = 0, psize = members[0]->u.kernel.param_size;
+
+	if (4 + k * (4 + psize) > cap)
+		return -CF_EINVAL;
+	memcpy(t, &k, 4);
+	for (uint32_t i = 0; i < k; i++) {
+		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
+		memcpy(t + at + 4, members[i]->u.kernel.params, psize);
+		at += 4 + psize;
+		gx += members[i]->u.kernel.grid[0];
+	}
+	*out = *members[0];
+	out->u.kernel.func = out->u.kernel.handle = FAKE_MULTI;
+	out->u.kernel.grid[0] = gx;
+	out->u.kernel.params = table;
+	out->u.kernel.param_size = at;
+	return 0;
 }
 
 #endif

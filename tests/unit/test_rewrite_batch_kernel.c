@@ -65,13 +65,6 @@ static struct cap_op scale_on(uint32_t slot, uint64_t out, uint64_t in, int32_t 
 
 /* ------------------------------------------------------------------ the stand-in variant */
 
-#define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
-
-static bool possible_yes(const struct cap_op *op)
-{
-	(void)op;
-	return true;
-}
 
 static bool possible_no(const struct cap_op *op)
 {
@@ -79,32 +72,8 @@ static bool possible_no(const struct cap_op *op)
 	return false;
 }
 
-/* The table: k, then per instance its grid x and its parameter bytes. */
-static int fake_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
-		       struct cap_op *out)
-{
-	unsigned char *t = table;
-	uint32_t at = 4, gx = 0, psize = members[0]->u.kernel.param_size;
-
-	if (4 + k * (4 + psize) > cap)
-		return -CF_EINVAL;
-	memcpy(t, &k, 4);
-	for (uint32_t i = 0; i < k; i++) {
-		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
-		memcpy(t + at + 4, members[i]->u.kernel.params, psize);
-		at += 4 + psize;
-		gx += members[i]->u.kernel.grid[0];
-	}
-	*out = *members[0];
-	out->u.kernel.func = out->u.kernel.handle = FAKE_MULTI;
-	out->u.kernel.grid[0] = gx;
-	out->u.kernel.params = table;
-	out->u.kernel.param_size = at;
-	return 0;
-}
-
-static const struct rw_multi_hooks hooks_yes = { possible_yes, fake_launch };
-static const struct rw_multi_hooks hooks_no = { possible_no, fake_launch };
+static const struct rw_multi_hooks hooks_yes = { rwt_multi_possible, rwt_multi_launch };
+static const struct rw_multi_hooks hooks_no = { possible_no, rwt_multi_launch };
 
 static struct rw_plan *run(struct cap_op *ops, uint32_t n, char *buf, size_t cap)
 {
@@ -409,14 +378,14 @@ static int big_launch(const struct cap_op *const *members, uint32_t k, void *tab
 {
 	if (k > rw_variant_capacity(members[0]->u.kernel.param_size))
 		return -CF_EINVAL;
-	return fake_launch(members, k, table, cap, out);
+	return rwt_multi_launch(members, k, table, cap, out);
 }
 
 static void test_table_capacity(void **state)
 {
 	static const char card[] = "kernel big_scale\n  param out ptr w n*4\n  param in ptr r n*4\n"
 				   "  param pad struct 256\n  param n i32\nend\n";
-	static const struct rw_multi_hooks hooks_big = { possible_yes, big_launch };
+	static const struct rw_multi_hooks hooks_big = { rwt_multi_possible, big_launch };
 	static unsigned char pb[15][276];
 	struct cap_op ops[15];
 	char buf[8192];

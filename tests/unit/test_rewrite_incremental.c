@@ -56,39 +56,8 @@ static struct cap_op bag_op(uint32_t slot, uint64_t table, uint64_t out)
 
 /* ------------------------------------------------------------------ the stand-in variant */
 
-#define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
 
-static bool possible_yes(const struct cap_op *op)
-{
-	(void)op;
-	return true;
-}
-
-/* The table: k, then per instance its grid x and its parameter bytes. */
-static int fake_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
-		       struct cap_op *out)
-{
-	unsigned char *t = table;
-	uint32_t at = 4, gx = 0, psize = members[0]->u.kernel.param_size;
-
-	if (4 + k * (4 + psize) > cap)
-		return -CF_EINVAL;
-	memcpy(t, &k, 4);
-	for (uint32_t i = 0; i < k; i++) {
-		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
-		memcpy(t + at + 4, members[i]->u.kernel.params, psize);
-		at += 4 + psize;
-		gx += members[i]->u.kernel.grid[0];
-	}
-	*out = *members[0];
-	out->u.kernel.func = out->u.kernel.handle = FAKE_MULTI;
-	out->u.kernel.grid[0] = gx;
-	out->u.kernel.params = table;
-	out->u.kernel.param_size = at;
-	return 0;
-}
-
-static const struct rw_multi_hooks hooks_yes = { possible_yes, fake_launch };
+static const struct rw_multi_hooks hooks_yes = { rwt_multi_possible, rwt_multi_launch };
 
 static int setup(void **state)
 {

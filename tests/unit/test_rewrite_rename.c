@@ -21,7 +21,6 @@ extern const struct rw_rule rw_rule_batch_kernel; /* links the rule in: renaming
 #define OWN 0x7e0000000000ull /* cufold's buffers the stand-in allocator hands out */
 #define MAX_OPS 16
 #define MAX_PARAMS 48
-#define FAKE_MULTI ((CUfunction)(uintptr_t)0xb47c4u)
 
 static const struct cap_func scale_info = RWT_FUNC(0x5ca1e, 1, "scale", RWT_LAYOUT_SCALE);
 static const struct cap_func consume_info = RWT_FUNC(0xc0c, 5, "consume", RWT_LAYOUT_SCALE);
@@ -52,37 +51,7 @@ static void fake_free(CUcontext ctx, uint64_t buf)
 
 static const struct rw_rename_hooks rename_hooks = { fake_alloc, fake_free, false };
 
-static bool possible_yes(const struct cap_op *op)
-{
-	(void)op;
-	return true;
-}
-
-/* The table: k, then per instance its grid x and its parameter bytes. */
-static int fake_launch(const struct cap_op *const *members, uint32_t k, void *table, uint32_t cap,
-		       struct cap_op *out)
-{
-	unsigned char *t = table;
-	uint32_t at = 4, gx = 0, psize = members[0]->u.kernel.param_size;
-
-	if (4 + k * (4 + psize) > cap)
-		return -CF_EINVAL;
-	memcpy(t, &k, 4);
-	for (uint32_t i = 0; i < k; i++) {
-		memcpy(t + at, &members[i]->u.kernel.grid[0], 4);
-		memcpy(t + at + 4, members[i]->u.kernel.params, psize);
-		at += 4 + psize;
-		gx += members[i]->u.kernel.grid[0];
-	}
-	*out = *members[0];
-	out->u.kernel.func = out->u.kernel.handle = FAKE_MULTI;
-	out->u.kernel.grid[0] = gx;
-	out->u.kernel.params = table;
-	out->u.kernel.param_size = at;
-	return 0;
-}
-
-static const struct rw_multi_hooks multi_hooks = { possible_yes, fake_launch };
+static const struct rw_multi_hooks multi_hooks = { rwt_multi_possible, rwt_multi_launch };
 
 static struct cap_op scale_op(uint32_t slot, uint64_t out, uint64_t in, int32_t n)
 {
