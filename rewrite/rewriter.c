@@ -1182,18 +1182,13 @@ out:
 	return rc;
 }
 
-static bool memo_on = true;      /* rw__set_memo (tests) */
-static bool memo_tracked = true; /* rw__set_memo_tracked (tests) */
+static bool memo_on = true; /* rw__set_memo (tests) */
 
 void rw__set_memo(bool on)
 {
 	memo_on = on;
 }
 
-void rw__set_memo_tracked(bool on)
-{
-	memo_tracked = on;
-}
 
 /* What the driver knows of where rules do not match: per rule with a reach, one byte per node
  * (1: match said no there, and no edit has reached the nodes it read since). */
@@ -1260,7 +1255,7 @@ static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run
 			      rw->norig ? rw->norig : 1 };
 	bool ok = true;
 
-	if (nm.no && memo_tracked)
+	if (nm.no)
 		nm.hi = malloc((size_t)nrun * nm.norig * sizeof(*nm.hi)); /* NULL: by the reach alone */
 
 	for (bool changed = nrun > 0; changed && ok;) {

@@ -110,9 +110,6 @@ struct rw_plan *rw_rewrite(const struct cap_op *const *ops, uint32_t n, const st
 /* Tests: whether the driver remembers where a rule with a reach said no (default true); off, it
  * asks every rule at every node after each application, as the plan is defined. */
 void rw__set_memo(bool on);
-/* Tests: whether the driver keeps a "no" of a rule with reads_tracked by what it read (default
- * true); off, by the reach alone. */
-void rw__set_memo_tracked(bool on);
 
 /* ------------------------------------------------------------------ for rules */
 
