@@ -36,6 +36,8 @@ struct node_eff {
 	bool wraps;                  /* a range ends past 2^64: the bounds say nothing */
 	bool sure;                   /* rw_op_sure_write says yes: it writes all of... */
 	struct rw_range sure_r;      /* ...this range */
+	int8_t pure;                 /* RW_G_PURE of the node: -1 not asked yet, else 0 or 1 (a
+				      * kernel's answer reads its card and access set: asked once) */
 };
 
 struct rw_rewriter {
@@ -71,6 +73,8 @@ struct rw_rewriter {
 	uint32_t edit_lo;            /* since the driver last looked: the first node an edit
 				      * touched (UINT32_MAX: none) */
 	uint32_t edit_tail;          /* and how many nodes at the end no edit touched */
+	uint32_t read_hi;            /* the furthest node the match being asked has read through
+				      * the noting accessors (struct rw_rule's reads_tracked) */
 	bool legacy;                 /* an op of the window is on the legacy stream */
 };
 
@@ -228,6 +232,14 @@ bool rw_config_has_rules(const struct rw_config *cfg)
 
 /* ------------------------------------------------------------------ for rules */
 
+/* The match being asked read node k (the accessors' scratch, as the effects cache: rules see the
+ * rewriter const, one thread rewrites a window). */
+static inline void note_read(const struct rw_rewriter *rw, uint32_t k)
+{
+	if (k > rw->read_hi)
+		((struct rw_rewriter *)rw)->read_hi = k;
+}
+
 uint32_t rw_count(const struct rw_rewriter *rw)
 {
 	return rw->n;
@@ -245,7 +257,10 @@ bool rw_has_legacy(const struct rw_rewriter *rw)
 
 const struct rw_node *rw_node_at(const struct rw_rewriter *rw, uint32_t i)
 {
-	return i < rw->n ? &rw->nodes[i] : NULL;
+	if (i >= rw->n)
+		return NULL;
+	note_read(rw, i);
+	return &rw->nodes[i];
 }
 
 const struct cap_op *rw_orig(const struct rw_rewriter *rw, uint32_t j)
@@ -618,7 +633,10 @@ bool rw_can_multi(const struct rw_rewriter *rw, uint32_t i)
 
 bool rw_is_plain(const struct rw_rewriter *rw, uint32_t i)
 {
-	return i < rw->n && rw->nodes[i].kind == RW_NODE_OP;
+	if (i >= rw->n)
+		return false;
+	note_read(rw, i);
+	return rw->nodes[i].kind == RW_NODE_OP;
 }
 
 /* The snapshot standing for node i (made on first use), or -1 for an untouched op; -2 when out
@@ -700,6 +718,7 @@ static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t
 		s->wraps = bounds_of(rw->eff_pool ? &rw->eff_pool[u.r] : NULL, u.nr, &s->rlo, &s->rhi);
 		s->wraps |= bounds_of(rw->eff_pool ? &rw->eff_pool[u.w] : NULL, u.nw, &s->wlo, &s->whi);
 		s->sure = false;
+		s->pure = -1;
 		s->valid = true;
 	}
 	if (!s->valid) {
@@ -714,6 +733,7 @@ static const struct node_eff *node_effects_make(struct rw_rewriter *rw, uint32_t
 		s->wraps = bounds_of(e.r, e.nr, &s->rlo, &s->rhi);
 		s->wraps |= bounds_of(e.w, e.nw, &s->wlo, &s->whi);
 		s->sure = rw_op_sure_write(&rw->nodes[i].op, &s->sure_r);
+		s->pure = -1;
 		s->valid = true;
 	}
 	return s;
@@ -787,19 +807,26 @@ uint32_t rw_first_failing(const struct rw_rewriter *rw_const, enum rw_guard_kind
 	bool fast = kind == RW_G_UNREAD || kind == RW_G_UNWRITTEN || kind == RW_G_INDEPENDENT;
 	bool reads = kind != RW_G_UNWRITTEN, writes = kind != RW_G_UNREAD;
 	const struct node_eff *a = fast && i < rw->n ? node_effects(rw, i) : NULL;
+	uint64_t wlo = 0, whi = 0, rlo = 0, rhi = 0;
 	uint32_t j;
 
+	if (a && (a->all || a->wraps))
+		a = NULL; /* the bounds say nothing: every pair is asked */
+	if (a) {
+		/* node i's bounds, read once (the loop writes the cache, so the compiler would not) */
+		wlo = a->wlo, whi = a->whi, rlo = a->rlo, rhi = a->rhi;
+	}
 	for (j = i + 1; j <= last; j++) {
 		const struct node_eff *b;
 
-		if (a && !a->all && !a->wraps && j < rw->n && (b = node_effects(rw, j)) != NULL && !b->all && !b->wraps &&
-		    (!reads || !bounds_meet(a->wlo, a->whi, b->rlo, b->rhi)) &&
-		    (!writes || (!bounds_meet(a->wlo, a->whi, b->wlo, b->whi) &&
-				 !bounds_meet(a->rlo, a->rhi, b->wlo, b->whi))))
+		if (a && j < rw->n && (b = node_effects(rw, j)) != NULL && !b->all && !b->wraps &&
+		    (!reads || !bounds_meet(wlo, whi, b->rlo, b->rhi)) &&
+		    (!writes || (!bounds_meet(wlo, whi, b->wlo, b->whi) && !bounds_meet(rlo, rhi, b->wlo, b->whi))))
 			continue; /* apart by their bounds: the condition holds */
 		if (rw_need(rw, NULL, kind, i, j) != 0)
 			break;
 	}
+	note_read(rw, j <= last ? j : last);
 	return j;
 }
 
@@ -807,19 +834,31 @@ uint32_t rw_first_holding(const struct rw_rewriter *rw_const, enum rw_guard_kind
 {
 	struct rw_rewriter *rw = (struct rw_rewriter *)rw_const; /* the cache: as rw_first_failing */
 	const struct node_eff *a = kind == RW_G_COVERS && i < rw->n ? node_effects(rw, i) : NULL;
-	uint32_t j;
+	uint32_t j, from = i + 1;
 
-	for (j = i + 1; j <= last; j++) {
-		const struct node_eff *b;
+	if (a && !a->wraps) {
+		/* covers_by_bounds with node i's side read once: a write of nothing is covered by
+		 * any node; one that may touch anything by none */
+		uint64_t wlo = a->wlo, whi = a->whi;
+		bool none = wlo == whi, all = a->all;
 
-		if (a && !a->wraps && j < rw->n && (b = node_effects(rw, j)) != NULL) {
-			if (covers_by_bounds(a, b))
-				break;
-			continue;
+		for (j = i + 1; j <= last && j < rw->n; j++) {
+			const struct node_eff *b = node_effects(rw, j);
+
+			if (!b)
+				break; /* out of memory for the cache: asked one by one below */
+			if (all || !b->sure)
+				continue;
+			if (none || (wlo >= b->sure_r.addr && whi <= b->sure_r.addr + b->sure_r.bytes))
+				goto found;
 		}
+		from = j; /* the rest (none when the loop ran out) asked one by one */
+	}
+	for (j = from; j <= last; j++)
 		if (rw_need(rw, NULL, kind, i, j) == 0)
 			break;
-	}
+found:
+	note_read(rw, j <= last ? j : last);
 	return j;
 }
 
@@ -829,6 +868,17 @@ int rw_need(const struct rw_rewriter *rw, struct rw_rewriter *rec, enum rw_guard
 
 	if (i >= rw->n || j >= rw->n)
 		return rec ? -CF_EINVAL : 1;
+	note_read(rw, i > j ? i : j);
+	if (!rec && kind == RW_G_PURE && i == j) {
+		/* a property of the node alone: kept with its effects (rw_cond_holds, once) */
+		struct node_eff *s = (struct node_eff *)node_effects((struct rw_rewriter *)rw, i);
+
+		if (s) {
+			if (s->pure < 0)
+				s->pure = rw_cond_holds(kind, &rw->nodes[i].op, &rw->nodes[i].op, true) ? 1 : 0;
+			return s->pure ? 0 : 1;
+		}
+	}
 	if (!rec) {
 		int held = need_on_effects((struct rw_rewriter *)rw, kind, i, j);
 
@@ -871,6 +921,7 @@ bool rw_plain_between(const struct rw_rewriter *rw, uint32_t i, uint32_t j)
 {
 	if (i >= j || j > rw->n)
 		return false;
+	note_read(rw, j - 1);
 	/* the cache is the rewriter's scratch: rules see it const, one thread rewrites a window */
 	if (rw->plain_ok || plain_make((struct rw_rewriter *)rw))
 		return j <= rw->plain_end[i];
@@ -1138,10 +1189,13 @@ void rw__set_memo(bool on)
 	memo_on = on;
 }
 
+
 /* What the driver knows of where rules do not match: per rule with a reach, one byte per node
  * (1: match said no there, and no edit has reached the nodes it read since). */
 struct nomatch {
 	uint8_t *no;                 /* nrun rows of norig bytes, or NULL (ask every time) */
+	uint32_t *hi;                /* nrun rows of norig: for a rule with reads_tracked, the
+				      * furthest node the "no" at k read; or NULL (reach alone) */
 	uint32_t norig;              /* bytes per row */
 };
 
@@ -1149,7 +1203,9 @@ struct nomatch {
  * k .. k + reach - 1 only (struct rw_rule), so an answer stays true before the first edited node
  * by more than the reach, and in the untouched tail (which moved with the nodes); for a rule
  * that reads before k too (reads_before), only before the first edited node by more than the
- * reach. */
+ * reach. A rule whose reads are tracked (reads_tracked) read k .. hi[k]: its answer before the
+ * first edited node stays true when hi[k] is before it too (edits never add nodes, so the
+ * bounds it took from rw_count cannot grow past what it read). */
 static void nomatch_update(struct nomatch *nm, const struct rw_rewriter *rw, const struct rw_rule *const *run,
 			   uint32_t nrun, uint32_t n_before)
 {
@@ -1163,12 +1219,23 @@ static void nomatch_update(struct nomatch *nm, const struct rw_rewriter *rw, con
 		uint8_t *row = &nm->no[(size_t)r * nm->norig];
 		uint32_t reach = run[r]->reach, keep = lo + 1 > reach ? lo + 1 - reach : 0;
 		uint32_t kept_tail = run[r]->reads_before ? 0 : tail; /* it read the edit from there */
+		uint32_t *hi = nm->hi && run[r]->reads_tracked ? &nm->hi[(size_t)r * nm->norig] : NULL;
 
 		if (!reach)
 			continue;
 		if (keep > rw->n - kept_tail)
 			keep = rw->n - kept_tail;
 		memmove(&row[rw->n - kept_tail], &row[n_before - kept_tail], kept_tail);
+		if (hi) {
+			/* the tail's answers read the tail only: they moved with it */
+			memmove(&hi[rw->n - kept_tail], &hi[n_before - kept_tail], kept_tail * sizeof(*hi));
+			for (uint32_t k = rw->n - kept_tail; k < rw->n; k++)
+				hi[k] -= n_before - rw->n;
+			for (uint32_t k = keep; k < lo && k < rw->n - kept_tail; k++)
+				if (row[k] && hi[k] >= lo)
+					row[k] = 0;
+			keep = lo < rw->n - kept_tail ? lo : rw->n - kept_tail;
+		}
 		memset(&row[keep], 0, rw->n - kept_tail - keep);
 		memset(&row[rw->n], 0, nm->norig - rw->n);
 	}
@@ -1184,9 +1251,12 @@ static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run
 			struct rw_plan_stat *stats, uint32_t *nstats)
 {
 	uint64_t applied = 0, budget = (uint64_t)RW_MAX_APPLY * rw->norig + 16;
-	struct nomatch nm = { memo_on ? calloc((size_t)nrun * (rw->norig ? rw->norig : 1), 1) : NULL,
+	struct nomatch nm = { memo_on ? calloc((size_t)nrun * (rw->norig ? rw->norig : 1), 1) : NULL, NULL,
 			      rw->norig ? rw->norig : 1 };
 	bool ok = true;
+
+	if (nm.no)
+		nm.hi = malloc((size_t)nrun * nm.norig * sizeof(*nm.hi)); /* NULL: by the reach alone */
 
 	for (bool changed = nrun > 0; changed && ok;) {
 		changed = false;
@@ -1199,9 +1269,12 @@ static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run
 
 				if (no && no[i])
 					continue;
+				rw->read_hi = i;
 				if (!run[r]->match(rw, i)) {
 					if (no)
 						no[i] = 1;
+					if (no && nm.hi)
+						nm.hi[(size_t)r * nm.norig + i] = rw->read_hi;
 					continue;
 				}
 				rw->applying = run[r]->name;
@@ -1230,6 +1303,7 @@ static bool apply_rules(struct rw_rewriter *rw, const struct rw_rule *const *run
 		}
 	}
 	free(nm.no);
+	free(nm.hi);
 	return ok;
 }
 

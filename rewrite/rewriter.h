@@ -64,6 +64,11 @@ struct rw_rule {
 	 * at most after it: an answer stays true until an edit reaches a node before that, so no
 	 * answer after an edit is kept (batch-kernel: a passed wait's record and its ancestry). */
 	bool reads_before;
+	/* match reads nodes only through rw_node_at, rw_is_plain, rw_need, rw_first_failing,
+	 * rw_first_holding and rw_plain_between (and rw_count for its bounds), which note the
+	 * furthest node it read: a "no" at i then stays true until an edit reaches that node, not
+	 * merely i + reach - 1 (most scans stop at the first node in the way). Needs a reach. */
+	bool reads_tracked;
 };
 
 #define RW_RULE_REGISTER(name) \

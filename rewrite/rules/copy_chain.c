@@ -92,5 +92,6 @@ const struct rw_rule rw_rule_copy_chain = {
 	.match = chain_match,
 	.apply = chain_apply,
 	.reach = CHAIN_SCAN + 1, /* match reads i and the CHAIN_SCAN nodes after it */
+	.reads_tracked = true, /* through the noting accessors only: up to the first node in the way */
 };
 RW_RULE_REGISTER(copy_chain);

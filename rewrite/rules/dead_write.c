@@ -58,17 +58,19 @@ static int dead_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec
 /* The node that overwrites node i before any read, or 0 (pure). */
 static uint32_t dead_find(const struct rw_rewriter *rw, uint32_t i)
 {
-	uint32_t last, stop, cover;
+	uint32_t last, cover;
 
 	if (!dead_candidate(rw, i) || i + 1 >= rw_count(rw))
 		return 0;
 	last = rw_count(rw) - 1 < i + DEAD_SCAN ? rw_count(rw) - 1 : i + DEAD_SCAN;
-	/* the first node that may read the bytes, and the first before it that overwrites them all,
-	 * each found in one sweep */
-	stop = rw_first_failing(rw, RW_G_UNREAD, i, last);
-	cover = rw_first_holding(rw, RW_G_COVERS, i, stop - 1);
+	/* the first node that overwrites all the bytes (by its bounds, cheaply), then whether any
+	 * node up to it, itself included, may read them (one sweep): an overwrite after a read is
+	 * no use, and so is any later one */
+	cover = rw_first_holding(rw, RW_G_COVERS, i, last);
+	if (cover > last || rw_first_failing(rw, RW_G_UNREAD, i, cover) <= cover)
+		return 0;
 	/* nothing reads them before the overwrite, all on one stream (else: give up) */
-	if (cover >= stop || !rw_plain_between(rw, i, cover + 1))
+	if (!rw_plain_between(rw, i, cover + 1))
 		return 0;
 	return dead_conditions(rw, NULL, i, cover) == 0 ? cover : 0;
 }
@@ -96,5 +98,6 @@ const struct rw_rule rw_rule_dead_write = {
 	.match = dead_match,
 	.apply = dead_apply,
 	.reach = DEAD_SCAN + 1, /* match reads i and the DEAD_SCAN nodes after it */
+	.reads_tracked = true, /* through the noting accessors only: up to the first node in the way */
 };
 RW_RULE_REGISTER(dead_write);

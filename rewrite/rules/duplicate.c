@@ -38,24 +38,27 @@ static int dup_conditions(const struct rw_rewriter *rw, struct rw_rewriter *rec,
 static uint32_t dup_find(const struct rw_rewriter *rw, uint32_t i)
 {
 	const struct rw_node *x = rw_node_at(rw, i);
-	uint32_t last, stop;
+	uint32_t last, j;
 
 	if (!x || !rw_is_plain(rw, i) || rw_need(rw, NULL, RW_G_PURE, i, i) != 0 || i + 1 >= rw_count(rw))
 		return 0;
 	last = rw_count(rw) - 1 < i + DUP_SCAN ? rw_count(rw) - 1 : i + DUP_SCAN;
-	/* the first node that writes what X touches, found in one sweep */
-	stop = rw_first_failing(rw, RW_G_UNWRITTEN, i, last);
-	/* the repeat is looked for up to that node (something between writes what X touches: X'
-	 * would not repeat X), all on X's stream: plainness only grows shorter with j, so it is
-	 * asked once, of the repeat */
-	for (uint32_t j = i + 1; j <= stop && j <= last; j++) {
-		const struct rw_node *y = rw_node_at(rw, j);
+	/* the first candidate repeat, by its key and bindings first (a compare a node, over the
+	 * list itself; rw_node_at on the last node looked at notes how far the scan read) */
+	for (j = i + 1; j <= last; j++) {
+		const struct rw_node *y = &rw_nodes(rw)[j];
 
 		if (y->op.key == x->op.key && y->op.bind == x->op.bind && rw_is_plain(rw, j) &&
 		    rw_need(rw, NULL, RW_G_SAME_OP, i, j) == 0)
-			return rw_plain_between(rw, i, j + 1) && dup_conditions(rw, NULL, i, j) == 0 ? j : 0;
+			break;
 	}
-	return 0;
+	(void)rw_node_at(rw, j <= last ? j : last);
+	/* none, or something before it writes what X touches (X' would not repeat X; a later
+	 * candidate would be behind that node too): found in one sweep up to it. All on X's
+	 * stream: plainness only grows shorter with j, so it is asked once, of the repeat */
+	if (j > last || rw_first_failing(rw, RW_G_UNWRITTEN, i, j - 1) < j)
+		return 0;
+	return rw_plain_between(rw, i, j + 1) && dup_conditions(rw, NULL, i, j) == 0 ? j : 0;
 }
 
 static bool dup_match(const struct rw_rewriter *rw, uint32_t i)
@@ -81,5 +84,6 @@ const struct rw_rule rw_rule_duplicate = {
 	.match = dup_match,
 	.apply = dup_apply,
 	.reach = DUP_SCAN + 1, /* match reads i and the DUP_SCAN nodes after it */
+	.reads_tracked = true, /* through the noting accessors only: up to the first node in the way */
 };
 RW_RULE_REGISTER(duplicate);

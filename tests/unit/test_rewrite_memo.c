@@ -1,6 +1,7 @@
 /* test_rewrite_memo.c - the rewriter's driver remembers where a rule said no (rules with a
- * reach) and its scans stop by one sweep (rw_first_failing): on windows longer than any rule's
- * reach, the plans must be those made asking every rule at every node after each application.
+ * reach, and for rules whose reads are tracked, by the furthest node the answer read) and its
+ * scans stop by one sweep (rw_first_failing): on windows longer than any rule's reach, the plans
+ * must be those made asking every rule at every node after each application.
  * tests layer (cmocka, libcufold.a). */
 #include <stdint.h>
 #include <stdio.h>
@@ -125,9 +126,51 @@ static void test_memo_long_windows(void **state)
 	assert_true(fired >= 60); /* the rules had work to do */
 }
 
+/* The node a scan stopped at is part of what its answer read. dead-write at 0 says no: node 1
+ * reads A (its scan's stop). dead-write then erases node 1 (B is overwritten before anyone reads
+ * it), and asked again, node 0 is dead too (A is overwritten by node 3 with nothing reading it
+ * between). A memo that forgot the stop was read keeps the old "no". */
+static void test_memo_stop_is_read(void **state)
+{
+	const uint64_t a = 0x7f0000000000ull, b = a + 4096;
+	CUstream s = (CUstream)0x51;
+	struct cap_op w[4] = {
+		rwt_memset_op(a, 1024, s),
+		rwt_copy_op(a, b, 1024, s),
+		rwt_memset_op(b, 1024, s),
+		rwt_memset_op(a, 1024, s),
+	};
+	const struct cap_op *wp[4];
+	const struct rw_rule *dead_only = &rw_rule_dead_write;
+	static char with[4096], without[4096];
+	struct rw_plan *p, *q;
+	uint32_t dead = 0;
+
+	(void)state;
+	rwt_ptrs(w, 4, wp);
+	p = rw_rewrite(wp, 4, NULL, NULL, &dead_only, 1);
+	rw__set_memo(false);
+	q = rw_rewrite(wp, 4, NULL, NULL, &dead_only, 1);
+	rw__set_memo(true);
+	assert_non_null(p);
+	assert_non_null(q);
+	for (uint32_t k = 0; k < q->nstats; k++)
+		if (strcmp(q->stats[k].rule, "dead-write") == 0)
+			dead = q->stats[k].count;
+	rw_plan_format(q, without, sizeof(without));
+	if (dead != 2)
+		fail_msg("not the case described: %s", without);
+	rw_plan_format(p, with, sizeof(with));
+	rw_plan_format(q, without, sizeof(without));
+	assert_string_equal(with, without);
+	rw_plan_destroy(p);
+	rw_plan_destroy(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memo_stop_is_read),
 		cmocka_unit_test(test_memo_long_windows),
 	};
 

@@ -43,9 +43,9 @@ static int tag_c_apply(struct rw_rewriter *rw, uint32_t i)
 	return tag_apply_as(rw, i, "c");
 }
 
-static const struct rw_rule rule_a = { "a", 5, 1, tag_match, tag_a_apply, 0, false };
-static const struct rw_rule rule_b = { "b", 5, 1, tag_match, tag_b_apply, 0, false };
-static const struct rw_rule rule_c = { "c", 7, 2, tag_match, tag_c_apply, 0, false };
+static const struct rw_rule rule_a = { "a", 5, 1, tag_match, tag_a_apply, 0, false, false };
+static const struct rw_rule rule_b = { "b", 5, 1, tag_match, tag_b_apply, 0, false, false };
+static const struct rw_rule rule_c = { "c", 7, 2, tag_match, tag_c_apply, 0, false, false };
 
 /* Erase every memset. */
 static bool drop_match(const struct rw_rewriter *rw, uint32_t i)
@@ -60,7 +60,7 @@ static int drop_apply(struct rw_rewriter *rw, uint32_t i)
 	return rc ? rc : rw_erase(rw, i);
 }
 
-static const struct rw_rule rule_drop = { "drop", 1, 1, drop_match, drop_apply, 0, false };
+static const struct rw_rule rule_drop = { "drop", 1, 1, drop_match, drop_apply, 0, false, false };
 
 static int fail_apply(struct rw_rewriter *rw, uint32_t i)
 {
@@ -69,7 +69,7 @@ static int fail_apply(struct rw_rewriter *rw, uint32_t i)
 	return -CF_ENOMEM;
 }
 
-static const struct rw_rule rule_fail = { "fail", 0, 1, drop_match, fail_apply, 0, false };
+static const struct rw_rule rule_fail = { "fail", 0, 1, drop_match, fail_apply, 0, false, false };
 
 /* Never settles: replaces a memset by itself forever. */
 static int spin_apply(struct rw_rewriter *rw, uint32_t i)
@@ -77,7 +77,7 @@ static int spin_apply(struct rw_rewriter *rw, uint32_t i)
 	return rw_replace(rw, i, 1, RW_NODE_OP, RW_NONE, "spin");
 }
 
-static const struct rw_rule rule_spin = { "spin", 0, 1, drop_match, spin_apply, 0, false };
+static const struct rw_rule rule_spin = { "spin", 0, 1, drop_match, spin_apply, 0, false, false };
 
 /* ------------------------------------------------------------------ windows */
 
