@@ -376,16 +376,28 @@ void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s)
 			o->succ = NULL;
 }
 
+/* Whether op p of window pw resolves now as it did when it was recorded: no change of the
+ * allocation map (or of the probes' answers) since pw began touched an address its recording
+ * looked up (a copy's sides, a memset's target; a kernel or an event looks up none). */
+static inline bool resolves_now(struct cap_engine *ce, const struct cap_window *pw, const struct cap_op *p)
+{
+	if (p->kind == CAP_OP_MEMCPY)
+		return cap__alloc_same_since(ce, pw->alloc_gen_begin, p->u.memcpy.src_first, p->u.memcpy.dst_first);
+	if (p->kind == CAP_OP_MEMSET)
+		return cap__alloc_same_since(ce, pw->alloc_gen_begin, p->u.memset.dst, p->u.memset.dst);
+	return true;
+}
+
 /* The predicted shape's op at the index the open window w records next, or NULL. *resolved:
- * that op's window resolved every copy at the allocation map's present gen. */
-static const struct cap_op *predicted(const struct cap_engine *ce, const struct cap_window *w, bool *resolved)
+ * that op resolves now as it did (resolves_now). */
+static const struct cap_op *predicted(struct cap_engine *ce, const struct cap_window *w, bool *resolved)
 {
 	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
 
 	*resolved = false;
 	if (!pw || w->nops >= pw->nops)
 		return NULL;
-	*resolved = pw->alloc_gen_begin == pw->alloc_gen_end && pw->alloc_gen_end == ce->alloc.gen;
+	*resolved = resolves_now(ce, pw, &pw->ops[w->nops]);
 	return &pw->ops[w->nops];
 }
 
@@ -1202,8 +1214,7 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
 		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
 
-		if (p && p->vid != p->seq && p->vid && pw->alloc_gen_begin == pw->alloc_gen_end &&
-		    pw->alloc_gen_end == ce->alloc.gen)
+		if (p && p->vid != p->seq && p->vid && resolves_now(ce, pw, p))
 			return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, pw, p) :
 							  repeat(ce, w, c, who, rec, p);
 	}
