@@ -218,6 +218,7 @@ struct rpl_template {
 	uint32_t moved_cursor;       /* where note_moved's next search starts (launch.c) */
 	uint32_t moved_max_op;       /* the largest op index in moved[] */
 	struct rpl_refs *refs;       /* the values its nodes hold, indexed (refs.c), or NULL */
+	uint32_t refs_asked;         /* frees asked of it (refs.c: the first few are scanned) */
 	struct rpl_template *prev, *next; /* every live template */
 };
 
