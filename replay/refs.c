@@ -189,6 +189,16 @@ void rpl__refs_free(struct rpl_template *t)
 	t->refs = NULL;
 }
 
+size_t rpl__refs_bytes(const struct rpl_template *t)
+{
+	const struct rpl_refs *r = t->refs;
+
+	if (!r)
+		return 0;
+	return sizeof(*r) + r->n * sizeof(*r->e) + (r->ngraphs + 1) * sizeof(*r->first_id) +
+	       (r->first_id[r->ngraphs] / 64 + 1) * sizeof(*r->dirty_bit) + r->dirty_cap * sizeof(*r->dirty);
+}
+
 static int by_value(const void *a, const void *b)
 {
 	const struct rpl_ref *x = a, *y = b;

@@ -523,6 +523,7 @@ bool rpl__template_references(struct rpl_template *t, uint64_t base, uint64_t si
 bool rpl__template_references_scan(const struct rpl_template *t, uint64_t base, uint64_t size);
 void rpl__refs_touch(struct rpl_template *t, const struct rpl_seg *g, uint32_t i);
 void rpl__refs_free(struct rpl_template *t);
+size_t rpl__refs_bytes(const struct rpl_template *t);
 size_t rpl__template_bytes(const struct rpl_template *t);
 
 /* A driver call replay makes (counted). */

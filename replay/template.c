@@ -1062,7 +1062,8 @@ uint32_t rpl__template_max_seg(const struct rpl_template *t)
 
 size_t rpl__template_bytes(const struct rpl_template *t)
 {
-	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + (t->nsegs + t->nblocks) * sizeof(*t->segs);
+	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + (t->nsegs + t->nblocks) * sizeof(*t->segs) +
+		   rpl__refs_bytes(t);
 
 	for (uint32_t k = 0; k < t->nsegs + t->nblocks; k++) {
 		const struct rpl_seg *g = k < t->nsegs ? &t->segs[k] : &t->blocks[k - t->nsegs];
@@ -1070,6 +1071,7 @@ size_t rpl__template_bytes(const struct rpl_template *t)
 		n += g->n * sizeof(struct rpl_node);
 		for (uint32_t i = 0; g->nodes && i < g->n; i++)
 			n += g->nodes[i].param_size;
+		n += rw_run_remembered_bytes(g->run); /* its plan's remembered passes (rewrite/plan.c) */
 	}
 	return n;
 }
