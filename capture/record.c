@@ -376,16 +376,24 @@ void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s)
 			o->succ = NULL;
 }
 
+/* resolves_now when the map changed since pw began: asked of the change log. Out of line: a
+ * program whose map stays put pays only resolves_now's compare. */
+static __attribute__((noinline)) bool resolves_now_slow(struct cap_engine *ce, const struct cap_window *pw,
+							const struct cap_op *p)
+{
+	if (p->kind == CAP_OP_MEMCPY)
+		return cap__alloc_same_since_slow(ce, pw->alloc_gen_begin, p->u.memcpy.src_first, p->u.memcpy.dst_first);
+	if (p->kind == CAP_OP_MEMSET)
+		return cap__alloc_same_since_slow(ce, pw->alloc_gen_begin, p->u.memset.dst, p->u.memset.dst);
+	return true;
+}
+
 /* Whether op p of window pw resolves now as it did when it was recorded: no change of the
  * allocation map (or of the probes' answers) since pw began touched an address its recording
  * looked up (a copy's sides, a memset's target; a kernel or an event looks up none). */
 static inline bool resolves_now(struct cap_engine *ce, const struct cap_window *pw, const struct cap_op *p)
 {
-	if (p->kind == CAP_OP_MEMCPY)
-		return cap__alloc_same_since(ce, pw->alloc_gen_begin, p->u.memcpy.src_first, p->u.memcpy.dst_first);
-	if (p->kind == CAP_OP_MEMSET)
-		return cap__alloc_same_since(ce, pw->alloc_gen_begin, p->u.memset.dst, p->u.memset.dst);
-	return true;
+	return cf_likely(pw->alloc_gen_begin == ce->alloc.gen) || resolves_now_slow(ce, pw, p);
 }
 
 /* The predicted shape's op at the index the open window w records next, or NULL. *resolved:
