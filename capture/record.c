@@ -1209,9 +1209,9 @@ out:
 	return rc;
 }
 
-/* cap_record's lanes when the allocation map changed since the predicted window began: p's
- * resolution asked of the change log first (resolves_now). Out of line, so cap_record's lanes
- * stay tail calls with no frame of its own. */
+/* cap_record's copy and memset lane when the allocation map changed since the predicted window
+ * began: p's resolution asked of the change log first (resolves_now). Out of line, so
+ * cap_record's lanes stay tail calls with no frame of its own. */
 static __attribute__((noinline)) int lanes_after_change(struct cap_engine *ce, struct cap_window *w,
 							const struct cap_call *c, const struct cap_who *who,
 							struct cap_rec *rec, const struct cap_window *pw,
@@ -1219,7 +1219,7 @@ static __attribute__((noinline)) int lanes_after_change(struct cap_engine *ce, s
 {
 	if (!resolves_now_slow(ce, pw, p))
 		return record_long(ce, c, who, rec);
-	return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, pw, p) : repeat(ce, w, c, who, rec, p);
+	return repeat(ce, w, c, who, rec, p);
 }
 
 int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
@@ -1236,10 +1236,11 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
 
 		if (p && p->vid != p->seq && p->vid) {
+			if (c->kind == CAP_OP_KERNEL) /* a launch looks no address up (resolves_now) */
+				return repeat_kernel(ce, w, c, who, rec, pw, p);
 			if (cf_unlikely(pw->alloc_gen_begin != ce->alloc.gen))
 				return lanes_after_change(ce, w, c, who, rec, pw, p); /* a tail call: no frame here */
-			return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, pw, p) :
-							  repeat(ce, w, c, who, rec, p);
+			return repeat(ce, w, c, who, rec, p);
 		}
 	}
 	return record_long(ce, c, who, rec);
