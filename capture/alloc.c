@@ -33,6 +33,57 @@ static size_t upper(struct cap_engine *ce, uint64_t addr)
 	return lo;
 }
 
+/* A change of the map (or of the probes' answers) that may move the resolution of the addresses
+ * [lo, last] (outside: of every address outside the map): the gen goes up, and the change goes
+ * into the log. A change of the very range the newest entry holds is merged into it (an insert
+ * bumps the gen twice). */
+static void changed(struct cap_engine *ce, uint64_t lo, uint64_t last, bool outside)
+{
+	struct cap_alloc_map *m = &ce->alloc;
+	struct cap_alloc_change *c;
+
+	m->gen++;
+	if (m->log_used) {
+		c = &m->log[(m->log_head + CAP_ALLOC_LOG - 1) % CAP_ALLOC_LOG];
+		if (c->lo == lo && c->last == last && c->outside == outside) {
+			c->gen = m->gen;
+			return;
+		}
+	}
+	c = &m->log[m->log_head];
+	if (m->log_used == CAP_ALLOC_LOG)
+		m->log_floor = c->gen; /* the oldest entry goes: changes up to its gen are forgotten */
+	else
+		m->log_used++;
+	*c = (struct cap_alloc_change){ .gen = m->gen, .lo = lo, .last = last, .outside = outside };
+	m->log_head = (m->log_head + 1) % CAP_ALLOC_LOG;
+}
+
+static bool change_touches(struct cap_engine *ce, const struct cap_alloc_change *c, uint64_t a)
+{
+	if (c->outside)
+		return !cap_alloc_find(ce, a);
+	return a >= c->lo && a <= c->last;
+}
+
+bool cap__alloc_same_since_slow(struct cap_engine *ce, uint64_t gen, uint64_t a, uint64_t b)
+{
+	struct cap_alloc_map *m = &ce->alloc;
+
+	if (gen > m->gen || gen < m->log_floor)
+		return false; /* not a gen of this map's past, or older than the log reaches */
+	for (uint32_t k = 0; k < m->log_used; k++) {
+		const struct cap_alloc_change *c = &m->log[(m->log_head + CAP_ALLOC_LOG - 1 - k) % CAP_ALLOC_LOG];
+
+		if (c->gen <= gen)
+			return true; /* this one and the older ones were seen at gen */
+		if (change_touches(ce, c, a) || change_touches(ce, c, b))
+			return false;
+	}
+	/* every change since the floor was looked at (the log holds all of them) */
+	return true;
+}
+
 /* The last two ranges found are tried first: a copy's two sides and the ops around it name a
  * few allocations over and over, and the search cost forty instructions each (issue 22). A hint
  * needs no invalidation: the ranges are sorted and disjoint, so whichever range sits at a hinted
@@ -61,18 +112,27 @@ const struct cap_alloc *cap_alloc_find(struct cap_engine *ce, uint64_t addr)
 
 static int insert(struct cap_engine *ce, const struct cap_alloc *a)
 {
-	uint64_t end = a->base + a->size;
+	uint64_t end = a->base + a->size, lo = a->base, last = end - 1;
 	size_t i, j;
 
-	ce->alloc.gen++;
-	if (a->size == 0 || end < a->base)
+	if (a->size == 0 || end < a->base) {
+		changed(ce, 1, 0, false); /* nothing changed; the gen moves as it always did */
 		return -CF_EINVAL;
+	}
 	/* drop what overlaps [base, end) */
 	i = upper(ce, a->base);
 	if (i > 0 && ce->alloc.ranges[i - 1].base + ce->alloc.ranges[i - 1].size > a->base)
 		i--;
 	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end; j++)
 		;
+	/* the addresses whose answer may change: the new range and all of the ranges it drops */
+	if (j > i) {
+		const struct cap_alloc *l = &ce->alloc.ranges[j - 1];
+
+		lo = ce->alloc.ranges[i].base < lo ? ce->alloc.ranges[i].base : lo;
+		last = l->base + (l->size - 1) > last ? l->base + (l->size - 1) : last;
+	}
+	changed(ce, lo, last, false);
 	if (j > i) {
 		memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j],
 			(ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
@@ -106,15 +166,14 @@ int cap_alloc_add(struct cap_engine *ce, uint64_t base, uint64_t size, enum cap_
 
 	if (rc == 0)
 		ce->alloc.next_id++;
-	ce->alloc.gen++;
+	changed(ce, base, base + size - 1, false); /* insert's change again (merged into it) */
 	return rc;
 }
 
 int cap_alloc_restore(struct cap_engine *ce, const struct cap_alloc *a)
 {
 	cf_assert(cf_serial_is_held());
-	ce->alloc.gen++;
-	return insert(ce, a);
+	return insert(ce, a); /* its change is logged by insert */
 }
 
 int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out)
@@ -122,17 +181,18 @@ int cap_alloc_remove(struct cap_engine *ce, uint64_t base, struct cap_alloc *out
 	size_t i;
 
 	cf_assert(cf_serial_is_held());
-	ce->alloc.gen++;
 	i = upper(ce, base);
-	if (i == 0 || ce->alloc.ranges[i - 1].base != base)
+	if (i == 0 || ce->alloc.ranges[i - 1].base != base) {
+		changed(ce, 1, 0, false); /* nothing changed; the gen moves as it always did */
 		return -CF_ENOENT;
+	}
 	i--;
 	if (out)
 		*out = ce->alloc.ranges[i];
+	changed(ce, base, base + (ce->alloc.ranges[i].size - 1), false);
 	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[i + 1],
 		(ce->alloc.nranges - i - 1) * sizeof(*ce->alloc.ranges));
 	ce->alloc.nranges--;
-	ce->alloc.gen++;
 	return 0;
 }
 
@@ -142,16 +202,19 @@ int cap_alloc_remove_range(struct cap_engine *ce, uint64_t base, uint64_t size)
 	size_t i = base ? upper(ce, base - 1) : 0, j; /* first range starting at or after base */
 
 	cf_assert(cf_serial_is_held());
-	ce->alloc.gen++;
 	if (end < base)
 		end = UINT64_MAX;
 	for (j = i; j < ce->alloc.nranges && ce->alloc.ranges[j].base < end &&
 		    ce->alloc.ranges[j].size <= end - ce->alloc.ranges[j].base;
 	     j++)
 		;
+	if (j > i)
+		changed(ce, ce->alloc.ranges[i].base, ce->alloc.ranges[j - 1].base + (ce->alloc.ranges[j - 1].size - 1),
+			false);
+	else
+		changed(ce, 1, 0, false); /* nothing changed; the gen moves as it always did */
 	memmove(&ce->alloc.ranges[i], &ce->alloc.ranges[j], (ce->alloc.nranges - j) * sizeof(*ce->alloc.ranges));
 	ce->alloc.nranges -= j - i;
-	ce->alloc.gen++;
 	return (int)(j - i);
 }
 
@@ -259,14 +322,16 @@ enum cap_probe cap__alloc_probe(struct cap_engine *ce, uint64_t addr)
 		answer = CAP_PROBE_UNKNOWN;
 	slot->page = page;
 	slot->answer = (uint8_t)answer;
-	ce->alloc.gen++; /* a new answer: what was resolved before may have read another */
+	/* a new answer: what was resolved before in this page may have read another */
+	changed(ce, (page - 1) << PROBE_PAGE_SHIFT, ((page - 1) << PROBE_PAGE_SHIFT) + ((1u << PROBE_PAGE_SHIFT) - 1),
+		false);
 	return answer;
 }
 
 void cap__alloc_probe_reset(struct cap_engine *ce)
 {
 	memset(ce->alloc.probes, 0, sizeof(ce->alloc.probes));
-	ce->alloc.gen++;
+	changed(ce, 1, 0, true); /* every address outside the map may be answered otherwise now */
 }
 
 void cap__alloc_fini(struct cap_engine *ce)

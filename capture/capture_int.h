@@ -34,8 +34,9 @@ struct cap_window {
 	uint32_t nevents, capevents; /* used and allocated slots */
 	uint64_t seq;                /* window number */
 	uint64_t t_begin, t_end;     /* monotonic time of the first op and of the close */
-	uint64_t alloc_gen_begin;    /* the allocation map's gen at the first op and at the close: */
-	uint64_t alloc_gen_end;      /* equal, every copy of the window was resolved at that gen */
+	uint64_t alloc_gen_begin;    /* the allocation map's gen at the first op and at the close:
+				      * each op resolved as it would now where no change since the */
+	uint64_t alloc_gen_end;      /* first touched an address it looked up (record.c: resolves_now) */
 	uint64_t funcs_gen_begin;    /* the function lookups' gen at the first op and at the close: */
 	uint64_t funcs_gen_end;      /* equal, every launch's handle resolved as it would now, while
 				      * the gen is still that (record.c: repeat_kernel) */
@@ -233,6 +234,12 @@ enum cap_probe {
 };
 enum cap_probe cap__alloc_probe(struct cap_engine *ce, uint64_t addr);
 void cap__alloc_probe_reset(struct cap_engine *ce);
+/* Whether addresses a and b resolve now (cap_alloc_find, cap__alloc_probe) as they did at the
+ * map's gen `gen`, no later: true when no change of the map or of the probes' answers since
+ * touched either (the change log, CAP_ALLOC_LOG changes back); false when one may have, or the
+ * log does not reach back to gen. */
+bool cap__alloc_same_since_slow(struct cap_engine *ce, uint64_t gen, uint64_t a, uint64_t b);
+/* (cap__alloc_same_since, inline: below the engine) */
 
 /* ------------------------------------------------------------------ the capture part (engine.c) */
 
@@ -241,6 +248,15 @@ void cap__alloc_probe_reset(struct cap_engine *ce);
 struct cap_probe_slot {
 	uint64_t page;               /* address >> 12, plus one (0: empty slot) */
 	uint8_t answer;              /* enum cap_probe */
+};
+
+/* alloc.c: one change of the allocation map or of the probes' answers, in the change log: the
+ * addresses whose resolution it may have changed, [lo, last]. */
+#define CAP_ALLOC_LOG 32             /* changes remembered (cap__alloc_same_since) */
+struct cap_alloc_change {
+	uint64_t gen;                /* the map's gen after it (merged changes of one range: the last) */
+	uint64_t lo, last;           /* first and last address it may have changed; lo > last: none */
+	bool outside;                /* the probes' answers forgotten: every address outside the map */
 };
 
 /* alloc.c: the allocation map. */
@@ -253,6 +269,14 @@ struct cap_alloc_map {
 				      * rewrite plan's allocation extents hold (cap_alloc_gen) */
 	uint64_t next_id;            /* id of the next allocation */
 	struct cap_probe_slot probes[CAP_PROBE_SLOTS]; /* what the driver said of pages outside it */
+	/* the last CAP_ALLOC_LOG changes, a ring (newest at log_head - 1): which addresses each gen
+	 * since log_floor may have moved, so a copy resolved at an older gen is known to resolve
+	 * the same when no change since touched its sides (issue 22: a program that allocates and
+	 * frees every step, dataparallel, kept the fast lanes off for all its ops) */
+	struct cap_alloc_change log[CAP_ALLOC_LOG];
+	uint32_t log_head;           /* next entry written (mod CAP_ALLOC_LOG) */
+	uint32_t log_used;           /* entries written, at most CAP_ALLOC_LOG */
+	uint64_t log_floor;          /* every change with a gen above it is in the log */
 };
 
 /* funcs.c: a function lookup remembered (cap__func_get's answer for a handle in a context). */
@@ -370,6 +394,12 @@ struct cap_engine {
 	void (*window_closing)(void *arg);
 	void *closing_arg;           /* window_closing's argument */
 };
+
+/* cap__alloc_same_since (above): the map unchanged since gen answers at once. */
+static inline bool cap__alloc_same_since(struct cap_engine *ce, uint64_t gen, uint64_t a, uint64_t b)
+{
+	return gen == ce->alloc.gen || cap__alloc_same_since_slow(ce, gen, a, b);
+}
 
 /* The record of the stream an op names (made, and its kind asked of the driver, on first use);
  * NULL when out of memory. Inline: a remembered lookup answers most calls (streams.c). */

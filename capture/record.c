@@ -376,16 +376,36 @@ void cap__shape_gone(struct cap_engine *ce, struct cap_shape *s)
 			o->succ = NULL;
 }
 
+/* resolves_now when the map changed since pw began: asked of the change log. Out of line: a
+ * program whose map stays put pays only resolves_now's compare. */
+static __attribute__((noinline)) bool resolves_now_slow(struct cap_engine *ce, const struct cap_window *pw,
+							const struct cap_op *p)
+{
+	if (p->kind == CAP_OP_MEMCPY)
+		return cap__alloc_same_since_slow(ce, pw->alloc_gen_begin, p->u.memcpy.src_first, p->u.memcpy.dst_first);
+	if (p->kind == CAP_OP_MEMSET)
+		return cap__alloc_same_since_slow(ce, pw->alloc_gen_begin, p->u.memset.dst, p->u.memset.dst);
+	return true;
+}
+
+/* Whether op p of window pw resolves now as it did when it was recorded: no change of the
+ * allocation map (or of the probes' answers) since pw began touched an address its recording
+ * looked up (a copy's sides, a memset's target; a kernel or an event looks up none). */
+static inline bool resolves_now(struct cap_engine *ce, const struct cap_window *pw, const struct cap_op *p)
+{
+	return cf_likely(pw->alloc_gen_begin == ce->alloc.gen) || resolves_now_slow(ce, pw, p);
+}
+
 /* The predicted shape's op at the index the open window w records next, or NULL. *resolved:
- * that op's window resolved every copy at the allocation map's present gen. */
-static const struct cap_op *predicted(const struct cap_engine *ce, const struct cap_window *w, bool *resolved)
+ * that op resolves now as it did (resolves_now). */
+static const struct cap_op *predicted(struct cap_engine *ce, const struct cap_window *w, bool *resolved)
 {
 	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
 
 	*resolved = false;
 	if (!pw || w->nops >= pw->nops)
 		return NULL;
-	*resolved = pw->alloc_gen_begin == pw->alloc_gen_end && pw->alloc_gen_end == ce->alloc.gen;
+	*resolved = resolves_now(ce, pw, &pw->ops[w->nops]);
 	return &pw->ops[w->nops];
 }
 
@@ -1189,6 +1209,19 @@ out:
 	return rc;
 }
 
+/* cap_record's copy and memset lane when the allocation map changed since the predicted window
+ * began: p's resolution asked of the change log first (resolves_now). Out of line, so
+ * cap_record's lanes stay tail calls with no frame of its own. */
+static __attribute__((noinline)) int lanes_after_change(struct cap_engine *ce, struct cap_window *w,
+							const struct cap_call *c, const struct cap_who *who,
+							struct cap_rec *rec, const struct cap_window *pw,
+							const struct cap_op *p)
+{
+	if (!resolves_now_slow(ce, pw, p))
+		return record_long(ce, c, who, rec);
+	return repeat(ce, w, c, who, rec, p);
+}
+
 int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap_who *who, struct cap_rec *rec)
 {
 	struct cap_window *w = ce->cur;
@@ -1202,10 +1235,13 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
 		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
 
-		if (p && p->vid != p->seq && p->vid && pw->alloc_gen_begin == pw->alloc_gen_end &&
-		    pw->alloc_gen_end == ce->alloc.gen)
-			return c->kind == CAP_OP_KERNEL ? repeat_kernel(ce, w, c, who, rec, pw, p) :
-							  repeat(ce, w, c, who, rec, p);
+		if (p && p->vid != p->seq && p->vid) {
+			if (c->kind == CAP_OP_KERNEL) /* a launch looks no address up (resolves_now) */
+				return repeat_kernel(ce, w, c, who, rec, pw, p);
+			if (cf_unlikely(pw->alloc_gen_begin != ce->alloc.gen))
+				return lanes_after_change(ce, w, c, who, rec, pw, p); /* a tail call: no frame here */
+			return repeat(ce, w, c, who, rec, p);
+		}
 	}
 	return record_long(ce, c, who, rec);
 }

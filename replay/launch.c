@@ -383,6 +383,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			break;
 		}
 		(*npatched)++;
+		rpl__refs_touch(t, g, i); /* its values changed: refs.c reads it again */
 		note_moved_site(t, op->callsite);
 	}
 	return rc;

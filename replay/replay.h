@@ -200,6 +200,7 @@ struct rpl_totals {
 	uint64_t match_samples;      /* ops in the timed sample */
 	uint64_t own_ns;             /* cufold's time on the engine's timed sample of calls */
 	uint64_t own_samples;        /* calls in that sample */
+	uint64_t host_bytes_peak;    /* the most rpl_memory_bytes said at a retirement (retire.c) */
 	uint64_t polls_not_ready;    /* queries answered CUDA_ERROR_NOT_READY for deferred work */
 	uint64_t build_ns_max;       /* the longest template build (first, rebuild or the gate's
 				      * retrial alike: a window close's spike), ns */

@@ -217,6 +217,8 @@ struct rpl_template {
 	uint32_t nmoved;             /* used entries (the first RPL_MOVED bindings seen moving) */
 	uint32_t moved_cursor;       /* where note_moved's next search starts (launch.c) */
 	uint32_t moved_max_op;       /* the largest op index in moved[] */
+	struct rpl_refs *refs;       /* the values its nodes hold, indexed (refs.c), or NULL */
+	uint32_t refs_asked;         /* frees asked of it (refs.c: the first few are scanned) */
 	struct rpl_template *prev, *next; /* every live template */
 };
 
@@ -513,8 +515,15 @@ bool rpl__seg_guards_hold(struct rpl_engine *re, const struct rpl_seg *g, const 
  * yes): &def[i], tmp filled with a derived op, or NULL: an op without a node of its own (folded
  * into another node or erased), or a plan node that could not be derived (a failure). */
 const struct cap_op *rpl__seg_op(const struct rpl_seg *g, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
-/* Whether any binding of t points into [base, base+size). */
-bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size);
+/* refs.c: whether any binding of t points into [base, base+size) (the bindings each segment's
+ * ops had last), from an index of its nodes' values made at the first question; the same answer
+ * by a scan of every node (tests); node i of g changed its values (launch.c: patch); the index
+ * freed (with the nodes). */
+bool rpl__template_references(struct rpl_template *t, uint64_t base, uint64_t size);
+bool rpl__template_references_scan(const struct rpl_template *t, uint64_t base, uint64_t size);
+void rpl__refs_touch(struct rpl_template *t, const struct rpl_seg *g, uint32_t i);
+void rpl__refs_free(struct rpl_template *t);
+size_t rpl__refs_bytes(const struct rpl_template *t);
 size_t rpl__template_bytes(const struct rpl_template *t);
 
 /* A driver call replay makes (counted). */

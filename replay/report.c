@@ -263,7 +263,10 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 	X(u64, "matched_ops", s->matched_ops) \
 	X(f1, "host_ns_per_op", rpl_host_ns_per_op(re)) \
 	X(f1, "own_ns_per_op", rpl_own_ns_per_op(re)) \
+	X(u64, "own_ns", s->own_ns) \
+	X(u64, "own_samples", s->own_samples) \
 	X(u64, "host_bytes", rpl_memory_bytes(re)) \
+	X(u64, "host_bytes_peak", s->host_bytes_peak > rpl_memory_bytes(re) ? s->host_bytes_peak : rpl_memory_bytes(re)) \
 	X(u64, "pinned_bytes", pinned) \
 	X(u64, "rename_bytes", __atomic_load_n(&re->rename.used, __ATOMIC_RELAXED)) \
 	X(u64, "rename_bytes_peak", __atomic_load_n(&re->rename.peak, __ATOMIC_RELAXED)) \

@@ -42,6 +42,10 @@ void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const c
 	struct rpl_shape_note *n = rpl__note_of(t->shape);
 	struct rpl_template **pt;
 	uint32_t kept = 0;
+	size_t bytes = rpl_memory_bytes(re); /* t's memory goes below: the report's peak keeps it */
+
+	if (bytes > re->totals.host_bytes_peak)
+		re->totals.host_bytes_peak = bytes;
 
 	/* a retirement inside a window (capture evicting a shape while the call that closes the
 	 * window is recorded): what is kept goes first, while t may still be the graph for it */

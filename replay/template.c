@@ -493,6 +493,7 @@ static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, co
 
 void rpl__template_release(struct rpl_engine *re, struct rpl_template *t)
 {
+	rpl__refs_free(t); /* the nodes it indexes go below */
 	for (uint32_t k = 0; t->blocks && k < t->nblocks; k++) {
 		struct rpl_seg *g = &t->blocks[k];
 		uint32_t first = g->first, n = g->n, nseg = g->nseg;
@@ -1048,74 +1049,6 @@ void rpl__template_mark(struct rpl_template *t)
 		seg_mark(t->shape, &t->segs[k]);
 }
 
-/* ------------------------------------------------------------------ references */
-
-static bool in_range(uint64_t p, uint64_t base, uint64_t size)
-{
-	return p >= base && p - base < size;
-}
-
-/* Whether a binding g's execs hold for its nodes [from, from+count) points into
- * [base, base+size). */
-static bool seg_references(const struct rpl_seg *g, uint32_t from, uint32_t count, uint64_t base, uint64_t size)
-{
-	for (uint32_t i = from; g->nodes && i < from + count; i++) {
-		const struct rpl_node *n = &g->nodes[i];
-
-		switch (n->kind) {
-		case CAP_OP_KERNEL:
-			/* any 8-byte-aligned parameter word may be a pointer */
-			for (uint32_t off = 0; off + 8 <= n->param_size; off += 8) {
-				uint64_t v;
-
-				memcpy(&v, (const char *)n->params + off, 8);
-				if (in_range(v, base, size))
-					return true;
-			}
-			break;
-		case CAP_OP_MEMCPY:
-			if ((n->copy.srcMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.srcDevice, base, size)) ||
-			    (n->copy.dstMemoryType != CU_MEMORYTYPE_HOST && in_range(n->copy.dstDevice, base, size)) ||
-			    in_range((uint64_t)(uintptr_t)n->copy.srcHost, base, size) ||
-			    in_range((uint64_t)(uintptr_t)n->copy.dstHost, base, size))
-				return true;
-			break;
-		case CAP_OP_MEMSET:
-			if (in_range(n->set.dst, base, size))
-				return true;
-			break;
-		default:
-			break;
-		}
-	}
-	return false;
-}
-
-bool rpl__template_references(const struct rpl_template *t, uint64_t base, uint64_t size)
-{
-	/* per segment, the bindings of whichever graph launched its ops last: the segment's own,
-	 * or a block's (the other one's are older, and a launch patches every node whose binding
-	 * differs from its op's first). Counting stale ones retired templates for frees of what
-	 * an earlier step used (dataparallel, whose allocator frees the buffers of two steps
-	 * before: a second retirement by FREE, and 87 -> 155 us a step) */
-	for (uint32_t k = 0; k < t->nsegs; k++) {
-		const struct rpl_seg *g = &t->segs[k];
-
-		for (uint32_t b = 0; b < t->nblocks; b++) {
-			const struct rpl_seg *x = &t->blocks[b];
-
-			if (x->nseg && x->last_launch > g->last_launch && x->first <= t->segs[k].first &&
-			    t->segs[k].first < x->first + x->n)
-				g = x;
-		}
-		if (g->went_eager)
-			continue; /* no graph holds what its ops named last: each is patched first */
-		if (seg_references(g, t->segs[k].first - g->first, t->segs[k].n, base, size))
-			return true;
-	}
-	return false;
-}
-
 uint32_t rpl__template_max_seg(const struct rpl_template *t)
 {
 	uint32_t m = 0;
@@ -1129,7 +1062,8 @@ uint32_t rpl__template_max_seg(const struct rpl_template *t)
 
 size_t rpl__template_bytes(const struct rpl_template *t)
 {
-	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + (t->nsegs + t->nblocks) * sizeof(*t->segs);
+	size_t n = sizeof(*t) + t->nops * sizeof(*t->ops) + (t->nsegs + t->nblocks) * sizeof(*t->segs) +
+		   rpl__refs_bytes(t);
 
 	for (uint32_t k = 0; k < t->nsegs + t->nblocks; k++) {
 		const struct rpl_seg *g = k < t->nsegs ? &t->segs[k] : &t->blocks[k - t->nsegs];
@@ -1137,6 +1071,7 @@ size_t rpl__template_bytes(const struct rpl_template *t)
 		n += g->n * sizeof(struct rpl_node);
 		for (uint32_t i = 0; g->nodes && i < g->n; i++)
 			n += g->nodes[i].param_size;
+		n += rw_run_remembered_bytes(g->run); /* its plan's remembered passes (rewrite/plan.c) */
 	}
 	return n;
 }

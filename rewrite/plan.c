@@ -762,6 +762,19 @@ void rw_run_destroy(struct rw_run *r)
 	free(r);
 }
 
+size_t rw_run_remembered_bytes(const struct rw_run *r)
+{
+	size_t n = 0;
+
+	for (int k = 0; r && k < RW_RUN_SEEN; k++) {
+		const struct rw_run_seen *e = &r->seen[k];
+
+		n += (e->ops ? r->n * sizeof(*e->ops) : 0) + e->cap + (e->eff ? r->n * sizeof(*e->eff) : 0) +
+		     e->pool_cap * sizeof(*e->pool);
+	}
+	return n;
+}
+
 /* Say which guard failed (CUFOLD_LOG=info): a launch that falls back for a guard is otherwise
  * only a count in the report, and the guard and its two ops are what a reader needs. */
 static void log_failed_guard(const struct rw_run *r, uint32_t failed)

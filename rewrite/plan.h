@@ -454,6 +454,8 @@ struct rw_run {
  * the layout, or out of memory: the ops then go as they are. */
 struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const struct rw_config *cfg);
 void rw_run_destroy(struct rw_run *r);
+/* Heap bytes its remembered passes hold (their ops, parameter bytes and effects; issue 22). */
+size_t rw_run_remembered_bytes(const struct rw_run *r);
 /* Whether the guards hold for one launch's ops def[0..n) (contiguous); points the scratch at
  * them for rw_run_op. */
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def);

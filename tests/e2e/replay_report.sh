@@ -3,8 +3,9 @@
 # window; a template whose bindings move on every launch goes back to eager where patching costs more
 # than eager submission (SIMCUDA_EXEC_UPDATE_NS=5000) and names its
 # window and call sites; a freed buffer retires its template; a failing graph launch sends the
-# context to passthrough), and the top-level host_ns_per_op that scripts/bench reads; the counts
-# agree with the software device's own. tests layer.
+# context to passthrough), the top-level host_ns_per_op and replay's own_ns, own_samples and
+# host_bytes_peak that scripts/bench reads; the counts agree with the software device's own.
+# tests layer.
 source "$(dirname "$0")/lib.sh"
 gate_off_under_tsan
 prog=$B/progs/rpl_loop
@@ -40,6 +41,10 @@ want("host_ns_per_op at the top level, a number > 0", isinstance(r.get("host_ns_
 want("own_ns_per_op at the top level and in replay, above the matching cost",
      isinstance(r.get("own_ns_per_op"), (int, float)) and r["own_ns_per_op"] == rp["own_ns_per_op"] and
      r["own_ns_per_op"] > 0.8 * r["host_ns_per_op"])
+# its sums (scripts/bench differences two runs' for the steady state) give it back
+want("own_ns and own_samples in replay, own_ns / own_samples = own_ns_per_op",
+     rp.get("own_samples", 0) > 0 and abs(rp["own_ns"] / rp["own_samples"] - rp["own_ns_per_op"]) < 0.1)
+want("host_bytes_peak in replay, at least host_bytes", rp.get("host_bytes_peak", 0) >= rp["host_bytes"] > 0)
 t = rp["templates"][0]
 nseg = len(t["segment_launches"])
 want("one template of 46 ops, 45 graphable, cut small at both ends",
@@ -85,6 +90,8 @@ want("the shape replays again afterwards", rp["templates_live"] >= 1 and rp["gra
 r, _ = load("fault")
 rp = r["replay"]
 want("a failed launch sends the context to passthrough", rp["passthrough_after_failure"] is True and rp["fallbacks"].get("LAUNCH") == 1)
+want("the peak of replay's memory counts the template retired then", rp["templates_live"] == 0 and
+     rp["host_bytes_peak"] > rp["host_bytes"])
 print("report ok: %.0f ns/op matching" % load("train")[0]["host_ns_per_op"])
 PY
 grep -q "replay: launching a graph failed" "$TMP/fault.err" || fail "no warning for the failed launch"

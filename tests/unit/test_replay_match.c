@@ -471,6 +471,43 @@ static void test_stop_defers_nothing(void **state)
 	assert_true(first_value(yb) == 10.0f * 0.5f);
 }
 
+/* A free of memory a template's nodes were patched to point at retires it, after a free had the
+ * template's references indexed (replay/refs.c: the patched nodes are read again, launch.c's
+ * rpl__refs_touch); the memory they pointed at before the patch retires nothing. */
+static void test_free_after_patch(void **state)
+{
+	struct rpl_totals t0, t;
+	CUdeviceptr z;
+
+	(void)state;
+	CK(DRV_REAL(cuMemAlloc_v2)(&z, N * sizeof(float)));
+	cap_alloc_add(ce, z, N * sizeof(float), CAP_ALLOC_DEVICE);
+	for (int w = 0; w < 3; w++) { /* warm-up, then one window replayed */
+		for (int i = 0; i < 5; i++)
+			axpy(yb, x2, 1.0f, 16);
+		sync_boundary();
+	}
+	t0 = totals();
+	assert_true(t0.ops_replayed > 0);
+	for (int i = 0; i < 16; i++) /* unrelated: past the first few (scanned), the index is made */
+		rpl_memory_released(re, 0x10, 0x10);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(axpy(z, x2, 1.0f, 16), RPL_DEFER); /* every node patched to z */
+	sync_boundary();
+	t = totals();
+	assert_true(t.patches - t0.patches >= 5);
+	assert_int_equal(t.retired, t0.retired);
+	rpl_memory_released(re, yb, N * sizeof(float)); /* what the nodes held before: nothing */
+	t = totals();
+	assert_int_equal(t.retired, t0.retired);
+	rpl_memory_released(re, z, N * sizeof(float));
+	t = totals();
+	assert_true(t.retired > t0.retired);
+	assert_int_equal(t.fallbacks[RPL_FB_FREE] - t0.fallbacks[RPL_FB_FREE], t.retired - t0.retired);
+	cap_alloc_remove(ce, z, NULL);
+	CK(DRV_REAL(cuMemFree_v2)(z));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_patch_moved_bindings),
 		cmocka_unit_test(test_shared_prefix),
 		cmocka_unit_test(test_free_retires),
+		cmocka_unit_test(test_free_after_patch),
 		cmocka_unit_test(test_no_defer_issued_in_place),
 		cmocka_unit_test(test_deferred_outlive_capture_close),
 		cmocka_unit_test(test_stop_defers_nothing),
