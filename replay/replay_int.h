@@ -147,6 +147,9 @@ struct rpl_rewrite_figures {
 		uint32_t renamed;    /* launches the plans made write elsewhere (rewrite/rename.c) */
 		uint64_t renamed_bytes; /* their buffers' bytes */
 		uint32_t copied_back; /* of them, those copied back at their position */
+		uint32_t copied_back_for_readers; /* of those, copied back because a reader no
+				      * patch follows was kept reading the program's range */
+		uint32_t readers_kept; /* those readers, summed over the renamed launches */
 	} renamable;
 	struct rpl_rule_figures {
 		const char *rule;    /* its name (static) */

@@ -77,6 +77,8 @@ static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct
 	cf_json_ku64(j, "renamed", w->renamable.renamed);
 	cf_json_ku64(j, "renamed_bytes", w->renamable.renamed_bytes);
 	cf_json_ku64(j, "copied_back", w->renamable.copied_back);
+	cf_json_ku64(j, "copied_back_for_readers", w->renamable.copied_back_for_readers);
+	cf_json_ku64(j, "readers_kept", w->renamable.readers_kept);
 	cf_json_obj_end(j);
 	cf_json_key(j, "call_sites");
 	write_sites(re, j, w->sites, w->nsites);

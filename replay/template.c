@@ -463,6 +463,8 @@ static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, co
 		f->renamable.renamed++;
 		f->renamable.renamed_bytes += p->ren[k].cap;
 		f->renamable.copied_back += p->ren[k].back;
+		f->renamable.copied_back_for_readers += p->ren[k].back && p->ren[k].nkept;
+		f->renamable.readers_kept += p->ren[k].nkept;
 	}
 	for (uint32_t r = 0; r < p->nstats; r++) {
 		struct rpl_rule_figures *rf = figures_rule(f, p->stats[r].rule);
