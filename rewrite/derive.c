@@ -782,7 +782,7 @@ static bool uses_add(const struct cap_op *op, uint32_t q, const struct rw_range 
 void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
 		     struct rw_rename_scan *out)
 {
-	bool reads, writes, all, covered;
+	bool reads, writes, all = false, covered;
 	uint32_t q;
 
 	out->end = RW_NONE;
@@ -795,8 +795,17 @@ void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, co
 
 		meets(ops[q], r, &reads, &writes, &all);
 		if (all) {
-			out->refused = true; /* it may read r anywhere, or move what reads it */
-			return;
+			/* it may read r, and write it, anywhere (an indirect launch: CuPy's concatenate
+			 * reads its inputs through a table in device memory): kept, reading r after the
+			 * copy back, and taken for the next write, one that covers nothing */
+			if (out->nuse == RW_RENAME_USES) {
+				out->refused = true;
+				return;
+			}
+			out->use[out->nuse++] = (struct rw_rename_use){ q, RW_USE_KEPT };
+			out->nkept++;
+			out->end = q;
+			break;
 		}
 		if (reads && !uses_add(ops[q], q, r, out)) {
 			/* no patch follows its read: it keeps reading r, which the copy back at L's
@@ -816,7 +825,7 @@ void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, co
 	}
 	/* no copy back when the next write surely covers all the launch writes and no reader was
 	 * kept on r */
-	covered = out->end != RW_NONE && writes_cover(ops[l], ops[out->end]);
+	covered = out->end != RW_NONE && !all && writes_cover(ops[l], ops[out->end]);
 	out->back = out->nkept || !covered;
 	if (covered)
 		return;

@@ -812,6 +812,13 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 		cf_log_debug("writing elsewhere: round %d of %u ops: %u picked, %u renamed, %d dropped", round, n, npk,
 			     rs.n, dropped);
 		if (dropped == 0) {
+			uint32_t kept = 0, backs = 0;
+
+			for (uint32_t k = 0; k < rs.n; k++) {
+				kept += rs.ren[k].nkept;
+				backs += rs.ren[k].back;
+			}
+			cf_log_debug("writing elsewhere: %u renamed, %u copied back, %u readers kept", rs.n, backs, kept);
 			/* keep it: the renames move into the plan */
 			p->nren = rs.n;
 			p->ren = rs.ren;
