@@ -109,6 +109,8 @@ struct rpl_seg {
 				      * it covers and the ops it erased get no graph node */
 	uint64_t patched_gen;        /* with a run: the bindings generation (rw_run_bindings_gen)
 				      * its nodes were last patched to; 0 when unknown */
+	uint32_t kernels_run;        /* kernel launches one launch of its graph runs (its plan's nodes,
+				      * or its ops): the report weighs them by launches */
 	uint32_t nseg;               /* a buddy block (t->blocks): the segments it stands for, from
 				      * t->ops[first].seg on; 0 for a segment */
 	int32_t block;               /* a segment: the largest block starting with it (t->blocks
