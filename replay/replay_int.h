@@ -109,6 +109,8 @@ struct rpl_seg {
 				      * it covers and the ops it erased get no graph node */
 	uint64_t patched_gen;        /* with a run: the bindings generation (rw_run_bindings_gen)
 				      * its nodes were last patched to; 0 when unknown */
+	uint32_t kernels_run;        /* kernel launches one launch of its graph runs (its plan's nodes,
+				      * or its ops): the report weighs them by launches */
 	uint32_t nseg;               /* a buddy block (t->blocks): the segments it stands for, from
 				      * t->ops[first].seg on; 0 for a segment */
 	int32_t block;               /* a segment: the largest block starting with it (t->blocks
@@ -147,6 +149,9 @@ struct rpl_rewrite_figures {
 		uint32_t renamed;    /* launches the plans made write elsewhere (rewrite/rename.c) */
 		uint64_t renamed_bytes; /* their buffers' bytes */
 		uint32_t copied_back; /* of them, those copied back at their position */
+		uint32_t copied_back_for_readers; /* of those, copied back because a reader no
+				      * patch follows was kept reading the program's range */
+		uint32_t readers_kept; /* those readers, summed over the renamed launches */
 	} renamable;
 	struct rpl_rule_figures {
 		const char *rule;    /* its name (static) */

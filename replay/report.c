@@ -41,10 +41,46 @@ static void write_pair(struct cf_json *j, const char *key, uint64_t before, uint
 	cf_json_arr_end(j);
 }
 
-/* What the rewrite did: the rules that fired (how often, at which call sites), graphable ops
- * before and after by kind, bytes, and the call sites of every op it changed. */
-static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct rpl_rewrite_figures *w)
+/* Kernel launches a window of t runs after the rewrite, as the device ran them: each segment's
+ * and block's plan (a block's plan, made over several segments' ops, may fuse more or less than
+ * theirs) weighed by how often it was launched. Per segment position, the launches that covered
+ * it (its own, and those of the blocks holding it, whose kernels are shared out evenly among
+ * their segments), averaged: positions are covered unequally often (a window whose tail went
+ * eagerly, a probe). planned (the segments' plans) when nothing was launched. */
+static uint64_t kernels_launched(const struct rpl_template *t, uint64_t planned)
 {
+	double per_window = 0;
+	bool any = false;
+
+	for (uint32_t k = 0; t->segs && k < t->nsegs; k++) {
+		const struct rpl_seg *g = &t->segs[k];
+		double ran = (double)g->launches * g->kernels_run, covered = (double)g->launches;
+
+		for (uint32_t b = 0; t->blocks && b < t->nblocks; b++) {
+			const struct rpl_seg *bl = &t->blocks[b];
+
+			if (!bl->nseg || !bl->launches || g->first < bl->first || g->first >= bl->first + bl->n)
+				continue;
+			ran += (double)bl->launches * bl->kernels_run / bl->nseg;
+			covered += (double)bl->launches;
+		}
+		if (covered > 0) {
+			per_window += ran / covered;
+			any = true;
+		} else {
+			per_window += g->kernels_run;
+		}
+	}
+	return any ? (uint64_t)(per_window + 0.5) : planned;
+}
+
+/* What the rewrite did: the rules that fired (how often, at which call sites), graphable ops
+ * before and after by kind (kernels after as launched: kernels_launched), bytes, and the call
+ * sites of every op it changed. */
+static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct rpl_template *t)
+{
+	const struct rpl_rewrite_figures *w = &t->rw;
+
 	cf_json_key(j, "rewrite");
 	cf_json_obj_begin(j);
 	cf_json_key(j, "rules");
@@ -59,7 +95,7 @@ static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct
 		write_sites(re, j, w->rules[i].sites, w->rules[i].nsites);
 	}
 	cf_json_obj_end(j);
-	write_pair(j, "kernels", w->kernels[0], w->kernels[1]);
+	write_pair(j, "kernels", w->kernels[0], kernels_launched(t, w->kernels[1]));
 	write_pair(j, "copies", w->copies[0], w->copies[1]);
 	write_pair(j, "memsets", w->memsets[0], w->memsets[1]);
 	write_pair(j, "bytes", w->bytes[0], w->bytes[1]);
@@ -77,6 +113,8 @@ static void write_rewrite(struct rpl_engine *re, struct cf_json *j, const struct
 	cf_json_ku64(j, "renamed", w->renamable.renamed);
 	cf_json_ku64(j, "renamed_bytes", w->renamable.renamed_bytes);
 	cf_json_ku64(j, "copied_back", w->renamable.copied_back);
+	cf_json_ku64(j, "copied_back_for_readers", w->renamable.copied_back_for_readers);
+	cf_json_ku64(j, "readers_kept", w->renamable.readers_kept);
 	cf_json_obj_end(j);
 	cf_json_key(j, "call_sites");
 	write_sites(re, j, w->sites, w->nsites);
@@ -201,7 +239,7 @@ static void write_template(struct rpl_engine *re, struct cf_json *j, const struc
 	write_sites(re, j, t->moved_sites, t->nmoved_sites);
 	write_patching(re, j, t);
 	write_gate(j, t);
-	write_rewrite(re, j, &t->rw);
+	write_rewrite(re, j, t);
 	cf_json_key(j, "segment_launches");
 	cf_json_arr_begin(j);
 	for (uint32_t k = 0; k < t->nsegs; k++) {
@@ -211,6 +249,7 @@ static void write_template(struct rpl_engine *re, struct cf_json *j, const struc
 		cf_json_ku64(j, "launches", t->segs[k].launches);
 		cf_json_ku64(j, "patched_launches", t->segs[k].patched_launches);
 		cf_json_ku64(j, "patches", t->segs[k].patches);
+		cf_json_ku64(j, "kernels", t->segs[k].kernels_run);
 		cf_json_obj_end(j);
 	}
 	cf_json_arr_end(j);
@@ -224,6 +263,7 @@ static void write_template(struct rpl_engine *re, struct cf_json *j, const struc
 		cf_json_ku64(j, "ops", t->blocks[k].n);
 		cf_json_ku64(j, "segments", t->blocks[k].nseg);
 		cf_json_ku64(j, "launches", t->blocks[k].launches);
+		cf_json_ku64(j, "kernels", t->blocks[k].kernels_run);
 		cf_json_obj_end(j);
 	}
 	cf_json_arr_end(j);

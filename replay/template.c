@@ -444,6 +444,23 @@ static void figures_apart(struct rpl_engine *re, struct rpl_rewrite_figures *f, 
 	free(ops);
 }
 
+/* Kernel launches one launch of unit g's graph runs (a segment or a block; window w): its
+ * plan's nodes that launch a kernel, or its kernel ops without a plan. */
+static uint32_t unit_kernels(const struct rpl_seg *g, const struct cap_window *w)
+{
+	const struct rw_plan *p = g->run ? g->run->plan : NULL;
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; p && k < p->nnodes; k++) {
+		struct cap_op tmp;
+
+		n += rw_plan_node_op(p, k, g->run->ops, &tmp) == 0 && tmp.kind == CAP_OP_KERNEL;
+	}
+	for (uint32_t i = 0; !p && i < g->n; i++)
+		n += cap_window_op(w, g->first + i)->kind == CAP_OP_KERNEL;
+	return n;
+}
+
 /* Add segment g's rewrite (window w) to the template's figures. */
 static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, const struct rpl_seg *g,
 			const struct cap_window *w)
@@ -463,6 +480,8 @@ static void figures_add(struct rpl_engine *re, struct rpl_rewrite_figures *f, co
 		f->renamable.renamed++;
 		f->renamable.renamed_bytes += p->ren[k].cap;
 		f->renamable.copied_back += p->ren[k].back;
+		f->renamable.copied_back_for_readers += p->ren[k].back && p->ren[k].nkept;
+		f->renamable.readers_kept += p->ren[k].nkept;
 	}
 	for (uint32_t r = 0; r < p->nstats; r++) {
 		struct rpl_rule_figures *rf = figures_rule(f, p->stats[r].rule);
@@ -498,22 +517,26 @@ void rpl__template_release(struct rpl_engine *re, struct rpl_template *t)
 		struct rpl_seg *g = &t->blocks[k];
 		uint32_t first = g->first, n = g->n, nseg = g->nseg;
 		uint64_t launches = g->launches;
+		uint32_t kernels_run = g->kernels_run;
 
 		rpl__seg_destroy(re, g);
 		g->first = first;
 		g->n = n;
 		g->nseg = nseg;
 		g->launches = launches;
+		g->kernels_run = kernels_run;
 	}
 	for (uint32_t k = 0; t->segs && k < t->nsegs; k++) {
 		struct rpl_seg *g = &t->segs[k];
 		uint32_t first = g->first, n = g->n;
 		uint64_t launches = g->launches, patched = g->patched_launches, patches = g->patches;
+		uint32_t kernels_run = g->kernels_run;
 
 		rpl__seg_destroy(re, g);
 		g->first = first;
 		g->n = n;
 		g->launches = launches;
+		g->kernels_run = kernels_run;
 		g->patched_launches = patched;
 		g->patches = patches;
 	}
@@ -959,11 +982,15 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 		if (rc != CUDA_SUCCESS)
 			break;
 		figures_add(re, &t->rw, &t->segs[k], w);
+		t->segs[k].kernels_run = unit_kernels(&t->segs[k], w);
 		t->split_segs += t->segs[k].nparts > 1;
 	}
-	/* the blocks' rewrites are those of the same ops: the figures count the segments' */
+	/* the blocks' rewrites are those of the same ops: the figures count the segments' (the
+	 * report weighs each unit's kernels by its launches: report.c, kernels_launched) */
 	for (uint32_t k = 0; k < t->nblocks && rc == CUDA_SUCCESS; k++) {
 		rc = seg_build_one(re, t, &t->blocks[k], w, tg, cfg);
+		if (rc == CUDA_SUCCESS)
+			t->blocks[k].kernels_run = unit_kernels(&t->blocks[k], w);
 		if (rc == CUDA_SUCCESS && (block_joins_split(t, &t->blocks[k], w) || block_wide(&t->blocks[k])))
 			block_drop(re, &t->blocks[k]);
 		t->block_nodes += t->blocks[k].nodes ? t->blocks[k].n : 0;

@@ -782,30 +782,56 @@ static bool uses_add(const struct cap_op *op, uint32_t q, const struct rw_range 
 void rw__rename_scan(const struct cap_op *const *ops, uint32_t n, uint32_t l, const struct rw_range *r,
 		     struct rw_rename_scan *out)
 {
-	bool reads, writes, all;
+	bool reads, writes, all = false, covered;
 	uint32_t q;
 
 	out->end = RW_NONE;
 	out->nuse = 0;
+	out->nkept = 0;
 	out->back = true;
 	out->refused = false;
 	for (q = l + 1; q < n; q++) {
+		uint32_t had = out->nuse;
+
 		meets(ops[q], r, &reads, &writes, &all);
-		if (all || (reads && !uses_add(ops[q], q, r, out))) {
-			out->refused = true; /* a read of r no patch follows */
-			return;
+		if (all) {
+			/* it may read r, and write it, anywhere (an indirect launch: CuPy's concatenate
+			 * reads its inputs through a table in device memory): kept, reading r after the
+			 * copy back, and taken for the next write, one that covers nothing */
+			if (out->nuse == RW_RENAME_USES) {
+				out->refused = true;
+				return;
+			}
+			out->use[out->nuse++] = (struct rw_rename_use){ q, RW_USE_KEPT };
+			out->nkept++;
+			out->end = q;
+			break;
+		}
+		if (reads && !uses_add(ops[q], q, r, out)) {
+			/* no patch follows its read: it keeps reading r, which the copy back at L's
+			 * position holds L's bytes in again before it (rename.c keeps it after) */
+			out->nuse = had;
+			if (out->nuse == RW_RENAME_USES) {
+				out->refused = true;
+				return;
+			}
+			out->use[out->nuse++] = (struct rw_rename_use){ q, RW_USE_KEPT };
+			out->nkept++;
 		}
 		if (writes) {
 			out->end = q;
 			break;
 		}
 	}
-	/* no copy back when the next write surely covers all the launch writes */
-	out->back = out->end == RW_NONE || !writes_cover(ops[l], ops[out->end]);
-	if (!out->back)
+	/* no copy back when the next write surely covers all the launch writes and no reader was
+	 * kept on r */
+	covered = out->end != RW_NONE && !all && writes_cover(ops[l], ops[out->end]);
+	out->back = out->nkept || !covered;
+	if (covered)
 		return;
-	/* copied back at L's position: the plan is made over the window where L writes the buffer,
-	 * so nothing after L may read r (what a rule would take for r's older bytes) */
+	/* copied back at L's position, and the next write leaves some of L's bytes: the plan is
+	 * made over the window where L writes the buffer, so nothing after that write may read r
+	 * (what a rule would take for r's older bytes) */
 	for (q = out->end == RW_NONE ? n : out->end + 1; q < n && !out->refused; q++) {
 		meets(ops[q], r, &reads, &writes, &all);
 		out->refused = all || reads;

@@ -300,26 +300,31 @@ bool rw_multi_renamable(const struct cap_op *const *ops, uint32_t n, uint32_t i,
 /* Writing elsewhere, done (rewrite/rename.c, at level 1 with batch-kernel): before the rules
  * run, a launch L that rw__rename_target picks writes its one conflicting range R to a buffer of
  * cufold's own (its pointer patched); every reader that follows it, up to the next write into R,
- * reads the buffer (a pointer or a copy's source patched: rw__rename_scan refuses a reader no
- * patch follows); a RENAME_BACK node at L's position copies the buffer to R unless the next
- * write covers all of L's writes, and then nothing after that write may read R. A launch whose rename did not let it join a batch (as a later member, on
- * the first member's stream) is not renamed: the plan is made again without it. Every check
- * redoes the scan on the launch's bindings and fails unless it finds what the plan relied on. */
+ * reads the buffer (a pointer or a copy's source patched) or, where no patch follows its read
+ * (a table entry, an unknown span, a copy that is not 1-D), is kept reading R (RW_USE_KEPT): R
+ * then gets L's bytes back before it, so the copy back is forced, the reader must stay a node
+ * of its own on L's stream, and rw__rename_scan refuses only an op that may touch anything; a
+ * RENAME_BACK node at L's position copies the buffer to R unless the next write covers all of
+ * L's writes and no reader was kept, and then nothing after that write may read R. A launch whose
+ * rename did not let it join a batch (as a later member, on the first member's stream) is not
+ * renamed: the plan is made again without it. Every check redoes the scan on the launch's
+ * bindings and fails unless it finds what the plan relied on, kept readers included. */
 struct rw_rename_use {
 	uint32_t op;                 /* a reader of R, after L */
 	uint32_t word;               /* its pointer's offset in its parameters, or
 				      * RW_USE_COPY_SOURCE: a 1-D device copy's source */
 };
 #define RW_USE_COPY_SOURCE UINT32_MAX
+#define RW_USE_KEPT (UINT32_MAX - 1) /* a reader no patch follows, left reading R after the copy back */
 #define RW_RENAME_USES 64u           /* readers patched per renamed launch, at most */
 struct rw_rename_scan {
 	uint32_t end;                /* the next op writing into R, RW_NONE: none in the run */
 	bool back;                   /* a copy back is needed */
-	bool refused;                /* no renaming: a read of R after L that no patch follows (an
-				      * unknown span, a table entry, a copy that is not 1-D, an op
-				      * that may touch anything), or, with a copy back, any read of R
+	bool refused;                /* no renaming: an op after L that may touch anything, more
+				      * readers than use[] holds, or, with a copy back, any read of R
 				      * after the next write */
-	uint32_t nuse;               /* readers patched */
+	uint32_t nuse;               /* readers patched or kept */
+	uint32_t nkept;              /* of them, kept (RW_USE_KEPT): they force the copy back */
 	struct rw_rename_use use[RW_RENAME_USES]; /* in order */
 };
 struct rw_ren {
@@ -331,6 +336,7 @@ struct rw_ren {
 	bool back;                   /* copied back at L's position (a RENAME_BACK node) */
 	uint32_t end;                /* the scan's end */
 	uint32_t first_use, nuse;    /* its readers: plan->uses[first_use ..] */
+	uint32_t nkept;              /* of them, kept reading R (RW_USE_KEPT) */
 	uint32_t first_hoist, nhoist; /* with back: ops the plan moved above L's position and ops after
 				      * it the plan erased, which must touch nothing of R, and nodes
 				      * made by rules after it, which must not read R

@@ -380,7 +380,8 @@ static int patched_make(struct rw_plan *p, const struct cap_op *const *ops, uint
 
 		of[r->op] = 0;
 		for (uint32_t u = 0; u < r->nuse; u++)
-			of[rs->uses[r->first_use + u].op] = 0;
+			if (rs->uses[r->first_use + u].word != RW_USE_KEPT)
+				of[rs->uses[r->first_use + u].op] = 0;
 	}
 	for (uint32_t x = 0; x < n; x++)
 		if (of[x] == 0) {
@@ -394,7 +395,7 @@ static int patched_make(struct rw_plan *p, const struct cap_op *const *ops, uint
 	p->patched_orig = malloc((np ? np : 1) * sizeof(*p->patched_orig));
 	cnt = calloc(np + 1, sizeof(*cnt));
 	for (uint32_t k = 0; k < rs->n; k++)
-		npt += 1 + rs->ren[k].nuse;
+		npt += 1 + rs->ren[k].nuse - rs->ren[k].nkept;
 	rs->patches = malloc((npt ? npt : 1) * sizeof(*rs->patches));
 	rs->first_patch = calloc(np + 1, sizeof(*rs->first_patch));
 	if (!p->patched || !p->patched_params || !p->patched_orig || !cnt || !rs->patches || !rs->first_patch) {
@@ -415,7 +416,8 @@ static int patched_make(struct rw_plan *p, const struct cap_op *const *ops, uint
 
 		cnt[of[r->op] + 1]++;
 		for (uint32_t u = 0; u < r->nuse; u++)
-			cnt[of[rs->uses[r->first_use + u].op] + 1]++;
+			if (rs->uses[r->first_use + u].word != RW_USE_KEPT)
+				cnt[of[rs->uses[r->first_use + u].op] + 1]++;
 	}
 	for (c = 0; c < np; c++)
 		cnt[c + 1] += cnt[c];
@@ -427,7 +429,8 @@ static int patched_make(struct rw_plan *p, const struct cap_op *const *ops, uint
 		for (uint32_t u = 0; u < r->nuse; u++) {
 			const struct rw_rename_use *us = &rs->uses[r->first_use + u];
 
-			rs->patches[cnt[of[us->op]]++] = (struct patch){ us->word, k, true };
+			if (us->word != RW_USE_KEPT)
+				rs->patches[cnt[of[us->op]]++] = (struct patch){ us->word, k, true };
 		}
 	}
 	free(cnt);
@@ -495,6 +498,7 @@ static int renames_make(const struct cap_op *const *ops, uint32_t n, struct pick
 		r->end = sc.end;
 		r->first_use = rs->nuses;
 		r->nuse = sc.nuse;
+		r->nkept = sc.nkept;
 		memcpy(&rs->uses[rs->nuses], sc.use, sc.nuse * sizeof(sc.use[0]));
 		rs->nuses += sc.nuse;
 	}
@@ -536,6 +540,22 @@ static int plan_judge(struct rw_plan *p, const struct cap_op *const *ops, const 
 		r->batch = nd;
 		r->first_hoist = *nhoist;
 		r->nhoist = 0;
+		/* a kept reader reads R where eager did, after the copy back: it must stay a node of
+		 * its own (a rule that merged, chained or moved it took R for its older bytes, which
+		 * the window as patched has there) on L's stream (ordered after L's position by the
+		 * stream alone; the copy back is there) */
+		for (uint32_t u = 0; ok && u < r->nuse; u++) {
+			const struct rw_rename_use *us = &rs->uses[r->first_use + u];
+			uint32_t kj = 0, kn;
+
+			if (us->word != RW_USE_KEPT)
+				continue;
+			kn = node_covering(p, us->op, &kj);
+			ok = kn != RW_NONE && p->nodes[kn].kind == RW_NODE_OP && p->nodes[kn].norig == 1 &&
+			     p->nodes[kn].from == RW_NONE && (!p->erased_by || !p->erased_by[us->op]) &&
+			     ops[us->op]->stream_slot == ops[r->op]->stream_slot &&
+			     ops[us->op]->stream_kind == ops[r->op]->stream_kind;
+		}
 		if (ok && r->back) {
 			ok = rw__rename_access(ops[r->op], r->word, &rr) == 0;
 			for (uint32_t q = 0; ok && q < p->nnodes; q++) {
@@ -792,6 +812,13 @@ struct rw_plan *rw__rename_rewrite(const struct cap_op *const *ops, uint32_t n, 
 		cf_log_debug("writing elsewhere: round %d of %u ops: %u picked, %u renamed, %d dropped", round, n, npk,
 			     rs.n, dropped);
 		if (dropped == 0) {
+			uint32_t kept = 0, backs = 0;
+
+			for (uint32_t k = 0; k < rs.n; k++) {
+				kept += rs.ren[k].nkept;
+				backs += rs.ren[k].back;
+			}
+			cf_log_debug("writing elsewhere: %u renamed, %u copied back, %u readers kept", rs.n, backs, kept);
 			/* keep it: the renames move into the plan */
 			p->nren = rs.n;
 			p->ren = rs.ren;

@@ -150,7 +150,7 @@ for name in ("s1.16", "s2.16"):
          and sum(apart.values()) > 0)
     want("%s: the report says what writing elsewhere did and would fuse" % name,
          all(set(t["rewrite"]["renamable"]) == {"launches", "whole", "bytes", "renamed", "renamed_bytes",
-                                                 "copied_back"} and
+                                                 "copied_back", "copied_back_for_readers", "readers_kept"} and
              t["rewrite"]["renamable"]["launches"] <= t["rewrite"]["kernels_apart"]["memory_reused"]
              for t in json.load(open(os.path.join(d, name + ".report")))["replay"]["templates"]))
 

@@ -15,6 +15,7 @@
 #include "rewrite/effects.h"
 
 extern const struct rw_rule rw_rule_batch_kernel; /* links the rule in: renaming serves it */
+extern const struct rw_rule rw_rule_copy_chain;   /* and one that rewrites what a copy reads */
 
 #define BUF 0x7f0000000000ull /* the program's buffers of 64 KB each: BUF + b * 0x10000 */
 #define AT(b) (BUF + (uint64_t)(b) * 0x10000)
@@ -25,6 +26,11 @@ extern const struct rw_rule rw_rule_batch_kernel; /* links the rule in: renaming
 static const struct cap_func scale_info = RWT_FUNC(0x5ca1e, 1, "scale", RWT_LAYOUT_SCALE);
 static const struct cap_func consume_info = RWT_FUNC(0xc0c, 5, "consume", RWT_LAYOUT_SCALE);
 static const struct cap_func consume_any_info = RWT_FUNC(0xc0d, 6, "consume_any", RWT_LAYOUT_SCALE);
+/* gather2: a cat of two ranges named by a table in its struct parameter (CuPy's concatenate
+ * reads its inputs so): a table entry no pointer patch follows */
+static uint32_t gather_off[2] = { 0, 32 };
+static uint32_t gather_size[2] = { 32, 8 };
+static const struct cap_func gather_info = RWT_FUNC(0x6a7, 7, "gather2", 2, 40, gather_off, gather_size);
 
 static unsigned char params[MAX_OPS][MAX_PARAMS];
 
@@ -86,10 +92,13 @@ static int setup(void **state)
 {
 	static const char card[] = "kernel consume\n  param out ptr w n*4\n  param in ptr r n*4\n  param s f32\n"
 				   "  param n i32\nend\nkernel consume_any\n  param out ptr w n*4\n"
-				   "  param in ptr r unknown\n  param s f32\n  param n i32\nend\n";
+				   "  param in ptr r unknown\n  param s f32\n  param n i32\nend\n"
+				   "kernel gather2\n  param t struct 32\n  param out ptr w table\n"
+				   "  cat t ptr=0+8i len=16+4i count=24 max=2\nend\n";
 
 	(void)state;
 	assert_string_equal(rw_rule_batch_kernel.name, "batch-kernel");
+	assert_string_equal(rw_rule_copy_chain.name, "copy-chain");
 	rw__set_multi_hooks(&multi_hooks);
 	rw__set_rename_hooks(&rename_hooks);
 	assert_int_equal(rw_cards_parse(rw_cards_global(), "test", card, strlen(card)), 0);
@@ -238,10 +247,133 @@ static void test_covered(void **state)
 	assert_int_equal(b.used, 0);
 }
 
+/* gather2(out, {a, b}) of n bytes each, on blocks of block threads (launches of different
+ * blocks never fuse). */
+static struct cap_op gather_op(uint32_t slot, uint64_t out, uint64_t a, uint64_t b, uint32_t n, unsigned block)
+{
+	unsigned char *pb = params[slot];
+
+	memset(pb, 0, 40);
+	rwt_put_u64(pb, 0, a);
+	rwt_put_u64(pb, 8, b);
+	rwt_put_i32(pb, 16, (int32_t)n);
+	rwt_put_i32(pb, 20, (int32_t)n);
+	rwt_put_i32(pb, 24, 2);
+	rwt_put_u64(pb, 32, out);
+	return rwt_kernel_op(&gather_info, pb, 4, block, STREAM_A);
+}
+
+/* Three features, each A = scale(Xi), Hi = consume(A), Gi = gather2(A, Yi): the gather reads A
+ * through a table entry, which no patch follows. It is kept reading A; the second and third
+ * scales write buffers of cufold's own all the same, each copied back at its position (before
+ * its gather), and the scales and the consumes fuse: 7 nodes where there were 9. The gathers
+ * fuse with nothing (their blocks differ): each stays a node of its own after its copy back.
+ * The check finds the kept readers again, and fails when one no longer reads A. */
+static void test_kept_reader(void **state)
+{
+	struct cap_op ops[9] = {
+		scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+		gather_op(2, AT(3), AT(0), AT(1), 400, 64), scale_op(3, AT(0), AT(4), 100),
+		consume_op(&consume_info, 4, AT(5), AT(0), 100), gather_op(5, AT(6), AT(0), AT(4), 400, 96),
+		scale_op(6, AT(0), AT(7), 100), consume_op(&consume_info, 7, AT(8), AT(0), 100),
+		gather_op(8, AT(9), AT(0), AT(7), 400, 128),
+	};
+	struct rw_rename_budget b;
+	const struct cap_op *o;
+	struct cap_op tmp;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	r = run_with(ops, 9, &b, 1 << 20, buf, sizeof(buf));
+	assert_non_null(r);
+	assert_string_equal(buf, "batch_kernel(0,3,6) batch_kernel(1,4,7) op(2) op(5) op(8) rename_back(3) "
+				 "rename_back(6) | independent(0,3) independent(1,3) independent(2,3) independent(0,6) "
+				 "independent(1,6) independent(2,6) independent(3,6) independent(4,6) independent(5,6) "
+				 "independent(1,4) independent(2,4) independent(1,7) independent(2,7) independent(4,7) "
+				 "independent(5,7)");
+	assert_int_equal(r->plan->nren, 2);
+	for (uint32_t k = 0; k < 2; k++) {
+		assert_true(r->plan->ren[k].back);
+		assert_int_equal(r->plan->ren[k].nkept, 1);
+		assert_int_equal(r->plan->ren[k].nuse, 2);
+	}
+	assert_true(rw_run_guards_hold(r, ops));
+	/* the consumes read A, OWN and the second buffer; the gathers are the program's own */
+	o = rw_run_op(r, 1, ops, &tmp);
+	assert_int_equal(inst_ptr(o, 1, 8), OWN);
+	assert_int_equal(inst_ptr(o, 2, 8), OWN + 0x10000);
+	o = rw_run_op(r, 5, ops, &tmp);
+	assert_ptr_equal(o, &ops[5]);
+	o = rw_run_op(r, 3, ops, &tmp);
+	assert_int_equal(o->kind, CAP_OP_MEMCPY);
+	assert_int_equal(o->u.memcpy.src_first, OWN);
+	assert_int_equal(o->u.memcpy.dst_first, AT(0));
+	/* the second gather reads elsewhere now: not the reader the plan kept, the check fails */
+	ops[5] = gather_op(5, AT(6), AT(10), AT(4), 400, 96);
+	assert_false(rw_run_guards_hold(r, ops));
+	ops[5] = gather_op(5, AT(6), AT(0), AT(4), 400, 96);
+	assert_true(rw_run_guards_hold(r, ops));
+	rw_run_destroy(r);
+	assert_int_equal(frees, allocs);
+	assert_int_equal(b.used, 0);
+}
+
+/* Still refused: the same three features with gathers that fuse (one block shape). Over the
+ * window as patched the gathers all read A's first bytes, so batch-kernel would run them as one
+ * launch at the first one's position: the second and third would read feature 1's A. A kept
+ * reader must stay a node of its own; the renames are dropped and nothing is renamed. */
+static void test_kept_reader_merged(void **state)
+{
+	struct cap_op ops[9] = {
+		scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+		gather_op(2, AT(3), AT(0), AT(1), 400, 64), scale_op(3, AT(0), AT(4), 100),
+		consume_op(&consume_info, 4, AT(5), AT(0), 100), gather_op(5, AT(6), AT(0), AT(4), 400, 64),
+		scale_op(6, AT(0), AT(7), 100), consume_op(&consume_info, 7, AT(8), AT(0), 100),
+		gather_op(8, AT(9), AT(0), AT(7), 400, 64),
+	};
+	struct rw_rename_budget b;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	r = run_with(ops, 9, &b, 1 << 20, buf, sizeof(buf));
+	assert_true(!r || r->plan->nren == 0);
+	assert_null(strstr(buf, "batch_kernel(2,5"));
+	rw_run_destroy(r);
+	assert_int_equal(frees, allocs);
+	assert_int_equal(b.used, 0);
+}
+
+/* Still refused: a kept reader a rule rewrote. A 1-D copy C1 writes S into A and past it, the
+ * second scale writes A again (renamed: OWN), and a copy C2 reads across A's end (no patch
+ * follows a read straddling the range: kept). Over the window as patched nothing writes A
+ * between C1 and C2, so copy-chain would make C2 read from S: no read of A is left to watch,
+ * yet eager's C2 reads the second scale's bytes. A kept reader must stay the op it was: the
+ * rename is dropped. */
+static void test_kept_reader_chained(void **state)
+{
+	struct cap_op ops[6] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
+				 rwt_copy_op(AT(3), AT(0), 800, STREAM_A), scale_op(3, AT(0), AT(4), 100),
+				 rwt_copy_op(AT(0) + 200, AT(6), 400, STREAM_A),
+				 consume_op(&consume_info, 5, AT(5), AT(0), 100) };
+	struct rw_rename_budget b;
+	char buf[1024];
+	struct rw_run *r;
+
+	(void)state;
+	r = run_with(ops, 6, &b, 1 << 20, buf, sizeof(buf));
+	assert_true(!r || r->plan->nren == 0);
+	assert_null(strstr(buf, "chain"));
+	rw_run_destroy(r);
+	assert_int_equal(frees, allocs);
+	assert_int_equal(b.used, 0);
+}
+
 /* Refused: a true dependence (the second scale reads what the first wrote) is no reuse: nothing
- * renamed, no buffer. A reader of A whose span is unknown cannot be patched: the launch is not
- * renamed (the plan is made over the window where it writes its buffer, so a reader left on A
- * would be taken for a reader of A's older bytes), its buffer freed. */
+ * renamed, no buffer. A reader of A whose span is unknown, with no allocation map to bound it,
+ * may read and write anything: it is kept reading A after a copy back, which leaves the plan no
+ * fewer nodes (4): the launch is not renamed, its buffer freed. */
 static void test_refused(void **state)
 {
 	struct cap_op raw[4] = { scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
@@ -272,7 +404,10 @@ static void test_refused(void **state)
 	assert_int_equal(word, 0);
 	assert_int_equal(rw__rename_access(ptr[2], word, &rr), 0);
 	rw__rename_scan(ptr, 4, 2, &rr, &sc);
-	assert_true(sc.refused);
+	assert_false(sc.refused); /* kept reading A, taken for a write that covers nothing */
+	assert_int_equal(sc.nkept, 1);
+	assert_int_equal(sc.end, 3);
+	assert_true(sc.back);
 	r = run_with(unknown, 4, &b, 1 << 20, buf, sizeof(buf));
 	assert_true(!r || r->plan->nren == 0);
 	assert_int_equal(b.used, 0);
@@ -334,6 +469,9 @@ int main(void)
 		cmocka_unit_test(test_tower),
 		cmocka_unit_test(test_no_gain),
 		cmocka_unit_test(test_covered),
+		cmocka_unit_test(test_kept_reader),
+		cmocka_unit_test(test_kept_reader_merged),
+		cmocka_unit_test(test_kept_reader_chained),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_multi_shared),
