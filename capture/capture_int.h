@@ -129,7 +129,6 @@ struct cap_shape {
 	uint64_t sightings;          /* windows of this shape */
 	uint64_t stable;             /* sightings whose bindings equaled the previous sighting's */
 	bool last_stable;            /* the last sighting did */
-	uint64_t bind_hash;          /* hash over the ops' binding hashes of the last sighting */
 	uint64_t first_window;       /* window number of the first sighting */
 	uint64_t last_window;        /* of the last sighting (least recently used goes first) */
 	struct cap_window *last;     /* ops of the last sighting (owned) */
