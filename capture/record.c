@@ -1024,9 +1024,29 @@ static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_wi
 	return 0;
 }
 
+/* params_repeat's compare from parameter k on, where every parameter from there is compared
+ * whole (memcmp): a call, so kept out of the loop below (cold: few kernels take a parameter
+ * of another size than 4 or 8 bytes). */
+static __attribute__((noinline, cold)) bool params_repeat_from(const struct cap_call *c, const struct cap_func *f,
+							       const char *pb, uint32_t k)
+{
+	void *const *pp = c->u.kernel.params;
+
+	for (; k < f->nparams; k++) {
+		const void *src = pp[k];
+
+		if (!src || memcmp(src, pb + f->offset[k], f->size[k]) != 0)
+			return false;
+	}
+	return true;
+}
+
 /* Whether the parameters of kernel call c, laid out as f says, are the bytes of p's (laid out
- * alike, zero padding): each compared where the call points, as one move where it can. */
-static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
+ * alike, zero padding): each compared where the call points. Pointers and ints, most
+ * parameters, are one load each; the loop makes no call, so the lane pays no frame for it
+ * (issue 22: the memcmp in the loop cost every launch a frame of six registers), and a
+ * parameter of another size hands the rest to params_repeat_from. */
+static inline bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
 	const uint32_t n = f->nparams, *off = f->offset, *size = f->size;
 	void *const *pp = c->u.kernel.params;
@@ -1034,27 +1054,25 @@ static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, co
 	for (uint32_t k = 0; k < n; k++) {
 		const void *src = pp[k];
 		const char *at = pb + off[k];
-		uint32_t z = size[k];
 
 		if (!src)
 			return false;
-		/* pointers and ints, most parameters, as one load each rather than a call */
-		if (z == 8) {
+		if (size[k] == 8) {
 			uint64_t x, y;
 
 			memcpy(&x, src, 8);
 			memcpy(&y, at, 8);
 			if (x != y)
 				return false;
-		} else if (z == 4) {
+		} else if (size[k] == 4) {
 			uint32_t x, y;
 
 			memcpy(&x, src, 4);
 			memcpy(&y, at, 4);
 			if (x != y)
 				return false;
-		} else if (memcmp(src, at, z) != 0) {
-			return false;
+		} else {
+			return params_repeat_from(c, f, pb, k);
 		}
 	}
 	return true;
