@@ -36,6 +36,7 @@
  *       +---- recycled <-- CLOSED (failed ops dropped; empty -> recycled, else trie insert:
  *                                  it becomes its shape's last window)
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1078,6 +1079,16 @@ static inline bool params_repeat(const struct cap_call *c, const struct cap_func
 	return true;
 }
 
+/* grid, block and shared_bytes, side by side in the call and in the op alike: compared as one
+ * block of bytes (the compiler's few wide compares, not seven) */
+#define KERNEL_GEOMETRY_BYTES (7 * sizeof(unsigned int))
+_Static_assert(offsetof(struct cap_kernel, shared_bytes) - offsetof(struct cap_kernel, grid) ==
+		       6 * sizeof(unsigned int),
+	       "cap_kernel: grid, block and shared_bytes are contiguous");
+_Static_assert(offsetof(struct cap_call, u.kernel.shared_bytes) - offsetof(struct cap_call, u.kernel.grid) ==
+		       6 * sizeof(unsigned int),
+	       "cap_call: grid, block and shared_bytes are contiguous");
+
 /* The fast lane for a kernel launch (issue 22): the call is the predicted kernel op p again (the
  * same function handle, resolved to the same record and per-context function, geometry, shared
  * memory and parameter bytes), launched through kernelParams with no attributes, on p's stream
@@ -1102,22 +1113,26 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 
 	if (p->kind != CAP_OP_KERNEL || c->api != p->api || c->stream != p->stream || who->ctx != p->ctx ||
 	    i + 1 >= ce->cfg.window_max_ops || c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra ||
-	    pk->nattrs || pk->via_extra || c->u.kernel.shared_bytes != pk->shared_bytes ||
-	    c->u.kernel.grid[0] != pk->grid[0] || c->u.kernel.grid[1] != pk->grid[1] ||
-	    c->u.kernel.grid[2] != pk->grid[2] || c->u.kernel.block[0] != pk->block[0] ||
-	    c->u.kernel.block[1] != pk->block[1] || c->u.kernel.block[2] != pk->block[2])
+	    pk->nattrs || pk->via_extra || memcmp(c->u.kernel.grid, pk->grid, KERNEL_GEOMETRY_BYTES) != 0)
 		return record_long(ce, c, who, rec);
 	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
 		/* no lookup's answer changed since p's window began: the handle in p's context is
-		 * p's function record and function now (cap__func_get would answer them) */
+		 * p's function record and function now (cap__func_get would answer them), and that
+		 * record's fields are set once, when it is made: p was recorded with it through
+		 * kernelParams (not via_extra), so it is no barrier, its layout is known and its
+		 * parameter bytes are p's (build_kernel). Asked again, they cost a launch a dozen
+		 * instructions (issue 22). */
 		f = (struct cap_func *)pk->info;
-		func = pk->func;
+		if (!f || (f->nparams && !c->u.kernel.params))
+			return record_long(ce, c, who, rec);
+		cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
 	} else {
 		f = cap__func_get(ce, c->u.kernel.f, who->ctx, &func);
+		if (!f || f != pk->info || func != pk->func || f->barrier || !f->layout_known ||
+		    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params))
+			return record_long(ce, c, who, rec);
 	}
-	if (!f || f != pk->info || func != pk->func || f->barrier || !f->layout_known ||
-	    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params) ||
-	    (f->param_bytes && !params_repeat(c, f, pk->params)))
+	if (f->param_bytes && !params_repeat(c, f, pk->params))
 		return record_long(ce, c, who, rec);
 	s = lane_stream(ce, w, c, who, p);
 	if (!s)
