@@ -134,6 +134,8 @@ struct cap_shape {
 	struct cap_window *last;     /* ops of the last sighting (owned) */
 	uint32_t nops;               /* ops per window */
 	uint32_t *moved;             /* per op: sightings whose binding differed from the previous */
+	uint32_t kinds[CAP_OP_KIND_COUNT]; /* its ops by kind (every sighting alike: a key names
+					    * its op's kind), counted once for record.c's totals */
 	uint64_t closed_by[CAP_BOUNDARY_COUNT]; /* what ended its windows */
 	struct cap_shape *prev, *next; /* recency list, most recent first */
 	struct cap_shape *succ;      /* the shape whose window followed this one's last time, or

@@ -446,13 +446,17 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 	} else {
 		ce->totals.windows++;
 		ce->totals.windows_by[kind]++;
-		for (uint32_t i = 0; i < w->nops; i++)
-			ce->totals.ops[w->ops[i].kind]++;
-		/* the prediction held for every op (op_hash): the window is that shape again */
-		if (ce->pred && ce->pred->nops == w->nops && ce->pred->last && !nfailed)
+		/* the prediction held for every op (op_hash): the window is that shape again, its
+		 * ops of the shape's kinds (counted once, not an op at a time: issue 22) */
+		if (ce->pred && ce->pred->nops == w->nops && ce->pred->last && !nfailed) {
+			for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
+				ce->totals.ops[k] += ce->pred->kinds[k];
 			s = cap__trie_insert_known(ce, w, ce->pred, &spare);
-		else
+		} else {
+			for (uint32_t i = 0; i < w->nops; i++)
+				ce->totals.ops[w->ops[i].kind]++;
 			s = cap__trie_insert(ce, w, &spare);
+		}
 		if (ce->cfg.trace_max_bytes)
 			cap__trace_window(ce, w, s);
 	}
@@ -1079,9 +1083,19 @@ static inline bool params_repeat(const struct cap_call *c, const struct cap_func
 	return true;
 }
 
-/* grid, block and shared_bytes, side by side in the call and in the op alike: compared as one
- * block of bytes (the compiler's few wide compares, not seven) */
-#define KERNEL_GEOMETRY_BYTES (7 * sizeof(unsigned int))
+/* grid, block and shared_bytes, side by side in the call and in the op alike: compared as three
+ * 8-byte words and one 4-byte one, not seven (a memcmp of the 28 bytes expands to more) */
+static inline bool geometry_same(const unsigned int *a, const unsigned int *b)
+{
+	uint64_t x[3], y[3];
+	uint32_t u, v;
+
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	memcpy(&u, a + 6, 4);
+	memcpy(&v, b + 6, 4);
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (u ^ v)) == 0;
+}
 _Static_assert(offsetof(struct cap_kernel, shared_bytes) - offsetof(struct cap_kernel, grid) ==
 		       6 * sizeof(unsigned int),
 	       "cap_kernel: grid, block and shared_bytes are contiguous");
@@ -1113,7 +1127,7 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 
 	if (p->kind != CAP_OP_KERNEL || c->api != p->api || c->stream != p->stream || who->ctx != p->ctx ||
 	    i + 1 >= ce->cfg.window_max_ops || c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra ||
-	    pk->nattrs || pk->via_extra || memcmp(c->u.kernel.grid, pk->grid, KERNEL_GEOMETRY_BYTES) != 0)
+	    pk->nattrs || pk->via_extra || !geometry_same(c->u.kernel.grid, pk->grid))
 		return record_long(ce, c, who, rec);
 	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
 		/* no lookup's answer changed since p's window began: the handle in p's context is

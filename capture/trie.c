@@ -292,6 +292,8 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 	s->first_window = s->last_window = w->seq;
 	s->last = w;
 	s->nops = w->nops;
+	for (uint32_t i = 0; i < w->nops; i++)
+		s->kinds[w->ops[i].kind]++;
 	s->closed_by[w->closed_by]++;
 	n->shape = s;
 	lru_push(ce, s);
