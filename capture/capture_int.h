@@ -129,12 +129,13 @@ struct cap_shape {
 	uint64_t sightings;          /* windows of this shape */
 	uint64_t stable;             /* sightings whose bindings equaled the previous sighting's */
 	bool last_stable;            /* the last sighting did */
-	uint64_t bind_hash;          /* hash over the ops' binding hashes of the last sighting */
 	uint64_t first_window;       /* window number of the first sighting */
 	uint64_t last_window;        /* of the last sighting (least recently used goes first) */
 	struct cap_window *last;     /* ops of the last sighting (owned) */
 	uint32_t nops;               /* ops per window */
 	uint32_t *moved;             /* per op: sightings whose binding differed from the previous */
+	uint32_t kinds[CAP_OP_KIND_COUNT]; /* its ops by kind (every sighting alike: a key names
+					    * its op's kind), counted once for record.c's totals */
 	uint64_t closed_by[CAP_BOUNDARY_COUNT]; /* what ended its windows */
 	struct cap_shape *prev, *next; /* recency list, most recent first */
 	struct cap_shape *succ;      /* the shape whose window followed this one's last time, or
@@ -334,6 +335,8 @@ struct cap_streams {
 						       * the last few did, and the map's probe cost a
 						       * hundred instructions an op (issue 22); emptied
 						       * whenever a record is freed */
+	uint32_t last_hit;           /* the entry of hits that answered last: most ops name the
+				      * stream the op before did, asked first (no hash) */
 	struct cf_map events;        /* event handle -> struct cap_event_rec */
 	uint32_t next_id;            /* number of the next stream record */
 	size_t nbytes;               /* bytes of records */
@@ -405,12 +408,23 @@ static inline bool cap__alloc_same_since(struct cap_engine *ce, uint64_t gen, ui
  * NULL when out of memory. Inline: a remembered lookup answers most calls (streams.c). */
 struct cap_stream *cap__stream_get_slow(struct cap_engine *ce, struct cap_stream_hit *hit, CUstream h, int pt,
 					CUcontext ctx, uint32_t tid);
+static inline bool cap__stream_hit_is(const struct cap_stream_hit *hit, CUstream h, int pt, CUcontext ctx,
+				      uint32_t tid)
+{
+	return hit->s && hit->h == h && hit->pt == pt && hit->ctx == ctx && hit->tid == tid;
+}
 static inline struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream h, int pt, CUcontext ctx, uint32_t tid)
 {
 	uintptr_t u = (uintptr_t)h;
-	struct cap_stream_hit *hit = &ce->streams.hits[((u >> 4) ^ (u >> 10) ^ tid) & (CAP_STREAM_CACHE - 1)];
+	uint32_t i = ce->streams.last_hit;
+	struct cap_stream_hit *hit = &ce->streams.hits[i & (CAP_STREAM_CACHE - 1)];
 
-	if (__builtin_expect(hit->s && hit->h == h && hit->pt == pt && hit->ctx == ctx && hit->tid == tid, 1))
+	if (__builtin_expect(cap__stream_hit_is(hit, h, pt, ctx, tid), 1))
+		return hit->s;
+	i = ((u >> 4) ^ (u >> 10) ^ tid) & (CAP_STREAM_CACHE - 1);
+	ce->streams.last_hit = i;
+	hit = &ce->streams.hits[i];
+	if (cap__stream_hit_is(hit, h, pt, ctx, tid))
 		return hit->s;
 	return cap__stream_get_slow(ce, hit, h, pt, ctx, tid);
 }

@@ -36,6 +36,7 @@
  *       +---- recycled <-- CLOSED (failed ops dropped; empty -> recycled, else trie insert:
  *                                  it becomes its shape's last window)
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -445,13 +446,17 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 	} else {
 		ce->totals.windows++;
 		ce->totals.windows_by[kind]++;
-		for (uint32_t i = 0; i < w->nops; i++)
-			ce->totals.ops[w->ops[i].kind]++;
-		/* the prediction held for every op (op_hash): the window is that shape again */
-		if (ce->pred && ce->pred->nops == w->nops && ce->pred->last && !nfailed)
+		/* the prediction held for every op (op_hash): the window is that shape again, its
+		 * ops of the shape's kinds (counted once, not an op at a time: issue 22) */
+		if (ce->pred && ce->pred->nops == w->nops && ce->pred->last && !nfailed) {
+			for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
+				ce->totals.ops[k] += ce->pred->kinds[k];
 			s = cap__trie_insert_known(ce, w, ce->pred, &spare);
-		else
+		} else {
+			for (uint32_t i = 0; i < w->nops; i++)
+				ce->totals.ops[w->ops[i].kind]++;
 			s = cap__trie_insert(ce, w, &spare);
+		}
 		if (ce->cfg.trace_max_bytes)
 			cap__trace_window(ce, w, s);
 	}
@@ -1024,9 +1029,29 @@ static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_wi
 	return 0;
 }
 
+/* params_repeat's compare from parameter k on, where every parameter from there is compared
+ * whole (memcmp): a call, so kept out of the loop below (cold: few kernels take a parameter
+ * of another size than 4 or 8 bytes). */
+static __attribute__((noinline, cold)) bool params_repeat_from(const struct cap_call *c, const struct cap_func *f,
+							       const char *pb, uint32_t k)
+{
+	void *const *pp = c->u.kernel.params;
+
+	for (; k < f->nparams; k++) {
+		const void *src = pp[k];
+
+		if (!src || memcmp(src, pb + f->offset[k], f->size[k]) != 0)
+			return false;
+	}
+	return true;
+}
+
 /* Whether the parameters of kernel call c, laid out as f says, are the bytes of p's (laid out
- * alike, zero padding): each compared where the call points, as one move where it can. */
-static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
+ * alike, zero padding): each compared where the call points. Pointers and ints, most
+ * parameters, are one load each; the loop makes no call, so the lane pays no frame for it
+ * (issue 22: the memcmp in the loop cost every launch a frame of six registers), and a
+ * parameter of another size hands the rest to params_repeat_from. */
+static inline bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
 	const uint32_t n = f->nparams, *off = f->offset, *size = f->size;
 	void *const *pp = c->u.kernel.params;
@@ -1034,31 +1059,49 @@ static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, co
 	for (uint32_t k = 0; k < n; k++) {
 		const void *src = pp[k];
 		const char *at = pb + off[k];
-		uint32_t z = size[k];
 
 		if (!src)
 			return false;
-		/* pointers and ints, most parameters, as one load each rather than a call */
-		if (z == 8) {
+		if (size[k] == 8) {
 			uint64_t x, y;
 
 			memcpy(&x, src, 8);
 			memcpy(&y, at, 8);
 			if (x != y)
 				return false;
-		} else if (z == 4) {
+		} else if (size[k] == 4) {
 			uint32_t x, y;
 
 			memcpy(&x, src, 4);
 			memcpy(&y, at, 4);
 			if (x != y)
 				return false;
-		} else if (memcmp(src, at, z) != 0) {
-			return false;
+		} else {
+			return params_repeat_from(c, f, pb, k);
 		}
 	}
 	return true;
 }
+
+/* grid, block and shared_bytes, side by side in the call and in the op alike: compared as three
+ * 8-byte words and one 4-byte one, not seven (a memcmp of the 28 bytes expands to more) */
+static inline bool geometry_same(const unsigned int *a, const unsigned int *b)
+{
+	uint64_t x[3], y[3];
+	uint32_t u, v;
+
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	memcpy(&u, a + 6, 4);
+	memcpy(&v, b + 6, 4);
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (u ^ v)) == 0;
+}
+_Static_assert(offsetof(struct cap_kernel, shared_bytes) - offsetof(struct cap_kernel, grid) ==
+		       6 * sizeof(unsigned int),
+	       "cap_kernel: grid, block and shared_bytes are contiguous");
+_Static_assert(offsetof(struct cap_call, u.kernel.shared_bytes) - offsetof(struct cap_call, u.kernel.grid) ==
+		       6 * sizeof(unsigned int),
+	       "cap_call: grid, block and shared_bytes are contiguous");
 
 /* The fast lane for a kernel launch (issue 22): the call is the predicted kernel op p again (the
  * same function handle, resolved to the same record and per-context function, geometry, shared
@@ -1084,22 +1127,26 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 
 	if (p->kind != CAP_OP_KERNEL || c->api != p->api || c->stream != p->stream || who->ctx != p->ctx ||
 	    i + 1 >= ce->cfg.window_max_ops || c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra ||
-	    pk->nattrs || pk->via_extra || c->u.kernel.shared_bytes != pk->shared_bytes ||
-	    c->u.kernel.grid[0] != pk->grid[0] || c->u.kernel.grid[1] != pk->grid[1] ||
-	    c->u.kernel.grid[2] != pk->grid[2] || c->u.kernel.block[0] != pk->block[0] ||
-	    c->u.kernel.block[1] != pk->block[1] || c->u.kernel.block[2] != pk->block[2])
+	    pk->nattrs || pk->via_extra || !geometry_same(c->u.kernel.grid, pk->grid))
 		return record_long(ce, c, who, rec);
 	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
 		/* no lookup's answer changed since p's window began: the handle in p's context is
-		 * p's function record and function now (cap__func_get would answer them) */
+		 * p's function record and function now (cap__func_get would answer them), and that
+		 * record's fields are set once, when it is made: p was recorded with it through
+		 * kernelParams (not via_extra), so it is no barrier, its layout is known and its
+		 * parameter bytes are p's (build_kernel). Asked again, they cost a launch a dozen
+		 * instructions (issue 22). */
 		f = (struct cap_func *)pk->info;
-		func = pk->func;
+		if (!f || (f->nparams && !c->u.kernel.params))
+			return record_long(ce, c, who, rec);
+		cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
 	} else {
 		f = cap__func_get(ce, c->u.kernel.f, who->ctx, &func);
+		if (!f || f != pk->info || func != pk->func || f->barrier || !f->layout_known ||
+		    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params))
+			return record_long(ce, c, who, rec);
 	}
-	if (!f || f != pk->info || func != pk->func || f->barrier || !f->layout_known ||
-	    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params) ||
-	    (f->param_bytes && !params_repeat(c, f, pk->params)))
+	if (f->param_bytes && !params_repeat(c, f, pk->params))
 		return record_long(ce, c, who, rec);
 	s = lane_stream(ce, w, c, who, p);
 	if (!s)

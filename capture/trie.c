@@ -155,16 +155,6 @@ struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s)
 	return w;
 }
 
-/* The hash over the ops' bindings (each bind is a finished hash already). */
-static uint64_t binds_hash(const struct cap_window *w)
-{
-	uint64_t bind = CF_HASH_SEED;
-
-	for (uint32_t i = 0; i < w->nops; i++)
-		bind = cf_hash_step(bind, w->ops[i].bind);
-	return cf_hash64(bind);
-}
-
 /* w becomes its shape's last sighting in place of old, which becomes the spare: w's storage is
  * whatever the windows before it grew, and the longest window's arrays would otherwise end up
  * held by every short shape in turn (35 one-op shapes of recsys held 3 MiB). When old's ops array
@@ -228,21 +218,22 @@ static void fit(struct cap_window *w)
 static struct cap_shape *sighting(struct cap_engine *ce, struct cap_shape *s, struct cap_window *w,
 				  struct cap_window **spare)
 {
-	uint64_t bind = CF_HASH_SEED;
-	bool same = true;
+	const struct cap_op *a = s->last->ops, *b = w->ops;
+	uint32_t i = 0, n = w->nops;
+	bool same;
 
 	cf_assert(s->nops == w->nops && s->last);
-	for (uint32_t i = 0; i < w->nops; i++) {
-		bind = cf_hash_step(bind, w->ops[i].bind);
-		if (s->last->ops[i].bind != w->ops[i].bind) {
+	/* a compare only, up to the first op that moved: in steady state nothing moves (issue 22:
+	 * the hash over the binds this loop also took was read by nothing, 16 instructions an op) */
+	while (i < n && a[i].bind == b[i].bind)
+		i++;
+	same = i == n;
+	for (; i < n; i++)
+		if (a[i].bind != b[i].bind)
 			s->moved[i]++;
-			same = false;
-		}
-	}
 	s->sightings++;
 	s->stable += same;
 	s->last_stable = same;
-	s->bind_hash = cf_hash64(bind);
 	s->last_window = w->seq;
 	s->closed_by[w->closed_by]++;
 	keep_small(s->last, w);
@@ -298,10 +289,11 @@ struct cap_shape *cap__trie_insert(struct cap_engine *ce, struct cap_window *w, 
 	s->id = ce->trie.next_shape_id++;
 	s->end = n;
 	s->sightings = 1;
-	s->bind_hash = binds_hash(w);
 	s->first_window = s->last_window = w->seq;
 	s->last = w;
 	s->nops = w->nops;
+	for (uint32_t i = 0; i < w->nops; i++)
+		s->kinds[w->ops[i].kind]++;
 	s->closed_by[w->closed_by]++;
 	n->shape = s;
 	lru_push(ce, s);

@@ -438,8 +438,17 @@ static CUresult rec_done(struct rpl_engine *re, const struct rpl_part *pt, CUstr
 static int def_streams(const struct cap_op *def, uint32_t ndef, CUstream *launch, CUstream *others)
 {
 	const struct cap_op *lop = &def[0];
+	uint32_t same = 1;
 	int n = 0;
 
+	/* most runs are on one stream: then it is the launch stream and there is no other (one
+	 * compare an op instead of the two walks below, issue 22) */
+	while (same < ndef && def[same].stream_slot == lop->stream_slot)
+		same++;
+	if (same >= ndef) {
+		*launch = lop->stream;
+		return 0;
+	}
 	for (uint32_t i = 0; i < ndef; i++)
 		if (def[i].stream_kind == CAP_STREAM_LEGACY) {
 			lop = &def[i];

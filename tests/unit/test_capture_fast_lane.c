@@ -226,12 +226,49 @@ static void test_thread(void **state)
 		run(ch_tid, at, false, "thread"); /* the thread is no part of an op's identity */
 }
 
+/* Memsets on the per-thread default stream from two threads in turn: each thread's stream is a
+ * record (and a slot of the window) of its own, however the stream cache remembered the one
+ * asked before (streams.c, cap__stream_get: the entry that answered last is asked first). */
+static void test_per_thread_streams(void **state)
+{
+	struct cap_engine *ce = make(true);
+	uint16_t slot[6];
+
+	(void)state;
+	for (int win = 0; win < 3; win++) {
+		for (int i = 0; i < 6; i++) {
+			struct cap_who who = { .ctx = CTX, .tid = 1u + (uint32_t)(i % 2), .t_ns = 0 };
+			struct cap_call c;
+			struct cap_rec r;
+
+			memset(&c, 0, sizeof(c));
+			c.kind = CAP_OP_MEMSET;
+			c.api = DRV_ID_cuMemsetD32Async_ptsz;
+			c.stream = i < 3 ? CU_STREAM_PER_THREAD : 0; /* named both ways */
+			c.u.memset = (struct cap_memset){ .dst = BASE + 0x1000u * (unsigned)i, .pitch = 256,
+							  .elem_size = 4, .value = 7u, .width = 64, .height = 1 };
+			assert_int_equal(cap_record(ce, &c, &who, &r), 0);
+			assert_int_equal(r.result, CAP_REC_RECORDED);
+			slot[i] = r.op->stream_slot;
+		}
+		for (int i = 2; i < 6; i++)
+			if (slot[i] != slot[i % 2])
+				fail_msg("window %d op %d: thread %d's per-thread stream took slot %u, not %u", win, i,
+					 1 + i % 2, slot[i], slot[i % 2]);
+		if (slot[0] == slot[1])
+			fail_msg("window %d: two threads' per-thread streams share slot %u", win, slot[0]);
+		assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	}
+	cap_engine_destroy(ce);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_repeat_is_long_path),
 		cmocka_unit_test(test_each_field),
 		cmocka_unit_test(test_thread),
+		cmocka_unit_test(test_per_thread_streams),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -300,12 +300,74 @@ static void test_thread(void **state)
 		run(CH_TID, at, false); /* the thread is no part of an op's identity */
 }
 
+/* A kernel whose first parameter is a 16-byte struct (compared whole, off the lane's word loop:
+ * params_repeat_from) and whose second is an int after it: a change in the struct or in the int
+ * gives the op a value identity of its own, and none keeps the predicted op's, by the fast lane. */
+static void test_struct_param(void **state)
+{
+	CUmodule m;
+	CUfunction fs;
+	char *ptx = read_ptx("effects_struct");
+
+	(void)state;
+	assert_non_null(ptx);
+	assert_int_equal(DRV_REAL(cuModuleLoadData)(&m, ptx), CUDA_SUCCESS);
+	free(ptx);
+	assert_int_equal(DRV_REAL(cuModuleGetFunction)(&fs, m, "fx_struct_ptrs"), CUDA_SUCCESS);
+	for (int ch = 0; ch < 3; ch++) { /* nothing, the struct's second word, the int */
+		struct cap_engine *ce = make(true);
+		uint64_t prev_vid = 0, vid = 0;
+		struct cap_totals t;
+
+		for (int win = 0; win < 3; win++) {
+			for (int i = 0; i < 2; i++) {
+				struct {
+					uint64_t a, b;
+				} st = { 0x100000ull + (unsigned)i, 0x200000ull + (win == 2 && ch == 1 ? 8u : 0u) };
+				uint32_t n = 64u + (unsigned)i + (win == 2 && ch == 2);
+				void *params[2] = { &st, &n };
+				struct cap_who who = { .ctx = ctx, .tid = 1, .t_ns = 0 };
+				struct cap_call c;
+				struct cap_rec r;
+
+				memset(&c, 0, sizeof(c));
+				c.kind = CAP_OP_KERNEL;
+				c.api = DRV_ID_cuLaunchKernel;
+				c.stream = s1;
+				c.u.kernel.f = fs;
+				c.u.kernel.grid[0] = c.u.kernel.grid[1] = c.u.kernel.grid[2] = 1;
+				c.u.kernel.block[0] = 32;
+				c.u.kernel.block[1] = c.u.kernel.block[2] = 1;
+				c.u.kernel.params = params;
+				assert_int_equal(cap_record(ce, &c, &who, &r), 0);
+				assert_int_equal(r.result, CAP_REC_RECORDED);
+				if (i == 1 && win == 1)
+					prev_vid = r.op->vid;
+				if (i == 1 && win == 2)
+					vid = r.op->vid;
+			}
+			assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+		}
+		cap_get_totals(ce, &t);
+		cap_engine_destroy(ce);
+		assert_true(prev_vid != 0);
+		if (ch == 0) {
+			assert_true(vid == prev_vid);
+			assert_true(t.ops_fast >= 1); /* the third window's second launch took the lane */
+		} else if (vid == prev_vid) {
+			fail_msg("change %d: the launch kept the predicted op's value identity", ch);
+		}
+	}
+	assert_int_equal(DRV_REAL(cuModuleUnload)(m), CUDA_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_repeat_is_long_path),
 		cmocka_unit_test(test_each_field),
 		cmocka_unit_test(test_thread),
+		cmocka_unit_test(test_struct_param),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
