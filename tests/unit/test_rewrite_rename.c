@@ -319,6 +319,21 @@ static void test_kept_reader(void **state)
 	assert_int_equal(b.used, 0);
 }
 
+/* The run of ops[0..n) renames nothing, its plan holds no `absent`, and no buffer is left. */
+static void expect_not_renamed(struct cap_op *ops, uint32_t n, const char *absent)
+{
+	struct rw_rename_budget b;
+	char buf[1024];
+	struct rw_run *r;
+
+	r = run_with(ops, n, &b, 1 << 20, buf, sizeof(buf));
+	assert_true(!r || r->plan->nren == 0);
+	assert_null(strstr(buf, absent));
+	rw_run_destroy(r);
+	assert_int_equal(frees, allocs);
+	assert_int_equal(b.used, 0);
+}
+
 /* Still refused: the same three features with gathers that fuse (one block shape). Over the
  * window as patched the gathers all read A's first bytes, so batch-kernel would run them as one
  * launch at the first one's position: the second and third would read feature 1's A. A kept
@@ -332,17 +347,9 @@ static void test_kept_reader_merged(void **state)
 		scale_op(6, AT(0), AT(7), 100), consume_op(&consume_info, 7, AT(8), AT(0), 100),
 		gather_op(8, AT(9), AT(0), AT(7), 400, 64),
 	};
-	struct rw_rename_budget b;
-	char buf[1024];
-	struct rw_run *r;
 
 	(void)state;
-	r = run_with(ops, 9, &b, 1 << 20, buf, sizeof(buf));
-	assert_true(!r || r->plan->nren == 0);
-	assert_null(strstr(buf, "batch_kernel(2,5"));
-	rw_run_destroy(r);
-	assert_int_equal(frees, allocs);
-	assert_int_equal(b.used, 0);
+	expect_not_renamed(ops, 9, "batch_kernel(2,5");
 }
 
 /* Still refused: a kept reader a rule rewrote. A 1-D copy C1 writes S into A and past it, the
@@ -357,17 +364,9 @@ static void test_kept_reader_chained(void **state)
 				 rwt_copy_op(AT(3), AT(0), 800, STREAM_A), scale_op(3, AT(0), AT(4), 100),
 				 rwt_copy_op(AT(0) + 200, AT(6), 400, STREAM_A),
 				 consume_op(&consume_info, 5, AT(5), AT(0), 100) };
-	struct rw_rename_budget b;
-	char buf[1024];
-	struct rw_run *r;
 
 	(void)state;
-	r = run_with(ops, 6, &b, 1 << 20, buf, sizeof(buf));
-	assert_true(!r || r->plan->nren == 0);
-	assert_null(strstr(buf, "chain"));
-	rw_run_destroy(r);
-	assert_int_equal(frees, allocs);
-	assert_int_equal(b.used, 0);
+	expect_not_renamed(ops, 6, "chain");
 }
 
 /* Refused: a true dependence (the second scale reads what the first wrote) is no reuse: nothing
