@@ -1854,6 +1854,8 @@ static bool cmp_factor(struct dc *t, struct dc_path *pa, const struct dv_pred *p
 		return false;
 	if (const_of(t, a, &ka) && const_of(t, b, &kb))
 		return cmp_holds(op, ka, kb, pr->width);
+	if (w != 4 && w != 8)
+		return false; /* what a card can read: i32 u32 i64 u64 */
 	if (const_of(t, b, &k)) {
 		x = a;
 	} else if (const_of(t, a, &k)) {
@@ -1889,8 +1891,8 @@ static bool cmp_factor(struct dc *t, struct dc_path *pa, const struct dv_pred *p
 		const struct ptx_var *v = &t->f->params[xa - DV_A_PARAM0];
 
 		rsgn = is_signed_type(v->type);
-		if (v->size != w || !is_int_type(v->type) || (rsgn != sgn && w != 8))
-			return false;
+		if (v->size != w || v->is_ptr || !scalar_type(v) || scalar_type(v)[0] == 'f' || rsgn != sgn)
+			return false; /* the card reads it as declared: that must be how it is compared */
 	} else {
 		return false;
 	}
@@ -2020,7 +2022,7 @@ static void first_whole(struct dc *d, const struct ptx_module *m, const struct p
 {
 	struct dc *tp = malloc(sizeof(*tp));
 
-	if (!tp || (d->facts & DC_F_TRAP)) {
+	if (!tp || (d->facts & (DC_F_TRAP | DC_F_CALL))) { /* (a callee may exit) */
 		free(tp);
 		return;
 	}
