@@ -199,6 +199,16 @@ struct dc {
 		int base;             /* dv_base_param of the address */
 	} wc[RW_CARD_MAX_WHOLE];
 	unsigned nwc;
+	bool tid0;                    /* the pass of thread 0 of block 0 (first_whole): tid and
+				       * ctaid are 0, and accesses are only screened for fc */
+	struct dc_first {             /* an unguarded plain store at offset 0 of its base (tid0) */
+		uint32_t blk;         /* its block */
+		int base;             /* dv_base_param of the address */
+		uint32_t unit;        /* bytes stored */
+	} fc[RW_CARD_MAX_WHOLE];
+	unsigned nfc;
+	char first[RW_CARD_MAX_WHOLE][320]; /* `whole` lines first_whole proved */
+	unsigned nfirst;
 	unsigned facts;               /* DC_F_*: what a rewrite must respect, said in a note */
 };
 
@@ -326,6 +336,8 @@ static uint32_t opval(struct dc *d, const struct ptx_operand *o)
 	case PTX_OP_IMM:
 		return o->is_float ? d->x.v_any : dc_const(d, o->imm);
 	case PTX_OP_SPECIAL:
+		if (d->tid0 && (o->index <= PTX_SR_TID_Z || (o->index >= PTX_SR_CTAID_X && o->index <= PTX_SR_CTAID_Z)))
+			return d->x.v_zero;
 		if (o->index <= PTX_SR_NCTAID_Z)
 			return dv_atom_val(&d->x, o->index);
 		if (o->index == PTX_SR_WARPID ||
@@ -488,6 +500,24 @@ static bool access_split(struct dc *d, const struct ptx_insn *in, uint32_t v, ui
 	return true;
 }
 
+/* The tid0 pass: an unguarded plain store at offset 0 of a pointer (thread 0 of block 0's
+ * address) is a candidate for first_whole. */
+static void first_candidate(struct dc *d, const struct ptx_insn *in, const struct ptx_operand *o, uint8_t acc,
+			    bool atomic, uint32_t bytes)
+{
+	uint32_t v;
+	int k;
+
+	if (acc != DC_W || atomic || in->guard != PTX_NONE || o->kind != PTX_OP_ADDR || o->reg == PTX_NONE ||
+	    is_pred_reg(d, o->reg) || d->nfc == RW_CARD_MAX_WHOLE)
+		return;
+	v = dv_add(&d->x, d->cur[o->reg], dc_const(d, o->imm));
+	k = dv_base_param(&d->x, v);
+	if (k < 0 || dv_sub(&d->x, v, dv_atom_val(&d->x, DV_A_PARAM0 + (uint32_t)k)) != d->x.v_zero)
+		return;
+	d->fc[d->nfc++] = (struct dc_first){ .blk = d->blk_of[in - d->f->insns], .base = k, .unit = bytes };
+}
+
 /* One global access of `bytes` at address operand o (acc: RW_ACC_*). */
 static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_operand *o, uint32_t bytes,
 		   uint8_t acc, bool atomic)
@@ -496,6 +526,10 @@ static void access(struct dc *d, const struct ptx_insn *in, const struct ptx_ope
 
 	if (!d->record || d->rc)
 		return;
+	if (d->tid0) {
+		first_candidate(d, in, o, acc, atomic, bytes);
+		return;
+	}
 	if (o->kind != PTX_OP_ADDR || o->reg == PTX_NONE) {
 		if (o->kind == PTX_OP_ADDR && o->index != PTX_NONE)
 			return; /* a named shared / local / const variable (module .global is refused) */
@@ -885,6 +919,9 @@ static uint32_t arith(struct dc *d, const struct ptx_insn *in, uint32_t i)
 		return shift_right(d, in, i, a, in->ops[2].imm);
 	/* integers only (a pointer's bits masked keep their base: unknown_from) */
 	if (dv_base_param(&d->x, a) == -1 && dv_base_param(&d->x, b) == -1) {
+		if ((!strcmp(op, "shr") && a == d->x.v_zero) ||
+		    (!strcmp(op, "and") && (a == d->x.v_zero || b == d->x.v_zero)))
+			return d->x.v_zero; /* 0 >> n, 0 & n: thread 0's tid & (stride - 1) */
 		if (!strcmp(op, "shr") && value_is_plain(d, a) && dv_nonneg(&d->x, a))
 			return below(d, i, a, b); /* by a register: in [0, a] (CuPy's tid >> log2(stride)) */
 		if (!strcmp(op, "and") && in->nops > 2 && in->ops[2].kind == PTX_OP_REG && value_is_plain(d, b) &&
@@ -1657,7 +1694,9 @@ static bool whole_valid(struct dc *d, const struct dc_whole *w, uint32_t *count)
 /* The `whole` lines: one per store whole_valid proves (its target: "p3", or "p2@0" for a field). */
 static void put_whole(struct dc *d, struct out *o)
 {
-	for (unsigned i = 0; i < d->nwc; i++) {
+	for (unsigned i = 0; i < d->nfirst; i++)
+		put(o, "  whole %s\n", d->first[i]);
+	for (unsigned i = 0; i < d->nwc && i + d->nfirst < RW_CARD_MAX_WHOLE; i++) {
 		const struct dc_whole *w = &d->wc[i];
 		char target[32], cnt[256], str[256];
 		struct dv_mset mc = { 1, { 0 } }, ms = { 1, { w->stride } };
@@ -1683,6 +1722,341 @@ static void put_whole(struct dc *d, struct out *o)
 				break;
 		put(o, "  whole %s %u %s %s\n", target, w->unit, cnt, str);
 	}
+}
+
+/* ------------------------------------------------------------------ whole by thread 0 */
+
+#define DC_MAX_FACTORS 8 /* conditions of one first_whole count */
+
+struct dc_path {
+	const uint8_t *in;            /* per block: S is reachable from it by forward edges */
+	uint32_t s;                   /* the store's block S */
+	char fac[DC_MAX_FACTORS][160]; /* the count's factors, each min(E,1) */
+	bool neg[DC_MAX_FACTORS];     /* E may be negative */
+	unsigned nf;
+};
+
+/* v as it is the first time S runs, when every block before it ran on a path inside the
+ * region: each phi of a block h replaced by the one value all its edges from the region bring
+ * (the entering value of a loop that holds S: its back edge leaves from S or after it). The
+ * value must then be made of launch symbols; UINT32_MAX when it is not or a phi has two values. */
+static uint32_t first_value(struct dc *t, const struct dc_path *pa, uint32_t v)
+{
+	for (unsigned round = 0; round < 16; round++) {
+		const struct dv_poly *p = dv_poly_get(&t->x, v);
+		uint32_t at = UINT32_MAX, u = UINT32_MAX, e = 0;
+		const struct dv_atom *j;
+
+		for (unsigned i = 0; i < p->n && at == UINT32_MAX; i++)
+			for (unsigned k = 0; k < p->t[i].deg; k++)
+				if (t->x.atoms[p->t[i].a[k]].kind == DV_K_PHI) {
+					at = p->t[i].a[k];
+					break;
+				}
+		if (at == UINT32_MAX)
+			break;
+		j = &t->x.atoms[at];
+		for (uint32_t q = 0; q < t->nb; q++) /* the edges in join()'s order */
+			for (unsigned s = 0; s < 2; s++) {
+				if (t->b[q].succ[s] != j->key1 || !t->out_reached[q * 2 + s])
+					continue;
+				if (e >= j->nin)
+					return UINT32_MAX;
+				if (q < pa->s && pa->in[q]) {
+					if (u != UINT32_MAX && u != j->in[e].v)
+						return UINT32_MAX;
+					u = j->in[e].v;
+				}
+				e++;
+			}
+		if (e != j->nin || u == UINT32_MAX)
+			return UINT32_MAX;
+		v = dv_subst(&t->x, v, at, u);
+	}
+	if (!value_is_plain(t, v) || !dv_is_launch_value(&t->x, v) || dv_has_atom(&t->x, v, DV_A_ANY))
+		return UINT32_MAX;
+	for (unsigned i = 0; i < dv_poly_get(&t->x, v)->n; i++)
+		for (unsigned k = 0; k < dv_poly_get(&t->x, v)->t[i].deg; k++)
+			if (t->x.atoms[dv_poly_get(&t->x, v)->t[i].a[k]].kind == DV_K_PHI)
+				return UINT32_MAX;
+	return v;
+}
+
+static bool cmp_holds(uint8_t op, int64_t a, int64_t b, uint8_t width)
+{
+	unsigned w = width & 0x7fu;
+	bool sgn = width & 0x80;
+	int c;
+
+	if (w < 8) {
+		uint64_t m = ((uint64_t)1 << (8 * w)) - 1, ua = (uint64_t)a & m, ub = (uint64_t)b & m;
+
+		if (sgn) {
+			uint64_t top = (uint64_t)1 << (8 * w - 1);
+
+			a = (int64_t)((ua ^ top) - top);
+			b = (int64_t)((ub ^ top) - top);
+		} else {
+			a = (int64_t)ua;
+			b = (int64_t)ub;
+		}
+		c = a < b ? -1 : a > b;
+	} else if (sgn) {
+		c = a < b ? -1 : a > b;
+	} else {
+		c = (uint64_t)a < (uint64_t)b ? -1 : (uint64_t)a > (uint64_t)b;
+	}
+	switch (op) {
+	case CMP_LT: return c < 0;
+	case CMP_LE: return c <= 0;
+	case CMP_GT: return c > 0;
+	case CMP_GE: return c >= 0;
+	case CMP_EQ: return c == 0;
+	default: return c != 0;
+	}
+}
+
+static bool const_of(const struct dc *t, uint32_t v, int64_t *c)
+{
+	const struct dv_poly *p = dv_poly_get(&t->x, v);
+
+	if (p->n == 0) {
+		*c = 0;
+		return true;
+	}
+	if (p->n != 1 || p->t[0].deg != 0)
+		return false;
+	*c = p->t[0].c;
+	return true;
+}
+
+/* Compared with `want`, comparison pr holds at thread 0 of block 0: true when it surely does,
+ * or when it does exactly while "parameter op constant" does (that condition is added to pa as
+ * a factor min(E,1), E >= 1 exactly when it holds, the parameter read as the comparison reads
+ * it); false when it cannot say. */
+static bool cmp_factor(struct dc *t, struct dc_path *pa, const struct dv_pred *pr, bool want)
+{
+	static const uint8_t negate[] = { [CMP_LT] = CMP_GE, [CMP_LE] = CMP_GT, [CMP_GT] = CMP_LE,
+					  [CMP_GE] = CMP_LT, [CMP_EQ] = CMP_NE, [CMP_NE] = CMP_EQ };
+	static const uint8_t swap[] = { [CMP_LT] = CMP_GT, [CMP_LE] = CMP_GE, [CMP_GT] = CMP_LT,
+					[CMP_GE] = CMP_LE, [CMP_EQ] = CMP_EQ, [CMP_NE] = CMP_NE };
+	uint8_t op = want ? pr->op : negate[pr->op];
+	unsigned w = pr->width & 0x7fu;
+	bool sgn = pr->width & 0x80, rsgn;
+	uint32_t a = first_value(t, pa, pr->a), b = first_value(t, pa, pr->b), x, xa;
+	int64_t ka, kb, k, c;
+	const struct dv_poly *p;
+	const struct dv_atom *at;
+	char name[96], e[128];
+	int sign;
+
+	if (a == UINT32_MAX || b == UINT32_MAX || (w != 1 && w != 2 && w != 4 && w != 8))
+		return false;
+	if (const_of(t, a, &ka) && const_of(t, b, &kb))
+		return cmp_holds(op, ka, kb, pr->width);
+	if (w != 4 && w != 8)
+		return false; /* what a card can read: i32 u32 i64 u64 */
+	if (const_of(t, b, &k)) {
+		x = a;
+	} else if (const_of(t, a, &k)) {
+		x = b;
+		op = swap[op];
+	} else {
+		return false;
+	}
+	p = dv_poly_get(&t->x, x);
+	if (p->n != 1 || p->t[0].c != 1 || p->t[0].deg != 1 || k < -((int64_t)1 << 40) || k > ((int64_t)1 << 40))
+		return false;
+	xa = p->t[0].a[0];
+	at = &t->x.atoms[xa];
+	if (at->kind == DV_K_FIELD) {
+		if ((at->key2 & 15) != w)
+			return false;
+		xa = dv_atom_get(&t->x, DV_K_FIELD, at->key1, (at->key2 & ~16u) | (sgn ? 16u : 0u));
+		if (xa == UINT32_MAX)
+			return false;
+		t->x.atoms[xa].launch = 1;
+		rsgn = sgn; /* the card reads the field as the comparison does */
+	} else if (at->kind == DV_K_PARAM && xa - DV_A_PARAM0 < t->f->nparams &&
+		   ptx_type_bytes(t->f->params[xa - DV_A_PARAM0].type) != t->f->params[xa - DV_A_PARAM0].size) {
+		/* a by-value struct read whole (CuPy's 0-d CIndexer): its bytes at 0, read as compared */
+		if (t->f->params[xa - DV_A_PARAM0].size != w)
+			return false;
+		xa = dv_atom_get(&t->x, DV_K_FIELD, xa - DV_A_PARAM0, (sgn ? 16u : 0u) + w);
+		if (xa == UINT32_MAX)
+			return false;
+		t->x.atoms[xa].launch = 1;
+		rsgn = sgn;
+	} else if (at->kind == DV_K_PARAM && xa - DV_A_PARAM0 < t->f->nparams) {
+		const struct ptx_var *v = &t->f->params[xa - DV_A_PARAM0];
+
+		rsgn = is_signed_type(v->type);
+		if (v->size != w || v->is_ptr || !scalar_type(v) || scalar_type(v)[0] == 'f' || rsgn != sgn)
+			return false; /* the card reads it as declared: that must be how it is compared */
+	} else {
+		return false;
+	}
+	if (w < 8 && (sgn ? (k < -((int64_t)1 << (8 * w - 1)) || k >= ((int64_t)1 << (8 * w - 1))) :
+			    (k < 0 || k >= ((int64_t)1 << (8 * w)))))
+		return false;
+	if (!sgn && k < 0)
+		return false;
+	switch (op) { /* E = sign * X + c */
+	case CMP_GT: sign = 1; c = -k; break;
+	case CMP_GE: sign = 1; c = 1 - k; break;
+	case CMP_LT: sign = -1; c = k; break;
+	case CMP_LE: sign = -1; c = k + 1; break;
+	case CMP_NE:
+		if (sgn || k != 0)
+			return false;
+		sign = 1;
+		c = 0;
+		break;
+	default:
+		return false;
+	}
+	if (dv_format(&t->x, dv_atom_val(&t->x, xa), name, sizeof(name)) < 0 || strncmp(name, "1*", 2))
+		return false;
+	if (sign > 0 && c == 0)
+		snprintf(e, sizeof(e), "%s", name + 2);
+	else if (sign > 0)
+		snprintf(e, sizeof(e), "%s%+lld", name + 2, (long long)c);
+	else
+		snprintf(e, sizeof(e), "%lld-%s", (long long)c, name + 2);
+	for (unsigned i = 0; i < pa->nf; i++)
+		if (!strncmp(pa->fac[i] + 4, e, strlen(e)) && !strcmp(pa->fac[i] + 4 + strlen(e), ",1)"))
+			return true;
+	if (pa->nf == DC_MAX_FACTORS)
+		return false;
+	snprintf(pa->fac[pa->nf], sizeof(pa->fac[0]), "min(%s,1)", e);
+	pa->neg[pa->nf++] = !(sign > 0 && c >= 0 && !rsgn);
+	return true;
+}
+
+/* Predicate p equals `want` at thread 0 of block 0 (first_value), under the factors it adds. */
+static bool need(struct dc *t, struct dc_path *pa, uint32_t p, bool want, int depth)
+{
+	const struct dv_pred pr = *pred_get(t, p);
+
+	if (!p || depth > 8)
+		return false;
+	switch (pr.kind) {
+	case PR_NOT:
+		return need(t, pa, pr.a, !want, depth + 1);
+	case PR_AND:
+	case PR_OR:
+		if ((pr.kind == PR_AND) != want)
+			return false; /* a disjunction: not said */
+		return need(t, pa, pr.a, want, depth + 1) && need(t, pa, pr.b, want, depth + 1);
+	case PR_CMP:
+		return cmp_factor(t, pa, &pr, want);
+	}
+	return false;
+}
+
+/* The count of a `whole` line for store candidate w of the tid0 pass t: thread 0 of block 0
+ * surely runs it when no edge leaves the region R (the blocks from which S is reachable by
+ * forward edges) before S: each edge out of R is a guarded branch whose predicate, at thread 0
+ * of block 0 on the first iteration of the loops that hold S, is decided or is a parameter
+ * compared with a constant (a factor of the count). false when any edge cannot be said. */
+static bool first_count(struct dc *t, const struct dc_first *w, char *cnt, size_t len)
+{
+	uint8_t *in = calloc(t->nb ? t->nb : 1, 1);
+	struct dc_path pa;
+	bool ok = in != NULL;
+	size_t at = 0;
+	int nneg = 0;
+
+	memset(&pa, 0, sizeof(pa));
+	pa.in = in;
+	pa.s = w->blk;
+	for (uint32_t b = w->blk; ok && b-- > 0;)
+		for (unsigned s = 0; s < 2; s++) {
+			uint32_t q = t->b[b].succ[s];
+
+			if (q != PTX_NONE && q > b && (q == w->blk || in[q]))
+				in[b] = 1;
+		}
+	if (ok && w->blk != 0 && !in[0])
+		ok = false;
+	for (uint32_t b = 0; ok && b < w->blk; b++) {
+		const struct dc_block *bl = &t->b[b];
+		const struct ptx_insn *last = &t->f->insns[bl->end - 1];
+
+		if (!in[b])
+			continue;
+		for (unsigned s = 0; ok && s < (bl->cond ? 2u : 1u); s++) {
+			uint32_t q = bl->succ[s];
+
+			if (q != PTX_NONE && (q == w->blk || in[q]))
+				continue;
+			/* edge s leaves R: it is taken where the guard's predicate is (s == 1) != guard_neg */
+			ok = bl->cond && need(t, &pa, t->bpred[b], (s == 1) == last->guard_neg, 0);
+		}
+	}
+	free(in);
+	if (!ok)
+		return false;
+	if (pa.nf == 0)
+		return snprintf(cnt, len, "1") < (int)len;
+	for (unsigned i = 0; i < pa.nf; i++) {
+		/* each factor is at most 1: a product of them is >= 1 only when all are 1 if at most
+		 * one may be negative (the others are clamped to 0 from below) */
+		bool clamp = pa.neg[i] && nneg++ > 0;
+		int n = snprintf(cnt + at, len - at, clamp ? "%smax(%s,0)" : "%s%s", i ? "*" : "", pa.fac[i]);
+
+		if (n < 0 || (size_t)n >= len - at)
+			return false;
+		at += (size_t)n;
+	}
+	return true;
+}
+
+static int dc_open(struct dc *d, const struct ptx_module *m, const struct ptx_func *f, char *why, size_t whylen);
+static void dc_close(struct dc *d);
+
+/* `whole` lines for the stores thread 0 of block 0 surely reaches at offset 0 of a pointer the
+ * card writes (a reduction's one-element output): a second interpretation with tid and ctaid 0
+ * (a separate context: its phis must not overwrite d's), one line per target. */
+static void first_whole(struct dc *d, const struct ptx_module *m, const struct ptx_func *f)
+{
+	struct dc *tp = malloc(sizeof(*tp));
+
+	if (!tp || (d->facts & (DC_F_TRAP | DC_F_CALL))) { /* (a callee may exit) */
+		free(tp);
+		return;
+	}
+	if (dc_open(tp, m, f, NULL, 0) == 0) {
+		tp->tid0 = true;
+		if (interpret(tp) == 0)
+			for (unsigned i = 0; i < tp->nfc && d->nfirst < RW_CARD_MAX_WHOLE; i++) {
+				const struct dc_first *w = &tp->fc[i];
+				char target[32], cnt[256];
+				bool written = false, dup = false;
+
+				if ((uint32_t)w->base < f->nparams) {
+					snprintf(target, sizeof(target), "p%d", w->base);
+					written = d->pe[w->base].acc & DC_W;
+				} else {
+					const struct dv_atom *a = &tp->x.atoms[DV_A_PARAM0 + (uint32_t)w->base];
+
+					snprintf(target, sizeof(target), "p%u@%u", a->key1, a->key2 / 32);
+					for (unsigned k = 0; k < d->nfe; k++)
+						if (d->x.atoms[d->fe_atom[k]].key1 == a->key1 &&
+						    d->x.atoms[d->fe_atom[k]].key2 == a->key2)
+							written = d->fe[k].acc & DC_W;
+				}
+				for (unsigned k = 0; k < d->nfirst; k++)
+					dup |= !strncmp(d->first[k], target, strlen(target)) &&
+					       d->first[k][strlen(target)] == ' ';
+				if (!written || dup || !first_count(tp, w, cnt, sizeof(cnt)))
+					continue;
+				snprintf(d->first[d->nfirst++], sizeof(d->first[0]), "%s %u %s %u", target, w->unit,
+					 cnt, w->unit);
+			}
+	}
+	dc_close(tp);
+	free(tp);
 }
 
 static int write_card(struct dc *d, const char *kernel, char *card, size_t cardlen)
@@ -1723,58 +2097,78 @@ static int write_card(struct dc *d, const char *kernel, char *card, size_t cardl
 	return o.full ? -CF_ERANGE : 0;
 }
 
-static int derive(const struct ptx_module *m, const struct ptx_func *f, char *card, size_t cardlen,
-		  char *why, size_t whylen)
+/* d set up for kernel f (blocks built, state allocated); dc_close frees it whatever this
+ * returns. */
+static int dc_open(struct dc *d, const struct ptx_module *m, const struct ptx_func *f, char *why, size_t whylen)
 {
-	struct dc d;
 	int rc;
 
-	memset(&d, 0, sizeof(d));
-	d.f = f;
-	d.why = why;
-	d.whylen = whylen;
-	d.ew = 1;
-	d.ew_count = -1;
-	rc = dv_ctx_init(&d.x, m, f);
+	memset(d, 0, sizeof(*d));
+	d->f = f;
+	d->why = why;
+	d->whylen = whylen;
+	d->ew = 1;
+	d->ew_count = -1;
+	rc = dv_ctx_init(&d->x, m, f);
 	if (rc == 0) {
 		struct dv_pred unk;
 
 		memset(&unk, 0, sizeof(unk)); /* predicate 0: says nothing */
-		if (dv_pool_intern(&d.x.preds, &unk) != 0)
+		if (dv_pool_intern(&d->x.preds, &unk) != 0)
 			rc = -CF_ENOMEM;
 	}
 	if (rc == 0)
-		rc = build_blocks(&d);
-	if (rc == 0 && d.nb == 0)
+		rc = build_blocks(d);
+	if (rc == 0 && d->nb == 0)
 		rc = refuse(why, whylen, "an empty body");
 	if (rc == 0) {
-		size_t regs = (size_t)(d.nb ? d.nb : 1) * 2 * (f->nregs ? f->nregs : 1);
+		size_t regs = (size_t)(d->nb ? d->nb : 1) * 2 * (f->nregs ? f->nregs : 1);
 
-		d.out_regs = calloc(regs, sizeof(*d.out_regs));
-		d.out_cs = calloc((size_t)d.nb * 2, sizeof(*d.out_cs));
-		d.out_reached = calloc((size_t)d.nb * 2, 1);
-		d.cur = calloc(f->nregs ? f->nregs : 1, sizeof(*d.cur));
-		d.pe = calloc(f->nparams ? f->nparams : 1, sizeof(*d.pe));
-		d.bpred = calloc(d.nb, sizeof(*d.bpred));
-		if (!d.bpred || !d.out_regs || !d.out_cs || !d.out_reached || !d.cur || !d.pe)
+		d->out_regs = calloc(regs, sizeof(*d->out_regs));
+		d->out_cs = calloc((size_t)d->nb * 2, sizeof(*d->out_cs));
+		d->out_reached = calloc((size_t)d->nb * 2, 1);
+		d->cur = calloc(f->nregs ? f->nregs : 1, sizeof(*d->cur));
+		d->pe = calloc(f->nparams ? f->nparams : 1, sizeof(*d->pe));
+		d->bpred = calloc(d->nb, sizeof(*d->bpred));
+		if (!d->bpred || !d->out_regs || !d->out_cs || !d->out_reached || !d->cur || !d->pe)
 			rc = -CF_ENOMEM;
 	}
-	if (rc == 0) {
-		d.g = dv_add(&d.x, dv_mul(&d.x, dv_atom_val(&d.x, PTX_SR_CTAID_X), dv_atom_val(&d.x, PTX_SR_NTID_X)),
-			     dv_atom_val(&d.x, PTX_SR_TID_X));
-		rc = interpret(&d);
-	}
 	if (rc == 0)
-		rc = write_card(&d, f->name, card, cardlen);
-	free(d.out_regs);
-	free(d.out_cs);
-	free(d.out_reached);
-	free(d.cur);
-	free(d.pe);
-	free(d.bpred);
-	free(d.blk_of);
-	free(d.b);
-	dv_ctx_fini(&d.x);
+		d->g = dv_add(&d->x, dv_mul(&d->x, dv_atom_val(&d->x, PTX_SR_CTAID_X), dv_atom_val(&d->x, PTX_SR_NTID_X)),
+			      dv_atom_val(&d->x, PTX_SR_TID_X));
+	return rc;
+}
+
+static void dc_close(struct dc *d)
+{
+	free(d->out_regs);
+	free(d->out_cs);
+	free(d->out_reached);
+	free(d->cur);
+	free(d->pe);
+	free(d->bpred);
+	free(d->blk_of);
+	free(d->b);
+	dv_ctx_fini(&d->x);
+}
+
+static int derive(const struct ptx_module *m, const struct ptx_func *f, char *card, size_t cardlen,
+		  char *why, size_t whylen)
+{
+	struct dc *d = malloc(sizeof(*d));
+	int rc;
+
+	if (!d)
+		return -CF_ENOMEM;
+	rc = dc_open(d, m, f, why, whylen);
+	if (rc == 0)
+		rc = interpret(d);
+	if (rc == 0)
+		first_whole(d, m, f);
+	if (rc == 0)
+		rc = write_card(d, f->name, card, cardlen);
+	dc_close(d);
+	free(d);
 	return rc;
 }
 

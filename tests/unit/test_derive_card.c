@@ -660,8 +660,7 @@ static int derive_edited(const char *path, const char *kernel, const char *from,
 /* `whole` lines (derive_card.c whole_valid): CuPy's elementwise kernels (and the nvcc ones shaped
  * like them) store out[i] on every iteration of their grid-stride loop over [0, size), so their
  * output field is written whole (RW_ACC_WHOLE) when its stride is the element's 4 bytes, for any
- * grid; never with a wider stride, an empty range, or for an input. Refused: the reduction
- * (cupy_sum), a loop bound read as u32 and compared signed (fx_struct_array: size -1 would be
+ * grid; never with a wider stride, an empty range, or for an input. Refused: a loop bound read as u32 and compared signed (fx_struct_array: size -1 would be
  * 2^32 - 1 to the card), and cupy_multiply's PTX edited four ways: the store under a guard, the
  * counter stepped by ntid.x alone, the entry test against the stride instead of the size, a
  * second exit out of the loop. */
@@ -685,8 +684,9 @@ static void test_cupy_whole(void **state)
 			bool want = cupy_shaped(f->name) && strcmp(f->name, "cupy_sum") != 0;
 			struct rw_cards *set;
 
-			if (!f->is_entry || (!cupy_shaped(f->name) && strcmp(f->name, "fx_struct_array")))
-				continue;
+			if (!f->is_entry || (!cupy_shaped(f->name) && strcmp(f->name, "fx_struct_array")) ||
+			    !strcmp(f->name, "cupy_sum"))
+				continue; /* (its one-element output: test_cupy_sum) */
 			set = derive(mods[i].m, f, why, sizeof(why));
 			assert_non_null(set);
 			assert_int_equal(rw_card_derive(mods[i].m, f->name, card, sizeof(card), why, sizeof(why)), 0);
@@ -738,7 +738,9 @@ static void test_cupy_whole(void **state)
 /* CuPy's sum reduction (cupy_sum: CArray in, 0-d CArray out, two CIndexers, the block stride):
  * its input is read over (in_size - 1) * stride + 4 bytes, in_size the input CIndexer's. The
  * loop steps by out_size * (512 >> popc(block_stride - 1)), which cufold does not follow, but the
- * offset's phi is 2^32 * stride times the index's, whatever the step. */
+ * offset's phi is 2^32 * stride times the index's, whatever the step. Its one output element is
+ * written whole (derive_card.c first_whole: thread 0 of block 0 surely stores it) exactly when
+ * the output size (read signed, as the kernel compares it) and the block stride are >= 1. */
 static void test_cupy_sum(void **state)
 {
 	unsigned found = 0;
@@ -784,10 +786,59 @@ static void test_cupy_sum(void **state)
 					assert_int_equal(acc.acc[e].bytes, 4);
 			}
 			assert_int_equal(acc.n, 2);
+			for (unsigned e = 0; e < acc.n; e++)
+				assert_int_equal(!!(acc.acc[e].flags & RW_ACC_WHOLE), acc.acc[e].param == 1);
+			for (unsigned v = 0; v < 3; v++) { /* output size 0, -1; block stride 0: not whole */
+				int64_t osz = v == 0 ? 0 : -1;
+				uint32_t b0 = 0;
+
+				memcpy(buf + info[3].offset, v < 2 ? (const void *)&osz : (const void *)&one, 8);
+				memcpy(buf + info[4].offset, v < 2 ? &bs : &b0, 4);
+				assert_int_equal(rw_card_access(rw_cards_find(set, f->name), &a, &acc), 0);
+				for (unsigned e = 0; e < acc.n; e++)
+					if (acc.acc[e].flags & RW_ACC_WHOLE)
+						fail_msg("cupy_sum p%u whole (case %u)", acc.acc[e].param, v);
+			}
 			rw_cards_destroy(set);
 			found++;
 		}
 	assert_int_equal(found, 1);
+}
+
+/* first_whole refuses what thread 0 of block 0 may not reach: cupy_sum's PTX edited so that its
+ * store also waits on a value read from memory, on a predicate the derivation does not model (a
+ * float comparison), on two parameters compared with each other, or so that thread 0 never
+ * stores (only the other threads do). The unedited PTX gets the line. */
+static void test_first_whole_refusals(void **state)
+{
+	static const char *const edits[][2] = {
+		{ "\tor.pred  \t%p10, %p7, %p8;",
+		  "\tld.global.u32 \t%r13, [%rd6];\n\tsetp.ne.s32 \t%p9, %r13, 0;\n\tor.pred \t%p10, %p7, %p8;\n"
+		  "\tor.pred \t%p10, %p10, %p9;" },
+		{ "\tor.pred  \t%p10, %p7, %p8;",
+		  "\tsetp.eq.f32 \t%p9, %f13, 0f00000000;\n\tor.pred \t%p10, %p7, %p8;\n\tor.pred \t%p10, %p10, %p9;" },
+		{ "\tor.pred  \t%p10, %p7, %p8;",
+		  "\tsetp.lt.s64 \t%p9, %rd1, %rd30;\n\tor.pred \t%p10, %p7, %p8;\n\tor.pred \t%p10, %p10, %p9;" },
+		{ "\tor.pred  \t%p10, %p7, %p8;",
+		  "\tsetp.eq.u32 \t%p9, %r3, 0;\n\tor.pred \t%p10, %p7, %p8;\n\tor.pred \t%p10, %p10, %p9;" },
+	};
+	static char card[16384];
+	char path[600];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/cupy_sum.ptx", TEST_DATA_PTX_DIR);
+	assert_int_equal(derive_edited(path, "cupy_sum", NULL, NULL, card, sizeof(card)), 0);
+	if (!strstr(card, "\n  whole p1@0 4 min(p3@0:i64,1)*min(p4,1) 4\n"))
+		fail_msg("cupy_sum: no whole line:\n%s", card);
+	for (unsigned e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
+		int rc = derive_edited(path, "cupy_sum", edits[e][0], edits[e][1], card, sizeof(card));
+
+		assert_int_equal(rc, 0);
+		if (!strstr(card, "\n  field p1 0 w "))
+			fail_msg("edit %u: p1 not written:\n%s", e, card);
+		if (strstr(card, "\n  whole "))
+			fail_msg("edit %u (%s): still whole:\n%s", e, edits[e][1], card);
+	}
 }
 
 /* ------------------------------------------------------------------ 2. the oracle */
@@ -1114,6 +1165,7 @@ int main(void)
 		cmocka_unit_test(test_cupy_spans),
 		cmocka_unit_test(test_cupy_sum),
 		cmocka_unit_test(test_cupy_whole),
+		cmocka_unit_test(test_first_whole_refusals),
 		cmocka_unit_test(test_oracle),
 	};
 
