@@ -263,6 +263,17 @@ static struct cap_op gather_op(uint32_t slot, uint64_t out, uint64_t a, uint64_t
 	return rwt_kernel_op(&gather_info, pb, 4, block, STREAM_A);
 }
 
+/* Three features, each A = scale(Xi), Hi = consume(A), Gi = gather2(A, Yi), the gathers with
+ * blocks of `block[0..3)` threads. */
+static void three_features(struct cap_op ops[9], const unsigned block[3])
+{
+	for (unsigned k = 0; k < 3; k++) {
+		ops[3 * k] = scale_op(3 * k, AT(0), AT(1 + 3 * k), 100);
+		ops[3 * k + 1] = consume_op(&consume_info, 3 * k + 1, AT(2 + 3 * k), AT(0), 100);
+		ops[3 * k + 2] = gather_op(3 * k + 2, AT(3 + 3 * k), AT(0), AT(1 + 3 * k), 400, block[k]);
+	}
+}
+
 /* Three features, each A = scale(Xi), Hi = consume(A), Gi = gather2(A, Yi): the gather reads A
  * through a table entry, which no patch follows. It is kept reading A; the second and third
  * scales write buffers of cufold's own all the same, each copied back at its position (before
@@ -271,13 +282,8 @@ static struct cap_op gather_op(uint32_t slot, uint64_t out, uint64_t a, uint64_t
  * The check finds the kept readers again, and fails when one no longer reads A. */
 static void test_kept_reader(void **state)
 {
-	struct cap_op ops[9] = {
-		scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
-		gather_op(2, AT(3), AT(0), AT(1), 400, 64), scale_op(3, AT(0), AT(4), 100),
-		consume_op(&consume_info, 4, AT(5), AT(0), 100), gather_op(5, AT(6), AT(0), AT(4), 400, 96),
-		scale_op(6, AT(0), AT(7), 100), consume_op(&consume_info, 7, AT(8), AT(0), 100),
-		gather_op(8, AT(9), AT(0), AT(7), 400, 128),
-	};
+	static const unsigned block[3] = { 64, 96, 128 };
+	struct cap_op ops[9];
 	struct rw_rename_budget b;
 	const struct cap_op *o;
 	struct cap_op tmp;
@@ -285,6 +291,7 @@ static void test_kept_reader(void **state)
 	struct rw_run *r;
 
 	(void)state;
+	three_features(ops, block);
 	r = run_with(ops, 9, &b, 1 << 20, buf, sizeof(buf));
 	assert_non_null(r);
 	assert_string_equal(buf, "batch_kernel(0,3,6) batch_kernel(1,4,7) op(2) op(5) op(8) rename_back(3) "
@@ -340,15 +347,11 @@ static void expect_not_renamed(struct cap_op *ops, uint32_t n, const char *absen
  * reader must stay a node of its own; the renames are dropped and nothing is renamed. */
 static void test_kept_reader_merged(void **state)
 {
-	struct cap_op ops[9] = {
-		scale_op(0, AT(0), AT(1), 100), consume_op(&consume_info, 1, AT(2), AT(0), 100),
-		gather_op(2, AT(3), AT(0), AT(1), 400, 64), scale_op(3, AT(0), AT(4), 100),
-		consume_op(&consume_info, 4, AT(5), AT(0), 100), gather_op(5, AT(6), AT(0), AT(4), 400, 64),
-		scale_op(6, AT(0), AT(7), 100), consume_op(&consume_info, 7, AT(8), AT(0), 100),
-		gather_op(8, AT(9), AT(0), AT(7), 400, 64),
-	};
+	static const unsigned block[3] = { 64, 64, 64 };
+	struct cap_op ops[9];
 
 	(void)state;
+	three_features(ops, block);
 	expect_not_renamed(ops, 9, "batch_kernel(2,5");
 }
 
