@@ -215,11 +215,13 @@ uint64_t rpl_strict_events(struct rpl_engine *re);
 /* Measured matching cost per op (ns), 0 when nothing was matched: what replaying adds to a
  * call over recording it (the gate charges it for every op replayed). */
 double rpl_host_ns_per_op(struct rpl_engine *re);
-/* cufold's own time on a call, all of it (issue 22): the engine reads rpl_own_clock around its
- * work on one call in 16 of each thread (lock wait, recording, matching, deferral, the graph
- * launches and eager flushes that call made, held frees) and tells replay the elapsed ns here,
- * under the lock. It includes the driver's time in the submissions it makes: conservative, where
- * the matching cost alone (rpl_host_ns_per_op) left most of cufold out. */
+/* cufold's own time on a call (issue 22): the engine reads rpl_own_clock around its work on one
+ * call in 16 of each thread (lock wait, recording, matching, deferral, the graph launches and
+ * eager flushes that call made, held frees) and tells replay the elapsed ns here, under the lock;
+ * what an empty pair of those reads reads is taken out (rpl_calibrate_clocks). The matching cost
+ * alone (rpl_host_ns_per_op) left most of cufold out; this leaves out the hook around the engine,
+ * the lock's release and the builds run at it: in steady state it reads 0.6-0.9x the CPU time
+ * cufold costs an op measured natively (scripts/bench-overhead --own-check, 2026-12-06). */
 void rpl_own_time(struct rpl_engine *re, uint64_t ns);
 /* The clock of rpl_own_time (ns): the monotonic clock, less, on a software device that exports
  * simcuda_device_cpu_ns, the CPU time this thread spent inside the device's calls. Its model
@@ -229,6 +231,17 @@ void rpl_own_time(struct rpl_engine *re, uint64_t ns);
 uint64_t rpl_own_clock(void);
 /* Mean of those, ns per call (0 before any). */
 double rpl_own_ns_per_op(struct rpl_engine *re);
+/* A clock read twice around a timed sample (cf_now_ns, rpl_own_clock), ns. */
+typedef uint64_t (*rpl_clock_fn)(void);
+/* What an empty pair of reads of clock, t1 - t0 back to back, reads on average (ns, rounded;
+ * preempted pairs left out): what a timed sample's reading exceeds its work by. That is about
+ * one read's cost, not two: a read takes its instant partway through, so between the two
+ * instants lie the first read's end and the second's start, one read in all. */
+uint64_t rpl_clock_pair_ns(rpl_clock_fn clock);
+/* Calibrate what the timed samples take out of their readings: the matching samples' pair of
+ * match_clock (cf_now_ns) and rpl_own_time's pair of own_clock (rpl_own_clock, the very calls
+ * the engine makes). rpl_engine_create calls it; a test passes clocks of its own. */
+void rpl_calibrate_clocks(struct rpl_engine *re, rpl_clock_fn match_clock, rpl_clock_fn own_clock);
 /* Write replay's members of the JSON report (common/json.h, inside its top-level object):
  * "replay" (per template: segments, launches, fallbacks with reasons, patches, moved call sites,
  * submissions saved; totals), "host_ns_per_op" (the measured matching cost) and

@@ -369,7 +369,10 @@ struct rpl_state {
 	CUcontext failed[RPL_MAX_FAILED_CTX]; /* contexts in sticky passthrough */
 	uint32_t nfailed;            /* used entries of failed */
 	bool all_failed;             /* more failed contexts than fit: every context passes through */
-	uint64_t clock_ns;           /* cost of one cf_now_ns() (calibrated at init) */
+	uint64_t clock_ns;           /* what an empty pair of cf_now_ns() reads (calibrated at init):
+				      * taken once from each timed match sample */
+	uint64_t own_clock_ns;       /* what an empty pair of rpl_own_clock() reads (calibrated at
+				      * init): taken once from each rpl_own_time sample */
 	uint32_t poll_ndef;          /* ndef when a query last found the deferred run */
 	uint64_t poll_t0;            /* when the deferred run was last seen growing by a query; 0: never */
 	uint32_t poll_own_ndef;      /* ndef when its own thread's query was last answered NOT_READY;
