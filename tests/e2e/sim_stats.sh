@@ -29,6 +29,7 @@ subs = sum(v for k, v in s["submissions"].items())
 eq("host submissions", t["host_submissions"], subs)
 eq("calls total", t["calls"], sum(c.values()))
 assert s["modeled"]["total_ns"] > 0, "no modeled time"
+assert t["device_cpu_ns"] > 0, "no time inside the device's calls"
 assert t["graph_launches"] == 0
 print("stats match: %d launches, %d copies" % (launches, copies))
 PY

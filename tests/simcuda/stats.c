@@ -10,10 +10,17 @@
  *   executed     stream work executed, by kind (graph nodes included, joins excluded)
  *   graph_nodes  graph nodes executed, by node type
  * and totals: bytes copied and set, graph launches, the peak of device memory in use (device,
- * managed and mapped VMM allocations, by their aligned spans), and the modeled time (cost.c): the host
- * clock at exit (total_ns), the end of the last work on the device, the program's own host time
- * (app_host_ns, from simcuda_host_work), SIMCUDA_KERNEL_NS as applied, and how much throughput
- * work each shared resource served (busy_ns). */
+ * managed and mapped VMM allocations, by their aligned spans), device_cpu_ns, and the modeled
+ * time (cost.c): the host clock at exit (total_ns), the end of the last work on the device, the
+ * program's own host time (app_host_ns, from simcuda_host_work), SIMCUDA_KERNEL_NS as applied,
+ * and how much throughput work each shared resource served (busy_ns).
+ *
+ * device_cpu_ns is the time all threads spent inside the device's entry points, summed over
+ * threads (core.c: monotonic ns from a call's entry to its exit, its counting, the lock wait and a
+ * clock read's cost included): what a tool timing its own CPU time takes out (scripts/bench-overhead
+ * --own-check). Monotonic, not CPU time: a preemption inside a call counts, and so does a wait on
+ * the lock, so on a loaded machine or with threads contending it can exceed the process's CPU
+ * time. */
 #include "sim_int.h"
 
 #include <stdatomic.h>
@@ -177,6 +184,8 @@ static uint64_t group_value(const char *group, const char *name)
 	return v;
 }
 
+uint64_t sim__device_cpu_total_ns(void); /* core.c */
+
 /* Called with the device lock held, after all work has run. */
 void sim__stats_write_at_exit(void);
 void sim__stats_write_at_exit(void)
@@ -218,7 +227,8 @@ void sim__stats_write_at_exit(void)
 	fprintf(f, "    \"graph_nodes_executed\": %llu,\n", (unsigned long long)nodes);
 	fprintf(f, "    \"bytes_copied\": %llu,\n", (unsigned long long)atomic_load(&bytes_copied));
 	fprintf(f, "    \"bytes_set\": %llu,\n", (unsigned long long)atomic_load(&bytes_set));
-	fprintf(f, "    \"device_memory_peak_bytes\": %llu\n  },\n", (unsigned long long)sim_mem_peak());
+	fprintf(f, "    \"device_memory_peak_bytes\": %llu,\n", (unsigned long long)sim_mem_peak());
+	fprintf(f, "    \"device_cpu_ns\": %llu\n  },\n", (unsigned long long)sim__device_cpu_total_ns());
 	fprintf(f, "  \"modeled\": {\n    \"host_ns\": %llu,\n    \"device_end_ns\": %llu,\n"
 		   "    \"total_ns\": %llu,\n    \"app_host_ns\": %llu,\n    \"kernel_extra_ns\": %llu,\n"
 		   "    \"busy_ns\": {\"sm\": %llu, \"copy\": %llu, \"link\": %llu}\n  }\n}\n",
