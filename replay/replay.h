@@ -220,7 +220,7 @@ double rpl_host_ns_per_op(struct rpl_engine *re);
  * eager flushes that call made, held frees) and tells replay the elapsed ns here, under the lock;
  * what an empty pair of those reads reads is taken out (rpl_calibrate_clocks). The matching cost
  * alone (rpl_host_ns_per_op) left most of cufold out; this leaves out the hook around the engine,
- * the lock's release and the builds run at it: in steady state it reads 0.6-0.9x the CPU time
+ * the lock's release and the builds run at it: in steady state it reads 0.65-1.06x the CPU time
  * cufold costs an op measured natively (scripts/bench-overhead --own-check, 2026-12-06). */
 void rpl_own_time(struct rpl_engine *re, uint64_t ns);
 /* The clock of rpl_own_time (ns): the monotonic clock, less, on a software device that exports
