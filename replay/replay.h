@@ -112,7 +112,22 @@ struct rpl_engine_head {
 	bool wait_due;               /* a synchronization is held for the engine to make */
 	bool build_due;              /* a build is scheduled: the next lock drop takes it */
 	uint32_t npending;           /* errors of deferred ops pending (deferred_errors.c) */
+	uint64_t epoch;              /* the engine's lock acquisitions (rpl_epoch_bump): the armed
+				      * lane (lane.c) holds only under the acquisition after its arming */
 };
+
+/* At every acquisition of the engine's lock (the engine's, under it). */
+static inline void rpl_epoch_bump(struct rpl_engine *re)
+{
+	((struct rpl_engine_head *)(void *)re)->epoch++;
+}
+
+/* The armed lane (lane.c), under the lock before capture records the call: true when it recorded
+ * and deferred the call c (the hook answers CUDA_SUCCESS without calling the driver), having
+ * counted it as cap_op_done would; false having changed nothing (the call takes the usual path:
+ * cap_record, then rpl_op). who: filled as for cap_record, with no call site or time stamp. */
+struct cap_who;
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who);
 
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
  * engine asks first, so a drop with nothing due costs no more). */
@@ -196,6 +211,7 @@ struct rpl_totals {
 	uint64_t retired;            /* templates retired (free, churn, failure) */
 	uint64_t own_calls;          /* driver calls replay made */
 	uint64_t matched_ops;        /* ops compared against a template */
+	uint64_t lane_ops;           /* of those, recorded and deferred by the armed lane (lane.c) */
 	uint64_t match_ns;           /* time spent matching the timed sample of ops */
 	uint64_t match_samples;      /* ops in the timed sample */
 	uint64_t own_ns;             /* cufold's time on the engine's timed sample of calls */

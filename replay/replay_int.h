@@ -331,7 +331,24 @@ enum rpl_mstate {
 
 /* The matcher's state, shared by match.c (which owns it: its invariants and state diagram),
  * launch.c and retire.c. One per engine: struct rpl_engine.st. */
+/* The armed lane (lane.c): what the op that armed it established, valid under the next lock
+ * acquisition only (epoch 0: disarmed; the head's epoch starts above 1). */
+struct rpl_lane {
+	uint64_t epoch;              /* the acquisition the arming op was made under */
+	uint32_t tid;                /* its thread */
+	uint32_t limit;              /* the next op's index must stay below it (the prediction's and
+				      * the template's lengths, the window's filled slots, its cap) */
+	struct cap_window *w;        /* capture's open window */
+	const struct cap_window *pw; /* its prediction's last sighting */
+	const struct rpl_template *t; /* the one candidate followed */
+	bool funcs_same;             /* no function lookup's answer changed since pw began */
+};
+void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op);
+
+#define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
+
 struct rpl_state {
+	struct rpl_lane lane;        /* lane.c */
 	bool ready;                  /* rpl_engine_create finished */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
 	bool build_running;          /* build was taken and is not yet published */
@@ -612,6 +629,16 @@ static inline void rpl__note_exact(struct rpl_engine *re, const struct rpl_templ
 	}
 	if (ex && re->st.exact_t == t && re->st.nexact + 1 == re->st.ndef)
 		re->st.nexact++;
+}
+
+/* A timed match took dt ns (one op in 16 of those matched: follow_timed, op_long, the armed
+ * lane): counted, less what reading the clock costs, unless the thread was preempted. */
+static inline void rpl__match_sampled(struct rpl_engine *re, uint64_t dt)
+{
+	if (dt < RPL_SAMPLE_MAX_NS) {
+		re->totals.match_ns += dt > re->st.clock_ns ? dt - re->st.clock_ns : 0;
+		re->totals.match_samples++;
+	}
 }
 
 static inline void rpl__defer_in_window(struct rpl_engine *re, uint32_t index, uint64_t win)

@@ -61,6 +61,8 @@ static ENGINE_TLS uint32_t tls_ops;   /* ops this thread brought to the engine (
 static inline void lock_hold(struct cf_engine *e)
 {
 	cf_lock(&e->lock);
+	if (e->rpl)
+		rpl_epoch_bump(e->rpl); /* disarms replay's lane unless this is the next op (lane.c) */
 	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
 }
@@ -515,6 +517,13 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 				go_on = false;
 				goto out;
 			}
+		}
+		/* the armed lane: the op after one replay followed, recorded and deferred at once */
+		if (e->rpl && !e->callsites && !e->timestamps &&
+		    __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0 && rpl_lane(e->rpl, c, &who)) {
+			*rc = CUDA_SUCCESS;
+			go_on = false;
+			goto out;
 		}
 		cap_record(e->cap, c, &who, &t->rec);
 		t->e = e;
@@ -1154,6 +1163,8 @@ int shim_engine_write_outputs(bool final)
 			return -CF_ESTATE;
 		}
 	}
+	if (e->rpl)
+		rpl_epoch_bump(e->rpl);
 	cf_serial_enter();
 	shim_inside_enter();
 	if (!still_recording(e) || cfg->secure)

@@ -1,0 +1,193 @@
+/* lane.c - the armed lane (issue 22): one function that records and defers a call that repeats
+ * the predicted window's op where replay follows one template exactly. replay layer; reads and
+ * writes capture's open window directly (capture/capture_int.h), the one place outside capture
+ * that does, because the two halves it joins otherwise re-establish the same facts on every call.
+ *
+ * Why an arm. Before the lane, a copy the loop repeated went through cap_record (is the window
+ * predicted, is the prediction's window current, does the slot repeat, ...), capture's lane
+ * (repeat), rpl_op (is replay ready, matching, following one candidate, ...), its lane (follow)
+ * and cap_op_done, each a call, each asking again what the op before had just established:
+ * about 300 of the 536 instructions an op the copy loop cost. Most of those facts cannot change
+ * between two calls unless some other engine entry ran in between, and every entry takes the
+ * engine's lock. So when follow defers an op (capture's lane recorded it, replay followed its one
+ * candidate), it arms the lane: it notes the lock epoch (rpl_engine_head.epoch, which the engine
+ * bumps at every acquisition), the thread, the windows and the template, and the bounds the
+ * position may reach. The next call under the very next acquisition, by the same thread, is
+ * then checked only on what varies with the position (the predicted op, the slot, the stream,
+ * the template's op and its segment) and on the call itself, and recorded and deferred with the
+ * stores the two lanes make. Anything else (another epoch, another thread, a bound reached, a
+ * condition failing) takes the usual path, which leaves what it always did: the lane changed
+ * nothing.
+ *
+ * What the arm relies on, each argued from "no other acquisition since the arming op":
+ *  - capture: ce->cur is the armed window (a window closes only under the lock; the arming op
+ *    did not close it, else follow would not have deferred it); the prediction's last window
+ *    pw is the same (it changes only when a window closes or a shape is evicted); the allocation
+ *    map's generation equals pw's (allocations and frees take the lock); w->filled and pw->nops
+ *    only grow under the lock; the function records' generation likewise (kernel launches).
+ *  - replay: mstate, ncand, cand[0], nfailed, def_copied, stopped, def_win change only inside
+ *    replay's calls, all under the lock; depth equals w->nops (follow checked rec->index == d)
+ *    and both advance by one per lane op.
+ * The lock epoch is bumped by the engine's every acquisition (shim/engine.c lock_hold and the
+ * report writer's trylock), so a build published by another thread, a query, a free, a stream
+ * destroyed, a signal's report: all disarm it. */
+#include <string.h>
+
+#include "capture/capture_int.h"
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "replay/replay_int.h"
+
+void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op)
+{
+	struct cap_engine *ce = re->cap;
+	struct rpl_lane *a = &re->st.lane;
+	const struct rpl_template *t = re->st.cand[0];
+	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+	struct cap_window *w = ce->cur;
+	uint32_t limit;
+
+	a->epoch = 0; /* disarmed unless everything below holds */
+	if (!ce->head.ready || !w || ce->cfg.no_fast_lane || !pw || pw->alloc_gen_begin != ce->alloc.gen ||
+	    op->callsite || op->t_ns || re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed ||
+	    re->st.def_copied || re->st.stopped || !re->st.ready || re->st.depth != w->nops ||
+	    (re->st.ndef && re->st.def_win != w->seq))
+		return;
+	limit = pw->nops < w->filled ? pw->nops : w->filled;
+	if (limit > ce->cfg.window_max_ops - 1)
+		limit = ce->cfg.window_max_ops - 1;
+	if (limit > t->nops - 1)
+		limit = t->nops - 1;
+	a->epoch = re->head.epoch;
+	a->tid = op->tid;
+	a->limit = limit;
+	a->w = w;
+	a->pw = pw;
+	a->t = t;
+	/* no lookup's answer changed since p's window began: a kernel op's function record is its
+	 * own (record.c: repeat_kernel) */
+	a->funcs_same = pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen;
+}
+
+/* The kernel call c repeats p (record.c: repeat_kernel's conditions where no lookup changed):
+ * its function record, else NULL. */
+static inline struct cap_func *kernel_repeats(const struct cap_call *c, const struct cap_op *p)
+{
+	const struct cap_kernel *pk = &p->u.kernel;
+	struct cap_func *f = (struct cap_func *)pk->info;
+
+	if (c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra || pk->nattrs || pk->via_extra ||
+	    !cap__geometry_same(c->u.kernel.grid, pk->grid) || !f || (f->nparams && !c->u.kernel.params))
+		return NULL;
+	cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
+	return !f->param_bytes || cap__params_repeat(c, f, pk->params) ? f : NULL;
+}
+
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who)
+{
+	struct rpl_lane *a = &re->st.lane;
+	struct cap_engine *ce = re->cap;
+	struct cap_window *w = a->w;
+	const struct rpl_template *t = a->t;
+	struct cap_func *f = NULL;
+	const struct cap_op *p;
+	const struct rpl_top *o;
+	struct cap_stream *s;
+	struct cap_op *op;
+	uint64_t t0 = 0;
+	uint32_t i;
+	bool timed;
+
+	if (a->epoch + 1 != re->head.epoch || a->tid != who->tid)
+		return false;
+	i = w->nops;
+	if (i >= a->limit)
+		return false;
+	cf_assert(ce->cur == w && re->st.depth == i && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
+	/* one matched op in 16 is timed (rpl_host_ns_per_op), here as in follow_timed */
+	timed = !(re->totals.matched_ops & 15);
+	if (cf_unlikely(timed))
+		t0 = cf_now_ns();
+	p = &a->pw->ops[i];
+	op = &w->ops[i];
+	o = &t->ops[i];
+	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
+	if (!p->vid || p->vid == p->seq || op->vid != p->vid || op->kind != p->kind || c->kind != p->kind ||
+	    c->api != p->api || c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
+		return false;
+	/* replay's (match.c: follow): the op will have p's vid and key, and flags 0 */
+	if (o->vid != p->vid || o->flags != 0 || o->key != p->key || o->cls != RPL_CLS_GRAPH ||
+	    t->segs[o->seg].first + t->segs[o->seg].n == i + 1)
+		return false;
+	if (c->kind == CAP_OP_KERNEL) {
+		if (!a->funcs_same || !(f = kernel_repeats(c, p)))
+			return false;
+	} else if (!cap__call_repeats(c, p) || (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)) {
+		return false;
+	}
+	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+		return false;
+	/* the kind's stores and cap_op_done's count (the driver is not called: the op cannot fail) */
+	switch (c->kind) {
+	case CAP_OP_KERNEL: {
+		void *buf = NULL;
+
+		if (f->param_bytes) {
+			buf = cf_arena_alloc(&w->arena, f->param_bytes);
+			if (!buf)
+				return false;
+			memcpy(buf, p->u.kernel.params, f->param_bytes);
+		}
+		/* a slot of p's vid holds p's kernel part but for the parameters' copy (capture.h) */
+		op->u.kernel.params = buf;
+		__atomic_fetch_add(&ce->totals.launches, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&f->launches, 1, __ATOMIC_RELAXED);
+		break;
+	}
+	case CAP_OP_MEMCPY:
+		op->u.memcpy.staged = NULL;
+		if (op->u.memcpy.bytes) {
+			__atomic_fetch_add(&ce->totals.copies, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.bytes_copied, op->u.memcpy.bytes, __ATOMIC_RELAXED);
+		}
+		break;
+	default: { /* CAP_OP_MEMSET */
+		uint64_t bytes = (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+
+		if (bytes) {
+			__atomic_fetch_add(&ce->totals.memsets, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.bytes_set, bytes, __ATOMIC_RELAXED);
+		}
+		break;
+	}
+	}
+	/* capture's common stores (record.c: lane_store; no call site or time stamp: the arm) */
+	s->last = i;
+	op->flags = 0;
+	op->stream_kind = s->kind;
+	op->stream_slot = s->slot;
+	op->api = c->api;
+	op->tid = who->tid;
+	op->stream = c->stream;
+	op->ctx = who->ctx;
+	op->callsite = 0;
+	op->t_ns = 0;
+	op->key = p->key;
+	op->bind = p->bind;
+	op->vid = p->vid;
+	op->seq = ++ce->op_seq;
+	w->nops = i + 1;
+	ce->totals.ops_fast++;
+	/* replay's (follow) */
+	re->totals.matched_ops++;
+	re->totals.lane_ops++;
+	re->st.ended = NULL;
+	re->st.depth = i + 1;
+	rpl__defer_in_window(re, i, w->seq);
+	rpl__note_exact(re, t, true);
+	a->epoch = re->head.epoch;
+	if (cf_unlikely(timed))
+		rpl__match_sampled(re, cf_now_ns() - t0);
+	return true;
+}
