@@ -112,8 +112,8 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	op = &w->ops[i];
 	o = &t->ops[i];
 	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
-	if (!p->vid || p->vid == p->seq || op->vid != p->vid || op->kind != p->kind || c->kind != p->kind ||
-	    c->api != p->api || c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
+	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->kind != p->kind || c->api != p->api ||
+	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
 		return false;
 	/* replay's (match.c: follow): the op will have p's vid and key, and flags 0 */
 	if (o->vid != p->vid || o->flags != 0 || o->key != p->key || o->cls != RPL_CLS_GRAPH ||
@@ -162,17 +162,16 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 		break;
 	}
 	}
-	/* capture's common stores (record.c: lane_store; no call site or time stamp: the arm) */
+	/* capture's common stores (record.c: lane_store). The slot holds an op of p's vid: its kind,
+	 * api, stream and context are the call's already (capture.h: vid), and its call site and
+	 * time stamp are 0 as every op's where neither is recorded (the engine's condition) */
+	cf_assert(op->kind == c->kind && op->api == c->api && op->stream == c->stream && op->ctx == who->ctx &&
+		  !op->callsite && !op->t_ns);
 	s->last = i;
 	op->flags = 0;
 	op->stream_kind = s->kind;
 	op->stream_slot = s->slot;
-	op->api = c->api;
 	op->tid = who->tid;
-	op->stream = c->stream;
-	op->ctx = who->ctx;
-	op->callsite = 0;
-	op->t_ns = 0;
 	op->key = p->key;
 	op->bind = p->bind;
 	op->vid = p->vid;
@@ -184,8 +183,16 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	re->totals.lane_ops++;
 	re->st.ended = NULL;
 	re->st.depth = i + 1;
-	rpl__defer_in_window(re, i, w->seq);
-	rpl__note_exact(re, t, true);
+	if (cf_likely(re->st.ndef)) { /* rpl__defer_in_window and rpl__note_exact, in a run */
+		cf_assert(re->st.def_win == w->seq && re->st.win_deferred);
+		re->st.ndef++;
+		re->totals.ops_deferred++;
+		if (re->st.exact_t == t && re->st.nexact + 1 == re->st.ndef)
+			re->st.nexact++;
+	} else {
+		rpl__defer_in_window(re, i, w->seq);
+		rpl__note_exact(re, t, true);
+	}
 	a->epoch = re->head.epoch;
 	if (cf_unlikely(timed))
 		rpl__match_sampled(re, cf_now_ns() - t0);

@@ -529,6 +529,7 @@ static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re,
 	} else if (timed) {
 		rpl__match_sampled(re, cf_now_ns() - t0);
 	}
+	rpl__lane_arm(re, op); /* the next op may take the armed lane (lane.c checks the state) */
 	return v;
 }
 
