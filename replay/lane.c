@@ -38,7 +38,10 @@
 #include "common/compiler.h"
 #include "replay/replay_int.h"
 
-void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op)
+/* What the arming op established, checked when the lane is first taken after it (most arms are
+ * never used: another acquisition comes first, where a program allocates or queries between
+ * ops); true with the arm's fields set, false having disarmed it. */
+static bool arm_holds(struct rpl_engine *re)
 {
 	struct cap_engine *ce = re->cap;
 	struct rpl_lane *a = &re->st.lane;
@@ -47,19 +50,19 @@ void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op)
 	struct cap_window *w = ce->cur;
 	uint32_t limit;
 
-	a->epoch = 0; /* disarmed unless everything below holds */
 	if (!ce->head.ready || !w || ce->cfg.no_fast_lane || !pw || pw->alloc_gen_begin != ce->alloc.gen ||
-	    op->callsite || op->t_ns || re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed ||
-	    re->st.def_copied || re->st.stopped || !re->st.ready || re->st.depth != w->nops ||
-	    (re->st.ndef && re->st.def_win != w->seq))
-		return;
+	    re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
+	    re->st.stopped || !re->st.ready || re->st.depth != w->nops || (re->st.ndef && re->st.def_win != w->seq)) {
+		/* most of these hold for the rest of the window (an allocation changed the map since
+		 * its prediction began, two candidates): not armed again in it */
+		a->refused_win = w ? w->seq : 0;
+		return false;
+	}
 	limit = pw->nops < w->filled ? pw->nops : w->filled;
 	if (limit > ce->cfg.window_max_ops - 1)
 		limit = ce->cfg.window_max_ops - 1;
 	if (limit > t->nops - 1)
 		limit = t->nops - 1;
-	a->epoch = re->head.epoch;
-	a->tid = op->tid;
 	a->limit = limit;
 	a->w = w;
 	a->pw = pw;
@@ -67,6 +70,8 @@ void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op)
 	/* no lookup's answer changed since p's window began: a kernel op's function record is its
 	 * own (record.c: repeat_kernel) */
 	a->funcs_same = pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen;
+	a->held = true;
+	return true;
 }
 
 /* The kernel call c repeats p (record.c: repeat_kernel's conditions where no lookup changed):
@@ -87,8 +92,8 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 {
 	struct rpl_lane *a = &re->st.lane;
 	struct cap_engine *ce = re->cap;
-	struct cap_window *w = a->w;
-	const struct rpl_template *t = a->t;
+	struct cap_window *w;
+	const struct rpl_template *t;
 	struct cap_func *f = NULL;
 	const struct cap_op *p;
 	const struct rpl_top *o;
@@ -98,8 +103,10 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	uint32_t i;
 	bool timed;
 
-	if (a->epoch + 1 != re->head.epoch || a->tid != who->tid)
+	if (!a->held && !arm_holds(re))
 		return false;
+	w = a->w;
+	t = a->t;
 	i = w->nops;
 	if (i >= a->limit)
 		return false;
@@ -193,7 +200,7 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 		rpl__defer_in_window(re, i, w->seq);
 		rpl__note_exact(re, t, true);
 	}
-	a->epoch = re->head.epoch;
+	re->head.lane_armed = true; /* the thread's next call may take it again */
 	if (cf_unlikely(timed))
 		rpl__match_sampled(re, cf_now_ns() - t0);
 	return true;

@@ -219,7 +219,6 @@ struct rpl_engine *rpl_engine_create(struct cap_engine *cap, const struct rpl_co
 		t1 = cf_now_ns();
 		re->st.clock_ns = (t1 - t0) / 66;
 	}
-	re->head.epoch = 16; /* above 1: a disarmed lane (epoch 0) never matches (lane.c) */
 	re->st.ready = true;
 	return re;
 }
@@ -452,7 +451,7 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	re->st.depth = d + 1;
 	rpl__defer_in_window(re, d, win);
 	rpl__note_exact(re, t, true); /* o's vid and flags (above) */
-	rpl__lane_arm(re, op);
+	rpl__lane_arm(re, op, win);
 	return true;
 }
 
@@ -529,7 +528,10 @@ static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re,
 	} else if (timed) {
 		rpl__match_sampled(re, cf_now_ns() - t0);
 	}
-	rpl__lane_arm(re, op); /* the next op may take the armed lane (lane.c checks the state) */
+	/* the next op may take the armed lane where this one repeated its position (capture's lane
+	 * took it); where positions move, arming would cost each op more than the lane saves */
+	if (rec && rec->repeated)
+		rpl__lane_arm(re, op, rec->window);
 	return v;
 }
 

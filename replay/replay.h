@@ -112,14 +112,30 @@ struct rpl_engine_head {
 	bool wait_due;               /* a synchronization is held for the engine to make */
 	bool build_due;              /* a build is scheduled: the next lock drop takes it */
 	uint32_t npending;           /* errors of deferred ops pending (deferred_errors.c) */
-	uint64_t epoch;              /* the engine's lock acquisitions (rpl_epoch_bump): the armed
-				      * lane (lane.c) holds only under the acquisition after its arming */
+	bool lane_armed;             /* the armed lane (lane.c) may take the next call, if it is
+				      * lane_tid's and nothing else took the engine's lock since */
+	uint32_t lane_tid;
 };
 
-/* At every acquisition of the engine's lock (the engine's, under it). */
-static inline void rpl_epoch_bump(struct rpl_engine *re)
+/* At every acquisition of the engine's lock but a stream-work call's (the engine's, under it):
+ * the armed lane holds only across two calls with nothing between them. */
+static inline void rpl_lane_disarm(struct rpl_engine *re)
 {
-	((struct rpl_engine_head *)(void *)re)->epoch++;
+	((struct rpl_engine_head *)(void *)re)->lane_armed = false;
+}
+
+/* Under the lock, first thing in a stream-work call of thread tid: whether the armed lane
+ * (below) may take it, the op before, armed, having been this thread's with nothing between.
+ * It is disarmed either way: the lane arms it again when it takes the call, and so do replay's
+ * other lanes (match.c). Inline: where the lane is never armed (pointers that move every step)
+ * this costs a load and a store. */
+static inline bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
+{
+	struct rpl_engine_head *h = (struct rpl_engine_head *)(void *)re;
+	bool armed = h->lane_armed && h->lane_tid == tid;
+
+	h->lane_armed = false;
+	return armed;
 }
 
 /* The armed lane (lane.c), under the lock before capture records the call: true when it recorded
@@ -127,7 +143,7 @@ static inline void rpl_epoch_bump(struct rpl_engine *re)
  * counted it as cap_op_done would; false having changed nothing (the call takes the usual path:
  * cap_record, then rpl_op). who: filled as for cap_record, with no call site or time stamp. */
 struct cap_who;
-bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who);
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who); /* rpl_lane_take_arm */
 
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
  * engine asks first, so a drop with nothing due costs no more). */
