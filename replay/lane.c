@@ -6,31 +6,31 @@
  * Why an arm. Before the lane, a copy the loop repeated went through cap_record (is the window
  * predicted, is the prediction's window current, does the slot repeat, ...), capture's lane
  * (repeat), rpl_op (is replay ready, matching, following one candidate, ...), its lane (follow)
- * and cap_op_done, each a call, each asking again what the op before had just established:
- * about 300 of the 536 instructions an op the copy loop cost. Most of those facts cannot change
- * between two calls unless some other engine entry ran in between, and every entry takes the
- * engine's lock. So when follow defers an op (capture's lane recorded it, replay followed its one
- * candidate), it arms the lane: it notes the lock epoch (rpl_engine_head.epoch, which the engine
- * bumps at every acquisition), the thread, the windows and the template, and the bounds the
- * position may reach. The next call under the very next acquisition, by the same thread, is
- * then checked only on what varies with the position (the predicted op, the slot, the stream,
- * the template's op and its segment) and on the call itself, and recorded and deferred with the
- * stores the two lanes make. Anything else (another epoch, another thread, a bound reached, a
- * condition failing) takes the usual path, which leaves what it always did: the lane changed
- * nothing.
+ * and cap_op_done, each a call, each asking again what the op before had just established. Most
+ * of those facts cannot change between two calls unless some other engine entry ran in between,
+ * and every entry takes the engine's lock. So when replay defers an op capture's lane recorded
+ * (follow, or op_long), it arms the lane (rpl__lane_arm: a flag and the thread, in the head
+ * the engine reads inline), and every other acquisition of the lock clears the flag
+ * (rpl_lane_disarm: shim/engine.c lock_hold and the report writer's trylock), as does the next
+ * stream-work call itself when it takes it (rpl_lane_take_arm). That call, by the same thread,
+ * then comes here: the state the op before left is checked once (arm_holds, at the first use
+ * after an arming; later lane ops keep what it found), and the call only on what varies with its
+ * position (the predicted op, the slot, the stream, the template's op and its segment) and on
+ * its own arguments, and is recorded and deferred with the stores the two lanes make. Anything
+ * else (another thread, a bound reached, a condition failing) takes the usual path, which leaves
+ * what it always did: the lane changed nothing.
  *
  * What the arm relies on, each argued from "no other acquisition since the arming op":
  *  - capture: ce->cur is the armed window (a window closes only under the lock; the arming op
- *    did not close it, else follow would not have deferred it); the prediction's last window
+ *    did not close it, else replay would not have deferred it); the prediction's last window
  *    pw is the same (it changes only when a window closes or a shape is evicted); the allocation
  *    map's generation equals pw's (allocations and frees take the lock); w->filled and pw->nops
- *    only grow under the lock; the function records' generation likewise (kernel launches).
+ *    only grow under the lock; the function records' generation likewise (kernel lookups).
  *  - replay: mstate, ncand, cand[0], nfailed, def_copied, stopped, def_win change only inside
- *    replay's calls, all under the lock; depth equals w->nops (follow checked rec->index == d)
- *    and both advance by one per lane op.
- * The lock epoch is bumped by the engine's every acquisition (shim/engine.c lock_hold and the
- * report writer's trylock), so a build published by another thread, a query, a free, a stream
- * destroyed, a signal's report: all disarm it. */
+ *    replay's calls, all under the lock; depth equals w->nops (arm_holds) and both advance by one
+ *    per lane op.
+ * A build published by another thread, a query, an allocation or a free, a stream destroyed, a
+ * signal's report: each takes the lock and disarms it. */
 #include <string.h>
 
 #include "capture/capture_int.h"
@@ -40,7 +40,7 @@
 
 /* What the arming op established, checked when the lane is first taken after it (most arms are
  * never used: another acquisition comes first, where a program allocates or queries between
- * ops); true with the arm's fields set, false having disarmed it. */
+ * ops); true with the arm's fields set. */
 static bool arm_holds(struct rpl_engine *re)
 {
 	struct cap_engine *ce = re->cap;
@@ -51,13 +51,15 @@ static bool arm_holds(struct rpl_engine *re)
 	uint32_t limit;
 
 	if (!ce->head.ready || !w || ce->cfg.no_fast_lane || !pw || pw->alloc_gen_begin != ce->alloc.gen ||
-	    re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
-	    re->st.stopped || !re->st.ready || re->st.depth != w->nops || (re->st.ndef && re->st.def_win != w->seq)) {
-		/* most of these hold for the rest of the window (an allocation changed the map since
-		 * its prediction began, two candidates): not armed again in it */
+	    re->st.stopped || !re->st.ready) {
+		/* these hold for the rest of the window (an allocation changed the map since its
+		 * prediction began, ...): not armed again in it */
 		a->refused_win = w ? w->seq : 0;
 		return false;
 	}
+	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
+	    re->st.depth != w->nops || (re->st.ndef && re->st.def_win != w->seq))
+		return false; /* two candidates, say, until the window shows which it is */
 	limit = pw->nops < w->filled ? pw->nops : w->filled;
 	if (limit > ce->cfg.window_max_ops - 1)
 		limit = ce->cfg.window_max_ops - 1;
