@@ -5,7 +5,9 @@
 #define CAP_CAPTURE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "capture/capture.h"
 #include "common/arena.h"
@@ -428,6 +430,67 @@ static inline struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream
 		return hit->s;
 	return cap__stream_get_slow(ce, hit, h, pt, ctx, tid);
 }
+
+/* record.c: cap__params_repeat's compare from parameter k on (cold, out of line). */
+__attribute__((cold)) bool cap__params_repeat_from(const struct cap_call *c, const struct cap_func *f, const char *pb,
+						   uint32_t k);
+/* Whether the parameters of kernel call c, laid out as f says, are the bytes of p's (laid out
+ * alike, zero padding): each compared where the call points. Pointers and ints, most
+ * parameters, are one load each; the loop makes no call, so the lane pays no frame for it
+ * (issue 22: the memcmp in the loop cost every launch a frame of six registers), and a
+ * parameter of another size hands the rest to cap__params_repeat_from. Shared by record.c's
+ * kernel lane and replay's armed lane (replay/lane.c). */
+static inline bool cap__params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
+{
+	const uint32_t n = f->nparams, *off = f->offset, *size = f->size;
+	void *const *pp = c->u.kernel.params;
+
+	for (uint32_t k = 0; k < n; k++) {
+		const void *src = pp[k];
+		const char *at = pb + off[k];
+
+		if (!src)
+			return false;
+		if (size[k] == 8) {
+			uint64_t x, y;
+
+			memcpy(&x, src, 8);
+			memcpy(&y, at, 8);
+			if (x != y)
+				return false;
+		} else if (size[k] == 4) {
+			uint32_t x, y;
+
+			memcpy(&x, src, 4);
+			memcpy(&y, at, 4);
+			if (x != y)
+				return false;
+		} else {
+			return cap__params_repeat_from(c, f, pb, k);
+		}
+	}
+	return true;
+}
+
+/* grid, block and shared_bytes, side by side in the call and in the op alike: compared as three
+ * 8-byte words and one 4-byte one, not seven (a memcmp of the 28 bytes expands to more) */
+static inline bool cap__geometry_same(const unsigned int *a, const unsigned int *b)
+{
+	uint64_t x[3], y[3];
+	uint32_t u, v;
+
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	memcpy(&u, a + 6, 4);
+	memcpy(&v, b + 6, 4);
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (u ^ v)) == 0;
+}
+_Static_assert(offsetof(struct cap_kernel, shared_bytes) - offsetof(struct cap_kernel, grid) ==
+		       6 * sizeof(unsigned int),
+	       "cap_kernel: grid, block and shared_bytes are contiguous");
+_Static_assert(offsetof(struct cap_call, u.kernel.shared_bytes) - offsetof(struct cap_call, u.kernel.grid) ==
+		       6 * sizeof(unsigned int),
+	       "cap_call: grid, block and shared_bytes are contiguous");
 
 /* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
 void cap__own_call(struct cap_engine *ce, enum drv_api_id id);

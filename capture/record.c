@@ -1029,11 +1029,10 @@ static __attribute__((noinline)) int repeat(struct cap_engine *ce, struct cap_wi
 	return 0;
 }
 
-/* params_repeat's compare from parameter k on, where every parameter from there is compared
- * whole (memcmp): a call, so kept out of the loop below (cold: few kernels take a parameter
- * of another size than 4 or 8 bytes). */
-static __attribute__((noinline, cold)) bool params_repeat_from(const struct cap_call *c, const struct cap_func *f,
-							       const char *pb, uint32_t k)
+/* cap__params_repeat's compare from parameter k on, where every parameter from there is compared
+ * whole (memcmp): a call, so kept out of its loop (cold: few kernels take a parameter of another
+ * size than 4 or 8 bytes). */
+bool cap__params_repeat_from(const struct cap_call *c, const struct cap_func *f, const char *pb, uint32_t k)
 {
 	void *const *pp = c->u.kernel.params;
 
@@ -1045,63 +1044,6 @@ static __attribute__((noinline, cold)) bool params_repeat_from(const struct cap_
 	}
 	return true;
 }
-
-/* Whether the parameters of kernel call c, laid out as f says, are the bytes of p's (laid out
- * alike, zero padding): each compared where the call points. Pointers and ints, most
- * parameters, are one load each; the loop makes no call, so the lane pays no frame for it
- * (issue 22: the memcmp in the loop cost every launch a frame of six registers), and a
- * parameter of another size hands the rest to params_repeat_from. */
-static inline bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
-{
-	const uint32_t n = f->nparams, *off = f->offset, *size = f->size;
-	void *const *pp = c->u.kernel.params;
-
-	for (uint32_t k = 0; k < n; k++) {
-		const void *src = pp[k];
-		const char *at = pb + off[k];
-
-		if (!src)
-			return false;
-		if (size[k] == 8) {
-			uint64_t x, y;
-
-			memcpy(&x, src, 8);
-			memcpy(&y, at, 8);
-			if (x != y)
-				return false;
-		} else if (size[k] == 4) {
-			uint32_t x, y;
-
-			memcpy(&x, src, 4);
-			memcpy(&y, at, 4);
-			if (x != y)
-				return false;
-		} else {
-			return params_repeat_from(c, f, pb, k);
-		}
-	}
-	return true;
-}
-
-/* grid, block and shared_bytes, side by side in the call and in the op alike: compared as three
- * 8-byte words and one 4-byte one, not seven (a memcmp of the 28 bytes expands to more) */
-static inline bool geometry_same(const unsigned int *a, const unsigned int *b)
-{
-	uint64_t x[3], y[3];
-	uint32_t u, v;
-
-	memcpy(x, a, sizeof(x));
-	memcpy(y, b, sizeof(y));
-	memcpy(&u, a + 6, 4);
-	memcpy(&v, b + 6, 4);
-	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (u ^ v)) == 0;
-}
-_Static_assert(offsetof(struct cap_kernel, shared_bytes) - offsetof(struct cap_kernel, grid) ==
-		       6 * sizeof(unsigned int),
-	       "cap_kernel: grid, block and shared_bytes are contiguous");
-_Static_assert(offsetof(struct cap_call, u.kernel.shared_bytes) - offsetof(struct cap_call, u.kernel.grid) ==
-		       6 * sizeof(unsigned int),
-	       "cap_call: grid, block and shared_bytes are contiguous");
 
 /* The fast lane for a kernel launch (issue 22): the call is the predicted kernel op p again (the
  * same function handle, resolved to the same record and per-context function, geometry, shared
@@ -1127,7 +1069,7 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 
 	if (p->kind != CAP_OP_KERNEL || c->api != p->api || c->stream != p->stream || who->ctx != p->ctx ||
 	    i + 1 >= ce->cfg.window_max_ops || c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra ||
-	    pk->nattrs || pk->via_extra || !geometry_same(c->u.kernel.grid, pk->grid))
+	    pk->nattrs || pk->via_extra || !cap__geometry_same(c->u.kernel.grid, pk->grid))
 		return record_long(ce, c, who, rec);
 	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
 		/* no lookup's answer changed since p's window began: the handle in p's context is
@@ -1146,7 +1088,7 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 		    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params))
 			return record_long(ce, c, who, rec);
 	}
-	if (f->param_bytes && !params_repeat(c, f, pk->params))
+	if (f->param_bytes && !cap__params_repeat(c, f, pk->params))
 		return record_long(ce, c, who, rec);
 	s = lane_stream(ce, w, c, who, p);
 	if (!s)

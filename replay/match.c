@@ -87,7 +87,6 @@
 #include "rewrite/effects.h"
 #include "rewrite/kernels.h"
 
-#define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
 #define RPL_CLOCK_PAIRS 256     /* empty pairs of reads whose mean rpl_clock_pair_ns takes */
 
 static const char *const fallback_names[RPL_FB_COUNT] = {
@@ -478,6 +477,7 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 	re->st.depth = d + 1;
 	rpl__defer_in_window(re, d, win);
 	rpl__note_exact(re, t, true); /* o's vid and flags (above) */
+	rpl__lane_arm(re, op, win);
 	return true;
 }
 
@@ -487,15 +487,11 @@ static inline bool follow(struct rpl_engine *re, const struct cap_op *op, const 
 static __attribute__((noinline)) bool follow_timed(struct rpl_engine *re, const struct cap_op *op,
 						   const struct cap_rec *rec)
 {
-	uint64_t t0 = cf_now_ns(), dt;
+	uint64_t t0 = cf_now_ns();
 
 	if (!follow(re, op, rec))
 		return false;
-	dt = cf_now_ns() - t0;
-	if (dt < RPL_SAMPLE_MAX_NS) {
-		re->totals.match_ns += dt > re->st.clock_ns ? dt - re->st.clock_ns : 0;
-		re->totals.match_samples++;
-	}
+	rpl__match_sampled(re, cf_now_ns() - t0);
 	return true;
 }
 
@@ -556,14 +552,12 @@ static __attribute__((noinline)) enum rpl_verdict op_long(struct rpl_engine *re,
 		rpl__segment_end(re); /* launched, or kept while the device is busy (launch.c) */
 		v = RPL_DEFER;
 	} else if (timed) {
-		uint64_t dt = cf_now_ns() - t0;
-
-		/* a sample that long was preempted or faulted: it measures the machine, not us */
-		if (dt < RPL_SAMPLE_MAX_NS) {
-			re->totals.match_ns += dt > re->st.clock_ns ? dt - re->st.clock_ns : 0;
-			re->totals.match_samples++;
-		}
+		rpl__match_sampled(re, cf_now_ns() - t0);
 	}
+	/* the next op may take the armed lane where this one repeated its position (capture's lane
+	 * took it); where positions move, arming would cost each op more than the lane saves */
+	if (rec && rec->repeated)
+		rpl__lane_arm(re, op, rec->window);
 	return v;
 }
 

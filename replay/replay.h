@@ -112,7 +112,38 @@ struct rpl_engine_head {
 	bool wait_due;               /* a synchronization is held for the engine to make */
 	bool build_due;              /* a build is scheduled: the next lock drop takes it */
 	uint32_t npending;           /* errors of deferred ops pending (deferred_errors.c) */
+	bool lane_armed;             /* the armed lane (lane.c) may take the next call, if it is
+				      * lane_tid's and nothing else took the engine's lock since */
+	uint32_t lane_tid;
 };
+
+/* At every acquisition of the engine's lock but a stream-work call's (the engine's, under it):
+ * the armed lane holds only across two calls with nothing between them. */
+static inline void rpl_lane_disarm(struct rpl_engine *re)
+{
+	((struct rpl_engine_head *)(void *)re)->lane_armed = false;
+}
+
+/* Under the lock, first thing in a stream-work call of thread tid: whether the armed lane
+ * (below) may take it, the op before, armed, having been this thread's with nothing between.
+ * It is disarmed either way: the lane arms it again when it takes the call, and so do replay's
+ * other lanes (match.c). Inline: where the lane is never armed (pointers that move every step)
+ * this costs a load and a store. */
+static inline bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
+{
+	struct rpl_engine_head *h = (struct rpl_engine_head *)(void *)re;
+	bool armed = h->lane_armed && h->lane_tid == tid;
+
+	h->lane_armed = false;
+	return armed;
+}
+
+/* The armed lane (lane.c), under the lock before capture records the call: true when it recorded
+ * and deferred the call c (the hook answers CUDA_SUCCESS without calling the driver), having
+ * counted it as cap_op_done would; false having changed nothing (the call takes the usual path:
+ * cap_record, then rpl_op). who: filled as for cap_record, with no call site or time stamp. */
+struct cap_who;
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who); /* rpl_lane_take_arm */
 
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
  * engine asks first, so a drop with nothing due costs no more). */
@@ -196,6 +227,7 @@ struct rpl_totals {
 	uint64_t retired;            /* templates retired (free, churn, failure) */
 	uint64_t own_calls;          /* driver calls replay made */
 	uint64_t matched_ops;        /* ops compared against a template */
+	uint64_t lane_ops;           /* of those, recorded and deferred by the armed lane (lane.c) */
 	uint64_t match_ns;           /* time spent matching the timed sample of ops */
 	uint64_t match_samples;      /* ops in the timed sample */
 	uint64_t own_ns;             /* cufold's time on the engine's timed sample of calls */

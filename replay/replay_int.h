@@ -331,7 +331,24 @@ enum rpl_mstate {
 
 /* The matcher's state, shared by match.c (which owns it: its invariants and state diagram),
  * launch.c and retire.c. One per engine: struct rpl_engine.st. */
+/* The armed lane (lane.c): what the op that armed it established, valid for the next call only,
+ * by the same thread, with nothing between (the head's lane_armed and lane_tid). */
+struct rpl_lane {
+	bool held;                   /* what follows was checked since the arming (arm_holds) */
+	uint64_t refused_win;        /* the window arm_holds last refused: not armed again in it */
+	uint32_t limit;              /* the next op's index must stay below it (the prediction's and
+				      * the template's lengths, the window's filled slots, its cap) */
+	struct cap_window *w;        /* capture's open window */
+	const struct cap_window *pw; /* its prediction's last sighting */
+	const struct rpl_template *t; /* the one candidate followed */
+	bool funcs_same;             /* no function lookup's answer changed since pw began */
+};
+
+
+#define RPL_SAMPLE_MAX_NS 20000 /* a timed match longer than this is not counted (preemption) */
+
 struct rpl_state {
+	struct rpl_lane lane;        /* lane.c */
 	bool ready;                  /* rpl_engine_create finished */
 	bool stopped;                /* rpl_stop ran (exit): nothing is deferred any more */
 	bool build_running;          /* build was taken and is not yet published */
@@ -615,6 +632,28 @@ static inline void rpl__note_exact(struct rpl_engine *re, const struct rpl_templ
 	}
 	if (ex && re->st.exact_t == t && re->st.nexact + 1 == re->st.ndef)
 		re->st.nexact++;
+}
+
+/* After an op replay followed (match.c: follow, op_long where capture's lane took the op): the
+ * next call may take the armed lane, which checks the rest at its first use (lane.c:
+ * arm_holds). Inline: most arms are never used (another acquisition comes first). */
+static inline void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op, uint64_t win)
+{
+	if (win == re->st.lane.refused_win || op->callsite || op->t_ns)
+		return; /* rpl_lane_take_arm disarmed it */
+	re->head.lane_armed = true;
+	re->head.lane_tid = op->tid;
+	re->st.lane.held = false;
+}
+
+/* A timed match took dt ns (one op in 16 of those matched: follow_timed, op_long, the armed
+ * lane): counted, less what reading the clock costs, unless the thread was preempted. */
+static inline void rpl__match_sampled(struct rpl_engine *re, uint64_t dt)
+{
+	if (dt < RPL_SAMPLE_MAX_NS) {
+		re->totals.match_ns += dt > re->st.clock_ns ? dt - re->st.clock_ns : 0;
+		re->totals.match_samples++;
+	}
 }
 
 static inline void rpl__defer_in_window(struct rpl_engine *re, uint32_t index, uint64_t win)

@@ -301,6 +301,7 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 	X(u64, "host_submissions_saved", s->ops_replayed >= s->graph_launches ? s->ops_replayed - s->graph_launches : 0) \
 	X(u64, "driver_calls", s->own_calls) \
 	X(u64, "matched_ops", s->matched_ops) \
+	X(u64, "lane_ops", s->lane_ops) \
 	X(f1, "host_ns_per_op", rpl_host_ns_per_op(re)) \
 	X(f1, "own_ns_per_op", rpl_own_ns_per_op(re)) \
 	X(u64, "own_ns", s->own_ns) \

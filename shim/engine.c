@@ -58,11 +58,19 @@ static ENGINE_TLS CUcontext tls_ctx;  /* the thread's current context, when tls_
 static ENGINE_TLS bool tls_ctx_ok;    /* tls_ctx is known */
 static ENGINE_TLS uint32_t tls_ops;   /* ops this thread brought to the engine (its timed sample) */
 
-static inline void lock_hold(struct cf_engine *e)
+static inline void lock_hold_op(struct cf_engine *e)
 {
 	cf_lock(&e->lock);
 	cf_serial_enter(); /* debug builds: capture checks it is called under it (common/serial.h) */
 	shim_inside_enter(); /* nothing cufold calls from here may land in a hook again */
+}
+
+/* Every acquisition but a stream-work call's (op_begin: lock_hold_op, rpl_lane_take_arm). */
+static inline void lock_hold(struct cf_engine *e)
+{
+	lock_hold_op(e);
+	if (e->rpl)
+		rpl_lane_disarm(e->rpl); /* replay's armed lane holds only from one call to the next */
 }
 
 /* Take the current engine's lock; the answer is the engine it guards (held until lock_drop).
@@ -477,7 +485,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 {
 	struct cf_engine *e;
 	struct cap_who who;
-	bool go_on = true, timed;
+	bool go_on = true, timed, armed;
 	uint64_t t0 = 0;
 
 	t->active = false;
@@ -505,7 +513,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	timed = e->rpl && (tls_ops++ & 15) == 0;
 	if (cf_unlikely(timed))
 		t0 = rpl_own_clock();
-	lock_hold(e);
+	lock_hold_op(e);
+	armed = e->rpl && rpl_lane_take_arm(e->rpl, who.tid); /* disarmed from here either way */
 	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
 		if (cf_unlikely(e->rpl && rpl_error_pending(e->rpl))) {
@@ -515,6 +524,13 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 				go_on = false;
 				goto out;
 			}
+		}
+		/* the armed lane: the op after one replay followed, recorded and deferred at once */
+		if (armed && !e->callsites && !e->timestamps && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0 &&
+		    rpl_lane(e->rpl, c, &who)) {
+			*rc = CUDA_SUCCESS;
+			go_on = false;
+			goto out;
 		}
 		cap_record(e->cap, c, &who, &t->rec);
 		t->e = e;
@@ -1154,6 +1170,8 @@ int shim_engine_write_outputs(bool final)
 			return -CF_ESTATE;
 		}
 	}
+	if (e->rpl)
+		rpl_lane_disarm(e->rpl);
 	cf_serial_enter();
 	shim_inside_enter();
 	if (!still_recording(e) || cfg->secure)

@@ -9,7 +9,10 @@
  *           every step: replay patches its graphs, or rebuilds them)
  *   drift   fixed, but mid-window some steps change one call: every 5th a memset's value (a
  *           binding: patched), every 7th a copy's size (the key: replay's mismatch there, after
- *           the calls before it went by the fast lanes, capture's and replay's, issue 22) */
+ *           the calls before it went by the fast lanes, capture's and replay's, issue 22)
+ * COPY_LOOP_QUERY=1: a cuStreamQuery of the stream after every enqueue (answered or not, the
+ * program goes on): another call into the engine between every two ops (replay's armed lane,
+ * issue 22, must not take the op after it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,19 @@ static int nbuf = 52;     /* buffers per set: 3 * nbuf + 2 ops a step */
 #define SETS 3            /* move: the pool's thirds */
 
 static uint64_t h64 = TL_HASH_INIT;
+static int query; /* COPY_LOOP_QUERY */
+
+/* After an enqueue: with COPY_LOOP_QUERY, ask whether the stream is done (the answer is not
+ * needed: CUDA_ERROR_NOT_READY or CUDA_SUCCESS). */
+static void queried(CUstream s)
+{
+	if (query) {
+		CUresult rc = cuStreamQuery(s);
+
+		if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
+			CHECK(rc);
+	}
+}
 
 /* One step: memset the first half of a[i], copy a[i] to b[i], copy b[i]'s first half to the
  * second half of a[(i + 1) % nbuf] (so the data rotates from step to step), a byte memset of the
@@ -37,15 +53,20 @@ static void step_work(CUdeviceptr a, CUdeviceptr b, CUdeviceptr scratch, int ste
 		if (drift && step % 5 == 3 && i == nbuf / 2)
 			v += (unsigned int)step; /* another value: a binding */
 		CHECK(cuMemsetD32Async(a + (CUdeviceptr)i * BUF, v, WORDS / 2, s));
+		queried(s);
 	}
-	for (int i = 0; i < nbuf; i++)
+	for (int i = 0; i < nbuf; i++) {
 		CHECK(cuMemcpyDtoDAsync(b + (CUdeviceptr)i * BUF, a + (CUdeviceptr)i * BUF, BUF, s));
+		queried(s);
+	}
 	for (int i = 0; i < nbuf; i++) {
 		size_t n = drift && step % 7 == 4 && i == nbuf / 3 ? BUF / 4 : BUF / 2; /* another size: the key */
 
 		CHECK(cuMemcpyDtoDAsync(a + (CUdeviceptr)((i + 1) % nbuf) * BUF + BUF / 2, b + (CUdeviceptr)i * BUF, n, s));
+		queried(s);
 	}
 	CHECK(cuMemsetD8Async(scratch, (unsigned char)3, 4, s));
+	queried(s);
 	CHECK(cuMemcpyDtoHAsync(&host, b + (CUdeviceptr)(step % nbuf) * BUF + BUF - 4, sizeof(host), s));
 	CHECK(cuStreamSynchronize(s));
 	h64 = tl_hash(&host, sizeof(host), h64);
@@ -61,6 +82,7 @@ int main(int argc, char **argv)
 
 	if (argc > 3)
 		nbuf = atoi(argv[3]);
+	query = getenv("COPY_LOOP_QUERY") && atoi(getenv("COPY_LOOP_QUERY"));
 	if (nbuf < 1 || nbuf > 4096 || (!move && !drift && strcmp(mode, "fixed"))) {
 		fprintf(stderr, "copy_loop: unknown mode %s\n", mode);
 		return 2;

@@ -1,0 +1,209 @@
+/* lane.c - the armed lane (issue 22): one function that records and defers a call that repeats
+ * the predicted window's op where replay follows one template exactly. replay layer; reads and
+ * writes capture's open window directly (capture/capture_int.h), the one place outside capture
+ * that does, because the two halves it joins otherwise re-establish the same facts on every call.
+ *
+ * Why an arm. Before the lane, a copy the loop repeated went through cap_record (is the window
+ * predicted, is the prediction's window current, does the slot repeat, ...), capture's lane
+ * (repeat), rpl_op (is replay ready, matching, following one candidate, ...), its lane (follow)
+ * and cap_op_done, each a call, each asking again what the op before had just established. Most
+ * of those facts cannot change between two calls unless some other engine entry ran in between,
+ * and every entry takes the engine's lock. So when replay defers an op capture's lane recorded
+ * (follow, or op_long), it arms the lane (rpl__lane_arm: a flag and the thread, in the head
+ * the engine reads inline), and every other acquisition of the lock clears the flag
+ * (rpl_lane_disarm: shim/engine.c lock_hold and the report writer's trylock), as does the next
+ * stream-work call itself when it takes it (rpl_lane_take_arm). That call, by the same thread,
+ * then comes here: the state the op before left is checked once (arm_holds, at the first use
+ * after an arming; later lane ops keep what it found), and the call only on what varies with its
+ * position (the predicted op, the slot, the stream, the template's op and its segment) and on
+ * its own arguments, and is recorded and deferred with the stores the two lanes make. Anything
+ * else (another thread, a bound reached, a condition failing) takes the usual path, which leaves
+ * what it always did: the lane changed nothing.
+ *
+ * What the arm relies on, each argued from "no other acquisition since the arming op":
+ *  - capture: ce->cur is the armed window (a window closes only under the lock; the arming op
+ *    did not close it, else replay would not have deferred it); the prediction's last window
+ *    pw is the same (it changes only when a window closes or a shape is evicted); the allocation
+ *    map's generation equals pw's (allocations and frees take the lock); w->filled and pw->nops
+ *    only grow under the lock; the function records' generation likewise (kernel lookups).
+ *  - replay: mstate, ncand, cand[0], nfailed, def_copied, stopped, def_win change only inside
+ *    replay's calls, all under the lock; depth equals w->nops (arm_holds) and both advance by one
+ *    per lane op.
+ * A build published by another thread, a query, an allocation or a free, a stream destroyed, a
+ * signal's report: each takes the lock and disarms it. */
+#include <string.h>
+
+#include "capture/capture_int.h"
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "replay/replay_int.h"
+
+/* What the arming op established, checked when the lane is first taken after it (most arms are
+ * never used: another acquisition comes first, where a program allocates or queries between
+ * ops); true with the arm's fields set. */
+static bool arm_holds(struct rpl_engine *re)
+{
+	struct cap_engine *ce = re->cap;
+	struct rpl_lane *a = &re->st.lane;
+	const struct rpl_template *t = re->st.cand[0];
+	const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
+	struct cap_window *w = ce->cur;
+	uint32_t limit;
+
+	if (!ce->head.ready || !w || ce->cfg.no_fast_lane || !pw || pw->alloc_gen_begin != ce->alloc.gen ||
+	    re->st.stopped || !re->st.ready) {
+		/* these hold for the rest of the window (an allocation changed the map since its
+		 * prediction began, ...): not armed again in it */
+		a->refused_win = w ? w->seq : 0;
+		return false;
+	}
+	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
+	    re->st.depth != w->nops || (re->st.ndef && re->st.def_win != w->seq))
+		return false; /* two candidates, say, until the window shows which it is */
+	limit = pw->nops < w->filled ? pw->nops : w->filled;
+	if (limit > ce->cfg.window_max_ops - 1)
+		limit = ce->cfg.window_max_ops - 1;
+	if (limit > t->nops - 1)
+		limit = t->nops - 1;
+	a->limit = limit;
+	a->w = w;
+	a->pw = pw;
+	a->t = t;
+	/* no lookup's answer changed since p's window began: a kernel op's function record is its
+	 * own (record.c: repeat_kernel) */
+	a->funcs_same = pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen;
+	a->held = true;
+	return true;
+}
+
+/* The kernel call c repeats p (record.c: repeat_kernel's conditions where no lookup changed):
+ * its function record, else NULL. */
+static inline struct cap_func *kernel_repeats(const struct cap_call *c, const struct cap_op *p)
+{
+	const struct cap_kernel *pk = &p->u.kernel;
+	struct cap_func *f = (struct cap_func *)pk->info;
+
+	if (c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra || pk->nattrs || pk->via_extra ||
+	    !cap__geometry_same(c->u.kernel.grid, pk->grid) || !f || (f->nparams && !c->u.kernel.params))
+		return NULL;
+	cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
+	return !f->param_bytes || cap__params_repeat(c, f, pk->params) ? f : NULL;
+}
+
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who)
+{
+	struct rpl_lane *a = &re->st.lane;
+	struct cap_engine *ce = re->cap;
+	struct cap_window *w;
+	const struct rpl_template *t;
+	struct cap_func *f = NULL;
+	const struct cap_op *p;
+	const struct rpl_top *o;
+	struct cap_stream *s;
+	struct cap_op *op;
+	uint64_t t0 = 0;
+	uint32_t i;
+	bool timed;
+
+	if (!a->held && !arm_holds(re))
+		return false;
+	w = a->w;
+	t = a->t;
+	i = w->nops;
+	if (i >= a->limit)
+		return false;
+	cf_assert(ce->cur == w && re->st.depth == i && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
+	/* one matched op in 16 is timed (rpl_host_ns_per_op), here as in follow_timed */
+	timed = !(re->totals.matched_ops & 15);
+	if (cf_unlikely(timed))
+		t0 = cf_now_ns();
+	p = &a->pw->ops[i];
+	op = &w->ops[i];
+	o = &t->ops[i];
+	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
+	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->kind != p->kind || c->api != p->api ||
+	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
+		return false;
+	/* replay's (match.c: follow): the op will have p's vid and key, and flags 0 */
+	if (o->vid != p->vid || o->flags != 0 || o->key != p->key || o->cls != RPL_CLS_GRAPH ||
+	    t->segs[o->seg].first + t->segs[o->seg].n == i + 1)
+		return false;
+	if (c->kind == CAP_OP_KERNEL) {
+		if (!a->funcs_same || !(f = kernel_repeats(c, p)))
+			return false;
+	} else if (!cap__call_repeats(c, p) || (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)) {
+		return false;
+	}
+	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+		return false;
+	/* the kind's stores and cap_op_done's count (the driver is not called: the op cannot fail) */
+	switch (c->kind) {
+	case CAP_OP_KERNEL: {
+		void *buf = NULL;
+
+		if (f->param_bytes) {
+			buf = cf_arena_alloc(&w->arena, f->param_bytes);
+			if (!buf)
+				return false;
+			memcpy(buf, p->u.kernel.params, f->param_bytes);
+		}
+		/* a slot of p's vid holds p's kernel part but for the parameters' copy (capture.h) */
+		op->u.kernel.params = buf;
+		__atomic_fetch_add(&ce->totals.launches, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&f->launches, 1, __ATOMIC_RELAXED);
+		break;
+	}
+	case CAP_OP_MEMCPY:
+		op->u.memcpy.staged = NULL;
+		if (op->u.memcpy.bytes) {
+			__atomic_fetch_add(&ce->totals.copies, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.bytes_copied, op->u.memcpy.bytes, __ATOMIC_RELAXED);
+		}
+		break;
+	default: { /* CAP_OP_MEMSET */
+		uint64_t bytes = (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+
+		if (bytes) {
+			__atomic_fetch_add(&ce->totals.memsets, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&ce->totals.bytes_set, bytes, __ATOMIC_RELAXED);
+		}
+		break;
+	}
+	}
+	/* capture's common stores (record.c: lane_store). The slot holds an op of p's vid: its kind,
+	 * api, stream and context are the call's already (capture.h: vid), and its call site and
+	 * time stamp are 0 as every op's where neither is recorded (the engine's condition) */
+	cf_assert(op->kind == c->kind && op->api == c->api && op->stream == c->stream && op->ctx == who->ctx &&
+		  !op->callsite && !op->t_ns);
+	s->last = i;
+	op->flags = 0;
+	op->stream_kind = s->kind;
+	op->stream_slot = s->slot;
+	op->tid = who->tid;
+	op->key = p->key;
+	op->bind = p->bind;
+	op->vid = p->vid;
+	op->seq = ++ce->op_seq;
+	w->nops = i + 1;
+	ce->totals.ops_fast++;
+	/* replay's (follow) */
+	re->totals.matched_ops++;
+	re->totals.lane_ops++;
+	re->st.ended = NULL;
+	re->st.depth = i + 1;
+	if (cf_likely(re->st.ndef)) { /* rpl__defer_in_window and rpl__note_exact, in a run */
+		cf_assert(re->st.def_win == w->seq && re->st.win_deferred);
+		re->st.ndef++;
+		re->totals.ops_deferred++;
+		if (re->st.exact_t == t && re->st.nexact + 1 == re->st.ndef)
+			re->st.nexact++;
+	} else {
+		rpl__defer_in_window(re, i, w->seq);
+		rpl__note_exact(re, t, true);
+	}
+	re->head.lane_armed = true; /* the thread's next call may take it again */
+	if (cf_unlikely(timed))
+		rpl__match_sampled(re, cf_now_ns() - t0);
+	return true;
+}
