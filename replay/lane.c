@@ -125,8 +125,7 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
 		return false;
 	/* replay's (match.c: follow): the op will have p's vid and key, and flags 0 */
-	if (o->vid != p->vid || o->flags != 0 || o->key != p->key || o->cls != RPL_CLS_GRAPH ||
-	    t->segs[o->seg].first + t->segs[o->seg].n == i + 1)
+	if (o->vid != p->vid || o->flags != 0 || o->key != p->key || o->cls != RPL_CLS_GRAPH)
 		return false;
 	if (c->kind == CAP_OP_KERNEL) {
 		if (!a->funcs_same || !(f = kernel_repeats(c, p)))
@@ -203,6 +202,14 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 		rpl__note_exact(re, t, true);
 	}
 	re->head.lane_armed = true; /* the thread's next call may take it again */
+	if (cf_unlikely(t->segs[o->seg].first + t->segs[o->seg].n == i + 1)) {
+		/* its segment ends with it: as op_long, launched or kept while the device is busy
+		 * (launch.c), not a matching sample; what the launch changed is checked again at the
+		 * lane's next use */
+		rpl__segment_end(re);
+		a->held = false;
+		return true;
+	}
 	if (cf_unlikely(timed))
 		rpl__match_sampled(re, cf_now_ns() - t0);
 	return true;
