@@ -477,8 +477,10 @@ void cap_stream_created(struct cap_engine *ce, CUstream s, unsigned int flags);
 /* A stream or event is being destroyed: forget it (its handle may be reused). */
 void cap_stream_forget(struct cap_engine *ce, CUstream s);
 void cap_event_forget(struct cap_engine *ce, CUevent e);
-/* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. */
-void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k);
+/* A CUkernel handle (cuLibraryGetKernel): launches of it resolve with cuKernelGetFunction. True
+ * when it was new (the function lookups' answers were forgotten); a handle learned again changes
+ * nothing. */
+bool cap_kernel_handle_add(struct cap_engine *ce, CUkernel k);
 /* A module (library: a CUlibrary) the program loaded, from the bytes at image (as handed to the
  * driver: PTX text, a fatbin, a wrapper, a cubin) or the file at path: its PTX for the device is
  * kept (images.c) and the report counts it. Call after the driver loaded it. */

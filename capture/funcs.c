@@ -315,11 +315,17 @@ static __attribute__((noinline)) struct cap_func *func_lookup(struct cap_engine 
 	return f;
 }
 
-void cap_kernel_handle_add(struct cap_engine *ce, CUkernel k)
+bool cap_kernel_handle_add(struct cap_engine *ce, CUkernel k)
 {
+	/* known already: nothing resolves otherwise. The CUDA runtime asks cuLibraryGetKernel before
+	 * launches (PyTorch: 4 a launch), and clearing the lookups' answers each time sent every
+	 * launch to the long lookup and kept capture's kernel lane from trusting its predicted op's
+	 * function record (funcs.gen, record.c: repeat_kernel) */
+	if (!k || cf_map_get(&ce->funcs.kernels, (uint64_t)(uintptr_t)k))
+		return false;
 	hits_clear(ce); /* the handle now resolves as a CUkernel */
-	if (k)
-		cf_map_put(&ce->funcs.kernels, (uint64_t)(uintptr_t)k, (void *)&kernel_marker);
+	cf_map_put(&ce->funcs.kernels, (uint64_t)(uintptr_t)k, (void *)&kernel_marker);
+	return true;
 }
 
 static void drop_kernel_fns(struct cap_engine *ce)

@@ -973,12 +973,21 @@ void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n,
 		shim_note_call(api);
 	if (!k || !n || !recording())
 		return;
-	e = engine_lock();
-	if (still_recording(e))
+	/* the CUDA runtime asks for a kernel's handle again before launches (PyTorch: 4 a launch):
+	 * a handle learned again changes nothing replay's armed lane relies on (function lookups,
+	 * lane.c), so it stays armed unless one was new */
+	e = engine_get();
+	lock_hold_op(e);
+	if (still_recording(e)) {
+		bool changed = false;
+
 		for (unsigned int i = 0; i < n; i++) {
-			cap_kernel_handle_add(e->cap, k[i]);
+			changed |= cap_kernel_handle_add(e->cap, k[i]);
 			cap_image_link(e->cap, CAP_LINK_LIBRARY_KERNEL, k[i], lib);
 		}
+		if (changed && e->rpl)
+			rpl_lane_disarm(e->rpl);
+	}
 	lock_drop(e);
 }
 

@@ -39,6 +39,11 @@
 #           with cudaMallocAsync frees about 1.1 tensors per op): identical results and at least
 #           60 % of ops replayed (with 64 frees held at most, a segment filled the buffer every
 #           step and ended replay's window there).
+#   getkernel (steady with each launch through a library's kernel handle asked for twice with
+#           cuLibraryGetKernel right before it, as PyTorch's runtime does): identical results, at
+#           least 60 % of ops replayed, and replay's armed lane (issue 22) takes at least half of
+#           the deferred ops (a handle asked again changes nothing: it forgot the function
+#           lookups and disarmed the lane at every ask before, 0 taken).
 # Target of issue 25 for each habit: >= 80 % of ops replayed and >= 5x fewer host submissions
 # per step (tocopy: at most 5.6 a step), results identical. tests layer.
 source "$(dirname "$0")/lib.sh"
@@ -49,7 +54,7 @@ export CUFOLD_GATE=0
 prog=$B/progs/rpl_torch
 [[ -x $prog ]] || fail "$prog is not built"
 
-for mode in tocopy steady asyncfree sidefree ptfree setattr manyfree; do
+for mode in tocopy steady asyncfree sidefree ptfree setattr manyfree getkernel; do
 	same_output_over_seeds "$prog" $mode 8
 	for n in 6 16; do
 		SIMCUDA_STATS="$TMP/$mode.p$n" run_plain /dev/null "$prog" $mode $n || fail "rpl_torch $mode exited $?"
@@ -72,6 +77,11 @@ if mode == "setattr" and replayed < 0.60 * ops:
     sys.exit("setattr: want >= 60 % of ops replayed (a set of the value already set must not end the window)")
 if mode == "manyfree" and replayed < 0.60 * ops:
     sys.exit("manyfree: want >= 60 % of ops replayed (held frees must not end the window)")
+if mode == "getkernel":
+    lane, deferred = rep["replay"]["lane_ops"], rep["replay"]["ops_deferred"]
+    print("rpl_torch getkernel: the armed lane took %d of %d deferred ops" % (lane, deferred))
+    if replayed < 0.60 * ops or lane < 0.5 * deferred:
+        sys.exit("getkernel: want >= 60 % of ops replayed and the armed lane on half the deferred ops")
 sys.exit(0 if replayed > 0 or mode in ("sidefree", "ptfree") else 1)
 PY
 done

@@ -37,7 +37,11 @@
  *            frees about 1.1 tensors per op, and cufold held at most 64 frees behind a segment,
  *            so a 64-op segment filled the buffer every step and ended replay's window there
  *            (torch_nogemm.py: 24 % of ops replayed). The frees are held behind deferred work
- *            and must still follow it (the checksum). */
+ *            and must still follow it (the checksum).
+ *   getkernel steady with every launch through a library's CUkernel handle asked for twice with
+ *            cuLibraryGetKernel right before it, as PyTorch's CUDA runtime does (torch_nogemm.py:
+ *            4 asks a launch): each ask is a call into cufold between two launches, which must
+ *            neither forget the function lookups nor keep replay's armed lane off. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,12 +57,21 @@ static CUfunction f_axpy, f_relu, f_mul, f_scale;
 static CUkernel k_relu;    /* setattr: relu as a library's kernel */
 static int setattr_bytes;  /* setattr: the value set before each launch, 0 when not that mode */
 static bool manyfree;      /* manyfree: sixteen pool temporaries freed after every launch */
+static CUlibrary klib;     /* getkernel: every launch through this library's kernel handles */
 static CUstream side;      /* sidefree: the stream of each temporary's last use and free */
 static CUevent ev_in, ev_out; /* sidefree: main -> side and side -> main */
 static uint64_t h64 = TL_HASH_INIT;
 
 static void launch(CUfunction f, CUstream s, void **args)
 {
+	if (klib) { /* getkernel: the module's function by name, as the library's kernel */
+		const char *name = f == f_axpy ? "axpy" : f == f_relu ? "relu" : f == f_mul ? "mul" : "scale";
+		CUkernel k;
+
+		CHECK(cuLibraryGetKernel(&k, klib, name));
+		CHECK(cuLibraryGetKernel(&k, klib, name));
+		f = (CUfunction)k;
+	}
 	CHECK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, s, args, NULL));
 	for (int i = 0; manyfree && i < 16; i++) {
 		CUdeviceptr t;
@@ -128,15 +141,16 @@ int main(int argc, char **argv)
 	int steps = argc > 2 ? atoi(argv[2]) : 12;
 	bool tocopy = !strcmp(mode, "tocopy"), sidefree = !strcmp(mode, "sidefree");
 	bool ptfree = !strcmp(mode, "ptfree"), pool = sidefree || ptfree || !strcmp(mode, "asyncfree");
-	bool setattr = !strcmp(mode, "setattr");
+	bool setattr = !strcmp(mode, "setattr"), getkernel = !strcmp(mode, "getkernel");
 	CUdeviceptr x[NT], w[NL], act, loss;
 	static float host[NT][N];
 	CUmodule elem;
 	CUstream s = NULL;
 
 	manyfree = !strcmp(mode, "manyfree");
-	if (!tocopy && !pool && !setattr && !manyfree && strcmp(mode, "steady")) {
-		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree|setattr|manyfree [steps]\n");
+	if (!tocopy && !pool && !setattr && !manyfree && !getkernel && strcmp(mode, "steady")) {
+		fprintf(stderr, "usage: rpl_torch tocopy|steady|asyncfree|sidefree|ptfree|setattr|manyfree|getkernel "
+				"[steps]\n");
 		return 2;
 	}
 	if (ptfree)
@@ -152,13 +166,15 @@ int main(int argc, char **argv)
 	f_relu = tl_func(elem, "relu");
 	f_mul = tl_func(elem, "mul");
 	f_scale = tl_func(elem, "scale");
-	if (setattr) {
+	if (setattr || getkernel) {
 		char *ptx = tl_read_ptx("elementwise");
 		CUlibrary lib;
 
 		CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
 		CHECK(cuLibraryGetKernel(&k_relu, lib, "relu"));
 		free(ptx);
+		if (getkernel)
+			klib = lib;
 	}
 	CHECK(cuMemAlloc(&act, N * sizeof(float)));
 	CHECK(cuMemAlloc(&loss, N * sizeof(float)));

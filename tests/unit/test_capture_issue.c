@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "capture/capture.h"
+#include "capture/capture_int.h" /* funcs.gen: the lookups' generation */
 #include "common/arena.h"
 #include "driver/real.h"
 #include "shim/shim.h"
@@ -316,6 +317,36 @@ static void test_kernel_handle(void **state)
 	assert_true(out[3] == 8.0f);
 }
 
+/* A CUkernel handle learned again (the CUDA runtime asks cuLibraryGetKernel before launches,
+ * PyTorch 4 times a launch) changes nothing: the lookups' answers stay (funcs.gen, which
+ * capture's kernel lane and replay's armed lane compare with their predicted window's) and the
+ * handle still resolves; a handle new as a CUkernel clears them. */
+static void test_kernel_handle_again(void **state)
+{
+	char *ptx = read_ptx("elementwise");
+	CUlibrary lib;
+	CUkernel k, k2;
+	uint64_t gen;
+
+	(void)state;
+	assert_non_null(ptx);
+	CK(DRV_REAL(cuLibraryLoadData)(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+	free(ptx);
+	CK(DRV_REAL(cuLibraryGetKernel)(&k, lib, "fill"));
+	CK(DRV_REAL(cuLibraryGetKernel)(&k2, lib, "axpy"));
+	gen = ce->funcs.gen;
+	cap_kernel_handle_add(ce, k);
+	assert_true(ce->funcs.gen != gen); /* new: what resolved it before is forgotten */
+	assert_non_null(cap__func_get(ce, (CUfunction)k, ctx, NULL));
+	gen = ce->funcs.gen;
+	for (int i = 0; i < 4; i++)
+		cap_kernel_handle_add(ce, k);
+	assert_true(ce->funcs.gen == gen);
+	assert_non_null(cap__func_get(ce, (CUfunction)k, ctx, NULL));
+	cap_kernel_handle_add(ce, k2);
+	assert_true(ce->funcs.gen != gen);
+}
+
 /* A kernel whose name matches CUFOLD_BARRIER_KERNELS is not recorded: it ends the window. */
 static void test_barrier(void **state)
 {
@@ -574,6 +605,7 @@ int main(void)
 		cmocka_unit_test_setup(test_kernel_extra_and_ptsz, fresh_window),
 		cmocka_unit_test_setup(test_kernel_ex_and_coop, fresh_window),
 		cmocka_unit_test_setup(test_kernel_handle, fresh_window),
+		cmocka_unit_test_setup(test_kernel_handle_again, fresh_window),
 		cmocka_unit_test_setup(test_barrier, fresh_window),
 		cmocka_unit_test_setup(test_copies, fresh_window),
 		cmocka_unit_test_setup(test_unknown_memory, fresh_window),
