@@ -311,6 +311,7 @@ struct cap_images {
 	struct cf_map libs;          /* CUlibrary -> struct image_bind */
 	struct cf_map kernels;       /* CUkernel -> struct image_bind (owner: its library) */
 	struct cf_map fns;           /* CUfunction -> struct image_bind (owner: module or library) */
+	struct cf_map owners;        /* owner -> the first struct image_bind of its list (all four maps) */
 	struct cf_map links;         /* CUlinkState -> struct link_rec */
 	struct cap_image machine;    /* the record of every image with machine code only */
 	struct cap_image none;       /* the record of every image with no code found */
@@ -318,6 +319,7 @@ struct cap_images {
 	unsigned int device_arch;    /* compute capability images are read for; 0 until asked */
 	size_t texts;                /* text records alive */
 	size_t text_bytes;           /* their texts' bytes */
+	uint64_t forget_visits;      /* binds unloads have looked at (tests: one per bind dropped) */
 };
 
 /* streams.c: a stream lookup remembered (cap__stream_get's answer for these arguments). */

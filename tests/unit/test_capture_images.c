@@ -2,9 +2,10 @@
  * and library kept once per distinct text, freed when nothing names it any more (unloaded, and
  * no function record launched from it), held by the function records made from it
  * (cap_func_ptx), and part of a record's identity; a JIT link's PTX inputs stand for the
- * machine code it outputs. Runs against the software device in-process
- * (libcuda.so.1 from LD_LIBRARY_PATH, as tests/run sets it). tests layer (cmocka, libcufold.a);
- * the images are built by the Makefile (FATBINS). */
+ * machine code it outputs; an unload forgets exactly its own handles, visiting only those, and
+ * a handle that cannot be indexed by owner is not kept. Runs against the software device
+ * in-process (libcuda.so.1 from LD_LIBRARY_PATH, as tests/run sets it). tests layer (cmocka,
+ * libcufold.a); the images are built by the Makefile (FATBINS). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,44 @@
 #ifndef TEST_PTX_DIR
 #define TEST_PTX_DIR "build/kernels"
 #endif
+
+/* Out of memory on demand: calloc, where cf_map takes its slots, fails while calloc_fails is
+ * set. Not in sanitizer builds, whose runtime owns the allocator, nor under valgrind, which
+ * replaces this one (the test is skipped there: calloc_can_fail). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_CALLOC_FAILS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TEST_CALLOC_FAILS 0
+#endif
+#endif
+#ifndef TEST_CALLOC_FAILS
+#define TEST_CALLOC_FAILS 1
+extern void *__libc_calloc(size_t n, size_t size);
+static bool calloc_fails;
+
+void *calloc(size_t n, size_t size)
+{
+	return calloc_fails ? NULL : __libc_calloc(n, size);
+}
+#endif
+
+/* Whether calloc fails on demand here (false where another allocator replaced it). */
+static bool calloc_can_fail(void)
+{
+	bool fails = false;
+#if TEST_CALLOC_FAILS
+	void *(*volatile alloc)(size_t, size_t) = calloc; /* not a call the compiler may elide */
+	void *p;
+
+	calloc_fails = true;
+	p = alloc(1, 1);
+	calloc_fails = false;
+	fails = !p;
+	free(p);
+#endif
+	return fails;
+}
 
 static struct cap_engine *ce; /* the engine part under test */
 static CUcontext ctx;
@@ -312,6 +351,267 @@ static void test_jit_link(void **state)
 	free(cubin);
 }
 
+/* ------------------------------------------------------------------ unloads by owner */
+
+enum bind_kind { BK_FN, BK_KERNEL, BK_MOD, BK_LIB };
+
+/* A handle the test bound, what it should answer, and whose it is. */
+struct handle_rec {
+	enum bind_kind kind;         /* which lookup answers it */
+	int owner;                   /* index in owner_h, -1 once forgotten */
+	struct cap_image *img;       /* what it was bound to */
+};
+
+#define OWNERS 7                     /* modules 0..2, libraries 3..6 */
+#define PER 24                       /* functions per module; kernels per library */
+#define HANDLES 512
+/* a library's binds: its kernels, a function of each, its module, 3 functions of that, itself */
+#define LIB_BINDS (2 * PER + 1 + 3 + 1)
+static uint64_t owner_h[OWNERS];     /* the fake modules' and libraries' handles (8-aligned) */
+static uint64_t hnd[HANDLES];        /* fake function, kernel and library-module handles */
+static struct handle_rec rec[HANDLES + OWNERS]; /* hnd's, then the owners' own entries */
+static int nhnd;                     /* hnd's used */
+
+static bool owner_is_lib(int o)
+{
+	return o >= 3;
+}
+
+static void *owner_ptr(int o)
+{
+	return &owner_h[o];
+}
+
+/* The map a kind lives in (the test reads the engine's maps: capture_int.h). */
+static struct cf_map *map_of_kind(enum bind_kind k)
+{
+	return k == BK_FN ? &ce->images.fns : k == BK_KERNEL ? &ce->images.kernels :
+	       k == BK_MOD ? &ce->images.mods : &ce->images.libs;
+}
+
+static void *ptr_of(int i)
+{
+	return i < HANDLES ? (void *)&hnd[i] : owner_ptr(i - HANDLES);
+}
+
+/* What capture answers for rec[i]'s handle now: its image, NULL when not bound. */
+static struct cap_image *answer(int i)
+{
+	void *h = ptr_of(i);
+
+	switch (rec[i].kind) {
+	case BK_FN:
+		return cap__image_of(ce, h, NULL, NULL);
+	case BK_KERNEL:
+		return cap__image_of(ce, NULL, h, NULL);
+	case BK_MOD:
+		return cap__image_of(ce, NULL, NULL, h);
+	case BK_LIB:
+	default:
+		return cf_map_get(&ce->images.libs, (uint64_t)(uintptr_t)h) ? rec[i].img : NULL;
+	}
+}
+
+/* Every handle the test bound answers as recorded, every forgotten one not at all, and the
+ * maps hold exactly the live ones. */
+static void check_handles(const char *when)
+{
+	size_t live[4] = { 0 };
+
+	for (int i = 0; i < HANDLES + OWNERS; i++) {
+		struct cap_image *got;
+
+		if (i < HANDLES && i >= nhnd)
+			continue;
+		got = answer(i);
+		if (rec[i].owner >= 0 && got != rec[i].img)
+			fail_msg("%s: handle %d (kind %d, owner %d) answers %p, not %p", when, i, (int)rec[i].kind,
+				 rec[i].owner, (void *)got, (void *)rec[i].img);
+		if (rec[i].owner < 0 && cf_map_get(map_of_kind(rec[i].kind), (uint64_t)(uintptr_t)ptr_of(i)))
+			fail_msg("%s: handle %d (kind %d) forgotten but still bound", when, i, (int)rec[i].kind);
+		live[rec[i].kind] += rec[i].owner >= 0;
+	}
+	for (int k = BK_FN; k <= BK_LIB; k++)
+		if (map_of_kind((enum bind_kind)k)->n != live[k])
+			fail_msg("%s: map of kind %d holds %zu entries, %zu live", when, k,
+				 map_of_kind((enum bind_kind)k)->n, live[k]);
+}
+
+static int new_handle(enum bind_kind kind, int owner, struct cap_image *img)
+{
+	assert_true(nhnd < HANDLES);
+	assert_non_null(img);
+	rec[nhnd] = (struct handle_rec){ kind, owner, img };
+	return nhnd++;
+}
+
+/* Forget owner o as its unload does; the binds visited must be exactly those it held. */
+static void forget_owner(int o, uint64_t expect_visits)
+{
+	uint64_t v0 = ce->images.forget_visits, n = 0;
+
+	for (int i = 0; i < HANDLES + OWNERS; i++)
+		n += (i < nhnd || i >= HANDLES) && rec[i].owner == o;
+	if (owner_is_lib(o))
+		cap__images_forget(ce, NULL, owner_ptr(o));
+	else
+		cap__images_forget(ce, owner_ptr(o), NULL);
+	for (int i = 0; i < HANDLES + OWNERS; i++)
+		if ((i < nhnd || i >= HANDLES) && rec[i].owner == o)
+			rec[i].owner = -1;
+	assert_int_equal(n, expect_visits);
+	assert_int_equal(ce->images.forget_visits - v0, expect_visits);
+}
+
+/* Modules and libraries with functions, kernels and library modules bound (by the links the
+ * hooks make), forgotten one owner at a time, before and after handles are bound again to
+ * another owner: each unload drops exactly its owner's handles, every other still answers,
+ * and it visits only what it drops (the old scan visited every handle bound, ~24 k kernels
+ * for each of PyTorch's 477 libraries at exit). */
+static void test_forget_by_owner(void **state)
+{
+	static const char *const files[OWNERS] = { "elementwise.ptx", "linalg.ptx", NULL,
+						   "elementwise.lz4.fatbin", "elementwise.plain.fatbin",
+						   "mcode.sm90.cubin", "elementwise.all-zstd.fatbin" };
+	struct cap_totals t0 = totals();
+	int lmod[OWNERS], kern[OWNERS], fa, kb, lm_fn;
+
+	(void)state;
+	nhnd = 0;
+	for (int o = 0; o < OWNERS; o++) {
+		void *img = files[o] ? read_file(files[o]) : strdup("not an image");
+
+		cap_image_loaded(ce, owner_is_lib(o), owner_ptr(o), img, NULL);
+		free(img);
+		rec[HANDLES + o] = (struct handle_rec){ owner_is_lib(o) ? BK_LIB : BK_MOD, o, NULL };
+		rec[HANDLES + o].img = owner_is_lib(o) ? NULL : cap__image_of(ce, NULL, NULL, owner_ptr(o));
+		if (!owner_is_lib(o)) {
+			assert_non_null(rec[HANDLES + o].img);
+			for (int j = 0; j < PER; j++) {
+				int i = new_handle(BK_FN, o, rec[HANDLES + o].img);
+
+				cap_image_link(ce, CAP_LINK_MODULE_FUNCTION, ptr_of(i), owner_ptr(o));
+			}
+			continue;
+		}
+		/* a library: its kernels, a function of each, its module and functions of that */
+		kern[o] = nhnd;
+		for (int j = 0; j < PER; j++)
+			cap_image_link(ce, CAP_LINK_LIBRARY_KERNEL, ptr_of(nhnd + j), owner_ptr(o));
+		rec[HANDLES + o].img = cap__image_of(ce, NULL, ptr_of(nhnd), NULL); /* the library's image */
+		for (int j = 0; j < PER; j++)
+			new_handle(BK_KERNEL, o, rec[HANDLES + o].img);
+		for (int j = 0; j < PER; j++) {
+			int i = new_handle(BK_FN, o, rec[HANDLES + o].img);
+
+			cap_image_link(ce, CAP_LINK_KERNEL_FUNCTION, ptr_of(i), ptr_of(kern[o] + j));
+		}
+		lmod[o] = new_handle(BK_MOD, o, rec[HANDLES + o].img);
+		cap_image_link(ce, CAP_LINK_LIBRARY_MODULE, ptr_of(lmod[o]), owner_ptr(o));
+		for (int j = 0; j < 3; j++) {
+			int i = new_handle(BK_FN, o, rec[HANDLES + o].img);
+
+			cap_image_link(ce, CAP_LINK_MODULE_FUNCTION, ptr_of(i), ptr_of(lmod[o]));
+		}
+	}
+	assert_int_equal(rec[HANDLES + 0].img->code, CAP_CODE_PTX);
+	assert_int_equal(rec[HANDLES + 2].img->code, CAP_CODE_NONE);
+	assert_int_equal(rec[HANDLES + 5].img->code, CAP_CODE_MACHINE);
+	check_handles("bound");
+
+	/* a module, then a library: their own entries and what was looked up from them */
+	forget_owner(1, PER + 1); /* its functions and itself */
+	check_handles("module 1 forgotten");
+	forget_owner(5, LIB_BINDS);
+	check_handles("library 5 forgotten");
+
+	/* bound again to another owner: a function of module 0 now comes from library 3's first
+	 * kernel, library 3's second kernel from library 4 (the driver handed the values out again) */
+	fa = 0;
+	cap_image_link(ce, CAP_LINK_KERNEL_FUNCTION, ptr_of(fa), ptr_of(kern[3]));
+	rec[fa] = (struct handle_rec){ BK_FN, 3, rec[HANDLES + 3].img };
+	kb = kern[3] + 1;
+	cap_image_link(ce, CAP_LINK_LIBRARY_KERNEL, ptr_of(kb), owner_ptr(4));
+	rec[kb] = (struct handle_rec){ BK_KERNEL, 4, rec[HANDLES + 4].img };
+	/* and one bound again to the owner it has: nothing moves */
+	cap_image_link(ce, CAP_LINK_KERNEL_FUNCTION, ptr_of(kern[3] + PER), ptr_of(kern[3]));
+	check_handles("bound again");
+
+	forget_owner(0, PER - 1 + 1); /* not the function that moved to library 3 */
+	check_handles("module 0 forgotten");
+	/* library 4's module unloaded as a module (cuModuleUnload of what cuLibraryGetModule
+	 * gave): it goes alone, its functions are the library's */
+	lm_fn = lmod[4] + 1;
+	cap__images_forget(ce, ptr_of(lmod[4]), NULL);
+	rec[lmod[4]].owner = -1;
+	assert_ptr_equal(answer(lm_fn), rec[HANDLES + 4].img);
+	check_handles("library 4's module forgotten");
+	forget_owner(3, LIB_BINDS + 1 - 1); /* the function that moved in, not the kernel that left */
+	check_handles("library 3 forgotten");
+	forget_owner(4, LIB_BINDS + 1 - 1); /* the kernel that moved in, not its module */
+	check_handles("library 4 forgotten");
+
+	/* an unload capture could not attribute: every function and kernel goes; the lists keep
+	 * what is left (library 6's own entry and module) */
+	cap__images_drop_handles(ce);
+	for (int i = 0; i < nhnd; i++)
+		if (rec[i].kind == BK_FN || rec[i].kind == BK_KERNEL)
+			rec[i].owner = -1;
+	check_handles("every handle dropped");
+	forget_owner(6, 2);
+	forget_owner(2, 1);
+	check_handles("all forgotten");
+	assert_int_equal(ce->images.owners.n, 0);
+	assert_int_equal(totals().ptx_texts_kept, t0.ptx_texts_kept);
+	assert_int_equal(totals().ptx_bytes_kept, t0.ptx_bytes_kept);
+}
+
+/* The owners' index cannot grow: a module loaded then is not bound (its kernels' PTX is not
+ * known, as when its own map cannot grow), and a handle that was another owner's is bound to
+ * nothing rather than left to its old owner, whose unload would otherwise miss it. */
+static void test_forget_out_of_memory(void **state)
+{
+	uint64_t fill[64], victim[2], lib, fn;
+	size_t nfill = 0, mods_n, owners_n;
+	struct cap_totals t0 = totals();
+
+	(void)state;
+	if (!calloc_can_fail())
+		skip();
+	/* a library with its module bound, then fake libraries until the owners' map is full
+	 * (its next new key grows it), while the modules' map has room */
+	cap_image_loaded(ce, true, &lib, "not an image", NULL);
+	cap_image_link(ce, CAP_LINK_LIBRARY_MODULE, &victim[1], &lib);
+	cap_image_link(ce, CAP_LINK_MODULE_FUNCTION, &fn, &victim[1]);
+	assert_non_null(cap__image_of(ce, NULL, NULL, (CUmodule)&victim[1]));
+	while ((ce->images.owners.n + 1) * 4 <= ce->images.owners.cap * 3) {
+		assert_true(nfill < CF_ARRAY_SIZE(fill));
+		cap_image_loaded(ce, true, &fill[nfill++], "not an image", NULL);
+	}
+	assert_true(ce->images.mods.cap && (ce->images.mods.n + 1) * 4 <= ce->images.mods.cap * 3);
+	mods_n = ce->images.mods.n;
+	owners_n = ce->images.owners.n;
+#if TEST_CALLOC_FAILS
+	calloc_fails = true;
+	cap_image_loaded(ce, false, &victim[0], "not an image", NULL);
+	cap_image_loaded(ce, false, &victim[1], "not an image", NULL); /* was library lib's module */
+	calloc_fails = false;
+#endif
+	assert_null(cap__image_of(ce, NULL, NULL, (CUmodule)&victim[0]));
+	assert_null(cap__image_of(ce, NULL, NULL, (CUmodule)&victim[1]));
+	assert_int_equal(ce->images.mods.n, mods_n - 1);
+	assert_int_equal(ce->images.owners.n, owners_n);
+	/* the library's unload still finds its own entry and its function */
+	assert_non_null(cap__image_of(ce, (CUfunction)&fn, NULL, NULL));
+	cap__images_forget(ce, NULL, (CUlibrary)&lib);
+	assert_null(cap__image_of(ce, (CUfunction)&fn, NULL, NULL));
+	for (size_t i = 0; i < nfill; i++)
+		cap__images_forget(ce, NULL, (CUlibrary)&fill[i]);
+	assert_int_equal(ce->images.owners.n, 0);
+	assert_int_equal(ce->images.fns.n + ce->images.kernels.n + ce->images.mods.n + ce->images.libs.n, 0);
+	assert_int_equal(totals().ptx_texts_kept, t0.ptx_texts_kept);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +621,8 @@ int main(void)
 		cmocka_unit_test(test_without_ptx),
 		cmocka_unit_test(test_jit_link),
 		cmocka_unit_test(test_lookup_forgotten),
+		cmocka_unit_test(test_forget_by_owner),
+		cmocka_unit_test(test_forget_out_of_memory),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
