@@ -94,7 +94,7 @@
 	SHIM_HOOK(symbol) decls \
 	{ \
 		if (!shim_is_inside()) \
-			shim_engine_neutral(DRV_ID_##symbol); \
+			shim_engine_neutral_hook(DRV_ID_##symbol); \
 		return drv_real.p_##symbol args; \
 	}
 

@@ -22,6 +22,7 @@
 #include "shim/signals.h"
 
 bool shim__passthrough;
+bool shim__counting; /* initialized in a mode other than off: neutral hooks count inline */
 __thread int shim__inside __attribute__((tls_model("initial-exec")));
 
 static int init_state;        /* 0 not done, 2 done (acquire/release) */
@@ -72,6 +73,7 @@ static int init_slow(void)
 		__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 		/* off: hooks forward without a look at anything else from now on */
 		__atomic_store_n(&shim__passthrough, mode == CF_MODE_OFF, __ATOMIC_RELEASE);
+		__atomic_store_n(&shim__counting, mode != CF_MODE_OFF, __ATOMIC_RELEASE);
 		won = true;
 	}
 	rc = init_rc;

@@ -61,6 +61,8 @@ void shim_note_call(enum drv_api_id id);
 
 /* Calls per entry point (shim.c; atomic increments). */
 extern uint64_t shim__counts[DRV_API_COUNT] __attribute__((visibility("hidden")));
+/* Set once initialization finished in a mode other than off (shim_note_call would count). */
+extern bool shim__counting __attribute__((visibility("hidden")));
 
 /* Calls counted for a symbol since start (or since fork in a child). */
 uint64_t shim_count(enum drv_api_id id);
