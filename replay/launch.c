@@ -252,8 +252,23 @@ static void note_moved_site(struct rpl_template *t, uint64_t site)
 		t->moved_sites[t->nmoved_sites++] = site;
 }
 
-/* Count one launch's change of binding (op, param) of t (report); what names the node. */
-static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const char *what)
+/* How much one launch of graph g (a segment or a block) counts in its template's changes of
+ * binding (report): every one of g's first RPL_MOVED_EXACT launches, then one in 16 of g's,
+ * counted 16 times, and 0 (not followed) for the others. Counted per graph: a template's
+ * graphs launch in a pattern that repeats every step, which one count over them all would
+ * sample unevenly (two graphs a step: one always sampled, the other never). Following every
+ * launch costs a compare per parameter of every kernel node patched: on PyTorch, whose bindings
+ * move every step, about 250 instructions an op (issue 22). */
+static uint32_t moved_weight(const struct rpl_seg *g)
+{
+	if (g->launches <= RPL_MOVED_EXACT)
+		return 1;
+	return (g->launches & 15) == 0 ? 16 : 0;
+}
+
+/* Count one launch's change of binding (op, param) of t (report), weight launches' worth
+ * (moved_weight); what names the node. */
+static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const char *what, uint32_t weight)
 {
 	struct rpl_moved *m;
 
@@ -263,7 +278,7 @@ static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const
 	 * the last one found: the search starts there (a patch stays O(nodes)) */
 	for (uint32_t j = 0, i = t->moved_cursor; j < t->nmoved; j++, i = i + 1 < t->nmoved ? i + 1 : 0)
 		if (t->moved[i].op == op && t->moved[i].param == param) {
-			t->moved[i].launches++;
+			t->moved[i].launches += weight;
 			t->moved_cursor = i + 1 < t->nmoved ? i + 1 : 0;
 			return;
 		}
@@ -279,12 +294,13 @@ static void note_moved(struct rpl_template *t, uint32_t op, int32_t param, const
 		t->moved_max_op = op;
 	m->op = op;
 	m->param = param;
-	m->launches = 1;
+	m->launches = weight;
 	snprintf(m->what, sizeof(m->what), "%s", what ? what : "?");
 }
 
 /* Which parameters of kernel node n the launch's op changes (before n takes them). */
-static void note_moved_kernel(struct rpl_template *t, uint32_t opi, const struct rpl_node *n, const struct cap_op *op)
+static void note_moved_kernel(struct rpl_template *t, uint32_t opi, const struct rpl_node *n, const struct cap_op *op,
+			      uint32_t weight)
 {
 	const struct cap_kernel *k = &op->u.kernel;
 	const struct cap_func *fi = k->info;
@@ -292,13 +308,13 @@ static void note_moved_kernel(struct rpl_template *t, uint32_t opi, const struct
 
 	if (n->func != k->func || n->param_size != k->param_size || !fi || !fi->layout_known || k->via_extra ||
 	    !fi->nparams || fi->param_bytes > k->param_size) {
-		note_moved(t, opi, -1, name);
+		note_moved(t, opi, -1, name, weight);
 		return;
 	}
 	for (uint32_t p = 0; p < fi->nparams; p++)
 		if (memcmp((const char *)n->params + fi->offset[p], (const char *)k->params + fi->offset[p],
 			   fi->size[p]) != 0)
-			note_moved(t, opi, (int32_t)p, name);
+			note_moved(t, opi, (int32_t)p, name, weight);
 }
 
 /* Patch the nodes of g whose bindings differ from the deferred ops' (a node whose bindings did
@@ -307,6 +323,7 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 		      uint32_t *npatched)
 {
 	CUresult rc = CUDA_SUCCESS;
+	const uint32_t weight = moved_weight(g);
 
 	*npatched = 0;
 	for (uint32_t i = 0; i < g->n && rc == CUDA_SUCCESS; i++) {
@@ -330,7 +347,8 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			if (n->func == op->u.kernel.func && n->param_size == op->u.kernel.param_size &&
 			    memcmp(n->params, op->u.kernel.params, n->param_size) == 0)
 				continue;
-			note_moved_kernel(t, g->first + i, n, op);
+			if (weight)
+				note_moved_kernel(t, g->first + i, n, op, weight);
 			if (rpl__node_set_kernel(n, op) != 0)
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			rpl__kernel_params(n, op, &p, extra_buf, &extra_size);
@@ -344,7 +362,8 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			rpl__copy_desc(op, n->stage, &d);
 			if (rpl__copy_equal(&n->copy, &d))
 				continue;
-			note_moved(t, g->first + i, -1, "copy");
+			if (weight)
+				note_moved(t, g->first + i, -1, "copy", weight);
 			n->copy = d;
 			rpl__own_call(re);
 			rc = DRV_REAL(cuGraphExecMemcpyNodeSetParams)(exec, n->node, &n->copy, op->ctx);
@@ -356,7 +375,8 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 			rpl__memset_params(op, &p);
 			if (rpl__memset_equal(&n->set, &p))
 				continue;
-			note_moved(t, g->first + i, -1, "memset");
+			if (weight)
+				note_moved(t, g->first + i, -1, "memset", weight);
 			n->set = p;
 			rpl__own_call(re);
 			rc = DRV_REAL(cuGraphExecMemsetNodeSetParams)(exec, n->node, &n->set, op->ctx);
@@ -365,7 +385,8 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 		case CAP_OP_EVENT_RECORD:
 			if (n->event == op->u.event.event)
 				continue;
-			note_moved(t, g->first + i, -1, "event record");
+			if (weight)
+				note_moved(t, g->first + i, -1, "event record", weight);
 			n->event = op->u.event.event;
 			rpl__own_call(re);
 			rc = DRV_REAL(cuGraphExecEventRecordNodeSetEvent)(exec, n->node, n->event);
@@ -373,7 +394,8 @@ static CUresult patch(struct rpl_engine *re, struct rpl_template *t, struct rpl_
 		case CAP_OP_EVENT_WAIT:
 			if (n->empty || n->event == op->u.event.event)
 				continue;
-			note_moved(t, g->first + i, -1, "event wait");
+			if (weight)
+				note_moved(t, g->first + i, -1, "event wait", weight);
 			n->event = op->u.event.event;
 			rpl__own_call(re);
 			rc = DRV_REAL(cuGraphExecEventWaitNodeSetEvent)(exec, n->node, n->event);

@@ -231,6 +231,7 @@ struct rpl_template {
  * (param -1: a copy, memset or event node, a kernel whose function or layout changed, or a
  * kernel whose parameter layout is unknown). */
 #define RPL_MOVED 32
+#define RPL_MOVED_EXACT 64 /* a graph's launches whose moved bindings are all followed (launch.c) */
 struct rpl_moved {
 	uint32_t op;                 /* its op's index in the window */
 	int32_t param;               /* parameter index, or -1 */

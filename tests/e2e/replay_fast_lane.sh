@@ -49,6 +49,19 @@ assert q["ops_deferred"] > 0 and q["lane_ops"] == 0, (q["lane_ops"], q["ops_defe
 PY
 COPY_LOOP_QUERY=1 SEEDS=4 same_output_over_seeds "$prog" fixed 40 12
 
+# the report's moved bindings (replay/launch.c: moved_weight): each graph's first 64 launches
+# counted, then one in 16 of its launches counted 16 times; copy_loop move moves three bindings
+# at every step, which the estimate must find at about every step for each (a count kept over
+# the template's launches, two graphs a step, gave one 560 and another 32 of 300)
+CUFOLD_REPORT=$TMP/moved.json run_cufold "$TMP/out" "$prog" move 300 12 || fail "move exited $?"
+python3 - "$TMP/moved.json" <<'PY' || fail "the report's moved bindings are off"
+import json, sys
+t = json.load(open(sys.argv[1]))["replay"]["templates"][0]
+top = [(b["op"], b["launches"]) for b in t["moved_bindings"][:3]]
+print("-- move 300 steps: moved bindings (op, launches) %s" % top)
+assert len(top) == 3 and all(0.85 * 300 <= n <= 1.05 * 300 for _, n in top), top
+PY
+
 # trace mode (capture's lane alone): the same program output
 for mode in fixed drift; do
 	CUFOLD_MODE=trace SEEDS=2 same_output_over_seeds "$prog" $mode 20 12
