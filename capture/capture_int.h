@@ -487,6 +487,14 @@ static inline bool cap__geometry_same(const unsigned int *a, const unsigned int 
 	memcpy(&v, b + 6, 4);
 	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (u ^ v)) == 0;
 }
+/* Kernel call c names pk's function handle with pk's geometry and shared bytes, and neither has
+ * launch attributes or an extra block: what the kernel lanes compare before the function record
+ * and the parameters (record.c: repeat_kernel; replay/lane.c). */
+static inline bool cap__kernel_call_same_launch(const struct cap_call *c, const struct cap_kernel *pk)
+{
+	return c->u.kernel.f == pk->handle && !c->u.kernel.nattrs && !c->u.kernel.extra && !pk->nattrs &&
+	       !pk->via_extra && cap__geometry_same(c->u.kernel.grid, pk->grid);
+}
 _Static_assert(offsetof(struct cap_kernel, shared_bytes) - offsetof(struct cap_kernel, grid) ==
 		       6 * sizeof(unsigned int),
 	       "cap_kernel: grid, block and shared_bytes are contiguous");

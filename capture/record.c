@@ -1068,8 +1068,7 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 	void *buf;
 
 	if (p->kind != CAP_OP_KERNEL || c->api != p->api || c->stream != p->stream || who->ctx != p->ctx ||
-	    i + 1 >= ce->cfg.window_max_ops || c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra ||
-	    pk->nattrs || pk->via_extra || !cap__geometry_same(c->u.kernel.grid, pk->grid))
+	    i + 1 >= ce->cfg.window_max_ops || !cap__kernel_call_same_launch(c, pk))
 		return record_long(ce, c, who, rec);
 	if (pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen) {
 		/* no lookup's answer changed since p's window began: the handle in p's context is

@@ -83,8 +83,7 @@ static inline struct cap_func *kernel_repeats(const struct cap_call *c, const st
 	const struct cap_kernel *pk = &p->u.kernel;
 	struct cap_func *f = (struct cap_func *)pk->info;
 
-	if (c->u.kernel.f != pk->handle || c->u.kernel.nattrs || c->u.kernel.extra || pk->nattrs || pk->via_extra ||
-	    !cap__geometry_same(c->u.kernel.grid, pk->grid) || !f || (f->nparams && !c->u.kernel.params))
+	if (!cap__kernel_call_same_launch(c, pk) || !f || (f->nparams && !c->u.kernel.params))
 		return NULL;
 	cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
 	return !f->param_bytes || cap__params_repeat(c, f, pk->params) ? f : NULL;
