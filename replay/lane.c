@@ -72,8 +72,23 @@ static bool arm_holds(struct rpl_engine *re)
 	/* no lookup's answer changed since p's window began: a kernel op's function record is its
 	 * own (record.c: repeat_kernel) */
 	a->funcs_same = pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen;
+	a->s = NULL;
+	a->seg_end = 0;
+	if (w->nops < limit && t->ops[w->nops].seg >= 0) {
+		const struct rpl_seg *g = &t->segs[t->ops[w->nops].seg];
+
+		a->seg_end = g->first + g->n;
+	}
 	a->held = true;
 	return true;
+}
+
+/* cap__params_repeat as a leaf of its own: inlined here, its loop ran out of registers among the
+ * lane's and reloaded its pointers from the stack at every parameter (18 instructions a
+ * parameter, where the leaf takes 9). */
+static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
+{
+	return cap__params_repeat(c, f, pb);
 }
 
 /* The kernel call c repeats p (record.c: repeat_kernel's conditions where no lookup changed):
@@ -86,7 +101,7 @@ static inline struct cap_func *kernel_repeats(const struct cap_call *c, const st
 	if (!cap__kernel_call_same_launch(c, pk) || !f || (f->nparams && !c->u.kernel.params))
 		return NULL;
 	cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
-	return !f->param_bytes || cap__params_repeat(c, f, pk->params) ? f : NULL;
+	return !f->param_bytes || params_repeat(c, f, pk->params) ? f : NULL;
 }
 
 bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who)
@@ -123,17 +138,32 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->kind != p->kind || c->api != p->api ||
 	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
 		return false;
-	/* replay's (match.c: follow): the op will have p's vid and key, and flags 0 */
-	if (o->vid != p->vid || o->flags != 0 || o->key != p->key || o->cls != RPL_CLS_GRAPH)
+	/* replay's (match.c: follow): the op will have p's vid, hence its key (capture.h: vid), and
+	 * flags 0 */
+	if (o->vid != p->vid || o->flags != 0 || o->cls != RPL_CLS_GRAPH)
 		return false;
+	cf_assert(o->key == p->key);
 	if (c->kind == CAP_OP_KERNEL) {
 		if (!a->funcs_same || !(f = kernel_repeats(c, p)))
 			return false;
 	} else if (!cap__call_repeats(c, p) || (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)) {
 		return false;
 	}
-	s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
-	if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+	/* the stream: the last lane op's, or looked up (its record names it in this window) */
+	if (cf_likely(a->s && c->stream == a->s_handle && c->api == a->s_api && who->ctx == a->s_ctx)) {
+		s = a->s;
+		cf_assert(s == cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid));
+	} else {
+		s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+		if (!s || s->win != w->seq)
+			return false;
+		a->s = s;
+		a->s_handle = c->stream;
+		a->s_api = c->api;
+		a->s_ctx = who->ctx;
+	}
+	cf_assert(s->win == w->seq);
+	if (s->slot != p->stream_slot || s->kind != p->stream_kind)
 		return false;
 	/* the kind's stores and cap_op_done's count (the driver is not called: the op cannot fail) */
 	switch (c->kind) {
@@ -179,9 +209,8 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	op->stream_kind = s->kind;
 	op->stream_slot = s->slot;
 	op->tid = who->tid;
-	op->key = p->key;
-	op->bind = p->bind;
-	op->vid = p->vid;
+	/* key, bind and vid: the slot's are p's already (op->vid == p->vid, above; capture.h: vid) */
+	cf_assert(op->key == p->key && op->bind == p->bind && op->vid == p->vid);
 	op->seq = ++ce->op_seq;
 	w->nops = i + 1;
 	ce->totals.ops_fast++;
@@ -201,7 +230,8 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 		rpl__note_exact(re, t, true);
 	}
 	re->head.lane_armed = true; /* the thread's next call may take it again */
-	if (cf_unlikely(t->segs[o->seg].first + t->segs[o->seg].n == i + 1)) {
+	cf_assert(o->seg >= 0 && a->seg_end == t->segs[o->seg].first + t->segs[o->seg].n);
+	if (cf_unlikely(a->seg_end == i + 1)) {
 		/* its segment ends with it: as op_long, launched or kept while the device is busy
 		 * (launch.c), not a matching sample; what the launch changed is checked again at the
 		 * lane's next use */

@@ -343,6 +343,15 @@ struct rpl_lane {
 	const struct cap_window *pw; /* its prediction's last sighting */
 	const struct rpl_template *t; /* the one candidate followed */
 	bool funcs_same;             /* no function lookup's answer changed since pw began */
+	uint32_t seg_end;            /* one past the last op of the segment the held run is in
+				      * (segments are runs of positions; a run ends with its segment,
+				      * or before a position outside any), 0: none */
+	/* the stream record the last lane op named (held: records are freed only under the lock),
+	 * for calls that name it again with the same entry point and context; NULL: none yet */
+	struct cap_stream *s;
+	CUstream s_handle;
+	CUcontext s_ctx;
+	uint16_t s_api;
 };
 
 

@@ -823,6 +823,7 @@ static bool run_guards_hold_ptrs(struct rw_run *r, const struct cap_op *const *o
 {
 	for (uint32_t i = 0; i < r->n; i++)
 		r->ops[i] = ops[i];
+	r->ops_def = NULL;
 	r->plan->eff_tag = 0;
 	return run_check(r, NULL);
 }
@@ -911,6 +912,18 @@ static bool run_same_as(const struct rw_run *r, const struct rw_run_seen *e, con
 		if (!op_same_as(&def[i], &e->ops[i]))
 			return false;
 	return true;
+}
+
+/* Point the scratch r->ops at def's ops (the checks and derivations read the ops through it),
+ * unless it does already: the fast paths of rw_run_guards_hold_exact read none, and filling it at
+ * every launch cost copy_loop ~5 instructions an op (issue 22). */
+static void run_ops(struct rw_run *r, const struct cap_op *def)
+{
+	if (r->ops_def == def)
+		return;
+	for (uint32_t i = 0; i < r->n; i++)
+		r->ops[i] = &def[i];
+	r->ops_def = def;
 }
 
 /* Forget the remembered passes when one relied on an allocation's extent and the allocation map
@@ -1002,11 +1015,10 @@ bool rw_run_guards_hold_exact(struct rw_run *r, const struct cap_op *def, bool e
 {
 	struct rw_alloc_view *v = rw_alloc_view_current();
 
-	for (uint32_t i = 0; i < r->n; i++)
-		r->ops[i] = &def[i];
 	run_forget_stale(r, v);
 	/* the entry matched last time first: a program whose bindings stay put asks once (and
-	 * when both passes are exact, run_same_as would find every op's vid equal: not asked) */
+	 * when both passes are exact, run_same_as would find every op's vid equal: not asked).
+	 * Neither reads the scratch r->ops (run_ops) */
 	if (r->cur >= 0 && ((exact && r->seen[r->cur].exact && r->seen[r->cur].gen) ||
 			    run_same_as(r, &r->seen[r->cur], def)))
 		return true;
@@ -1016,6 +1028,7 @@ bool rw_run_guards_hold_exact(struct rw_run *r, const struct cap_op *def, bool e
 			return true;
 		}
 	}
+	run_ops(r, def);
 	if (!run_check_noted(r, v, run_moved(r, def))) {
 		r->cur = -1;
 		r->plan->eff_tag = 0;
@@ -1038,7 +1051,7 @@ bool rw_run_is_folded(const struct rw_run *r, uint32_t i)
 	return i < r->n && r->node_of[i] < 0;
 }
 
-const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct cap_op *def, struct cap_op *tmp)
+const struct cap_op *rw_run_op(struct rw_run *r, uint32_t i, const struct cap_op *def, struct cap_op *tmp)
 {
 	uint32_t k;
 
@@ -1050,6 +1063,7 @@ const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct 
 	/* rw_run_guards_hold checked these ops (or ops with the very same bindings); a derivation
 	 * can still fail when cufold's kernels cannot be loaded: NULL, which replay takes as a
 	 * failure of its own (the launch goes eagerly) */
+	run_ops(r, def);
 	return rw_plan_node_op(r->plan, k, r->ops, tmp) == 0 ? tmp : NULL;
 }
 

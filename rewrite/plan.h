@@ -421,6 +421,9 @@ struct rw_run {
 	int32_t *node_of;            /* per op: the plan node it heads, or -1 (folded into an
 				      * earlier op's node, or erased: no node of its own) */
 	const struct cap_op **ops;   /* scratch: the ops of one launch, by run index */
+	const struct cap_op *ops_def; /* the array ops points into op by op (&ops_def[i]), NULL:
+				      * none; filled only where read (run_ops): a launch whose
+				      * remembered pass holds reads none (issue 22) */
 	/* The bindings of the last launches whose check passed, so that a launch with the very
 	 * same bindings as one of them needs no new check. Guards and derivations are functions of
 	 * the bindings alone, so a remembered pass stays true. Several, because programs cycle
@@ -462,8 +465,7 @@ struct rw_run *rw_run_create(const struct cap_op *const *ops, uint32_t n, const 
 void rw_run_destroy(struct rw_run *r);
 /* Heap bytes its remembered passes hold (their ops, parameter bytes and effects; issue 22). */
 size_t rw_run_remembered_bytes(const struct rw_run *r);
-/* Whether the guards hold for one launch's ops def[0..n) (contiguous); points the scratch at
- * them for rw_run_op. */
+/* Whether the guards hold for one launch's ops def[0..n) (contiguous). */
 bool rw_run_guards_hold(struct rw_run *r, const struct cap_op *def);
 /* The same, told by the caller whether every op of def has the value identity (capture.h: vid)
  * and flags of the op the run was made from at its position (exact): two such passes have the
@@ -478,7 +480,8 @@ uint64_t rw_run_bindings_gen(const struct rw_run *r);
 bool rw_run_is_folded(const struct rw_run *r, uint32_t i);
 /* The op node i stands for, for the ops last given to rw_run_guards_hold (def): &def[i], tmp
  * filled with a derived op, or NULL: a folded or erased op (rw_run_is_folded), or a node that
- * could not be derived (a failure: the launch must not go ahead). */
-const struct cap_op *rw_run_op(const struct rw_run *r, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
+ * could not be derived (a failure: the launch must not go ahead). Points r's scratch at def's
+ * ops for the derivation. */
+const struct cap_op *rw_run_op(struct rw_run *r, uint32_t i, const struct cap_op *def, struct cap_op *tmp);
 
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/compiler.h"
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/file.h"
@@ -327,6 +328,7 @@ static struct cf_engine *engine_create(void)
 
 		/* without replay the engine still records (as before: trace mode's outputs) */
 		e->rpl = rpl_engine_create(e->cap, &rc_);
+		e->lane = e->rpl && !e->callsites && !e->timestamps;
 		if (e->rpl)
 			cap_set_replay(e->cap, shape_evicted, report_extra, e->rpl);
 	}
@@ -485,36 +487,60 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 {
 	struct cf_engine *e;
 	struct cap_who who;
-	bool go_on = true, timed, armed;
+	bool go_on = true, timed;
 	uint64_t t0 = 0;
 
-	t->active = false;
-	t->err = CUDA_SUCCESS;
 	if (cf_likely(__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && c->api < DRV_API_COUNT)) {
 		note_call_recording((enum drv_api_id)c->api);
 	} else {
 		shim_note_call((enum drv_api_id)c->api);
-		if (!recording())
+		if (!recording()) {
+			t->active = false;
 			return true;
+		}
 	}
 	e = engine_get();
 	if (cf_unlikely(__atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) > 0) && stream_capturing(c)) {
 		op_capturing(e, c);
+		t->active = false;
 		return true;
 	}
 	if (cf_unlikely(!__atomic_load_n(&atfork_prepare_done, __ATOMIC_RELAXED)) &&
 	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
 		pthread_atfork(atfork_prepare, atfork_parent, NULL);
-	who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 	who.tid = cf_tid();
-	who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
+	if (cf_likely(e->lane)) {
+		who.callsite = 0;
+		who.t_ns = 0;
+	} else {
+		who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
+		who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
+	}
 	/* one op in 16 of each thread is timed whole: cufold's own time on it, lock wait included
 	 * (replay/replay.h, rpl_own_time) */
 	timed = e->rpl && (tls_ops++ & 15) == 0;
 	if (cf_unlikely(timed))
 		t0 = rpl_own_clock();
 	lock_hold_op(e);
-	armed = e->rpl && rpl_lane_take_arm(e->rpl, who.tid); /* disarmed from here either way */
+	/* the armed lane first: the op after one replay followed, recorded and deferred at once.
+	 * Taking the arm disarms it either way (replay.h); e->lane: replay runs, and ops carry no
+	 * call site or time stamp (rpl__lane_arm never arms otherwise). Armed, the engine still
+	 * records: it stops only under the lock (stop_and_write), which disarms it. A capture the
+	 * program began counts after its boundary's disarm: asked. */
+	if (e->lane && rpl_lane_take_arm(e->rpl, who.tid) && !rpl_error_pending(e->rpl) &&
+	    __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0) {
+		cf_assert(still_recording(e));
+		who.ctx = current_ctx();
+		if (rpl_lane(e->rpl, c, &who)) {
+			*rc = CUDA_SUCCESS;
+			go_on = false;
+			goto out;
+		}
+	} else if (e->rpl) {
+		rpl_lane_disarm(e->rpl); /* another thread's arm, or one left while callsites are on */
+	}
+	t->active = false;
+	t->err = CUDA_SUCCESS;
 	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
 		if (cf_unlikely(e->rpl && rpl_error_pending(e->rpl))) {
@@ -524,13 +550,6 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 				go_on = false;
 				goto out;
 			}
-		}
-		/* the armed lane: the op after one replay followed, recorded and deferred at once */
-		if (armed && !e->callsites && !e->timestamps && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0 &&
-		    rpl_lane(e->rpl, c, &who)) {
-			*rc = CUDA_SUCCESS;
-			go_on = false;
-			goto out;
 		}
 		cap_record(e->cap, c, &who, &t->rec);
 		t->e = e;

@@ -101,6 +101,8 @@ struct cf_engine {
 	int captures;                /* program stream captures in progress (atomic) */
 	bool callsites;              /* CUFOLD_CALLSITES */
 	bool timestamps;             /* CUFOLD_TRACE is on: ops carry the time of the call */
+	bool lane;                   /* replay runs and ops carry neither call site nor time: the
+				      * armed lane (replay/lane.c) may take a call (op_begin) */
 	bool exit_done;              /* engine_exit flushed and wrote the outputs */
 	struct shim_held_free held[SHIM_HELD_FREES]; /* stream-ordered frees behind deferred work, in
 						     * the program's order (engine.c: frees_issue) */

@@ -227,6 +227,42 @@ static void test_run_exact(void **state)
 	rw_run_destroy(r);
 }
 
+/* rw_run_op derives from the ops it is given, also where the guards took a remembered pass and
+ * looked at no op: a launch from another array (replay's deferred ops at another offset) with the
+ * same bindings as the last, while the first array now holds other ops. */
+static void test_run_op_follows_def(void **state)
+{
+	struct cap_op a[4] = { rwt_memset_op(BUF_D + 8192, 8, STREAM_A), rwt_copy_op(BUF_S, BUF_D, 64, STREAM_A),
+			       rwt_copy_op(BUF_S + 64, BUF_D + 64, 64, STREAM_A),
+			       rwt_copy_op(BUF_S + 128, BUF_D + 128, 64, STREAM_A) };
+	struct cap_op b[4];
+	const struct cap_op *ptr[4];
+	struct rw_config on = { 1, NULL, NULL, NULL };
+	struct rw_run *r;
+	struct cap_op tmp;
+	const struct cap_op *op;
+
+	(void)state;
+	rwt_ptrs(a, 4, ptr);
+	r = rw_run_create(ptr, 4, &on);
+	assert_non_null(r);
+	memcpy(b, a, sizeof(b));
+	assert_true(rw_run_guards_hold(r, a));
+	op = rw_run_op(r, 1, a, &tmp);
+	assert_non_null(op);
+	assert_int_equal(op->u.memcpy.src_first, BUF_S);
+	/* a's slots are reused for other ops; b has a's bindings: the remembered pass holds */
+	for (uint32_t i = 1; i < 4; i++)
+		rwt_copy_move(&a[i], BUF_S + 4096 + 64 * (i - 1), BUF_D + 4096 + 64 * (i - 1));
+	assert_true(rw_run_guards_hold(r, b));
+	op = rw_run_op(r, 1, b, &tmp);
+	assert_non_null(op);
+	assert_int_equal(op->u.memcpy.src_first, BUF_S);
+	assert_int_equal(op->u.memcpy.dst_first, BUF_D);
+	assert_int_equal(op->u.memcpy.bytes, 192);
+	rw_run_destroy(r);
+}
+
 /* The layout replay uses: one position per op, folded ops empty, the plan node at the first. */
 static void test_run_layout(void **state)
 {
@@ -353,6 +389,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_pieces),       cmocka_unit_test(test_eight_slices),
 		cmocka_unit_test(test_two_runs),         cmocka_unit_test(test_run_layout),
+		cmocka_unit_test(test_run_op_follows_def),
 		cmocka_unit_test(test_run_remembers),
 		cmocka_unit_test(test_run_exact),
 		cmocka_unit_test(test_src_not_abutting),
