@@ -474,6 +474,38 @@ static void test_kernel_fields(void **state)
 	MUT(CAP_OP_KERNEL, (o->u.kernel.param_size = 20, o->u.kernel.params = params2), BOTH);
 }
 
+/* Parameter blocks past 32 bytes (hash_params' four streams, then its words and tail): every
+ * byte is a binding, and so is every pair of equal changes in two streams' words (xors that
+ * would cancel where two words shared a stream). */
+static void test_kernel_params_long(void **state)
+{
+	static unsigned char lp[100], lp2[100];
+	const uint32_t sizes[] = { 32, 40, 64, 100 };
+
+	(void)state;
+	for (size_t j = 0; j < sizeof(lp); j++)
+		lp[j] = (unsigned char)(j * 37 + 11);
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		for (uint32_t i = 0; i < sizes[z]; i++) {
+			memcpy(lp2, lp, sizeof(lp2));
+			lp2[i] ^= 0x80;
+			MUT(CAP_OP_KERNEL,
+			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
+			     b_.u.kernel.param_size = sizes[z]),
+			    BIND);
+		}
+		for (uint32_t i = 0; i + 8 < sizes[z]; i++) {
+			memcpy(lp2, lp, sizeof(lp2));
+			lp2[i] ^= 0x80;
+			lp2[i + 8] ^= 0x80;
+			MUT(CAP_OP_KERNEL,
+			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
+			     b_.u.kernel.param_size = sizes[z]),
+			    BIND);
+		}
+	}
+}
+
 /* The map through growth and deletion, with keys that share all but a few bits. */
 static void test_map(void **state)
 {
@@ -511,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_copy_like),           cmocka_unit_test(test_vid),
 		cmocka_unit_test(test_memset_event_fields), cmocka_unit_test(test_kernel_fields),
 		cmocka_unit_test(test_map),                 cmocka_unit_test(test_take_like),
+		cmocka_unit_test(test_kernel_params_long),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
