@@ -659,7 +659,12 @@ static bool launch_unit(struct rpl_engine *re, struct rpl_template *t, struct rp
 
 	/* invariant 2: the deferred ops from off on begin with exactly g's */
 	cf_assert(g->first == re->st.def_first + off && off + g->n <= re->st.ndef);
-	if (g->nparts == 1) {
+	if (g->nparts == 1 && g->one_stream) {
+		/* its ops are on one stream slot, and so are the deferred ops (slots are in the key):
+		 * one stream, no joins (def_streams' one-stream answer, without its walk) */
+		launch = def->stream;
+		cf_assert(def_streams(def, g->n, &launch, others) == 0 && launch == def->stream);
+	} else if (g->nparts == 1) {
 		nothers = def_streams(def, g->n, &launch, others);
 		if (nothers < 0 || (nothers > 0 && !t->join_ev)) {
 			flush_from(re, RPL_FB_MISMATCH, off);
@@ -907,7 +912,7 @@ static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
  * The run's streams are remembered as it grows (idle_first, reset by def_clear): each end looks
  * only at the ops deferred since the last one. Walking the whole run at every end cost copy_loop
  * ~45 instructions an op once runs were held over idle ends (hold_idle): ~800 ops, one stream. */
-static bool device_idle(struct rpl_engine *re)
+static bool device_idle(struct rpl_engine *re, bool one_slot)
 {
 	struct rpl_state *st = &re->st;
 	const struct cap_op *def = rpl__def(re);
@@ -921,7 +926,13 @@ static bool device_idle(struct rpl_engine *re)
 		CUstream h;
 		uint32_t j = 1;
 
-		/* most runs are on one stream: the ops on the first one are passed over at once */
+		/* most runs are on one stream: the ops on the first one are passed over at once, and
+		 * not looked at where the template's graph ops are all on one slot (one_slot) */
+		if (nf && one_slot) {
+			cf_assert(def[n - 1].stream == st->idle_stream[0]);
+			st->idle_scanned = n;
+			break;
+		}
 		if (nf) {
 			CUstream s0 = st->idle_stream[0];
 
@@ -1012,7 +1023,7 @@ void rpl__segment_end(struct rpl_engine *re)
 		t->segs[last].fill_ns = now - t->end_at + 1; /* (never 0: measured) */
 	extend = block_goes_past(t, k, last) && !t->segs[last].starves;
 	if (extend || last > k)
-		idle = device_idle(re);
+		idle = device_idle(re, t->one_slot);
 	if (last > k && idle && starved_long(t)) {
 		/* kept deferred at the last end while busy (or held), idle now: it may have run
 		 * dry for longer than a launch costs */

@@ -99,6 +99,9 @@ struct rpl_seg {
 	struct rpl_part *parts;      /* nparts entries, in launch order */
 	uint32_t nparts;             /* graphs: 1, or one per stream when split */
 	bool staged;                 /* some part reads stage buffers */
+	bool one_stream;             /* one graph, every op on one stream slot: its launches' ops
+				      * are on one stream (slots are in the key), with no joins
+				      * (launch.c: launch_unit asks def_streams nothing) */
 	uint64_t launches;           /* launches (of all its parts) */
 	uint64_t patched_launches;   /* launches that patched at least one node */
 	uint64_t patches;            /* nodes patched */
@@ -175,6 +178,8 @@ struct rpl_template {
 	uint32_t nsegs;              /* segments */
 	struct rpl_seg *segs;        /* nsegs entries */
 	bool multi_stream;           /* some unsplit segment spans several streams */
+	bool one_slot;               /* every graph op is on one stream slot: a deferred run of it
+				      * is on one stream (launch.c: device_idle walks none of it) */
 	uint32_t split_segs;         /* segments split into one graph per stream */
 	struct rpl_seg *blocks;      /* buddy blocks: graphs of 2, 4, ... adjacent segments, aligned
 				      * in their run after its first segment (template.c: blocks_make),

@@ -890,8 +890,12 @@ static CUresult seg_build_one(struct rpl_engine *re, struct rpl_template *t, str
 
 	g->stand_ev = t->stand_ev;
 	rc = rpl__seg_build(re, g, w, tg, cfg);
-	if (rc == CUDA_SUCCESS && g->nparts == 1 && seg_streams(g, w) > 1)
-		t->multi_stream = true;
+	if (rc == CUDA_SUCCESS && g->nparts == 1) {
+		uint32_t n = seg_streams(g, w);
+
+		g->one_stream = n == 1;
+		t->multi_stream |= n > 1;
+	}
 	return rc;
 }
 
@@ -1040,6 +1044,14 @@ struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap
 	if (!tops_classify(t, w)) {
 		*why = "ops in more than one context";
 		goto out_reject;
+	}
+	t->one_slot = true;
+	for (uint32_t i = 0, slot = UINT32_MAX; i < nops; i++) {
+		if (t->ops[i].cls != RPL_CLS_GRAPH)
+			continue;
+		if (slot != UINT32_MAX && t->ops[i].stream_slot != slot)
+			t->one_slot = false;
+		slot = t->ops[i].stream_slot;
 	}
 	glued = calloc(nops, 1);
 	if (!glued || cuts_make(re, t, w, cfg, glued) != 0 || blocks_make(t, cfg) != 0)
