@@ -502,6 +502,10 @@ _Static_assert(offsetof(struct cap_call, u.kernel.shared_bytes) - offsetof(struc
 		       6 * sizeof(unsigned int),
 	       "cap_call: grid, block and shared_bytes are contiguous");
 
+/* op.c: op's bindings' hash, as cap_op_hash gives it (for record.c's kernel lane where the
+ * parameters moved: the key is the predicted op's, only the bindings are hashed). */
+uint64_t cap__op_bind(const struct cap_op *op);
+
 /* A driver call capture makes itself: counts it (own_calls, and the engine's callback). */
 void cap__own_call(struct cap_engine *ce, enum drv_api_id id);
 

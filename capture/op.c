@@ -265,6 +265,11 @@ static inline uint64_t bind_hash(const struct cap_op *op)
 	return cf_hash64(b);
 }
 
+uint64_t cap__op_bind(const struct cap_op *op)
+{
+	return bind_hash(op);
+}
+
 void cap_op_hash(struct cap_op *op)
 {
 	op->key = key_hash(op);

@@ -610,6 +610,33 @@ static int copy_extra(struct cap_kernel *k, void **extra, struct cf_arena *a)
 }
 
 /* A kernel's parameters, deep-copied. -CF_EINVAL when they cannot be recorded. */
+/* Lay kernel call c's parameters out in buf (f->param_bytes) as f says, padding zeroed, so that
+ * equal parameters are equal bytes; false where the call names a parameter with NULL. */
+static bool pack_params(char *buf, const struct cap_call *c, const struct cap_func *f)
+{
+	memset(buf, 0, f->param_bytes);
+	for (uint32_t i = 0; i < f->nparams; i++) {
+		const void *src = c->u.kernel.params[i];
+		char *dst = buf + f->offset[i];
+
+		if (!src)
+			return false;
+		/* pointers and ints, most parameters, as one move each rather than a call (issue 22) */
+		switch (f->size[i]) {
+		case 8:
+			memcpy(dst, src, 8);
+			break;
+		case 4:
+			memcpy(dst, src, 4);
+			break;
+		default:
+			memcpy(dst, src, f->size[i]);
+			break;
+		}
+	}
+	return true;
+}
+
 static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_arena *a)
 {
 	struct cap_kernel *k = &op->u.kernel;
@@ -638,27 +665,8 @@ static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_a
 	buf = cf_arena_alloc(a, f->param_bytes);
 	if (!buf)
 		return -CF_ENOMEM;
-	/* zeroed padding, so equal parameters are equal bytes */
-	memset(buf, 0, f->param_bytes);
-	for (uint32_t i = 0; i < f->nparams; i++) {
-		const void *src = c->u.kernel.params[i];
-		char *dst = buf + f->offset[i];
-
-		if (!src)
-			return -CF_EINVAL;
-		/* pointers and ints, most parameters, as one move each rather than a call (issue 22) */
-		switch (f->size[i]) {
-		case 8:
-			memcpy(dst, src, 8);
-			break;
-		case 4:
-			memcpy(dst, src, 4);
-			break;
-		default:
-			memcpy(dst, src, f->size[i]);
-			break;
-		}
-	}
+	if (!pack_params(buf, c, f))
+		return -CF_EINVAL;
 	k->params = buf;
 	k->param_size = f->param_bytes;
 	return 0;
@@ -945,10 +953,11 @@ static __attribute__((noinline)) int record_long(struct cap_engine *ce, const st
 /* The stores both lanes make once the call is known to repeat p into slot i of the open window w,
  * on stream record s (the long path's effect: op_clear, the common part, stream_slot, the
  * hashes taken from p, append). The kind's part of the op is the caller's. */
-static inline __attribute__((always_inline)) void lane_store(struct cap_engine *ce, struct cap_window *w,
-							     const struct cap_call *c, const struct cap_who *who,
-							     struct cap_rec *rec, const struct cap_op *p,
-							     struct cap_stream *s, struct cap_op *op, uint32_t i)
+static inline __attribute__((always_inline)) void lane_store_as(struct cap_engine *ce, struct cap_window *w,
+								const struct cap_call *c, const struct cap_who *who,
+								struct cap_rec *rec, const struct cap_op *p,
+								struct cap_stream *s, struct cap_op *op, uint32_t i,
+								uint64_t bind, bool same)
 {
 	s->last = i;
 	op->flags = 0; /* ENDS_WINDOW is not set in p (the callers checked) */
@@ -956,9 +965,9 @@ static inline __attribute__((always_inline)) void lane_store(struct cap_engine *
 	op->stream_slot = s->slot;
 	op_stamp(op, c, who);
 	op->key = p->key;
-	op->bind = p->bind;
-	op->vid = p->vid;
+	op->bind = bind;
 	op->seq = ++ce->op_seq;
+	op->vid = same ? p->vid : op->seq; /* append's rule: p's where equal, else its own */
 	if (i == 0) {
 		w->t_begin = who->t_ns;
 		w->alloc_gen_begin = ce->alloc.gen;
@@ -971,12 +980,21 @@ static inline __attribute__((always_inline)) void lane_store(struct cap_engine *
 	rec->result = CAP_REC_RECORDED;
 	rec->kind = c->kind;
 	rec->ends_window = false;
-	rec->repeated = true;
+	rec->repeated = same;
 	rec->index = i;
 	rec->window = w->seq;
 	rec->seq = op->seq;
 	rec->closed = NULL;
 	rec->op = op;
+}
+
+/* lane_store for a call that repeats p: its key, bindings and value identity are p's. */
+static inline __attribute__((always_inline)) void lane_store(struct cap_engine *ce, struct cap_window *w,
+							     const struct cap_call *c, const struct cap_who *who,
+							     struct cap_rec *rec, const struct cap_op *p,
+							     struct cap_stream *s, struct cap_op *op, uint32_t i)
+{
+	lane_store_as(ce, w, c, who, rec, p, s, op, i, p->bind, true);
 }
 
 /* The stream record of the call when it is p's stream in slot p->stream_slot of w, else NULL
@@ -1045,6 +1063,48 @@ bool cap__params_repeat_from(const struct cap_call *c, const struct cap_func *f,
 	return true;
 }
 
+/* repeat_kernel where the parameters are not (or may not be) p's: the call is p's launch (the
+ * same function handle, record and per-context function, geometry and shared memory, through
+ * kernelParams with no attributes, on p's stream in the window's slot), so the long path would
+ * give it p's key (key_same: every field the key reads is p's) and lay its parameters out anew.
+ * That is done here: the parameters laid out from the call, p's kernel part but for them, the
+ * bindings p's where the bytes are p's (then the value identity too: cap_op_hash_like) and
+ * hashed otherwise, without the function lookup, the slot's clearing, the stream's numbering or
+ * the key's compare. PyTorch's launches are this: every step's tensors at other addresses, so
+ * no position repeats (issue 22). A NULL parameter, a full window or another stream take the
+ * long path, which answers them as it always did. */
+static __attribute__((noinline)) int kernel_moved(struct cap_engine *ce, struct cap_window *w,
+						  const struct cap_call *c, const struct cap_who *who,
+						  struct cap_rec *rec, const struct cap_op *p, struct cap_func *f)
+{
+	const struct cap_kernel *pk = &p->u.kernel;
+	struct cap_stream *s = lane_stream(ce, w, c, who, p);
+	uint32_t i = w->nops;
+	struct cap_op *op;
+	char *buf = NULL;
+	bool same;
+
+	if (!s)
+		return record_long(ce, c, who, rec);
+	if (f->param_bytes) {
+		buf = cf_arena_alloc(&w->arena, f->param_bytes);
+		/* (a NULL parameter leaves the bytes in the arena: the long path refuses the call) */
+		if (!buf || !pack_params(buf, c, f))
+			return record_long(ce, c, who, rec);
+	}
+	same = !f->param_bytes || memcmp(buf, pk->params, f->param_bytes) == 0;
+	op = &w->ops[i];
+	op->kind = CAP_OP_KERNEL;
+	op->u.kernel = *pk;
+	op->u.kernel.params = buf;
+	lane_store_as(ce, w, c, who, rec, p, s, op, i, same ? p->bind : 0, same);
+	if (!same)
+		op->bind = cap__op_bind(op);
+	rec->bytes = 0;
+	rec->func = f;
+	return 0;
+}
+
 /* The fast lane for a kernel launch (issue 22): the call is the predicted kernel op p again (the
  * same function handle, resolved to the same record and per-context function, geometry, shared
  * memory and parameter bytes), launched through kernelParams with no attributes, on p's stream
@@ -1087,8 +1147,10 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 		    f->param_bytes != pk->param_size || (f->nparams && !c->u.kernel.params))
 			return record_long(ce, c, who, rec);
 	}
-	if (f->param_bytes && !cap__params_repeat(c, f, pk->params))
-		return record_long(ce, c, who, rec);
+	/* where the position moved last time (p has its own identity) it is likely to move again:
+	 * the parameters are laid out from the call instead of compared first */
+	if (p->vid == p->seq || (f->param_bytes && !cap__params_repeat(c, f, pk->params)))
+		return kernel_moved(ce, w, c, who, rec, p, f);
 	s = lane_stream(ce, w, c, who, p);
 	if (!s)
 		return record_long(ce, c, who, rec);
@@ -1223,9 +1285,11 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
 		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
 
+		/* a launch looks no address up (resolves_now), and where its position moved last
+		 * time the kernel lane lays its parameters out without a compare (kernel_moved) */
+		if (p && p->vid && c->kind == CAP_OP_KERNEL)
+			return repeat_kernel(ce, w, c, who, rec, pw, p);
 		if (p && p->vid != p->seq && p->vid) {
-			if (c->kind == CAP_OP_KERNEL) /* a launch looks no address up (resolves_now) */
-				return repeat_kernel(ce, w, c, who, rec, pw, p);
 			if (cf_unlikely(pw->alloc_gen_begin != ce->alloc.gen))
 				return lanes_after_change(ce, w, c, who, rec, pw, p); /* a tail call: no frame here */
 			return repeat(ce, w, c, who, rec, p);

@@ -72,6 +72,9 @@ static bool arm_holds(struct rpl_engine *re)
 	/* no lookup's answer changed since p's window began: a kernel op's function record is its
 	 * own (record.c: repeat_kernel) */
 	a->funcs_same = pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen;
+	a->op = &w->ops[w->nops];
+	a->p = &pw->ops[w->nops];
+	a->o = &t->ops[w->nops];
 	a->s = NULL;
 	a->seg_end = 0;
 	if (w->nops < limit && t->ops[w->nops].seg >= 0) {
@@ -131,9 +134,10 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	timed = !(re->totals.matched_ops & 15);
 	if (cf_unlikely(timed))
 		t0 = cf_now_ns();
-	p = &a->pw->ops[i];
-	op = &w->ops[i];
-	o = &t->ops[i];
+	p = a->p;
+	op = a->op;
+	o = a->o;
+	cf_assert(p == &a->pw->ops[i] && op == &w->ops[i] && o == &t->ops[i]);
 	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
 	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->kind != p->kind || c->api != p->api ||
 	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
@@ -213,6 +217,9 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	cf_assert(op->key == p->key && op->bind == p->bind && op->vid == p->vid);
 	op->seq = ++ce->op_seq;
 	w->nops = i + 1;
+	a->op = op + 1;
+	a->p = p + 1;
+	a->o = o + 1;
 	ce->totals.ops_fast++;
 	/* replay's (follow) */
 	re->totals.matched_ops++;

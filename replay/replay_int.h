@@ -347,6 +347,11 @@ struct rpl_lane {
 	struct cap_window *w;        /* capture's open window */
 	const struct cap_window *pw; /* its prediction's last sighting */
 	const struct rpl_template *t; /* the one candidate followed */
+	/* the next op's slot in w, predicted op in pw and template op in t (index w->nops: each
+	 * advances by one per lane op, where an index would be multiplied out three times) */
+	struct cap_op *op;
+	const struct cap_op *p;
+	const struct rpl_top *o;
 	bool funcs_same;             /* no function lookup's answer changed since pw began */
 	uint32_t seg_end;            /* one past the last op of the segment the held run is in
 				      * (segments are runs of positions; a run ends with its segment,

@@ -361,6 +361,62 @@ static void test_struct_param(void **state)
 	assert_int_equal(DRV_REAL(cuModuleUnload)(m), CUDA_SUCCESS);
 }
 
+/* Every launch's pointers move every window (PyTorch: each step's tensors are at other
+ * addresses), and in the fifth window one launch's also repeat the window before's: the kernel
+ * lane lays the parameters out from the call (record.c: kernel_moved), no position repeating,
+ * and every op and answer is the long path's, with a value identity of its own but where the
+ * bytes repeat. */
+static void test_moving(void **state)
+{
+	struct cap_engine *e[2] = { make(true), make(false) };
+	uint64_t before = 0, vid_prev = 0;
+	struct cap_totals t;
+
+	(void)state;
+	for (int win = 0; win < 6; win++) {
+		for (int i = 0; i < NOPS; i++) {
+			int shift = win == 4 && i == 5 ? 3 : win; /* op 5 of window 4: window 3's bytes */
+			struct cap_rec r[2];
+			struct cap_call c;
+			struct cap_who who;
+			struct args a;
+
+			step_call(i, CH_NONE, &c, &who, &a);
+			a.y += 0x10000ull * (unsigned)shift;
+			a.x += 0x10000ull * (unsigned)shift;
+			for (int k = 0; k < 2; k++) {
+				assert_int_equal(cap_record(e[k], &c, &who, &r[k]), 0);
+				assert_int_equal(r[k].result, CAP_REC_RECORDED);
+			}
+			if (r[0].index != r[1].index || r[0].window != r[1].window || r[0].seq != r[1].seq ||
+			    r[0].bytes != r[1].bytes || !r[0].func != !r[1].func ||
+			    (r[0].func && r[0].func->id != r[1].func->id))
+				fail_msg("moving: window %d op %d: the fast lane's answer differs", win, i);
+			same_op(r[0].op, r[1].op, "moving");
+			op_is_call(r[0].op, &c, &who, &a, "moving");
+			if (i == 5 && win == 3)
+				vid_prev = r[0].op->vid;
+			if (i == 5 && win == 4 && r[0].op->vid != vid_prev)
+				fail_msg("moving: the op whose bytes repeated did not keep the predicted op's identity");
+			if (i != 5 && win >= 2 && r[0].op->vid != r[0].op->seq)
+				fail_msg("moving: window %d op %d moved but kept another op's identity", win, i);
+		}
+		for (int k = 0; k < 2; k++)
+			assert_non_null(cap_boundary(e[k], CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+		if (win == 1) {
+			cap_get_totals(e[0], &t);
+			before = t.ops_fast;
+		}
+	}
+	cap_get_totals(e[0], &t);
+	print_message("moving: the fast lane took %llu of %d launches after the second window\n",
+		      (unsigned long long)(t.ops_fast - before), 4 * NOPS);
+	/* each recycled window's launches but each stream's first (which numbers its slot) */
+	assert_true(t.ops_fast - before >= 3 * (NOPS - 3));
+	cap_engine_destroy(e[0]);
+	cap_engine_destroy(e[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_each_field),
 		cmocka_unit_test(test_thread),
 		cmocka_unit_test(test_struct_param),
+		cmocka_unit_test(test_moving),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
