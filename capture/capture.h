@@ -86,6 +86,8 @@ struct cap_func {
 	uint32_t nparams;            /* parameters, when the layout is known */
 	uint32_t param_bytes;        /* bytes of the laid-out parameters (last offset + size) */
 	bool layout_known;           /* cuFuncGetParamInfo answered (else only `extra` launches record) */
+	bool dense;                  /* the parameters, in order, cover every byte of param_bytes: a
+				      * layout needs no padding zeroed (record.c: pack_params) */
 	bool barrier;                /* the name matches CUFOLD_BARRIER_KERNELS */
 	const char *name;            /* cuFuncGetName's answer (owned), or "?" */
 	uint32_t *offset;            /* per parameter: byte offset (owned), NULL when nparams == 0 */

@@ -126,6 +126,10 @@ static void layout(struct cap_engine *ce, struct cap_func *f, CUfunction func, C
 	f->param_bytes = end;
 	f->offset = off;
 	f->size = size;
+	f->dense = true;
+	for (uint32_t i = 0, at = 0; i < n; at = off[i] + size[i], i++)
+		if (off[i] != at)
+			f->dense = false;
 	f->layout_known = true;
 	return;
 out_unknown:
@@ -133,6 +137,7 @@ out_unknown:
 	free(size);
 	f->offset = f->size = NULL;
 	f->nparams = f->param_bytes = 0;
+	f->dense = false;
 	f->layout_known = false;
 }
 

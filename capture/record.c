@@ -614,7 +614,8 @@ static int copy_extra(struct cap_kernel *k, void **extra, struct cf_arena *a)
  * equal parameters are equal bytes; false where the call names a parameter with NULL. */
 static bool pack_params(char *buf, const struct cap_call *c, const struct cap_func *f)
 {
-	memset(buf, 0, f->param_bytes);
+	if (!f->dense) /* (a dense layout's parameters write every byte) */
+		memset(buf, 0, f->param_bytes);
 	for (uint32_t i = 0; i < f->nparams; i++) {
 		const void *src = c->u.kernel.params[i];
 		char *dst = buf + f->offset[i];

@@ -158,6 +158,19 @@ static inline void shim_engine_neutral_hook(enum drv_api_id api)
 	}
 	shim_engine_neutral(api);
 }
+/* shim_engine_neutral_hook's common case alone, for an entry point whose flags are the
+ * constant `flags`: where the call would only be counted and no signal is pending, counts it and
+ * returns true; else false, having done nothing (the hook then calls shim_engine_neutral_hook,
+ * out of its line). */
+static inline bool shim_engine_neutral_counted(enum drv_api_id api, unsigned flags)
+{
+	if (cf_likely(__atomic_load_n(&shim__counting, __ATOMIC_ACQUIRE)) && !(flags & DRV_API_CAPTURE_QUERY) &&
+	    !__atomic_load_n(&shim__signals_pending, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&shim__counts[api], 1, __ATOMIC_RELAXED);
+		return true;
+	}
+	return false;
+}
 /* A boundary: count it and close the open window before the call goes to the driver. */
 void shim_engine_boundary(enum cap_boundary kind, enum drv_api_id api);
 /* From shim_note_unmodeled: the call was counted; close the window (UNMODELED). */

@@ -90,12 +90,31 @@
 #define SHIM_NEUTRAL_cuLinkCreate_v2 SHIM_YES
 #define SHIM_NEUTRAL_cuModuleGetGlobal_v2 SHIM_YES
 
+/* Each entry point's flags as a constant (cuda_api_flags.def), so that a hook knows without a
+ * table load whether it is a query of capture state. */
+#define CF_API_FLAGS(symbol, flags, stream_arg) SHIM_NFLAGS_##symbol = (flags),
+enum {
+#include "driver/cuda_api_flags.def"
+};
+#undef CF_API_FLAGS
+
+/* A neutral hook: where the call is only counted (shim_engine_neutral_hook: counting, not a
+ * query of capture state, no signal pending) the count is all it does before it jumps to the
+ * driver; anything else goes through shim_nslow_<symbol>, which does what
+ * shim_engine_neutral_hook does and calls the driver. Both ways end in a tail call, so the hook
+ * keeps no registers (it was 21 instructions a call, 8 of them the frame and a table's load;
+ * PyTorch makes about 11 such calls an op, issue 22). */
 #define NEUTRAL_HOOK(symbol, decls, args) \
+	static __attribute__((noinline)) CUresult shim_nslow_##symbol decls \
+	{ \
+		shim_engine_neutral_hook(DRV_ID_##symbol); \
+		return drv_real.p_##symbol args; \
+	} \
 	SHIM_HOOK(symbol) decls \
 	{ \
-		if (!shim_is_inside()) \
-			shim_engine_neutral_hook(DRV_ID_##symbol); \
-		return drv_real.p_##symbol args; \
+		if (shim_is_inside() || shim_engine_neutral_counted(DRV_ID_##symbol, SHIM_NFLAGS_##symbol)) \
+			return drv_real.p_##symbol args; \
+		return shim_nslow_##symbol args; \
 	}
 
 #define CF_API(symbol, base, version, pt, ret, decls, args) \

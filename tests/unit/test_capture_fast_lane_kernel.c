@@ -417,6 +417,95 @@ static void test_moving(void **state)
 	cap_engine_destroy(e[1]);
 }
 
+/* Padding between parameters is zeroed however a launch is recorded (so equal parameters are
+ * equal bytes): fx_struct_pick(struct fx_table t, int pick, float *out) has 4 bytes of it before
+ * out (a layout that is not dense), fx_struct_table(struct fx_table t, float *out) none (dense:
+ * nothing to zero). Every window's out moves, so later windows go by the kernel lane's moved
+ * path (kernel_moved); the caller's bytes in the gap are not zero. */
+static void test_padding(void **state)
+{
+	struct fx_table {
+		uint64_t src[4];
+		int32_t len[4];
+		int32_t count;
+	};
+	CUmodule m;
+	CUfunction fpick, ftable;
+	char *ptx = read_ptx("effects_struct");
+	struct cap_engine *ce = make(true);
+	struct cap_totals t0, t1;
+
+	(void)state;
+	assert_non_null(ptx);
+	assert_int_equal(DRV_REAL(cuModuleLoadData)(&m, ptx), CUDA_SUCCESS);
+	free(ptx);
+	assert_int_equal(DRV_REAL(cuModuleGetFunction)(&fpick, m, "fx_struct_pick"), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuModuleGetFunction)(&ftable, m, "fx_struct_table"), CUDA_SUCCESS);
+	for (int win = 0; win < 5; win++) {
+		if (win == 2)
+			cap_get_totals(ce, &t0);
+		for (int i = 0; i < 4; i++) {
+			struct {
+				struct fx_table t;
+				int32_t pick;
+				uint32_t junk; /* what the gap would hold if it were copied */
+				uint64_t out;
+			} a;
+			void *params[3];
+			struct cap_who who = { .ctx = ctx, .tid = 1, .t_ns = 0 };
+			struct cap_call c;
+			struct cap_rec r;
+			bool pick = i % 2 == 0;
+			const unsigned char *pb;
+
+			memset(&a, 0xab, sizeof(a));
+			for (int k = 0; k < 4; k++) {
+				a.t.src[k] = 0x100000ull * (unsigned)(k + 1);
+				a.t.len[k] = 64;
+			}
+			a.t.count = 4;
+			a.pick = 1;
+			a.out = 0x900000ull + 0x1000ull * (unsigned)(win * 4 + i);
+			params[0] = &a.t;
+			params[1] = pick ? (void *)&a.pick : (void *)&a.out;
+			params[2] = &a.out;
+			memset(&c, 0, sizeof(c));
+			c.kind = CAP_OP_KERNEL;
+			c.api = DRV_ID_cuLaunchKernel;
+			c.stream = s1;
+			c.u.kernel.f = pick ? fpick : ftable;
+			c.u.kernel.grid[0] = c.u.kernel.grid[1] = c.u.kernel.grid[2] = 1;
+			c.u.kernel.block[0] = 32;
+			c.u.kernel.block[1] = c.u.kernel.block[2] = 1;
+			c.u.kernel.params = params;
+			assert_int_equal(cap_record(ce, &c, &who, &r), 0);
+			assert_int_equal(r.result, CAP_REC_RECORDED);
+			assert_non_null(r.func);
+			pb = r.op->u.kernel.params;
+			if (pick) {
+				assert_false(r.func->dense);
+				assert_int_equal(r.func->param_bytes, 72);
+				for (int k = 60; k < 64; k++)
+					if (pb[k] != 0)
+						fail_msg("window %d: fx_struct_pick's padding byte %d is %#x", win, k, pb[k]);
+				assert_memory_equal(pb + 56, &a.pick, 4);
+				assert_memory_equal(pb + 64, &a.out, 8);
+			} else {
+				assert_true(r.func->dense);
+				assert_int_equal(r.func->param_bytes, 64);
+				assert_memory_equal(pb + 56, &a.out, 8);
+			}
+			assert_memory_equal(pb, &a.t, sizeof(a.t));
+		}
+		assert_non_null(cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	}
+	cap_get_totals(ce, &t1);
+	/* the recycled windows' launches but the stream's first went by the lane */
+	assert_true(t1.ops_fast - t0.ops_fast >= 2 * 3);
+	cap_engine_destroy(ce);
+	assert_int_equal(DRV_REAL(cuModuleUnload)(m), CUDA_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_thread),
 		cmocka_unit_test(test_struct_param),
 		cmocka_unit_test(test_moving),
+		cmocka_unit_test(test_padding),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

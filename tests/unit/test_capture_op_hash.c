@@ -475,8 +475,9 @@ static void test_kernel_fields(void **state)
 }
 
 /* Parameter blocks past 32 bytes (hash_params' four streams, then its words and tail): every
- * byte is a binding, and so is every pair of equal changes in two streams' words (xors that
- * would cancel where two words shared a stream). */
+ * byte is a binding, and so is every pair of equal changes 8 bytes apart (two streams' words) or
+ * 32 bytes apart (one stream's two words: the top bit's change would cancel without the
+ * stream step's rotation). */
 static void test_kernel_params_long(void **state)
 {
 	static unsigned char lp[100], lp2[100];
@@ -498,6 +499,15 @@ static void test_kernel_params_long(void **state)
 			memcpy(lp2, lp, sizeof(lp2));
 			lp2[i] ^= 0x80;
 			lp2[i + 8] ^= 0x80;
+			MUT(CAP_OP_KERNEL,
+			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
+			     b_.u.kernel.param_size = sizes[z]),
+			    BIND);
+		}
+		for (uint32_t i = 0; i + 32 < sizes[z]; i++) { /* one stream's two words */
+			memcpy(lp2, lp, sizeof(lp2));
+			lp2[i] ^= 0x80;
+			lp2[i + 32] ^= 0x80;
 			MUT(CAP_OP_KERNEL,
 			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
 			     b_.u.kernel.param_size = sizes[z]),
