@@ -1286,11 +1286,13 @@ int cap_record(struct cap_engine *ce, const struct cap_call *c, const struct cap
 		const struct cap_window *pw = ce->pred ? ce->pred->last : NULL;
 		const struct cap_op *p = pw && w->nops < pw->nops && w->nops < w->filled ? &pw->ops[w->nops] : NULL;
 
-		/* a launch looks no address up (resolves_now), and where its position moved last
-		 * time the kernel lane lays its parameters out without a compare (kernel_moved) */
-		if (p && p->vid && c->kind == CAP_OP_KERNEL)
-			return repeat_kernel(ce, w, c, who, rec, pw, p);
-		if (p && p->vid != p->seq && p->vid) {
+		if (c->kind == CAP_OP_KERNEL) {
+			/* a launch looks no address up (resolves_now), and where its position moved
+			 * last time the kernel lane lays its parameters out without a compare
+			 * (kernel_moved) */
+			if (p && p->vid)
+				return repeat_kernel(ce, w, c, who, rec, pw, p);
+		} else if (p && p->vid != p->seq && p->vid) {
 			if (cf_unlikely(pw->alloc_gen_begin != ce->alloc.gen))
 				return lanes_after_change(ce, w, c, who, rec, pw, p); /* a tail call: no frame here */
 			return repeat(ce, w, c, who, rec, p);
