@@ -300,6 +300,20 @@ static void test_thread(void **state)
 		run(CH_TID, at, false); /* the thread is no part of an op's identity */
 }
 
+/* A launch of f on s1 through kernelParams, one block of 32 threads. */
+static void one_block_call(struct cap_call *c, CUfunction f, void **params)
+{
+	memset(c, 0, sizeof(*c));
+	c->kind = CAP_OP_KERNEL;
+	c->api = DRV_ID_cuLaunchKernel;
+	c->stream = s1;
+	c->u.kernel.f = f;
+	c->u.kernel.grid[0] = c->u.kernel.grid[1] = c->u.kernel.grid[2] = 1;
+	c->u.kernel.block[0] = 32;
+	c->u.kernel.block[1] = c->u.kernel.block[2] = 1;
+	c->u.kernel.params = params;
+}
+
 /* A kernel whose first parameter is a 16-byte struct (compared whole, off the lane's word loop:
  * params_repeat_from) and whose second is an int after it: a change in the struct or in the int
  * gives the op a value identity of its own, and none keeps the predicted op's, by the fast lane. */
@@ -330,15 +344,7 @@ static void test_struct_param(void **state)
 				struct cap_call c;
 				struct cap_rec r;
 
-				memset(&c, 0, sizeof(c));
-				c.kind = CAP_OP_KERNEL;
-				c.api = DRV_ID_cuLaunchKernel;
-				c.stream = s1;
-				c.u.kernel.f = fs;
-				c.u.kernel.grid[0] = c.u.kernel.grid[1] = c.u.kernel.grid[2] = 1;
-				c.u.kernel.block[0] = 32;
-				c.u.kernel.block[1] = c.u.kernel.block[2] = 1;
-				c.u.kernel.params = params;
+				one_block_call(&c, fs, params);
 				assert_int_equal(cap_record(ce, &c, &who, &r), 0);
 				assert_int_equal(r.result, CAP_REC_RECORDED);
 				if (i == 1 && win == 1)
@@ -469,15 +475,7 @@ static void test_padding(void **state)
 			params[0] = &a.t;
 			params[1] = pick ? (void *)&a.pick : (void *)&a.out;
 			params[2] = &a.out;
-			memset(&c, 0, sizeof(c));
-			c.kind = CAP_OP_KERNEL;
-			c.api = DRV_ID_cuLaunchKernel;
-			c.stream = s1;
-			c.u.kernel.f = pick ? fpick : ftable;
-			c.u.kernel.grid[0] = c.u.kernel.grid[1] = c.u.kernel.grid[2] = 1;
-			c.u.kernel.block[0] = 32;
-			c.u.kernel.block[1] = c.u.kernel.block[2] = 1;
-			c.u.kernel.params = params;
+			one_block_call(&c, pick ? fpick : ftable, params);
 			assert_int_equal(cap_record(ce, &c, &who, &r), 0);
 			assert_int_equal(r.result, CAP_REC_RECORDED);
 			assert_non_null(r.func);

@@ -474,6 +474,19 @@ static void test_kernel_fields(void **state)
 	MUT(CAP_OP_KERNEL, (o->u.kernel.param_size = 20, o->u.kernel.params = params2), BOTH);
 }
 
+/* lp with byte i's top bit flipped, and byte i + gap's too where gap is not 0, must hash to
+ * other bindings than lp (size bytes of each). */
+static void flips_bind(unsigned char *lp, unsigned char *lp2, uint32_t size, uint32_t i, uint32_t gap)
+{
+	memcpy(lp2, lp, size);
+	lp2[i] ^= 0x80;
+	if (gap)
+		lp2[i + gap] ^= 0x80;
+	MUT(CAP_OP_KERNEL,
+	    (o->u.kernel.params = lp2, o->u.kernel.param_size = size, b_.u.kernel.params = lp, b_.u.kernel.param_size = size),
+	    BIND);
+}
+
 /* Parameter blocks past 32 bytes (hash_params' four streams, then its words and tail): every
  * byte is a binding, and so is every pair of equal changes 8 bytes apart (two streams' words) or
  * 32 bytes apart (one stream's two words: the top bit's change would cancel without the
@@ -487,32 +500,12 @@ static void test_kernel_params_long(void **state)
 	for (size_t j = 0; j < sizeof(lp); j++)
 		lp[j] = (unsigned char)(j * 37 + 11);
 	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
-		for (uint32_t i = 0; i < sizes[z]; i++) {
-			memcpy(lp2, lp, sizeof(lp2));
-			lp2[i] ^= 0x80;
-			MUT(CAP_OP_KERNEL,
-			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
-			     b_.u.kernel.param_size = sizes[z]),
-			    BIND);
-		}
-		for (uint32_t i = 0; i + 8 < sizes[z]; i++) {
-			memcpy(lp2, lp, sizeof(lp2));
-			lp2[i] ^= 0x80;
-			lp2[i + 8] ^= 0x80;
-			MUT(CAP_OP_KERNEL,
-			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
-			     b_.u.kernel.param_size = sizes[z]),
-			    BIND);
-		}
-		for (uint32_t i = 0; i + 32 < sizes[z]; i++) { /* one stream's two words */
-			memcpy(lp2, lp, sizeof(lp2));
-			lp2[i] ^= 0x80;
-			lp2[i + 32] ^= 0x80;
-			MUT(CAP_OP_KERNEL,
-			    (o->u.kernel.params = lp2, o->u.kernel.param_size = sizes[z], b_.u.kernel.params = lp,
-			     b_.u.kernel.param_size = sizes[z]),
-			    BIND);
-		}
+		for (uint32_t i = 0; i < sizes[z]; i++)
+			flips_bind(lp, lp2, sizes[z], i, 0);
+		for (uint32_t i = 0; i + 8 < sizes[z]; i++)
+			flips_bind(lp, lp2, sizes[z], i, 8);
+		for (uint32_t i = 0; i + 32 < sizes[z]; i++)
+			flips_bind(lp, lp2, sizes[z], i, 32);
 	}
 }
 
