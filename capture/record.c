@@ -609,7 +609,6 @@ static int copy_extra(struct cap_kernel *k, void **extra, struct cf_arena *a)
 	return k->params ? 0 : -CF_ENOMEM;
 }
 
-/* A kernel's parameters, deep-copied. -CF_EINVAL when they cannot be recorded. */
 /* Lay kernel call c's parameters out in buf (f->param_bytes) as f says, padding zeroed, so that
  * equal parameters are equal bytes; false where the call names a parameter with NULL. */
 static bool pack_params(char *buf, const struct cap_call *c, const struct cap_func *f)
@@ -638,6 +637,7 @@ static bool pack_params(char *buf, const struct cap_call *c, const struct cap_fu
 	return true;
 }
 
+/* A kernel's parameters, deep-copied. -CF_EINVAL when they cannot be recorded. */
 static int build_kernel(struct cap_op *op, const struct cap_call *c, struct cf_arena *a)
 {
 	struct cap_kernel *k = &op->u.kernel;
@@ -1099,7 +1099,7 @@ static __attribute__((noinline)) int kernel_moved(struct cap_engine *ce, struct 
 	op->u.kernel = *pk;
 	op->u.kernel.params = buf;
 	lane_store_as(ce, w, c, who, rec, p, s, op, i, same ? p->bind : 0, same);
-	if (!same)
+	if (!same) /* hashed from the op's fields, which lane_store_as has just set */
 		op->bind = cap__op_bind(op);
 	rec->bytes = 0;
 	rec->func = f;

@@ -88,7 +88,8 @@ static bool arm_holds(struct rpl_engine *re)
 
 /* cap__params_repeat as a leaf of its own: inlined here, its loop ran out of registers among the
  * lane's and reloaded its pointers from the stack at every parameter (18 instructions a
- * parameter, where the leaf takes 11). */
+ * parameter, where the leaf takes 11). Only here: record.c's kernel lane keeps it inline (out of
+ * line there, recsys's trace mode paid 8 instructions an op more). */
 static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
 	return cap__params_repeat(c, f, pb);

@@ -536,8 +536,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 			go_on = false;
 			goto out;
 		}
-	} else if (e->rpl) {
-		rpl_lane_disarm(e->rpl); /* another thread's arm, or one left while callsites are on */
+	} else if (!e->lane && e->rpl) {
+		rpl_lane_disarm(e->rpl); /* (with e->lane, rpl_lane_take_arm disarmed it) */
 	}
 	t->active = false;
 	t->err = CUDA_SUCCESS;

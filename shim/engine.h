@@ -145,23 +145,11 @@ CUresult shim_engine_observed(const struct shim_obs *o, CUresult rc);
 
 /* Count a call that changes nothing cufold tracks (a pure query). */
 void shim_engine_neutral(enum drv_api_id api);
-/* shim_engine_neutral from a hook (not inside cufold): where it would only count the call (a
- * query that is not of capture state, once initialized), the count and the signals' poll are
- * made inline. PyTorch's runtime makes about 11 such calls an op (cuCtxGetDevice 8.5,
- * cuDevicePrimaryCtxGetState 2.7), each of which cost about 50 instructions through the calls. */
-static inline void shim_engine_neutral_hook(enum drv_api_id api)
-{
-	if (cf_likely(__atomic_load_n(&shim__counting, __ATOMIC_ACQUIRE)) && !drv_api_is(api, DRV_API_CAPTURE_QUERY)) {
-		__atomic_fetch_add(&shim__counts[api], 1, __ATOMIC_RELAXED);
-		shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
-		return;
-	}
-	shim_engine_neutral(api);
-}
-/* shim_engine_neutral_hook's common case alone, for an entry point whose flags are the
- * constant `flags`: where the call would only be counted and no signal is pending, counts it and
- * returns true; else false, having done nothing (the hook then calls shim_engine_neutral_hook,
- * out of its line). */
+/* shim_engine_neutral's common case, inline in a neutral hook (hooks_neutral.c) for an entry
+ * point whose flags are the constant `flags`: where the call would only be counted (counting,
+ * not a query of capture state) and no signal is pending, counts it and returns true; else false,
+ * having done nothing (the hook then calls shim_engine_neutral, out of its line). PyTorch's
+ * runtime makes about 11 such calls an op (cuCtxGetDevice 8.5, cuDevicePrimaryCtxGetState 2.7). */
 static inline bool shim_engine_neutral_counted(enum drv_api_id api, unsigned flags)
 {
 	if (cf_likely(__atomic_load_n(&shim__counting, __ATOMIC_ACQUIRE)) && !(flags & DRV_API_CAPTURE_QUERY) &&

@@ -98,16 +98,15 @@ enum {
 };
 #undef CF_API_FLAGS
 
-/* A neutral hook: where the call is only counted (shim_engine_neutral_hook: counting, not a
- * query of capture state, no signal pending) the count is all it does before it jumps to the
- * driver; anything else goes through shim_nslow_<symbol>, which does what
- * shim_engine_neutral_hook does and calls the driver. Both ways end in a tail call, so the hook
- * keeps no registers (it was 21 instructions a call, 8 of them the frame and a table's load;
- * PyTorch makes about 11 such calls an op, issue 22). */
+/* A neutral hook: where the call is only counted (shim_engine_neutral_counted) the count is all
+ * it does before it jumps to the driver; anything else goes through shim_nslow_<symbol>, which
+ * calls shim_engine_neutral and the driver. Both ways end in a tail call, so the hook keeps no
+ * registers (it was 21 instructions a call, 8 of them the frame and a table's load; PyTorch makes
+ * about 11 such calls an op, issue 22). */
 #define NEUTRAL_HOOK(symbol, decls, args) \
 	static __attribute__((noinline)) CUresult shim_nslow_##symbol decls \
 	{ \
-		shim_engine_neutral_hook(DRV_ID_##symbol); \
+		shim_engine_neutral(DRV_ID_##symbol); \
 		return drv_real.p_##symbol args; \
 	} \
 	SHIM_HOOK(symbol) decls \
