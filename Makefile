@@ -67,7 +67,7 @@ SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer
 endif
 
 CPPFLAGS := -I. -I$(CUDA_HOME)/include -Itests/simcuda -Itests/lib -I$(B)/gen
-CFLAGS   := -std=c11 -D_GNU_SOURCE -fPIC -g $(OPT) $(WARN) $(SANFLAGS)
+CFLAGS   := -std=c11 -D_GNU_SOURCE -fPIC -g $(OPT) $(WARN) $(SANFLAGS) -fno-lto
 LDSAN    := $(SANFLAGS)
 
 # ---------------------------------------------------------------- cufold
@@ -135,6 +135,18 @@ $(SIM_OBJ) $(CF_OBJ) $(TLIB_OBJ): | $(B)/gen/cuda_errors.h
 
 # cufold's objects are compiled with hidden visibility: only the version script's names leave.
 $(CF_OBJ): CFLAGS += -fvisibility=hidden
+# Release builds link libcufold.so with link-time optimization (issue 22): every replayed op
+# crosses from the engine's entry (shim/engine.c) into replay's armed lane (replay/lane.c), and
+# only the linker can inline across files (27 of the copy loop's 363 instructions an op,
+# scripts/bench-overhead). The hooks, dlsym and the generated tables define symbols in top-level
+# asm that LTO does not see used: they are compiled without it. Objects keep ordinary code too
+# (-ffat-lto-objects), so programs linked with libcufold.a link without LTO.
+LTO :=
+ifeq ($(MODE)$(SAN),release)
+LTO := -flto -ffat-lto-objects
+endif
+$(CF_OBJ): CFLAGS += $(LTO)
+$(filter $(B)/obj/shim/hooks% $(B)/obj/shim/dlsym.o $(B)/obj/gen/%,$(CF_OBJ)): CFLAGS += -fno-lto
 # the version (one line in VERSION): in the library's first log line and in the report
 CUFOLD_VERSION := $(shell cat VERSION)
 $(CF_OBJ): CPPFLAGS += -DCUFOLD_VERSION='"$(CUFOLD_VERSION)"'
@@ -148,7 +160,7 @@ $(B)/gen/libcufold.map: driver/cuda_api.def
 
 $(CFLIB): $(CF_OBJ) $(B)/gen/libcufold.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -o $@ $(CF_OBJ) $(LDSAN) -Wl,-z,defs -Wl,--version-script=$(B)/gen/libcufold.map $(CF_LIBS)
+	$(Q)$(CC) -shared $(if $(LTO),$(OPT) $(WARN) -flto=auto) -o $@ $(CF_OBJ) $(LDSAN) -Wl,-z,defs -Wl,--version-script=$(B)/gen/libcufold.map $(CF_LIBS)
 
 $(CFARCH): $(CF_OBJ)
 	$(call msg,AR,$@)

@@ -108,6 +108,98 @@ static inline struct cap_func *kernel_repeats(const struct cap_call *c, const st
 	return !f->param_bytes || params_repeat(c, f, pk->params) ? f : NULL;
 }
 
+/* The stores and counts of the ops the lane took since it last settled: w->ops[w->nops ..
+ * w->nops + pending), each of p's vid, all on the stream a->s, by the armed thread (rpl_lane:
+ * a stream change settles first). Each is what capture's lane_store and cap_op_done, and
+ * replay's follow, would have left; made here in one pass, they cost a third of what they did
+ * op by op (issue 22). */
+void rpl_lane_settle(struct rpl_engine *re)
+{
+	struct rpl_lane *a = &re->st.lane;
+	struct cap_engine *ce = re->cap;
+	struct cap_window *w = a->w;
+	struct cap_stream *s = a->s;
+	uint32_t n = re->head.lane_pending, from = w->nops, end = from + n, tid = re->head.lane_tid;
+	uint64_t copies = 0, bytes_copied = 0, memsets = 0, bytes_set = 0, launches = 0, seq = ce->op_seq;
+	const uint8_t skind = s->kind; /* (locals: the ops' stores could alias s) */
+	const uint16_t sslot = s->slot;
+
+	cf_assert(n && a->held && ce->cur == w && re->st.depth == from && end <= a->limit);
+	re->head.lane_pending = 0;
+	for (struct cap_op *op = &w->ops[from], *last = &w->ops[end]; op < last; op++) {
+		switch (op->kind) {
+		case CAP_OP_KERNEL:
+			/* the slot holds p's kernel part (capture.h: vid): its function record */
+			launches++;
+			__atomic_fetch_add(&((struct cap_func *)op->u.kernel.info)->launches, 1, __ATOMIC_RELAXED);
+			break;
+		case CAP_OP_MEMCPY:
+			op->u.memcpy.staged = NULL;
+			if (op->u.memcpy.bytes) {
+				copies++;
+				bytes_copied += op->u.memcpy.bytes;
+			}
+			break;
+		default: { /* CAP_OP_MEMSET */
+			uint64_t bytes = (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+
+			if (bytes) {
+				memsets++;
+				bytes_set += bytes;
+			}
+			break;
+		}
+		}
+		/* capture's common stores (record.c: lane_store). The slot holds an op of p's vid: its
+		 * kind, api, stream and context are the call's already (capture.h: vid), and its call
+		 * site and time stamp are 0 as every op's where neither is recorded; key, bind and vid
+		 * are p's */
+		cf_assert(!op->callsite && !op->t_ns && op->stream == s->handle);
+		op->flags = 0;
+		op->stream_kind = skind;
+		op->stream_slot = sslot;
+		op->tid = tid;
+		op->seq = ++seq;
+	}
+	ce->op_seq = seq;
+	s->last = end - 1;
+	w->nops = end;
+	if (launches)
+		__atomic_fetch_add(&ce->totals.launches, launches, __ATOMIC_RELAXED);
+	if (copies) {
+		__atomic_fetch_add(&ce->totals.copies, copies, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ce->totals.bytes_copied, bytes_copied, __ATOMIC_RELAXED);
+	}
+	if (memsets) {
+		__atomic_fetch_add(&ce->totals.memsets, memsets, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ce->totals.bytes_set, bytes_set, __ATOMIC_RELAXED);
+	}
+	ce->totals.ops_fast += n;
+	/* replay's (follow), each op matched exactly and deferred in the window's run */
+	re->totals.matched_ops += n;
+	re->totals.lane_ops += n;
+	re->st.ended = NULL;
+	re->st.depth = end;
+	if (!re->st.ndef) { /* the run's first: rpl__defer_in_window and rpl__note_exact */
+		rpl__defer_in_window(re, from, w->seq);
+		rpl__note_exact(re, a->t, true);
+		n--;
+	}
+	cf_assert(re->st.def_win == w->seq && re->st.win_deferred);
+	/* op by op, nexact followed ndef while they were equal (rpl__note_exact) */
+	if (re->st.exact_t == a->t && re->st.nexact == re->st.ndef)
+		re->st.nexact += n;
+	re->st.ndef += n;
+	re->totals.ops_deferred += n;
+}
+
+/* The lane refuses the call: what it took before is settled first (the usual path reads it). */
+static bool __attribute__((noinline)) refuse(struct rpl_engine *re)
+{
+	rpl_lane_settle_pending(re);
+	return false;
+}
+
 bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who)
 {
 	struct rpl_lane *a = &re->st.lane;
@@ -120,19 +212,19 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	struct cap_stream *s;
 	struct cap_op *op;
 	uint64_t t0 = 0;
-	uint32_t i;
+	uint32_t i, pending = re->head.lane_pending;
 	bool timed;
 
 	if (!a->held && !arm_holds(re))
-		return false;
+		return false; /* (nothing pending: only a lane op since the arming holds it) */
 	w = a->w;
 	t = a->t;
-	i = w->nops;
+	i = w->nops + pending; /* settled ops, then those taken since */
 	if (i >= a->limit)
-		return false;
-	cf_assert(ce->cur == w && re->st.depth == i && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
+		return refuse(re);
+	cf_assert(ce->cur == w && re->st.depth == w->nops && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
 	/* one matched op in 16 is timed (rpl_host_ns_per_op), here as in follow_timed */
-	timed = !(re->totals.matched_ops & 15);
+	timed = !((re->totals.matched_ops + pending) & 15);
 	if (cf_unlikely(timed))
 		t0 = cf_now_ns();
 	p = a->p;
@@ -142,107 +234,69 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
 	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->kind != p->kind || c->api != p->api ||
 	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
-		return false;
+		return refuse(re);
 	/* replay's (match.c: follow): the op will have p's vid, hence its key (capture.h: vid), and
 	 * flags 0 */
 	if (o->vid != p->vid || o->flags != 0 || o->cls != RPL_CLS_GRAPH)
-		return false;
+		return refuse(re);
 	cf_assert(o->key == p->key);
 	if (c->kind == CAP_OP_KERNEL) {
 		if (!a->funcs_same || !(f = kernel_repeats(c, p)))
-			return false;
+			return refuse(re);
 	} else if (!cap__call_repeats(c, p) || (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)) {
-		return false;
+		return refuse(re);
 	}
-	/* the stream: the last lane op's, or looked up (its record names it in this window) */
-	if (cf_likely(a->s && c->stream == a->s_handle && c->api == a->s_api && who->ctx == a->s_ctx)) {
+	/* the stream. A slot names one stream record in a window (record.c: stream_slot numbers a
+	 * record once per window), so p on the slot the last lane op's p was on is on the same
+	 * handle, entry point's kind and context, and so is the call (compared with p above): its
+	 * record is the last lane op's (held: records change only under the lock), whose slot in
+	 * this window was found equal. Else it is looked up: its record must name it in this window
+	 * (a stream's first op of the window takes the usual path), in p's slot. The ops taken are
+	 * settled before another stream's (rpl_lane_settle sets one stream's last). */
+	if (cf_likely(a->s && p->stream_slot == a->s_slot && p->stream_kind == a->s_kind)) {
 		s = a->s;
 		cf_assert(s == cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid));
 	} else {
 		s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
-		if (!s || s->win != w->seq)
-			return false;
+		if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+			return refuse(re);
+		if (pending) {
+			rpl_lane_settle(re);
+			pending = 0;
+		}
 		a->s = s;
-		a->s_handle = c->stream;
-		a->s_api = c->api;
-		a->s_ctx = who->ctx;
+		a->s_slot = s->slot;
+		a->s_kind = s->kind;
 	}
-	cf_assert(s->win == w->seq);
-	if (s->slot != p->stream_slot || s->kind != p->stream_kind)
-		return false;
-	/* the kind's stores and cap_op_done's count (the driver is not called: the op cannot fail) */
-	switch (c->kind) {
-	case CAP_OP_KERNEL: {
+	cf_assert(s->win == w->seq && s->slot == p->stream_slot && s->kind == p->stream_kind);
+	if (c->kind == CAP_OP_KERNEL) {
+		/* the parameters' copy now (the arena may refuse; the driver is not called, so the op
+		 * cannot fail once taken). A slot of p's vid holds p's kernel part but for it
+		 * (capture.h) */
 		void *buf = NULL;
 
 		if (f->param_bytes) {
 			buf = cf_arena_alloc(&w->arena, f->param_bytes);
 			if (!buf)
-				return false;
+				return refuse(re);
 			memcpy(buf, p->u.kernel.params, f->param_bytes);
 		}
-		/* a slot of p's vid holds p's kernel part but for the parameters' copy (capture.h) */
+		cf_assert(op->u.kernel.info == f);
 		op->u.kernel.params = buf;
-		__atomic_fetch_add(&ce->totals.launches, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&f->launches, 1, __ATOMIC_RELAXED);
-		break;
 	}
-	case CAP_OP_MEMCPY:
-		op->u.memcpy.staged = NULL;
-		if (op->u.memcpy.bytes) {
-			__atomic_fetch_add(&ce->totals.copies, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&ce->totals.bytes_copied, op->u.memcpy.bytes, __ATOMIC_RELAXED);
-		}
-		break;
-	default: { /* CAP_OP_MEMSET */
-		uint64_t bytes = (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
-
-		if (bytes) {
-			__atomic_fetch_add(&ce->totals.memsets, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&ce->totals.bytes_set, bytes, __ATOMIC_RELAXED);
-		}
-		break;
-	}
-	}
-	/* capture's common stores (record.c: lane_store). The slot holds an op of p's vid: its kind,
-	 * api, stream and context are the call's already (capture.h: vid), and its call site and
-	 * time stamp are 0 as every op's where neither is recorded (the engine's condition) */
 	cf_assert(op->kind == c->kind && op->api == c->api && op->stream == c->stream && op->ctx == who->ctx &&
-		  !op->callsite && !op->t_ns);
-	s->last = i;
-	op->flags = 0;
-	op->stream_kind = s->kind;
-	op->stream_slot = s->slot;
-	op->tid = who->tid;
-	/* key, bind and vid: the slot's are p's already (op->vid == p->vid, above; capture.h: vid) */
-	cf_assert(op->key == p->key && op->bind == p->bind && op->vid == p->vid);
-	op->seq = ++ce->op_seq;
-	w->nops = i + 1;
+		  op->key == p->key && op->bind == p->bind && op->vid == p->vid && who->tid == re->head.lane_tid);
+	re->head.lane_pending = pending + 1;
 	a->op = op + 1;
 	a->p = p + 1;
 	a->o = o + 1;
-	ce->totals.ops_fast++;
-	/* replay's (follow) */
-	re->totals.matched_ops++;
-	re->totals.lane_ops++;
-	re->st.ended = NULL;
-	re->st.depth = i + 1;
-	if (cf_likely(re->st.ndef)) { /* rpl__defer_in_window and rpl__note_exact, in a run */
-		cf_assert(re->st.def_win == w->seq && re->st.win_deferred);
-		re->st.ndef++;
-		re->totals.ops_deferred++;
-		if (re->st.exact_t == t && re->st.nexact + 1 == re->st.ndef)
-			re->st.nexact++;
-	} else {
-		rpl__defer_in_window(re, i, w->seq);
-		rpl__note_exact(re, t, true);
-	}
 	re->head.lane_armed = true; /* the thread's next call may take it again */
 	cf_assert(o->seg >= 0 && a->seg_end == t->segs[o->seg].first + t->segs[o->seg].n);
 	if (cf_unlikely(a->seg_end == i + 1)) {
 		/* its segment ends with it: as op_long, launched or kept while the device is busy
 		 * (launch.c), not a matching sample; what the launch changed is checked again at the
 		 * lane's next use */
+		rpl_lane_settle(re);
 		rpl__segment_end(re);
 		a->held = false;
 		return true;

@@ -115,13 +115,28 @@ struct rpl_engine_head {
 	bool lane_armed;             /* the armed lane (lane.c) may take the next call, if it is
 				      * lane_tid's and nothing else took the engine's lock since */
 	uint32_t lane_tid;
+	uint32_t lane_pending;       /* ops the armed lane took whose stores and counts wait for
+				      * rpl_lane_settle (nonzero only while armed) */
 };
 
+/* Under the lock: make the stores and counts of the ops the armed lane took since it last
+ * settled (lane.c). Every reader of capture's window or replay's run state other than the lane
+ * itself comes after an acquisition that settles (rpl_lane_disarm, rpl_lane_take_arm) or calls
+ * rpl_lane_settle_pending. */
+void rpl_lane_settle(struct rpl_engine *re);
+static inline void rpl_lane_settle_pending(struct rpl_engine *re)
+{
+	if (((struct rpl_engine_head *)(void *)re)->lane_pending)
+		rpl_lane_settle(re);
+}
+
 /* At every acquisition of the engine's lock but a stream-work call's (the engine's, under it):
- * the armed lane holds only across two calls with nothing between them. */
+ * the armed lane holds only across two calls with nothing between them; what it took is
+ * settled. */
 static inline void rpl_lane_disarm(struct rpl_engine *re)
 {
 	((struct rpl_engine_head *)(void *)re)->lane_armed = false;
+	rpl_lane_settle_pending(re);
 }
 
 /* Under the lock, first thing in a stream-work call of thread tid: whether the armed lane
@@ -135,13 +150,16 @@ static inline bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
 	bool armed = h->lane_armed && h->lane_tid == tid;
 
 	h->lane_armed = false;
+	if (!armed)
+		rpl_lane_settle_pending(re); /* another thread's call: what the lane took is settled */
 	return armed;
 }
 
-/* The armed lane (lane.c), under the lock before capture records the call: true when it recorded
- * and deferred the call c (the hook answers CUDA_SUCCESS without calling the driver), having
- * counted it as cap_op_done would; false having changed nothing (the call takes the usual path:
- * cap_record, then rpl_op). who: filled as for cap_record, with no call site or time stamp. */
+/* The armed lane (lane.c), under the lock before capture records the call: true when it took
+ * the call c (recorded and deferred it; the hook answers CUDA_SUCCESS without calling the
+ * driver), its stores and counts left for rpl_lane_settle; false having settled what it took
+ * before and changed nothing else (the call takes the usual path: cap_record, then rpl_op).
+ * who: filled as for cap_record, with no call site or time stamp. */
 struct cap_who;
 bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who); /* rpl_lane_take_arm */
 

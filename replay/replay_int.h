@@ -357,11 +357,11 @@ struct rpl_lane {
 				      * (segments are runs of positions; a run ends with its segment,
 				      * or before a position outside any), 0: none */
 	/* the stream record the last lane op named (held: records are freed only under the lock),
-	 * for calls that name it again with the same entry point and context; NULL: none yet */
+	 * and its slot and kind in the window: taken again for a predicted op on that slot (lane.c);
+	 * NULL: none yet. The ops the lane took and has not settled are all on it. */
 	struct cap_stream *s;
-	CUstream s_handle;
-	CUcontext s_ctx;
-	uint16_t s_api;
+	uint16_t s_slot;
+	uint8_t s_kind;
 };
 
 

@@ -527,14 +527,17 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	 * call site or time stamp (rpl__lane_arm never arms otherwise). Armed, the engine still
 	 * records: it stops only under the lock (stop_and_write), which disarms it. A capture the
 	 * program began counts after its boundary's disarm: asked. */
-	if (e->lane && rpl_lane_take_arm(e->rpl, who.tid) && !rpl_error_pending(e->rpl) &&
-	    __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0) {
+	if (e->lane && rpl_lane_take_arm(e->rpl, who.tid)) {
 		cf_assert(still_recording(e));
-		who.ctx = current_ctx();
-		if (rpl_lane(e->rpl, c, &who)) {
-			*rc = CUDA_SUCCESS;
-			go_on = false;
-			goto out;
+		if (cf_likely(!rpl_error_pending(e->rpl) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0)) {
+			who.ctx = current_ctx();
+			if (rpl_lane(e->rpl, c, &who)) {
+				*rc = CUDA_SUCCESS;
+				go_on = false;
+				goto out;
+			}
+		} else {
+			rpl_lane_settle_pending(e->rpl); /* (rpl_lane settles where it refuses) */
 		}
 	} else if (!e->lane && e->rpl) {
 		rpl_lane_disarm(e->rpl); /* (with e->lane, rpl_lane_take_arm disarmed it) */
@@ -1006,6 +1009,9 @@ void shim_engine_kernels(enum drv_api_id api, const CUkernel *k, unsigned int n,
 		}
 		if (changed && e->rpl)
 			rpl_lane_disarm(e->rpl);
+		else if (e->rpl)
+			rpl_lane_settle_pending(e->rpl); /* what the lane took is stored: nothing here
+							  * reads it, but every other entry sees it settled */
 	}
 	lock_drop(e);
 }
