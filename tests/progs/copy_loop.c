@@ -12,7 +12,8 @@
  *           the calls before it went by the fast lanes, capture's and replay's, issue 22)
  * COPY_LOOP_QUERY=1: a cuStreamQuery of the stream after every enqueue (answered or not, the
  * program goes on): another call into the engine between every two ops (replay's armed lane,
- * issue 22, must not take the op after it). */
+ * issue 22, must not take the op after it). COPY_LOOP_QUERY=N: after every N-th enqueue (the
+ * lane takes the ops between, and each query finds some it has not settled). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +27,14 @@ static int nbuf = 52;     /* buffers per set: 3 * nbuf + 2 ops a step */
 #define SETS 3            /* move: the pool's thirds */
 
 static uint64_t h64 = TL_HASH_INIT;
-static int query; /* COPY_LOOP_QUERY */
+static int query; /* COPY_LOOP_QUERY: every query-th enqueue is followed by a query, 0: none */
+static unsigned long enqueued;
 
 /* After an enqueue: with COPY_LOOP_QUERY, ask whether the stream is done (the answer is not
  * needed: CUDA_ERROR_NOT_READY or CUDA_SUCCESS). */
 static void queried(CUstream s)
 {
-	if (query) {
+	if (query && ++enqueued % (unsigned long)query == 0) {
 		CUresult rc = cuStreamQuery(s);
 
 		if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
@@ -82,8 +84,8 @@ int main(int argc, char **argv)
 
 	if (argc > 3)
 		nbuf = atoi(argv[3]);
-	query = getenv("COPY_LOOP_QUERY") && atoi(getenv("COPY_LOOP_QUERY"));
-	if (nbuf < 1 || nbuf > 4096 || (!move && !drift && strcmp(mode, "fixed"))) {
+	query = getenv("COPY_LOOP_QUERY") ? atoi(getenv("COPY_LOOP_QUERY")) : 0;
+	if (nbuf < 1 || nbuf > 4096 || query < 0 || (!move && !drift && strcmp(mode, "fixed"))) {
 		fprintf(stderr, "copy_loop: unknown mode %s\n", mode);
 		return 2;
 	}
