@@ -153,8 +153,9 @@ void rpl_lane_settle(struct rpl_engine *re)
 		/* capture's common stores (record.c: lane_store). The slot holds an op of p's vid: its
 		 * kind, api, stream and context are the call's already (capture.h: vid), and its call
 		 * site and time stamp are 0 as every op's where neither is recorded; key, bind and vid
-		 * are p's */
-		cf_assert(!op->callsite && !op->t_ns && op->stream == s->handle);
+		 * are p's (the stream's handle is the call's: a legacy stream's record may have been
+		 * named 0 or CU_STREAM_LEGACY first) */
+		cf_assert(!op->callsite && !op->t_ns);
 		op->flags = 0;
 		op->stream_kind = skind;
 		op->stream_slot = sslot;
@@ -200,7 +201,7 @@ static bool __attribute__((noinline)) refuse(struct rpl_engine *re)
 	return false;
 }
 
-bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who)
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who, bool timed)
 {
 	struct rpl_lane *a = &re->st.lane;
 	struct cap_engine *ce = re->cap;
@@ -213,7 +214,6 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	struct cap_op *op;
 	uint64_t t0 = 0;
 	uint32_t i, pending = re->head.lane_pending;
-	bool timed;
 
 	if (!a->held && !arm_holds(re))
 		return false; /* (nothing pending: only a lane op since the arming holds it) */
@@ -223,8 +223,7 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	if (i >= a->limit)
 		return refuse(re);
 	cf_assert(ce->cur == w && re->st.depth == w->nops && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
-	/* one matched op in 16 is timed (rpl_host_ns_per_op), here as in follow_timed */
-	timed = !((re->totals.matched_ops + pending) & 15);
+	/* one matched op in 16 is timed (rpl_host_ns_per_op): here those the engine times whole */
 	if (cf_unlikely(timed))
 		t0 = cf_now_ns();
 	p = a->p;
@@ -232,9 +231,12 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	o = a->o;
 	cf_assert(p == &a->pw->ops[i] && op == &w->ops[i] && o == &t->ops[i]);
 	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
-	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->kind != p->kind || c->api != p->api ||
-	    c->stream != p->stream || who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
+	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->api != p->api || c->stream != p->stream ||
+	    who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
 		return refuse(re);
+	/* an entry point's hook gives its calls one kind (but a copy's with no descriptor, which
+	 * cap__call_repeats refuses: it compares the kinds) */
+	cf_assert(c->kind == p->kind || c->kind == CAP_OP_KIND_COUNT);
 	/* replay's (match.c: follow): the op will have p's vid, hence its key (capture.h: vid), and
 	 * flags 0 */
 	if (o->vid != p->vid || o->flags != 0 || o->cls != RPL_CLS_GRAPH)

@@ -159,9 +159,10 @@ static inline bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
  * the call c (recorded and deferred it; the hook answers CUDA_SUCCESS without calling the
  * driver), its stores and counts left for rpl_lane_settle; false having settled what it took
  * before and changed nothing else (the call takes the usual path: cap_record, then rpl_op).
- * who: filled as for cap_record, with no call site or time stamp. */
+ * who: filled as for cap_record, with no call site or time stamp. timed: the engine times this
+ * call (one in 16 of a thread's): the lane times its matching too (rpl_host_ns_per_op). */
 struct cap_who;
-bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who); /* rpl_lane_take_arm */
+bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who, bool timed); /* rpl_lane_take_arm */
 
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
  * engine asks first, so a drop with nothing due costs no more). */

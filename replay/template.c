@@ -1014,8 +1014,11 @@ static CUresult segs_build(struct rpl_engine *re, struct rpl_template *t, const 
 	return rc;
 }
 
-struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap_window *w, uint64_t shape_id,
-					 const struct rpl_config *cfg, const char **why, bool *own_failure)
+/* noinline: scripts/bench-overhead counts builds by this function's calls (the release build's
+ * link-time optimization would fold it into its one caller) */
+__attribute__((noinline)) struct rpl_template *rpl__template_build(struct rpl_engine *re, const struct cap_window *w,
+								   uint64_t shape_id, const struct rpl_config *cfg,
+								   const char **why, bool *own_failure)
 {
 	struct rpl_template *t = NULL;
 	uint8_t *glued = NULL; /* per op: GLUE_* between it and the next (cuts_make) */

@@ -474,11 +474,11 @@ static inline bool op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext 
 }
 
 /* shim_note_call once the engine records (initialization finished in a mode other than off)
- * for an entry point's id: the count and the signals' poll, inline. */
+ * for an entry point's id: the count and the signals' poll, inline. Only from op_begin, whose
+ * hooks call it only outside cufold (shim_is_inside, asserted). */
 static inline void note_call_recording(enum drv_api_id id)
 {
-	if (cf_unlikely(shim__inside))
-		return;
+	cf_assert(!shim__inside);
 	__atomic_fetch_add(&shim__counts[id], 1, __ATOMIC_RELAXED);
 	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
@@ -490,7 +490,9 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	bool go_on = true, timed;
 	uint64_t t0 = 0;
 
-	if (cf_likely(__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING && c->api < DRV_API_COUNT)) {
+	/* an entry point's own id (the hooks: DRV_ID_<symbol>) */
+	cf_assert(c->api < DRV_API_COUNT);
+	if (cf_likely(__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ENGINE_RECORDING)) {
 		note_call_recording((enum drv_api_id)c->api);
 	} else {
 		shim_note_call((enum drv_api_id)c->api);
@@ -509,10 +511,9 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
 		pthread_atfork(atfork_prepare, atfork_parent, NULL);
 	who.tid = cf_tid();
-	if (cf_likely(e->lane)) {
-		who.callsite = 0;
-		who.t_ns = 0;
-	} else {
+	/* with e->lane neither is kept: 0, set below where capture records the call (the lane
+	 * reads neither) */
+	if (cf_unlikely(!e->lane)) {
 		who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 		who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
 	}
@@ -531,7 +532,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		cf_assert(still_recording(e));
 		if (cf_likely(!rpl_error_pending(e->rpl) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0)) {
 			who.ctx = current_ctx();
-			if (rpl_lane(e->rpl, c, &who)) {
+			if (rpl_lane(e->rpl, c, &who, timed)) {
 				*rc = CUDA_SUCCESS;
 				go_on = false;
 				goto out;
@@ -544,6 +545,10 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	}
 	t->active = false;
 	t->err = CUDA_SUCCESS;
+	if (e->lane) {
+		who.callsite = 0;
+		who.t_ns = 0;
+	}
 	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
 		if (cf_unlikely(e->rpl && rpl_error_pending(e->rpl))) {
