@@ -16,9 +16,11 @@
  * then comes here: the state the op before left is checked once (arm_holds, at the first use
  * after an arming; later lane ops keep what it found), and the call only on what varies with its
  * position (the predicted op, the slot, the stream, the template's op and its segment) and on
- * its own arguments, and is recorded and deferred with the stores the two lanes make. Anything
+ * its own arguments, and is taken: recorded and deferred, the stores the two lanes made and the
+ * counts left for one pass over the ops taken (rpl_lane_settle), made before anything else can
+ * read them (any other acquisition, a refusal, a change of stream, the segment's end). Anything
  * else (another thread, a bound reached, a condition failing) takes the usual path, which leaves
- * what it always did: the lane changed nothing.
+ * what it always did: the lane changed nothing but settle what it took before.
  *
  * What the arm relies on, each argued from "no other acquisition since the arming op":
  *  - capture: ce->cur is the armed window (a window closes only under the lock; the arming op
