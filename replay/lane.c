@@ -115,7 +115,7 @@ static inline struct cap_func *kernel_repeats(const struct cap_call *c, const st
  * a stream change settles first). Each is what capture's lane_store and cap_op_done, and
  * replay's follow, would have left; made here in one pass, they cost a third of what they did
  * op by op (issue 22). */
-void rpl_lane_settle(struct rpl_engine *re)
+static void rpl_lane_settle(struct rpl_engine *re)
 {
 	struct rpl_lane *a = &re->st.lane;
 	struct cap_engine *ce = re->cap;
@@ -194,6 +194,28 @@ void rpl_lane_settle(struct rpl_engine *re)
 		re->st.nexact += n;
 	re->st.ndef += n;
 	re->totals.ops_deferred += n;
+}
+
+void rpl_lane_settle_pending(struct rpl_engine *re)
+{
+	if (re->head.lane_pending)
+		rpl_lane_settle(re);
+}
+
+void rpl_lane_disarm(struct rpl_engine *re)
+{
+	re->head.lane_armed = false;
+	rpl_lane_settle_pending(re);
+}
+
+bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
+{
+	bool armed = re->head.lane_armed && re->head.lane_tid == tid;
+
+	re->head.lane_armed = false;
+	if (!armed)
+		rpl_lane_settle_pending(re); /* another thread's call: what the lane took is settled */
+	return armed;
 }
 
 /* The lane refuses the call: what it took before is settled first (the usual path reads it). */

@@ -119,41 +119,26 @@ struct rpl_engine_head {
 				      * rpl_lane_settle (nonzero only while armed) */
 };
 
+/* The armed lane's arm (lane.c). Functions of lane.c, not inline here: the release build's
+ * link-time optimization inlines them into the engine's entry (Makefile: LTO). */
+
 /* Under the lock: make the stores and counts of the ops the armed lane took since it last
- * settled (lane.c). Every reader of capture's window or replay's run state other than the lane
- * itself comes after an acquisition that settles (rpl_lane_disarm, rpl_lane_take_arm) or calls
- * rpl_lane_settle_pending. */
-void rpl_lane_settle(struct rpl_engine *re);
-static inline void rpl_lane_settle_pending(struct rpl_engine *re)
-{
-	if (((struct rpl_engine_head *)(void *)re)->lane_pending)
-		rpl_lane_settle(re);
-}
+ * settled, if any (rpl_lane_settle in lane.c). Every reader of capture's window or replay's run
+ * state other than the lane itself comes after an acquisition that settles (rpl_lane_disarm,
+ * rpl_lane_take_arm) or calls this. */
+void rpl_lane_settle_pending(struct rpl_engine *re);
 
 /* At every acquisition of the engine's lock but a stream-work call's (the engine's, under it):
  * the armed lane holds only across two calls with nothing between them; what it took is
  * settled. */
-static inline void rpl_lane_disarm(struct rpl_engine *re)
-{
-	((struct rpl_engine_head *)(void *)re)->lane_armed = false;
-	rpl_lane_settle_pending(re);
-}
+void rpl_lane_disarm(struct rpl_engine *re);
 
 /* Under the lock, first thing in a stream-work call of thread tid: whether the armed lane
  * (below) may take it, the op before, armed, having been this thread's with nothing between.
  * It is disarmed either way: the lane arms it again when it takes the call, and so do replay's
- * other lanes (match.c). Inline: where the lane is never armed (pointers that move every step)
- * this costs a load and a store. */
-static inline bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
-{
-	struct rpl_engine_head *h = (struct rpl_engine_head *)(void *)re;
-	bool armed = h->lane_armed && h->lane_tid == tid;
-
-	h->lane_armed = false;
-	if (!armed)
-		rpl_lane_settle_pending(re); /* another thread's call: what the lane took is settled */
-	return armed;
-}
+ * other lanes (match.c); where it was not this thread's, what the lane took is settled. Where
+ * the lane is never armed (pointers that move every step) this costs a load and a store. */
+bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid);
 
 /* The armed lane (lane.c), under the lock before capture records the call: true when it took
  * the call c (recorded and deferred it; the hook answers CUDA_SUCCESS without calling the
