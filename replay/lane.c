@@ -247,7 +247,8 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	if (i >= a->limit)
 		return refuse(re);
 	cf_assert(ce->cur == w && re->st.depth == w->nops && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
-	/* one matched op in 16 is timed (rpl_host_ns_per_op): here those the engine times whole */
+	/* one matched op in 16 is timed (rpl_host_ns_per_op): here one in 16 of the thread's calls,
+	 * never one the engine times whole (the engine's choice) */
 	if (cf_unlikely(timed))
 		t0 = cf_now_ns();
 	p = a->p;

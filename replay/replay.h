@@ -144,8 +144,9 @@ bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid);
  * the call c (recorded and deferred it; the hook answers CUDA_SUCCESS without calling the
  * driver), its stores and counts left for rpl_lane_settle; false having settled what it took
  * before and changed nothing else (the call takes the usual path: cap_record, then rpl_op).
- * who: filled as for cap_record, with no call site or time stamp. timed: the engine times this
- * call (one in 16 of a thread's): the lane times its matching too (rpl_host_ns_per_op). */
+ * who: filled as for cap_record, with no call site or time stamp. timed: the lane times its
+ * matching (rpl_host_ns_per_op) on this call, one in 16 of a thread's, never one the engine
+ * times whole (rpl_own_time: the match's clock reads would count in cufold's own time). */
 struct cap_who;
 bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who, bool timed); /* rpl_lane_take_arm */
 

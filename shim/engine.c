@@ -489,6 +489,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	struct cap_who who;
 	bool go_on = true, timed;
 	uint64_t t0 = 0;
+	uint32_t tick;
 
 	/* an entry point's own id (the hooks: DRV_ID_<symbol>) */
 	cf_assert(c->api < DRV_API_COUNT);
@@ -519,7 +520,8 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	}
 	/* one op in 16 of each thread is timed whole: cufold's own time on it, lock wait included
 	 * (replay/replay.h, rpl_own_time) */
-	timed = e->rpl && (tls_ops++ & 15) == 0;
+	tick = tls_ops++ & 15;
+	timed = e->rpl && tick == 0;
 	if (cf_unlikely(timed))
 		t0 = rpl_own_clock();
 	lock_hold_op(e);
@@ -532,7 +534,9 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		cf_assert(still_recording(e));
 		if (cf_likely(!rpl_error_pending(e->rpl) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0)) {
 			who.ctx = current_ctx();
-			if (rpl_lane(e->rpl, c, &who, timed)) {
+			/* the lane times its matching on other calls than those timed whole: a timed
+			 * match's clock reads inside a timed call would count in cufold's own time */
+			if (rpl_lane(e->rpl, c, &who, tick == 8)) {
 				*rc = CUDA_SUCCESS;
 				go_on = false;
 				goto out;
