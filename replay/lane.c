@@ -129,28 +129,23 @@ static void rpl_lane_settle(struct rpl_engine *re)
 	cf_assert(n && a->held && ce->cur == w && re->st.depth == from && end <= a->limit);
 	re->head.lane_pending = 0;
 	for (struct cap_op *op = &w->ops[from], *last = &w->ops[end]; op < last; op++) {
-		switch (op->kind) {
-		case CAP_OP_KERNEL:
+		/* cap_op_done's counts (the lane takes kernels, copies and memsets only) */
+		if (op->kind == CAP_OP_KERNEL) {
 			/* the slot holds p's kernel part (capture.h: vid): its function record */
 			launches++;
 			__atomic_fetch_add(&((struct cap_func *)op->u.kernel.info)->launches, 1, __ATOMIC_RELAXED);
-			break;
-		case CAP_OP_MEMCPY:
-			op->u.memcpy.staged = NULL;
-			if (op->u.memcpy.bytes) {
-				copies++;
-				bytes_copied += op->u.memcpy.bytes;
-			}
-			break;
-		default: { /* CAP_OP_MEMSET */
-			uint64_t bytes = (uint64_t)op->u.memset.width * op->u.memset.height * op->u.memset.elem_size;
+		} else {
+			uint64_t bytes = cap_op_bytes(op);
 
-			if (bytes) {
-				memsets++;
+			if (op->kind == CAP_OP_MEMCPY) {
+				op->u.memcpy.staged = NULL;
+				copies += bytes != 0;
+				bytes_copied += bytes;
+			} else {
+				cf_assert(op->kind == CAP_OP_MEMSET);
+				memsets += bytes != 0;
 				bytes_set += bytes;
 			}
-			break;
-		}
 		}
 		/* capture's common stores (record.c: lane_store). The slot holds an op of p's vid: its
 		 * kind, api, stream and context are the call's already (capture.h: vid), and its call
