@@ -11,6 +11,7 @@
 
 #include "capture/capture.h"
 #include "common/arena.h"
+#include "common/compiler.h"
 #include "common/file.h"
 #include "common/map.h"
 #include "common/serial.h"
@@ -52,8 +53,9 @@ struct cap_window {
 
 /* Whether the call c (a copy or a memset) repeats p in every field of its kind's part that
  * its key, bindings and vid read, compared straight from the call's arguments (a 1-D copy:
- * only the fields cap_call_copy_1d does not fix; a copy from pageable memory or not 1-D on
- * both sides never does). The header (api, stream, context, slot) is the caller's to compare.
+ * only the fields cap_call_copy_1d does not fix, nor the memory types, which its entry point
+ * fixes; a copy from pageable memory or not 1-D on both sides never does). The header (api,
+ * stream, context, slot) is the caller's to compare, the api first.
  * Shared by cap_op_take_like and the fast lane (record.c: repeat), so both compare the same. */
 static inline bool cap__call_repeats(const struct cap_call *c, const struct cap_op *p)
 {
@@ -62,12 +64,15 @@ static inline bool cap__call_repeats(const struct cap_call *c, const struct cap_
 	if (c->kind == CAP_OP_MEMCPY) {
 		const struct cap_memcpy *a = &c->u.memcpy, *b = &p->u.memcpy;
 
-		return a->oned && b->oned && !(p->flags & CAP_OPF_NO_DEFER) && !b->src_pageable &&
-		       a->d.srcDevice == b->d.srcDevice && a->d.dstDevice == b->d.dstDevice &&
+		if (!a->oned || !b->oned || (p->flags & CAP_OPF_NO_DEFER) || b->src_pageable)
+			return false;
+		/* the memory types are the entry point's (cap_call_copy_1d's callers pass constants,
+		 * shim/hooks_copy.c), and the callers compared the entry points */
+		cf_assert(c->api == p->api && a->d.srcMemoryType == b->d.srcMemoryType &&
+			  a->d.dstMemoryType == b->d.dstMemoryType);
+		return a->d.srcDevice == b->d.srcDevice && a->d.dstDevice == b->d.dstDevice &&
 		       a->d.WidthInBytes == b->d.WidthInBytes && a->d.srcHost == b->d.srcHost &&
-		       a->d.dstHost == b->d.dstHost && a->d.srcMemoryType == b->d.srcMemoryType &&
-		       a->d.dstMemoryType == b->d.dstMemoryType && a->dst_ctx == b->dst_ctx &&
-		       a->src_ctx == b->src_ctx;
+		       a->d.dstHost == b->d.dstHost && a->dst_ctx == b->dst_ctx && a->src_ctx == b->src_ctx;
 	}
 	if (c->kind == CAP_OP_MEMSET) {
 		const struct cap_memset *a = &c->u.memset, *b = &p->u.memset;

@@ -36,7 +36,6 @@
 #include <string.h>
 
 #include "capture/capture_int.h"
-#include "common/clock.h"
 #include "common/compiler.h"
 #include "replay/replay_int.h"
 
@@ -214,13 +213,13 @@ bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
 }
 
 /* The lane refuses the call: what it took before is settled first (the usual path reads it). */
-static bool __attribute__((noinline)) refuse(struct rpl_engine *re)
+static enum rpl_lane_took __attribute__((noinline)) refuse(struct rpl_engine *re)
 {
 	rpl_lane_settle_pending(re);
-	return false;
+	return RPL_LANE_REFUSED;
 }
 
-bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who, bool timed)
+enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUcontext ctx)
 {
 	struct rpl_lane *a = &re->st.lane;
 	struct cap_engine *ce = re->cap;
@@ -231,28 +230,23 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	const struct rpl_top *o;
 	struct cap_stream *s;
 	struct cap_op *op;
-	uint64_t t0 = 0;
 	uint32_t i, pending = re->head.lane_pending;
 
 	if (!a->held && !arm_holds(re))
-		return false; /* (nothing pending: only a lane op since the arming holds it) */
+		return RPL_LANE_REFUSED; /* (nothing pending: only a lane op since the arming holds it) */
 	w = a->w;
 	t = a->t;
 	i = w->nops + pending; /* settled ops, then those taken since */
 	if (i >= a->limit)
 		return refuse(re);
 	cf_assert(ce->cur == w && re->st.depth == w->nops && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
-	/* one matched op in 16 is timed (rpl_host_ns_per_op): here one in 16 of the thread's calls,
-	 * never one the engine times whole (the engine's choice) */
-	if (cf_unlikely(timed))
-		t0 = cf_now_ns();
 	p = a->p;
 	op = a->op;
 	o = a->o;
 	cf_assert(p == &a->pw->ops[i] && op == &w->ops[i] && o == &t->ops[i]);
 	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
 	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->api != p->api || c->stream != p->stream ||
-	    who->ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
+	    ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
 		return refuse(re);
 	/* an entry point's hook gives its calls one kind (but a copy's with no descriptor, which
 	 * cap__call_repeats refuses: it compares the kinds) */
@@ -277,9 +271,9 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 	 * settled before another stream's (rpl_lane_settle sets one stream's last). */
 	if (cf_likely(a->s && p->stream_slot == a->s_slot && p->stream_kind == a->s_kind)) {
 		s = a->s;
-		cf_assert(s == cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid));
+		cf_assert(s == cap__stream_get(ce, c->stream, drv_api[c->api].pt, ctx, re->head.lane_tid));
 	} else {
-		s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, who->ctx, who->tid);
+		s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, ctx, re->head.lane_tid);
 		if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
 			return refuse(re);
 		if (pending) {
@@ -306,8 +300,8 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 		cf_assert(op->u.kernel.info == f);
 		op->u.kernel.params = buf;
 	}
-	cf_assert(op->kind == c->kind && op->api == c->api && op->stream == c->stream && op->ctx == who->ctx &&
-		  op->key == p->key && op->bind == p->bind && op->vid == p->vid && who->tid == re->head.lane_tid);
+	cf_assert(op->kind == c->kind && op->api == c->api && op->stream == c->stream && op->ctx == ctx &&
+		  op->key == p->key && op->bind == p->bind && op->vid == p->vid);
 	re->head.lane_pending = pending + 1;
 	a->op = op + 1;
 	a->p = p + 1;
@@ -321,9 +315,12 @@ bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_
 		rpl_lane_settle(re);
 		rpl__segment_end(re);
 		a->held = false;
-		return true;
+		return RPL_LANE_TOOK_END;
 	}
-	if (cf_unlikely(timed))
-		rpl__match_sampled(re, cf_now_ns() - t0);
-	return true;
+	return RPL_LANE_TOOK;
+}
+
+void rpl_lane_sampled(struct rpl_engine *re, uint64_t ns)
+{
+	rpl__match_sampled(re, ns);
 }

@@ -140,15 +140,24 @@ void rpl_lane_disarm(struct rpl_engine *re);
  * the lane is never armed (pointers that move every step) this costs a load and a store. */
 bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid);
 
-/* The armed lane (lane.c), under the lock before capture records the call: true when it took
- * the call c (recorded and deferred it; the hook answers CUDA_SUCCESS without calling the
- * driver), its stores and counts left for rpl_lane_settle; false having settled what it took
- * before and changed nothing else (the call takes the usual path: cap_record, then rpl_op).
- * who: filled as for cap_record, with no call site or time stamp. timed: the lane times its
- * matching (rpl_host_ns_per_op) on this call, one in 16 of a thread's, never one the engine
- * times whole (rpl_own_time: the match's clock reads would count in cufold's own time). */
-struct cap_who;
-bool rpl_lane(struct rpl_engine *re, const struct cap_call *c, const struct cap_who *who, bool timed); /* rpl_lane_take_arm */
+/* The armed lane (lane.c), under the lock before capture records the call: TOOK or TOOK_END
+ * when it took the call c (recorded and deferred it; the hook answers CUDA_SUCCESS without
+ * calling the driver), its stores and counts left for rpl_lane_settle; REFUSED having settled
+ * what it took before and changed nothing else (the call takes the usual path: cap_record, then
+ * rpl_op).
+ * ctx: the thread's current context (the call is the armed thread's, and it has no call site or
+ * time stamp). */
+enum rpl_lane_took {
+	RPL_LANE_REFUSED = 0, /* the usual path takes the call */
+	RPL_LANE_TOOK,        /* taken; nothing is due at the lock's drop (rpl_due_at_drop) */
+	RPL_LANE_TOOK_END,    /* taken, and it ended its segment: a launch, a wait or a build may be
+			       * due at the drop */
+};
+enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUcontext ctx); /* rpl_lane_take_arm */
+/* A call the lane took (TOOK) took ns in the engine from the lock to the lane's answer: one
+ * call in 16 of a thread's, never one the engine times whole (rpl_own_time: the clock reads
+ * would count in cufold's own time), is a sample of replay's matching (rpl_host_ns_per_op). */
+void rpl_lane_sampled(struct rpl_engine *re, uint64_t ns);
 
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
  * engine asks first, so a drop with nothing due costs no more). */

@@ -55,9 +55,13 @@ static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit 
 /* initial-exec, as shim__inside: one load from the thread pointer instead of a __tls_get_addr
  * call each (a third of a hundred instructions per op, issue 22) */
 #define ENGINE_TLS __thread __attribute__((tls_model("initial-exec")))
-static ENGINE_TLS CUcontext tls_ctx;  /* the thread's current context, when tls_ctx_ok */
-static ENGINE_TLS bool tls_ctx_ok;    /* tls_ctx is known */
-static ENGINE_TLS uint32_t tls_ops;   /* ops this thread brought to the engine (its timed sample) */
+/* The engine's per-thread state, one block: the thread pointer plus one offset reaches all of it
+ * (apart, each variable's offset was loaded from the GOT on its own, issue 22). */
+static ENGINE_TLS struct {
+	CUcontext ctx;               /* the thread's current context, when ctx_ok */
+	uint32_t ops;                /* ops this thread brought to the engine (its timed sample) */
+	bool ctx_ok;                 /* ctx is known */
+} tls;
 
 static inline void lock_hold_op(struct cf_engine *e)
 {
@@ -74,13 +78,14 @@ static inline void lock_hold(struct cf_engine *e)
 		rpl_lane_disarm(e->rpl); /* replay's armed lane holds only from one call to the next */
 }
 
-/* Take the current engine's lock; the answer is the engine it guards (held until lock_drop).
- * Only called once the engine exists (state left IDLE). */
+/* The current engine (NULL before one was made). */
 static struct cf_engine *engine_get(void)
 {
 	return __atomic_load_n(&engine, __ATOMIC_ACQUIRE);
 }
 
+/* Take the current engine's lock; the answer is the engine it guards (held until lock_drop).
+ * Only called once the engine exists (state left IDLE). */
 static struct cf_engine *engine_lock(void)
 {
 	struct cf_engine *e = __atomic_load_n(&engine, __ATOMIC_ACQUIRE);
@@ -249,7 +254,7 @@ void shim_engine__atfork_child(void)
 		return;
 	shim__inside = 0;
 	is_child = true;
-	tls_ctx_ok = false;
+	tls.ctx_ok = false;
 	cf_tid_forget();
 	e = engine_create();
 	if (!e) {
@@ -393,8 +398,8 @@ static __attribute__((noinline)) CUcontext current_ctx_ask(void)
 	note_own(DRV_ID_cuCtxGetCurrent);
 	if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
 		c = NULL;
-	tls_ctx = c;
-	tls_ctx_ok = true;
+	tls.ctx = c;
+	tls.ctx_ok = true;
 	return c;
 }
 
@@ -402,7 +407,7 @@ static __attribute__((noinline)) CUcontext current_ctx_ask(void)
  * the lock. */
 static inline CUcontext current_ctx(void)
 {
-	return cf_likely(tls_ctx_ok) ? tls_ctx : current_ctx_ask();
+	return cf_likely(tls.ctx_ok) ? tls.ctx : current_ctx_ask();
 }
 
 /* Whether the stream an op names is being captured by the program (asked only while some
@@ -483,11 +488,38 @@ static inline void note_call_recording(enum drv_api_id id)
 	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
 
+/* A thread's op at tick 0 of its 16 (cold): the first recorded op of the process registers the
+ * fork handlers (atfork_prepare says why then: a thread's first op is at tick 0, so the
+ * process's first is too), and in replay the op is timed whole: the clock at its start (never
+ * 0), else 0. */
+static __attribute__((noinline)) uint64_t op_first_of_16(struct cf_engine *e)
+{
+	uint64_t t0;
+
+	if (cf_unlikely(!__atomic_load_n(&atfork_prepare_done, __ATOMIC_RELAXED)) &&
+	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
+		pthread_atfork(atfork_prepare, atfork_parent, NULL);
+	if (!e->rpl)
+		return 0;
+	t0 = rpl_own_clock();
+	return t0 ? t0 : 1;
+}
+
+/* A call the armed lane took was timed from t0 (cold): whole (tick 0, rpl_own_time's clock) or
+ * its matching (tick 8, the monotonic clock). */
+static __attribute__((noinline)) void lane_timed(struct cf_engine *e, uint32_t tick, uint64_t t0)
+{
+	if (tick == 0)
+		rpl_own_time(e->rpl, rpl_own_clock() - t0);
+	else
+		rpl_lane_sampled(e->rpl, cf_now_ns() - t0);
+}
+
 bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult *rc)
 {
 	struct cf_engine *e;
 	struct cap_who who;
-	bool go_on = true, timed;
+	bool go_on = true;
 	uint64_t t0 = 0;
 	uint32_t tick;
 
@@ -508,51 +540,60 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		t->active = false;
 		return true;
 	}
-	if (cf_unlikely(!__atomic_load_n(&atfork_prepare_done, __ATOMIC_RELAXED)) &&
-	    !__atomic_exchange_n(&atfork_prepare_done, 1, __ATOMIC_RELAXED))
-		pthread_atfork(atfork_prepare, atfork_parent, NULL);
 	who.tid = cf_tid();
-	/* with e->lane neither is kept: 0, set below where capture records the call (the lane
-	 * reads neither) */
-	if (cf_unlikely(!e->lane)) {
+	if (cf_unlikely(!e->lane)) { /* (with e->lane neither is kept: set where capture records) */
 		who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 		who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
 	}
 	/* one op in 16 of each thread is timed whole: cufold's own time on it, lock wait included
-	 * (replay/replay.h, rpl_own_time) */
-	tick = tls_ops++ & 15;
-	timed = e->rpl && tick == 0;
-	if (cf_unlikely(timed))
-		t0 = rpl_own_clock();
+	 * (replay/replay.h, rpl_own_time); t0 != 0 says this one is */
+	tick = tls.ops++ & 15;
+	if (cf_unlikely(tick == 0))
+		t0 = op_first_of_16(e);
 	lock_hold_op(e);
 	/* the armed lane first: the op after one replay followed, recorded and deferred at once.
 	 * Taking the arm disarms it either way (replay.h); e->lane: replay runs, and ops carry no
 	 * call site or time stamp (rpl__lane_arm never arms otherwise). Armed, the engine still
-	 * records: it stops only under the lock (stop_and_write), which disarms it. A capture the
-	 * program began counts after its boundary's disarm: asked. */
-	if (e->lane && rpl_lane_take_arm(e->rpl, who.tid)) {
-		cf_assert(still_recording(e));
-		if (cf_likely(!rpl_error_pending(e->rpl) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0)) {
-			who.ctx = current_ctx();
-			/* the lane times its matching on other calls than those timed whole: a timed
-			 * match's clock reads inside a timed call would count in cufold's own time */
-			if (rpl_lane(e->rpl, c, &who, tick == 8)) {
+	 * records: it stops only under the lock (stop_and_write), which disarms it, as the begin of
+	 * a capture does (shim_engine_capture_done), and replay arms nothing while one is open
+	 * (replay_op): armed, no capture is. */
+	if (e->lane) {
+		if (rpl_lane_take_arm(e->rpl, who.tid)) {
+			enum rpl_lane_took took = RPL_LANE_REFUSED;
+
+			cf_assert(still_recording(e) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0);
+			/* one call in 16 of the thread's, never one timed whole, times the lane's
+			 * matching (rpl_lane_sampled); t0 then holds its start */
+			if (cf_unlikely(tick == 8))
+				t0 = cf_now_ns();
+			if (cf_likely(!rpl_error_pending(e->rpl)))
+				took = rpl_lane(e->rpl, c, current_ctx());
+			else
+				rpl_lane_settle_pending(e->rpl); /* (rpl_lane settles where it refuses) */
+			if (cf_likely(took == RPL_LANE_TOOK)) {
+				/* nothing is due at the drop: only a segment's end schedules (replay.h) */
+				cf_assert(!rpl_due_at_drop(e->rpl));
+				if (cf_unlikely(t0))
+					lane_timed(e, tick, t0);
+				lock_release(e);
+				*rc = CUDA_SUCCESS;
+				return false;
+			}
+			if (tick == 8)
+				t0 = 0; /* (not a sample of the lane's) */
+			if (took == RPL_LANE_TOOK_END) {
 				*rc = CUDA_SUCCESS;
 				go_on = false;
 				goto out;
 			}
-		} else {
-			rpl_lane_settle_pending(e->rpl); /* (rpl_lane settles where it refuses) */
 		}
-	} else if (!e->lane && e->rpl) {
+		who.callsite = 0; /* with e->lane neither is kept (the lane reads neither) */
+		who.t_ns = 0;
+	} else if (e->rpl) {
 		rpl_lane_disarm(e->rpl); /* (with e->lane, rpl_lane_take_arm disarmed it) */
 	}
 	t->active = false;
 	t->err = CUDA_SUCCESS;
-	if (e->lane) {
-		who.callsite = 0;
-		who.t_ns = 0;
-	}
 	if (cf_likely(still_recording(e))) {
 		who.ctx = current_ctx();
 		if (cf_unlikely(e->rpl && rpl_error_pending(e->rpl))) {
@@ -572,7 +613,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 			frees_issue(e); /* the work before them was submitted: they follow it */
 	}
 out:
-	if (cf_unlikely(timed))
+	if (cf_unlikely(t0))
 		rpl_own_time(e->rpl, rpl_own_clock() - t0);
 	lock_drop(e);
 	return go_on;
@@ -681,7 +722,7 @@ static void boundary_locked(enum cap_boundary kind, enum drv_api_id api)
 void shim_engine_boundary(enum cap_boundary kind, enum drv_api_id api)
 {
 	shim_note_call(api);
-	tls_ctx_ok = false; /* cheap insurance: a call we do not model may switch contexts */
+	tls.ctx_ok = false; /* cheap insurance: a call we do not model may switch contexts */
 	if (recording())
 		boundary_locked(kind, api);
 }
@@ -692,7 +733,7 @@ void shim_engine_unmodeled(enum drv_api_id api)
 
 	if (shim_is_inside())
 		return;
-	tls_ctx_ok = false;
+	tls.ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
 	if (drv_api_is(api, DRV_API_DESTROYS_PRIMARY) && recording() && engine_get()->rpl) {
@@ -896,8 +937,13 @@ void shim_engine_capture_done(bool begin, CUresult rc)
 	if (!e)
 		return; /* cufold never started (mode off, no driver): nothing is recorded */
 	if (begin) {
-		if (rc == CUDA_SUCCESS)
+		if (rc == CUDA_SUCCESS) {
+			/* under the lock, which disarms replay's lane: armed, no capture is open (op_begin
+			 * does not ask; replay arms nothing while one is, replay_op) */
+			lock_hold(e);
 			__atomic_fetch_add(&e->captures, 1, __ATOMIC_ACQ_REL);
+			lock_release(e);
+		}
 		return;
 	}
 	/* the capture ended (a graph, or an invalidated capture that the call still ends); any
@@ -933,7 +979,7 @@ void shim_engine_ctx_switch(enum drv_api_id api)
 {
 	struct cf_engine *e;
 
-	tls_ctx_ok = false;
+	tls.ctx_ok = false;
 	if (api != DRV_ID_cuCtxDestroy_v2) {
 		/* push and pop: as cuCtxSetCurrent, a boundary for a thread with ops in the window */
 		shim_note_call(api);
@@ -970,10 +1016,10 @@ void shim_engine_ctx_destroyed(CUcontext ctx)
 void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now)
 {
 	if (rc == CUDA_SUCCESS && known) {
-		tls_ctx = now;
-		tls_ctx_ok = true;
+		tls.ctx = now;
+		tls.ctx_ok = true;
 	} else {
-		tls_ctx_ok = false;
+		tls.ctx_ok = false;
 	}
 }
 
