@@ -58,6 +58,7 @@ void cf_config_defaults(struct cf_config *cfg)
 	snprintf(cfg->barrier_kernels, sizeof(cfg->barrier_kernels), "%s", CF_DEFAULT_BARRIER_KERNELS);
 	cfg->log_level = CF_LOG_WARN;
 	cfg->gate = true;
+	cfg->churn = true;
 	cfg->derive = true;
 	snprintf(cfg->libcuda, sizeof(cfg->libcuda), "%s", CF_DEFAULT_LIBCUDA);
 }
@@ -265,6 +266,7 @@ static void parse_switches(struct cf_config *cfg)
 	} sw[] = {
 		{ CF_VAR_CALLSITES, &cfg->callsites, "0" },
 		{ CF_VAR_GATE, &cfg->gate, "1" },
+		{ CF_VAR_CHURN, &cfg->churn, "1" },
 		{ CF_VAR_STRICT, &cfg->strict, "0" },
 		{ CF_VAR_DERIVE, &cfg->derive, "1" },
 	};

@@ -32,6 +32,7 @@ enum cf_mode {
 	X(BARRIER_KERNELS, "CUFOLD_BARRIER_KERNELS") \
 	X(CALLSITES, "CUFOLD_CALLSITES") \
 	X(GATE, "CUFOLD_GATE") \
+	X(CHURN, "CUFOLD_CHURN") \
 	X(STRICT, "CUFOLD_STRICT") \
 	X(LOG, "CUFOLD_LOG") \
 	X(LOG_FILE, "CUFOLD_LOG_FILE") \
@@ -83,6 +84,8 @@ struct cf_config {
 	char barrier_kernels[1024];    /* CUFOLD_BARRIER_KERNELS: pattern[,pattern] (glob) */
 	bool callsites;                /* CUFOLD_CALLSITES: 0|1, hash call sites with libunwind */
 	bool gate;                     /* CUFOLD_GATE: 0|1, replay a shape only while it pays (1) */
+	bool churn;                    /* CUFOLD_CHURN: 0|1, a template whose bindings move on most
+				        * launches goes back to eager where patching costs more (1) */
 	bool strict;                   /* CUFOLD_STRICT: 0|1, a failure of cufold's own or a failed
 				        * guard is an error and exit status 70 (0) */
 	bool derive;                   /* CUFOLD_DERIVE: 0|1, cards derived from kernels' PTX where no

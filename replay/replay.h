@@ -43,6 +43,8 @@ struct rpl_config {
 	int opt;                     /* CUFOLD_OPT 0..2 (rules CUFOLD_RULES switches on run at 0 too), or
 				      * RPL_OPT_NONE: no rewriting at all */
 	bool gate;                   /* CUFOLD_GATE: a template is followed only while it pays */
+	bool churn;                  /* CUFOLD_CHURN: the churn check may retire a template whose
+				      * bindings move (retire.c: rpl__check_churn) */
 	bool strict;                 /* CUFOLD_STRICT: failures of cufold's own and failed guards
 				      * are logged as errors (rpl_strict_events counts them anyway) */
 };

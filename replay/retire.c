@@ -99,7 +99,8 @@ void rpl__template_retire(struct rpl_engine *re, struct rpl_template *t, const c
  *             template's next launch goes eagerly once, a PROBE fallback, to measure it).
  * It goes back to eager only when replaying costs at least as much: moving bindings alone do not
  * retire it while patching the nodes that moved (unchanged ones are skipped) and one launch per
- * segment are cheaper than submitting its ops one by one. */
+ * segment are cheaper than submitting its ops one by one. CUFOLD_CHURN=0 turns the check off
+ * (and its probe): for benchmarks that measure replay where the clock is slowed (callgrind). */
 static bool churn_due(const struct rpl_template *t)
 {
 	/* as of the last whole window: a window whose first launch patches (a step counter) and
@@ -110,7 +111,7 @@ static bool churn_due(const struct rpl_template *t)
 bool rpl__churn_needs_probe(const struct rpl_engine *re, const struct rpl_template *t)
 {
 	/* once (the caller sets churn_probed when it probes): a run without kernels measures nothing */
-	return churn_due(t) && !re->eager_kernels && !t->churn_probed;
+	return re->st.cfg.churn && churn_due(t) && !re->eager_kernels && !t->churn_probed;
 }
 
 void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t)
@@ -118,7 +119,7 @@ void rpl__check_churn(struct rpl_engine *re, struct rpl_template *t)
 	struct rpl_shape_note *n;
 	double replay_ns, eager_ns;
 
-	if (!churn_due(t) || !re->eager_kernels || !t->ops_replayed)
+	if (!re->st.cfg.churn || !churn_due(t) || !re->eager_kernels || !t->ops_replayed)
 		return;
 	replay_ns = (double)(t->patch_ns + t->launch_ns) + rpl_host_ns_per_op(re) * (double)t->ops_replayed;
 	eager_ns = (double)re->eager_ns / (double)re->eager_kernels * (double)t->ops_replayed;

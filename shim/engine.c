@@ -328,7 +328,7 @@ static struct cf_engine *engine_create(void)
 	if (shim_mode() == CF_MODE_REPLAY) {
 		struct rpl_config rc_ = {
 			.warmup = cfg->warmup, .segment = cfg->segment, .min_ops = cfg->min_ops, .opt = cfg->opt,
-			.gate = cfg->gate, .strict = cfg->strict,
+			.gate = cfg->gate, .churn = cfg->churn, .strict = cfg->strict,
 		};
 
 		/* without replay the engine still records (as before: trace mode's outputs) */

@@ -21,14 +21,14 @@ note "exit status passed through (3, SIGTERM as 143)"
 out=$(LD_PRELOAD="$OTHER" "$CMD" run -q -- sh -c 'echo "$LD_PRELOAD"')
 [[ "$out" == "$CUFOLD $OTHER" ]] || fail "run: child's LD_PRELOAD is '$out', expected '$CUFOLD $OTHER'"
 note "LD_PRELOAD kept: $out"
-out=$("$CMD" run -q --opt 2 --mode trace --gate 0 --log info --cards /x.cards -- \
-	sh -c 'echo "$CUFOLD_OPT $CUFOLD_MODE $CUFOLD_GATE $CUFOLD_LOG $CUFOLD_CARDS ${CUFOLD_LIB-unset}"')
-[[ "$out" == "2 trace 0 info /x.cards unset" ]] || fail "run: options gave '$out'"
+out=$("$CMD" run -q --opt 2 --mode trace --gate 0 --churn 0 --log info --cards /x.cards -- \
+	sh -c 'echo "$CUFOLD_OPT $CUFOLD_MODE $CUFOLD_GATE $CUFOLD_CHURN $CUFOLD_LOG $CUFOLD_CARDS ${CUFOLD_LIB-unset}"')
+[[ "$out" == "2 trace 0 0 info /x.cards unset" ]] || fail "run: options gave '$out'"
 "$CMD" run --help | grep -q 'CUFOLD_OPT' || fail "run --help does not list the variables"
 note "options set the variables: $out"
 
 # usage errors and missing programs: one message, non-zero
-for bad in "--opt 7 -- true" "--bogus -- true" "--mode fast -- true" ""; do
+for bad in "--opt 7 -- true" "--bogus -- true" "--mode fast -- true" "--churn off -- true" ""; do
 	# shellcheck disable=SC2086
 	"$CMD" run $bad >/dev/null 2>"$TMP/err"; rc=$?
 	[[ $rc == 2 && $(wc -l <"$TMP/err") == 1 ]] || { cat "$TMP/err"; fail "run $bad: exit $rc, not 2 with one line"; }

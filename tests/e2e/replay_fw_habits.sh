@@ -16,7 +16,8 @@
 # are not churn; patching skips the nodes that did not move; the report names the bindings that
 # moved (op, kernel, parameter) and what patching cost. And the churn check is a comparison: on a
 # device where a node update costs 5 us (SIMCUDA_EXEC_UPDATE_NS), patching costs more than eager
-# submission and the shape goes back to eager (CHURN). Printed: the share of ops replayed, beside
+# submission and the shape goes back to eager (CHURN); with CUFOLD_CHURN=0 (the check off) the same
+# run keeps replaying, with its output unchanged. Printed: the share of ops replayed, beside
 # fw_habits plain. replay layer.
 source "$(dirname "$0")/lib.sh"
 # These are the habits' tests, not the gate's (replay_gate.sh): the gate charges cufold's measured
@@ -45,6 +46,7 @@ run evmid evmid
 run pool pool
 run pool0 pool CUFOLD_OPT=0
 run costly pool CUFOLD_OPT=0 SIMCUDA_EXEC_UPDATE_NS=5000
+run costly_kept pool CUFOLD_OPT=0 SIMCUDA_EXEC_UPDATE_NS=5000 CUFOLD_CHURN=0
 python3 - "$TMP" <<'PY' || fail "per-step events or moving bindings are not replayed as they should be (see above)"
 import json, sys
 ok = True
@@ -53,7 +55,7 @@ def want(what, cond):
     print("%s %s" % ("ok  " if cond else "FAIL", what))
     ok = ok and cond
 share = {}
-for m in ("plain", "events", "evmid", "pool", "pool0", "costly"):
+for m in ("plain", "events", "evmid", "pool", "pool0", "costly", "costly_kept"):
     r = json.load(open("%s/%s.json" % (sys.argv[1], m)))
     ops, rep = r["totals"]["ops"], r["replay"]["ops_replayed"]
     share[m] = 100.0 * rep / ops
@@ -88,6 +90,10 @@ for m in ("plain", "events", "evmid", "pool", "pool0", "costly"):
         want("costly patching: its figures say why", ret and ret[0]["patching"]["replayed_ns_per_op"]
              >= ret[0]["patching"]["eager_ns_per_op"] > 0)
         want("costly patching: most ops go eagerly", share[m] < 40.0)
+    if m == "costly_kept":
+        want("CUFOLD_CHURN=0: no template goes back to eager for CHURN (or PROBE)",
+             not r["replay"]["fallbacks"].get("CHURN") and not r["replay"]["fallbacks"].get("PROBE"))
+        want("CUFOLD_CHURN=0: it replays as pool0 does", share[m] >= 65.0)
 sys.exit(0 if ok else 1)
 PY
 note "per-step events replay, also destroyed mid-window; moving bindings replayed; costly patching goes eager"

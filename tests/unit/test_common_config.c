@@ -94,6 +94,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c.barrier_kernels, "nccl*");
 	assert_false(c.callsites);
 	assert_true(c.gate);
+	assert_true(c.churn);
 	assert_false(c.strict);
 	assert_true(c.derive);
 	assert_int_equal(c.log_level, CF_LOG_WARN);
@@ -123,6 +124,7 @@ static void test_valid_values(void **state)
 	setenv("CUFOLD_BARRIER_KERNELS", "nccl*,my_allreduce?", 1);
 	setenv("CUFOLD_CALLSITES", "1", 1);
 	setenv("CUFOLD_GATE", "0", 1);
+	setenv("CUFOLD_CHURN", "0", 1);
 	setenv("CUFOLD_STRICT", "1", 1);
 	setenv("CUFOLD_DERIVE", "0", 1);
 	setenv("CUFOLD_LOG", "debug", 1);
@@ -144,6 +146,7 @@ static void test_valid_values(void **state)
 	assert_string_equal(c.barrier_kernels, "nccl*,my_allreduce?");
 	assert_true(c.callsites);
 	assert_false(c.gate);
+	assert_false(c.churn);
 	assert_true(c.strict);
 	assert_false(c.derive);
 	assert_int_equal(c.log_level, CF_LOG_DEBUG);
@@ -237,6 +240,7 @@ static void test_bad_values(void **state)
 	check_bad("CUFOLD_BARRIER_KERNELS", "nccl*,,x", "pattern[,pattern]", CF_VAR_BARRIER_KERNELS);
 	check_bad("CUFOLD_CALLSITES", "yes", "0, 1", CF_VAR_CALLSITES);
 	check_bad("CUFOLD_GATE", "off", "0, 1", CF_VAR_GATE);
+	check_bad("CUFOLD_CHURN", "no", "0, 1", CF_VAR_CHURN);
 	check_bad("CUFOLD_STRICT", "yes", "0, 1", CF_VAR_STRICT);
 	check_bad("CUFOLD_LOG", "verbose", "err, warn, info, debug", CF_VAR_LOG);
 	check_bad("CUFOLD_LOG_FILE", "a\tb", "a file path", CF_VAR_LOG_FILE);
@@ -306,7 +310,8 @@ static void test_names(void **state)
 	assert_string_equal(cf_config_var_name(CF_VAR_REPORT_EVERY), "CUFOLD_REPORT_EVERY");
 	assert_string_equal(cf_config_var_name(CF_VAR_DERIVE), "CUFOLD_DERIVE");
 	assert_string_equal(cf_config_var_name(CF_VAR_RENAME_MAX_BYTES), "CUFOLD_RENAME_MAX_BYTES");
-	assert_int_equal(CF_VAR_COUNT, 22);
+	assert_string_equal(cf_config_var_name(CF_VAR_CHURN), "CUFOLD_CHURN");
+	assert_int_equal(CF_VAR_COUNT, 23);
 }
 
 int main(void)
