@@ -87,18 +87,29 @@ static bool arm_holds(struct rpl_engine *re)
 	return true;
 }
 
-/* cap__params_repeat as a leaf of its own: inlined here, its loop ran out of registers among the
- * lane's and reloaded its pointers from the stack at every parameter (18 instructions a
- * parameter, where the leaf takes 11). Only here: record.c's kernel lane keeps it inline (out of
- * line there, recsys's trace mode paid 8 instructions an op more). */
-static __attribute__((noinline)) bool params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
+/* The parameters of kernel call c repeat pb's (p's, laid out as f says): a copy of them in the
+ * window's arena, else NULL (they differ, or the arena refuses). cap__params_repeat as a leaf of
+ * its own, with the copy: inlined into the lane, its loop ran out of registers among the lane's
+ * and reloaded its pointers from the stack at every parameter (18 instructions a parameter, where
+ * the leaf takes 11); the copy here saves the lane a second call's spills (issue 22). Only here:
+ * record.c's kernel lane keeps the compare inline (out of line there, recsys's trace mode paid 8
+ * instructions an op more). */
+static __attribute__((noinline)) void *params_take(const struct cap_call *c, const struct cap_func *f, const char *pb,
+						   struct cf_arena *arena)
 {
-	return cap__params_repeat(c, f, pb);
+	void *buf;
+
+	if (!cap__params_repeat(c, f, pb))
+		return NULL;
+	buf = cf_arena_alloc(arena, f->param_bytes);
+	if (buf)
+		memcpy(buf, pb, f->param_bytes);
+	return buf;
 }
 
-/* The kernel call c repeats p (record.c: repeat_kernel's conditions where no lookup changed):
- * its function record, else NULL. */
-static inline struct cap_func *kernel_repeats(const struct cap_call *c, const struct cap_op *p)
+/* The kernel call c launches p's function as p did (record.c: repeat_kernel's conditions where
+ * no lookup changed, but the parameters: params_take): its function record, else NULL. */
+static inline struct cap_func *kernel_same_launch(const struct cap_call *c, const struct cap_op *p)
 {
 	const struct cap_kernel *pk = &p->u.kernel;
 	struct cap_func *f = (struct cap_func *)pk->info;
@@ -106,7 +117,7 @@ static inline struct cap_func *kernel_repeats(const struct cap_call *c, const st
 	if (!cap__kernel_call_same_launch(c, pk) || !f || (f->nparams && !c->u.kernel.params))
 		return NULL;
 	cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
-	return !f->param_bytes || params_repeat(c, f, pk->params) ? f : NULL;
+	return f;
 }
 
 /* The stores and counts of the ops the lane took since it last settled: w->ops[w->nops ..
@@ -257,7 +268,7 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 		return refuse(re);
 	cf_assert(o->key == p->key);
 	if (c->kind == CAP_OP_KERNEL) {
-		if (!a->funcs_same || !(f = kernel_repeats(c, p)))
+		if (!a->funcs_same || !(f = kernel_same_launch(c, p)))
 			return refuse(re);
 	} else if (!cap__call_repeats(c, p) || (c->kind == CAP_OP_MEMCPY && !op->u.memcpy.oned)) {
 		return refuse(re);
@@ -286,17 +297,13 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 	}
 	cf_assert(s->win == w->seq && s->slot == p->stream_slot && s->kind == p->stream_kind);
 	if (c->kind == CAP_OP_KERNEL) {
-		/* the parameters' copy now (the arena may refuse; the driver is not called, so the op
-		 * cannot fail once taken). A slot of p's vid holds p's kernel part but for it
-		 * (capture.h) */
+		/* the parameters, compared and copied now (the arena may refuse; the driver is not
+		 * called, so the op cannot fail once taken). A slot of p's vid holds p's kernel part
+		 * but for them (capture.h) */
 		void *buf = NULL;
 
-		if (f->param_bytes) {
-			buf = cf_arena_alloc(&w->arena, f->param_bytes);
-			if (!buf)
-				return refuse(re);
-			memcpy(buf, p->u.kernel.params, f->param_bytes);
-		}
+		if (f->param_bytes && !(buf = params_take(c, f, p->u.kernel.params, &w->arena)))
+			return refuse(re);
 		cf_assert(op->u.kernel.info == f);
 		op->u.kernel.params = buf;
 	}

@@ -261,7 +261,14 @@ bool shim_engine_totals(struct cap_totals *t);
 /* Define the whole hook of a stream-work entry point: decls and args as in cuda_api.def, fill a
  * statement that describes the call in `struct cap_call c_` (api and stream preset to 0). The
  * program's call goes to the driver with its own arguments, after the engine recorded it. */
-#define SHIM_OP_HOOK(symbol, decls, args, fill) \
+#define SHIM_OP_HOOK(symbol, decls, args, fill) SHIM_OP_HOOK_C(symbol, decls, args, fill, args)
+
+/* SHIM_OP_HOOK where the call's arguments can be read back from what fill stored in c_: cargs,
+ * the same arguments as expressions of c_ (which the engine does not change), pass the call to
+ * the driver after the engine. The program's arguments then need not live across the engine's
+ * call: a copy's hook saved and restored five registers for them, a launch's spilled and
+ * reloaded five more, on every call the engine kept too (issue 22). */
+#define SHIM_OP_HOOK_C(symbol, decls, args, fill, cargs) \
 	SHIM_HOOK(symbol) decls \
 	{ \
 		struct cap_call c_; \
@@ -274,7 +281,7 @@ bool shim_engine_totals(struct cap_totals *t);
 		fill; \
 		if (!shim_engine_op_begin(&c_, &t_, &rc_)) \
 			return rc_; \
-		rc_ = drv_real.p_##symbol args; \
+		rc_ = drv_real.p_##symbol cargs; \
 		return shim_engine_op_end(&t_, rc_); \
 	}
 

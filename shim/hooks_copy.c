@@ -69,55 +69,76 @@ static void fill_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p, CUstre
 
 #define HP(p) ((uint64_t)(uintptr_t)(p))
 
+/* A 1-D copy's arguments read back from what cap_call_copy_1d stored (SHIM_OP_HOOK_C): each side
+ * in the descriptor's field its memory type names (the unified type's in the device field). */
+#define C1D_DST_H c_.u.memcpy.d.dstHost
+#define C1D_DST_D c_.u.memcpy.d.dstDevice
+#define C1D_DST_U c_.u.memcpy.d.dstDevice
+#define C1D_SRC_H c_.u.memcpy.d.srcHost
+#define C1D_SRC_D c_.u.memcpy.d.srcDevice
+#define C1D_SRC_U c_.u.memcpy.d.srcDevice
+#define C1D(dt, st) (C1D_DST_##dt, C1D_SRC_##st, c_.u.memcpy.d.WidthInBytes)
+#define C1DA(dt, st) (C1D_DST_##dt, C1D_SRC_##st, c_.u.memcpy.d.WidthInBytes, c_.stream)
+#define PEER_CARGS \
+	(c_.u.memcpy.d.dstDevice, c_.u.memcpy.dst_ctx, c_.u.memcpy.d.srcDevice, c_.u.memcpy.src_ctx, \
+	 c_.u.memcpy.d.WidthInBytes)
+#define PEER_ASYNC_CARGS \
+	(c_.u.memcpy.d.dstDevice, c_.u.memcpy.dst_ctx, c_.u.memcpy.d.srcDevice, c_.u.memcpy.src_ctx, \
+	 c_.u.memcpy.d.WidthInBytes, c_.stream)
+
 /* unified */
-SHIM_OP_HOOK(cuMemcpy, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
-	     fill_1d(&c_, U, dst, U, src, n, 0))
-SHIM_OP_HOOK(cuMemcpy_ptds, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
-	     fill_1d(&c_, U, dst, U, src, n, 0))
-SHIM_OP_HOOK(cuMemcpyAsync, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
-	     fill_1d(&c_, U, dst, U, src, n, s))
-SHIM_OP_HOOK(cuMemcpyAsync_ptsz, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
-	     fill_1d(&c_, U, dst, U, src, n, s))
+SHIM_OP_HOOK_C(cuMemcpy, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
+	     fill_1d(&c_, U, dst, U, src, n, 0), C1D(U, U))
+SHIM_OP_HOOK_C(cuMemcpy_ptds, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
+	     fill_1d(&c_, U, dst, U, src, n, 0), C1D(U, U))
+SHIM_OP_HOOK_C(cuMemcpyAsync, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
+	     fill_1d(&c_, U, dst, U, src, n, s), C1DA(U, U))
+SHIM_OP_HOOK_C(cuMemcpyAsync_ptsz, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
+	     fill_1d(&c_, U, dst, U, src, n, s), C1DA(U, U))
 
 /* peer */
 #define PEER_DECLS (CUdeviceptr_v2 dst, CUcontext dctx, CUdeviceptr_v2 src, CUcontext sctx, size_t n)
 #define PEER_ARGS (dst, dctx, src, sctx, n)
 #define PEER_ASYNC_DECLS (CUdeviceptr_v2 dst, CUcontext dctx, CUdeviceptr_v2 src, CUcontext sctx, size_t n, CUstream s)
 #define PEER_ASYNC_ARGS (dst, dctx, src, sctx, n, s)
-SHIM_OP_HOOK(cuMemcpyPeer, PEER_DECLS, PEER_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, 0))
-SHIM_OP_HOOK(cuMemcpyPeer_ptds, PEER_DECLS, PEER_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, 0))
-SHIM_OP_HOOK(cuMemcpyPeerAsync, PEER_ASYNC_DECLS, PEER_ASYNC_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, s))
-SHIM_OP_HOOK(cuMemcpyPeerAsync_ptsz, PEER_ASYNC_DECLS, PEER_ASYNC_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, s))
+SHIM_OP_HOOK_C(cuMemcpyPeer, PEER_DECLS, PEER_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, 0),
+	       PEER_CARGS)
+SHIM_OP_HOOK_C(cuMemcpyPeer_ptds, PEER_DECLS, PEER_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, 0),
+	       PEER_CARGS)
+SHIM_OP_HOOK_C(cuMemcpyPeerAsync, PEER_ASYNC_DECLS, PEER_ASYNC_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, s),
+	       PEER_ASYNC_CARGS)
+SHIM_OP_HOOK_C(cuMemcpyPeerAsync_ptsz, PEER_ASYNC_DECLS, PEER_ASYNC_ARGS, fill_peer(&c_, dst, dctx, src, sctx, n, s),
+	       PEER_ASYNC_CARGS)
 
 /* host to device */
-SHIM_OP_HOOK(cuMemcpyHtoD_v2, (CUdeviceptr_v2 dst, const void *src, size_t n), (dst, src, n),
-	     fill_1d(&c_, D, dst, H, HP(src), n, 0))
-SHIM_OP_HOOK(cuMemcpyHtoD_v2_ptds, (CUdeviceptr_v2 dst, const void *src, size_t n), (dst, src, n),
-	     fill_1d(&c_, D, dst, H, HP(src), n, 0))
-SHIM_OP_HOOK(cuMemcpyHtoDAsync_v2, (CUdeviceptr_v2 dst, const void *src, size_t n, CUstream s), (dst, src, n, s),
-	     fill_1d(&c_, D, dst, H, HP(src), n, s))
-SHIM_OP_HOOK(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr_v2 dst, const void *src, size_t n, CUstream s),
-	     (dst, src, n, s), fill_1d(&c_, D, dst, H, HP(src), n, s))
+SHIM_OP_HOOK_C(cuMemcpyHtoD_v2, (CUdeviceptr_v2 dst, const void *src, size_t n), (dst, src, n),
+	     fill_1d(&c_, D, dst, H, HP(src), n, 0), C1D(D, H))
+SHIM_OP_HOOK_C(cuMemcpyHtoD_v2_ptds, (CUdeviceptr_v2 dst, const void *src, size_t n), (dst, src, n),
+	     fill_1d(&c_, D, dst, H, HP(src), n, 0), C1D(D, H))
+SHIM_OP_HOOK_C(cuMemcpyHtoDAsync_v2, (CUdeviceptr_v2 dst, const void *src, size_t n, CUstream s), (dst, src, n, s),
+	     fill_1d(&c_, D, dst, H, HP(src), n, s), C1DA(D, H))
+SHIM_OP_HOOK_C(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr_v2 dst, const void *src, size_t n, CUstream s),
+	     (dst, src, n, s), fill_1d(&c_, D, dst, H, HP(src), n, s), C1DA(D, H))
 
 /* device to host */
-SHIM_OP_HOOK(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
-	     fill_1d(&c_, H, HP(dst), D, src, n, 0))
-SHIM_OP_HOOK(cuMemcpyDtoH_v2_ptds, (void *dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
-	     fill_1d(&c_, H, HP(dst), D, src, n, 0))
-SHIM_OP_HOOK(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
-	     fill_1d(&c_, H, HP(dst), D, src, n, s))
-SHIM_OP_HOOK(cuMemcpyDtoHAsync_v2_ptsz, (void *dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
-	     fill_1d(&c_, H, HP(dst), D, src, n, s))
+SHIM_OP_HOOK_C(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
+	     fill_1d(&c_, H, HP(dst), D, src, n, 0), C1D(H, D))
+SHIM_OP_HOOK_C(cuMemcpyDtoH_v2_ptds, (void *dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
+	     fill_1d(&c_, H, HP(dst), D, src, n, 0), C1D(H, D))
+SHIM_OP_HOOK_C(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
+	     fill_1d(&c_, H, HP(dst), D, src, n, s), C1DA(H, D))
+SHIM_OP_HOOK_C(cuMemcpyDtoHAsync_v2_ptsz, (void *dst, CUdeviceptr_v2 src, size_t n, CUstream s), (dst, src, n, s),
+	     fill_1d(&c_, H, HP(dst), D, src, n, s), C1DA(H, D))
 
 /* device to device */
-SHIM_OP_HOOK(cuMemcpyDtoD_v2, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
-	     fill_1d(&c_, D, dst, D, src, n, 0))
-SHIM_OP_HOOK(cuMemcpyDtoD_v2_ptds, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
-	     fill_1d(&c_, D, dst, D, src, n, 0))
-SHIM_OP_HOOK(cuMemcpyDtoDAsync_v2, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s),
-	     (dst, src, n, s), fill_1d(&c_, D, dst, D, src, n, s))
-SHIM_OP_HOOK(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s),
-	     (dst, src, n, s), fill_1d(&c_, D, dst, D, src, n, s))
+SHIM_OP_HOOK_C(cuMemcpyDtoD_v2, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
+	     fill_1d(&c_, D, dst, D, src, n, 0), C1D(D, D))
+SHIM_OP_HOOK_C(cuMemcpyDtoD_v2_ptds, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),
+	     fill_1d(&c_, D, dst, D, src, n, 0), C1D(D, D))
+SHIM_OP_HOOK_C(cuMemcpyDtoDAsync_v2, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s),
+	     (dst, src, n, s), fill_1d(&c_, D, dst, D, src, n, s), C1DA(D, D))
+SHIM_OP_HOOK_C(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n, CUstream s),
+	     (dst, src, n, s), fill_1d(&c_, D, dst, D, src, n, s), C1DA(D, D))
 
 /* 2-D */
 SHIM_OP_HOOK(cuMemcpy2D_v2, (const CUDA_MEMCPY2D_v2 *p), (p), fill_2d(&c_, p, 0))

@@ -62,14 +62,21 @@ static void fill_host_fn(struct cap_call *c, CUstream s, CUhostFn fn, void *data
 	 unsigned int bz, unsigned int shared, CUstream s, void **params)
 #define COOP_ARGS (f, gx, gy, gz, bx, by, bz, shared, s, params)
 
-SHIM_OP_HOOK(cuLaunchKernel, LAUNCH_DECLS, LAUNCH_ARGS,
-	     fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, extra))
-SHIM_OP_HOOK(cuLaunchKernel_ptsz, LAUNCH_DECLS, LAUNCH_ARGS,
-	     fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, extra))
-SHIM_OP_HOOK(cuLaunchCooperativeKernel, COOP_DECLS, COOP_ARGS,
-	     fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, NULL))
-SHIM_OP_HOOK(cuLaunchCooperativeKernel_ptsz, COOP_DECLS, COOP_ARGS,
-	     fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, NULL))
+/* the same arguments, read back from what fill_kernel stored (SHIM_OP_HOOK_C) */
+#define COOP_CARGS_ \
+	c_.u.kernel.f, c_.u.kernel.grid[0], c_.u.kernel.grid[1], c_.u.kernel.grid[2], c_.u.kernel.block[0], \
+	c_.u.kernel.block[1], c_.u.kernel.block[2], c_.u.kernel.shared_bytes, c_.stream, c_.u.kernel.params
+#define LAUNCH_CARGS (COOP_CARGS_, c_.u.kernel.extra)
+#define COOP_CARGS (COOP_CARGS_)
+
+SHIM_OP_HOOK_C(cuLaunchKernel, LAUNCH_DECLS, LAUNCH_ARGS,
+	       fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, extra), LAUNCH_CARGS)
+SHIM_OP_HOOK_C(cuLaunchKernel_ptsz, LAUNCH_DECLS, LAUNCH_ARGS,
+	       fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, extra), LAUNCH_CARGS)
+SHIM_OP_HOOK_C(cuLaunchCooperativeKernel, COOP_DECLS, COOP_ARGS,
+	       fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, NULL), COOP_CARGS)
+SHIM_OP_HOOK_C(cuLaunchCooperativeKernel_ptsz, COOP_DECLS, COOP_ARGS,
+	       fill_kernel(&c_, f, gx, gy, gz, bx, by, bz, shared, s, params, NULL), COOP_CARGS)
 
 /* cuLaunchKernelEx: a NULL config is the driver's to refuse; nothing to record then. */
 static CUresult launch_ex(enum drv_api_id id, drv_pfn_cuLaunchKernelEx real, const CUlaunchConfig *cfg,

@@ -19,11 +19,16 @@ static void fill(struct cap_call *c, CUdeviceptr dst, size_t pitch, unsigned int
 	c->u.memset.height = h;
 }
 
+/* a 1-D memset's arguments read back from what fill stored (SHIM_OP_HOOK_C; a 2-D one's pitch is
+ * not: fill makes a 0 pitch the row's width) */
+#define D1_CARGS(T) (c_.u.memset.dst, (T)c_.u.memset.value, c_.u.memset.width)
+#define D1A_CARGS(T) (c_.u.memset.dst, (T)c_.u.memset.value, c_.u.memset.width, c_.stream)
 #define D1(symbol, T, elem) \
-	SHIM_OP_HOOK(symbol, (CUdeviceptr_v2 d, T v, size_t n), (d, v, n), fill(&c_, d, 0, elem, v, n, 1, 0))
+	SHIM_OP_HOOK_C(symbol, (CUdeviceptr_v2 d, T v, size_t n), (d, v, n), fill(&c_, d, 0, elem, v, n, 1, 0), \
+		       D1_CARGS(T))
 #define D1A(symbol, T, elem) \
-	SHIM_OP_HOOK(symbol, (CUdeviceptr_v2 d, T v, size_t n, CUstream s), (d, v, n, s), \
-		     fill(&c_, d, 0, elem, v, n, 1, s))
+	SHIM_OP_HOOK_C(symbol, (CUdeviceptr_v2 d, T v, size_t n, CUstream s), (d, v, n, s), \
+		       fill(&c_, d, 0, elem, v, n, 1, s), D1A_CARGS(T))
 #define D2(symbol, T, elem) \
 	SHIM_OP_HOOK(symbol, (CUdeviceptr_v2 d, size_t pitch, T v, size_t w, size_t h), (d, pitch, v, w, h), \
 		     fill(&c_, d, pitch, elem, v, w, h, 0))
