@@ -253,6 +253,8 @@ struct rpl_totals {
 	uint64_t build_ns_max;       /* the longest template build (first, rebuild or the gate's
 				      * retrial alike: a window close's spike), ns */
 	uint64_t build_ops_max;      /* ops of the window that build was made from */
+	uint64_t builds;             /* template builds run (first, rebuilds, retrials, rejected) */
+	uint64_t build_own_ns;       /* cufold's time in them (rpl_own_clock), ns */
 	bool failed;                 /* some context went to sticky passthrough */
 };
 void rpl_get_totals(struct rpl_engine *re, struct rpl_totals *t);
@@ -279,6 +281,10 @@ void rpl_own_time(struct rpl_engine *re, uint64_t ns);
 uint64_t rpl_own_clock(void);
 /* Mean of those, ns per call (0 before any). */
 double rpl_own_ns_per_op(struct rpl_engine *re);
+/* rpl_own_ns_per_op plus the template builds' own time spread over the ops recorded: cufold's
+ * whole time per op over the run (the sample of calls leaves builds out: they run at the lock's
+ * drop, after the call's timing). */
+double rpl_own_ns_per_op_with_builds(struct rpl_engine *re);
 /* A clock read twice around a timed sample (cf_now_ns, rpl_own_clock), ns. */
 typedef uint64_t (*rpl_clock_fn)(void);
 /* What an empty pair of reads of clock, t1 - t0 back to back, reads on average (ns, rounded;

@@ -320,6 +320,8 @@ struct rpl_build {
 	bool own_failure;            /* cufold's own failure (not the shape's) */
 	uint64_t t_ns;               /* gate clock time the build took */
 	uint64_t wall_ns;            /* monotonic time it took (the report's worst window close) */
+	uint64_t own_ns;             /* cufold's time it took (rpl_own_clock: the device's CPU time in
+				      * its calls, instantiation and upload, left out) */
 	uint32_t nops;               /* ops of its window */
 	struct cap_alloc *allocs;    /* the allocations its kernels' pointer words point into, as
 				      * the map held them at scheduling (cap_alloc_snapshot; the

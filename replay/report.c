@@ -304,6 +304,7 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 	X(u64, "lane_ops", s->lane_ops) \
 	X(f1, "host_ns_per_op", rpl_host_ns_per_op(re)) \
 	X(f1, "own_ns_per_op", rpl_own_ns_per_op(re)) \
+	X(f1, "own_ns_per_op_with_builds", rpl_own_ns_per_op_with_builds(re)) \
 	X(u64, "own_ns", s->own_ns) \
 	X(u64, "own_samples", s->own_samples) \
 	X(u64, "host_bytes", rpl_memory_bytes(re)) \
@@ -315,6 +316,8 @@ static void write_rejected(struct rpl_engine *re, struct cf_json *j)
 	X(u64, "graph_nodes_live", nodes) \
 	X(u64, "build_ns_max", s->build_ns_max) \
 	X(u64, "build_ops_max", s->build_ops_max) \
+	X(u64, "builds", s->builds) \
+	X(u64, "build_own_ns", s->build_own_ns) \
 	X(flag, "passthrough_after_failure", s->failed)
 
 static void total_u64(struct cf_json *j, const char *key, uint64_t v)
@@ -421,4 +424,7 @@ void rpl_write_report_json(struct rpl_engine *re, struct cf_json *j)
 	cf_json_nl(j, 1);
 	cf_json_key(j, "own_ns_per_op");
 	cf_json_f64(j, rpl_own_ns_per_op(re), 1);
+	cf_json_nl(j, 1);
+	cf_json_key(j, "own_ns_per_op_with_builds");
+	cf_json_f64(j, rpl_own_ns_per_op_with_builds(re), 1);
 }

@@ -4,7 +4,7 @@
 # than eager submission (SIMCUDA_EXEC_UPDATE_NS=5000) and names its
 # window and call sites; a freed buffer retires its template; a failing graph launch sends the
 # context to passthrough), the top-level host_ns_per_op and replay's own_ns, own_samples and
-# host_bytes_peak that scripts/bench reads; the counts agree with the software device's own.
+# host_bytes_peak that scripts/bench reads, the builds' own time (own_ns_per_op_with_builds); the counts agree with the software device's own.
 # tests layer.
 source "$(dirname "$0")/lib.sh"
 gate_off_under_tsan
@@ -44,6 +44,13 @@ want("own_ns_per_op at the top level and in replay, above the matching cost",
 # its sums (scripts/bench differences two runs' for the steady state) give it back
 want("own_ns and own_samples in replay, own_ns / own_samples = own_ns_per_op",
      rp.get("own_samples", 0) > 0 and abs(rp["own_ns"] / rp["own_samples"] - rp["own_ns_per_op"]) < 0.1)
+# template builds run at the lock's drop, outside the timed sample: counted whole, and spread over
+# the ops in own_ns_per_op_with_builds (the whole run's figure scripts/bench-overhead checks)
+want("builds and build_own_ns in replay, a build per template at least",
+     rp.get("builds", 0) >= rp["templates_built"] >= 1 and rp.get("build_own_ns", 0) > 0)
+want("own_ns_per_op_with_builds = own_ns_per_op + build_own_ns / ops, top level and replay alike",
+     r.get("own_ns_per_op_with_builds") == rp.get("own_ns_per_op_with_builds") and
+     abs(r["own_ns_per_op_with_builds"] - (r["own_ns_per_op"] + rp["build_own_ns"] / r["totals"]["ops"])) < 0.15)
 want("host_bytes_peak in replay, at least host_bytes", rp.get("host_bytes_peak", 0) >= rp["host_bytes"] > 0)
 t = rp["templates"][0]
 nseg = len(t["segment_launches"])
