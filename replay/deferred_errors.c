@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/compiler.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "replay/replay_int.h"
@@ -47,6 +48,12 @@ void rpl__error_note(struct rpl_engine *re, const struct cap_op *op, CUresult rc
 	struct rpl_pending *p = NULL;
 	const char *name = cap_op_name(op);
 	uint32_t hist = re->errs.nhist < RPL_ERR_HISTORY ? re->errs.nhist : RPL_ERR_HISTORY; /* its history entry */
+
+	/* an armed lane takes no call while an error is pending (the engine does not ask: the
+	 * usual path returns the error); what it took was settled before the launch that failed
+	 * (a segment's end) or by the acquisition that made it */
+	cf_assert(!re->head.lane_pending);
+	re->head.lane_armed_tid = 0;
 
 	re->errs.failures++;
 	if (re->errs.failures <= RPL_ERR_LOGGED) {

@@ -209,15 +209,16 @@ void rpl_lane_settle_pending(struct rpl_engine *re)
 
 void rpl_lane_disarm(struct rpl_engine *re)
 {
-	re->head.lane_armed = false;
+	re->head.lane_armed_tid = 0;
 	rpl_lane_settle_pending(re);
 }
 
 bool rpl_lane_take_arm(struct rpl_engine *re, uint32_t tid)
 {
-	bool armed = re->head.lane_armed && re->head.lane_tid == tid;
+	bool armed = re->head.lane_armed_tid == tid;
 
-	re->head.lane_armed = false;
+	cf_assert(tid);
+	re->head.lane_armed_tid = 0;
 	if (!armed)
 		rpl_lane_settle_pending(re); /* another thread's call: what the lane took is settled */
 	return armed;
@@ -313,7 +314,7 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 	a->op = op + 1;
 	a->p = p + 1;
 	a->o = o + 1;
-	re->head.lane_armed = true; /* the thread's next call may take it again */
+	re->head.lane_armed_tid = re->head.lane_tid; /* the thread's next call may take it again */
 	cf_assert(o->seg >= 0 && a->seg_end == t->segs[o->seg].first + t->segs[o->seg].n);
 	if (cf_unlikely(a->seg_end == i + 1)) {
 		/* its segment ends with it: as op_long, launched or kept while the device is busy

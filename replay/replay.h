@@ -114,9 +114,10 @@ struct rpl_engine_head {
 	bool wait_due;               /* a synchronization is held for the engine to make */
 	bool build_due;              /* a build is scheduled: the next lock drop takes it */
 	uint32_t npending;           /* errors of deferred ops pending (deferred_errors.c) */
-	bool lane_armed;             /* the armed lane (lane.c) may take the next call, if it is
-				      * lane_tid's and nothing else took the engine's lock since */
-	uint32_t lane_tid;
+	uint32_t lane_armed_tid;     /* the armed lane (lane.c) may take the next call, if it is this
+				      * thread's and nothing else took the engine's lock since; 0:
+				      * disarmed (a thread's id is never 0: one compare asks both) */
+	uint32_t lane_tid;           /* the thread of the lane's held run (and its pending ops) */
 	uint32_t lane_pending;       /* ops the armed lane took whose stores and counts wait for
 				      * rpl_lane_settle (nonzero only while armed) */
 };

@@ -340,7 +340,7 @@ enum rpl_mstate {
 /* The matcher's state, shared by match.c (which owns it: its invariants and state diagram),
  * launch.c and retire.c. One per engine: struct rpl_engine.st. */
 /* The armed lane (lane.c): what the op that armed it established, valid for the next call only,
- * by the same thread, with nothing between (the head's lane_armed and lane_tid). */
+ * by the same thread, with nothing between (the head's lane_armed_tid). */
 struct rpl_lane {
 	bool held;                   /* what follows was checked since the arming (arm_holds) */
 	uint64_t refused_win;        /* the window arm_holds last refused: not armed again in it */
@@ -661,9 +661,11 @@ static inline void rpl__note_exact(struct rpl_engine *re, const struct rpl_templ
  * arm_holds). Inline: most arms are never used (another acquisition comes first). */
 static inline void rpl__lane_arm(struct rpl_engine *re, const struct cap_op *op, uint64_t win)
 {
-	if (win == re->st.lane.refused_win || op->callsite || op->t_ns)
+	/* (an error pending: the engine's call must take the usual path, which returns it; errors
+	 * noted later disarm, rpl__error_note) */
+	if (win == re->st.lane.refused_win || op->callsite || op->t_ns || re->head.npending)
 		return; /* rpl_lane_take_arm disarmed it */
-	re->head.lane_armed = true;
+	re->head.lane_armed_tid = op->tid;
 	re->head.lane_tid = op->tid;
 	re->st.lane.held = false;
 }

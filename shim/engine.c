@@ -559,17 +559,17 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	 * (replay_op): armed, no capture is. */
 	if (e->lane) {
 		if (rpl_lane_take_arm(e->rpl, who.tid)) {
-			enum rpl_lane_took took = RPL_LANE_REFUSED;
+			enum rpl_lane_took took;
 
-			cf_assert(still_recording(e) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0);
+			/* armed: no capture is open and no deferred op's error is pending (replay
+			 * arms nothing then, and noting an error disarms) */
+			cf_assert(still_recording(e) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0 &&
+				  !rpl_error_pending(e->rpl));
 			/* one call in 16 of the thread's, never one timed whole, times the lane's
 			 * matching (rpl_lane_sampled); t0 then holds its start */
 			if (cf_unlikely(tick == 8))
 				t0 = cf_now_ns();
-			if (cf_likely(!rpl_error_pending(e->rpl)))
-				took = rpl_lane(e->rpl, c, current_ctx());
-			else
-				rpl_lane_settle_pending(e->rpl); /* (rpl_lane settles where it refuses) */
+			took = rpl_lane(e->rpl, c, current_ctx());
 			if (cf_likely(took == RPL_LANE_TOOK)) {
 				/* nothing is due at the drop: only a segment's end schedules (replay.h) */
 				cf_assert(!rpl_due_at_drop(e->rpl));
