@@ -30,6 +30,11 @@ struct cap_window {
 	uint32_t nops, cap;          /* used and allocated entries of ops */
 	uint32_t filled;             /* ops[0, filled) hold ops capture wrote (a reset keeps them):
 				      * cap_record may find the op it records there already */
+	uint32_t binds_new_from;     /* the first op recorded with bindings that may not be its
+				      * predicted op's (no prediction, or hashed anew), UINT32_MAX: none.
+				      * A window that is its prediction's shape again has its last
+				      * sighting's bindings in every op before it: its sighting
+				      * compares from there (trie.c) */
 	struct cf_arena arena;       /* parameter bytes, attributes, staged sources */
 	struct cap_wstream *streams; /* slot -> stream (growable) */
 	uint32_t nstreams, capstreams; /* used and allocated slots */

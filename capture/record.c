@@ -81,8 +81,10 @@ struct cap_window *cap__window_new(void)
 {
 	struct cap_window *w = calloc(1, sizeof(*w));
 
-	if (w)
+	if (w) {
 		cf_arena_init(&w->arena, 0);
+		w->binds_new_from = UINT32_MAX;
+	}
 	return w;
 }
 
@@ -101,6 +103,7 @@ void cap__window_reset(struct cap_window *w)
 {
 	cf_arena_reset(&w->arena);
 	w->nops = 0;
+	w->binds_new_from = UINT32_MAX;
 	w->nstreams = 0;
 	w->nevents = 0;
 	w->nfailed = 0;
@@ -877,6 +880,8 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 {
 	if (!taken)
 		op_hash(ce, op, p, copy_like);
+	if ((!p || op->bind != p->bind) && w->nops < w->binds_new_from)
+		w->binds_new_from = w->nops; /* (the fast lanes take p's) */
 	op->seq = ++ce->op_seq;
 	if (!op->vid)
 		op->vid = op->seq; /* equal to no op before it (capture.h) */
@@ -1099,8 +1104,11 @@ static __attribute__((noinline)) int kernel_moved(struct cap_engine *ce, struct 
 	op->u.kernel = *pk;
 	op->u.kernel.params = buf;
 	lane_store_as(ce, w, c, who, rec, p, s, op, i, same ? p->bind : 0, same);
-	if (!same) /* hashed from the op's fields, which lane_store_as has just set */
+	if (!same) { /* hashed from the op's fields, which lane_store_as has just set */
 		op->bind = cap__op_bind(op);
+		if (i < w->binds_new_from)
+			w->binds_new_from = i;
+	}
 	rec->bytes = 0;
 	rec->func = f;
 	return 0;

@@ -119,6 +119,40 @@ static struct cap_shape *find_shape(uint64_t id)
 	return NULL;
 }
 
+/* One shape seen again and again as its prediction: its sightings compare the bindings from the
+ * first op recorded with new ones (record.c: binds_new_from), and still count exactly which ops
+ * moved: here the third of five moves in the first six iterations, the last in the next three,
+ * and then nothing, so the shape is stable from there. */
+static void test_moved_from_prediction(void **state)
+{
+	struct cap_shape *a = NULL, *s;
+
+	(void)state;
+	for (int i = 0; i < 12; i++) {
+		for (int k = 0; k < 5; k++) {
+			uint64_t dst = 0x10000 + (uint64_t)k * 0x1000;
+
+			if ((k == 2 && i < 6) || (k == 4 && i >= 6 && i < 9))
+				dst += (uint64_t)i * 0x100; /* moves */
+			memset_async(S1, dst, 10 + (size_t)k);
+		}
+		s = cap_boundary(ce, CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize);
+		assert_non_null(s);
+		if (a)
+			assert_ptr_equal(s, a);
+		a = s;
+	}
+	assert_int_equal(cap_shape_count(ce), 1);
+	assert_int_equal(cap_shape_sightings(a), 12);
+	assert_int_equal(cap_shape_moved(a, 0), 0);
+	assert_int_equal(cap_shape_moved(a, 1), 0);
+	assert_int_equal(cap_shape_moved(a, 2), 6); /* iterations 1..5, and back at 6 */
+	assert_int_equal(cap_shape_moved(a, 3), 0);
+	assert_int_equal(cap_shape_moved(a, 4), 4); /* 6..8, and back at 9 */
+	assert_int_equal(cap_shape_stable(a), 2);   /* iterations 10 and 11 */
+	assert_true(cap_shape_last_stable(a));
+}
+
 /* Two iteration shapes alternating: each gets its own shape, seen every other time, and the
  * binding comparison is per shape (one moves its pointer every time, the other never does). */
 static void test_alternating_shapes(void **state)
@@ -668,6 +702,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_alternating_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_moved_from_prediction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stream_recreated_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
