@@ -710,6 +710,15 @@ struct cap_totals {
 	uint64_t ptx_bytes_kept;           /* their bytes */
 };
 void cap_get_totals(struct cap_engine *ce, struct cap_totals *t);
+/* The ops recorded, all kinds (the report's totals.ops). */
+static inline uint64_t cap_totals_ops(const struct cap_totals *t)
+{
+	uint64_t all = 0;
+
+	for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
+		all += t->ops[k];
+	return all;
+}
 /* Bytes of host memory capture holds now. */
 size_t cap_memory_bytes(struct cap_engine *ce);
 /* The same, by part (the report's memory.parts): the open and spare windows, the shapes' trie

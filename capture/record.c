@@ -880,7 +880,7 @@ static void append(struct cap_engine *ce, struct cap_window *w, struct cap_op *o
 {
 	if (!taken)
 		op_hash(ce, op, p, copy_like);
-	if ((!p || op->bind != p->bind) && w->nops < w->binds_new_from)
+	if (w->nops < w->binds_new_from && (!p || op->bind != p->bind))
 		w->binds_new_from = w->nops; /* (the fast lanes take p's) */
 	op->seq = ++ce->op_seq;
 	if (!op->vid)

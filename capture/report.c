@@ -288,10 +288,8 @@ static void write_kernel_code(struct cap_engine *ce, struct cf_json *j)
 
 static void write_totals(struct cap_engine *ce, struct cf_json *j, const struct cap_totals *t)
 {
-	uint64_t all = 0;
+	uint64_t all = cap_totals_ops(t);
 
-	for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
-		all += t->ops[k];
 	cf_json_obj_begin(j);
 	cf_json_ku64(j, "windows", t->windows);
 	cf_json_ku64(j, "shapes", cap_shape_count(ce));

@@ -902,11 +902,10 @@ double rpl_own_ns_per_op(struct rpl_engine *re)
 double rpl_own_ns_per_op_with_builds(struct rpl_engine *re)
 {
 	struct cap_totals ct;
-	uint64_t ops = 0;
+	uint64_t ops;
 
 	cap_get_totals(re->cap, &ct);
-	for (int k = 0; k < CAP_OP_KIND_COUNT; k++)
-		ops += ct.ops[k];
+	ops = cap_totals_ops(&ct);
 	return rpl_own_ns_per_op(re) + (ops ? (double)re->totals.build_own_ns / (double)ops : 0.0);
 }
 

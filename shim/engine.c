@@ -505,9 +505,9 @@ static __attribute__((noinline)) uint64_t op_first_of_16(struct cf_engine *e)
 	return t0 ? t0 : 1;
 }
 
-/* A call the armed lane took was timed from t0 (cold): whole (tick 0, rpl_own_time's clock) or
- * its matching (tick 8, the monotonic clock). */
-static __attribute__((noinline)) void lane_timed(struct cf_engine *e, uint32_t tick, uint64_t t0)
+/* A timed call's end (cold), timed from t0: whole (tick 0, rpl_own_time's clock), or, a call the
+ * armed lane took, its matching (tick 8, the monotonic clock). */
+static __attribute__((noinline)) void op_timed(struct cf_engine *e, uint32_t tick, uint64_t t0)
 {
 	if (tick == 0)
 		rpl_own_time(e->rpl, rpl_own_clock() - t0);
@@ -574,7 +574,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 				/* nothing is due at the drop: only a segment's end schedules (replay.h) */
 				cf_assert(!rpl_due_at_drop(e->rpl));
 				if (cf_unlikely(t0))
-					lane_timed(e, tick, t0);
+					op_timed(e, tick, t0);
 				lock_release(e);
 				*rc = CUDA_SUCCESS;
 				return false;
@@ -614,7 +614,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	}
 out:
 	if (cf_unlikely(t0))
-		rpl_own_time(e->rpl, rpl_own_clock() - t0);
+		op_timed(e, tick, t0); /* (tick 0: a tick 8 not the lane's was let go) */
 	lock_drop(e);
 	return go_on;
 }

@@ -77,14 +77,14 @@ static void fill_3d_peer(struct cap_call *c, const CUDA_MEMCPY3D_PEER *p, CUstre
 #define C1D_SRC_H c_.u.memcpy.d.srcHost
 #define C1D_SRC_D c_.u.memcpy.d.srcDevice
 #define C1D_SRC_U c_.u.memcpy.d.srcDevice
-#define C1D(dt, st) (C1D_DST_##dt, C1D_SRC_##st, c_.u.memcpy.d.WidthInBytes)
-#define C1DA(dt, st) (C1D_DST_##dt, C1D_SRC_##st, c_.u.memcpy.d.WidthInBytes, c_.stream)
-#define PEER_CARGS \
-	(c_.u.memcpy.d.dstDevice, c_.u.memcpy.dst_ctx, c_.u.memcpy.d.srcDevice, c_.u.memcpy.src_ctx, \
-	 c_.u.memcpy.d.WidthInBytes)
-#define PEER_ASYNC_CARGS \
-	(c_.u.memcpy.d.dstDevice, c_.u.memcpy.dst_ctx, c_.u.memcpy.d.srcDevice, c_.u.memcpy.src_ctx, \
-	 c_.u.memcpy.d.WidthInBytes, c_.stream)
+#define C1D_(dst, src) dst, src, c_.u.memcpy.d.WidthInBytes
+#define C1D(dt, st) (C1D_(C1D_DST_##dt, C1D_SRC_##st))
+#define C1DA(dt, st) (C1D_(C1D_DST_##dt, C1D_SRC_##st), c_.stream)
+#define PEER_CARGS_ \
+	c_.u.memcpy.d.dstDevice, c_.u.memcpy.dst_ctx, c_.u.memcpy.d.srcDevice, c_.u.memcpy.src_ctx, \
+	c_.u.memcpy.d.WidthInBytes
+#define PEER_CARGS (PEER_CARGS_)
+#define PEER_ASYNC_CARGS (PEER_CARGS_, c_.stream)
 
 /* unified */
 SHIM_OP_HOOK_C(cuMemcpy, (CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t n), (dst, src, n),

@@ -21,8 +21,9 @@ static void fill(struct cap_call *c, CUdeviceptr dst, size_t pitch, unsigned int
 
 /* a 1-D memset's arguments read back from what fill stored (SHIM_OP_HOOK_C; a 2-D one's pitch is
  * not: fill makes a 0 pitch the row's width) */
-#define D1_CARGS(T) (c_.u.memset.dst, (T)c_.u.memset.value, c_.u.memset.width)
-#define D1A_CARGS(T) (c_.u.memset.dst, (T)c_.u.memset.value, c_.u.memset.width, c_.stream)
+#define D1_CARGS_(T) c_.u.memset.dst, (T)c_.u.memset.value, c_.u.memset.width
+#define D1_CARGS(T) (D1_CARGS_(T))
+#define D1A_CARGS(T) (D1_CARGS_(T), c_.stream)
 #define D1(symbol, T, elem) \
 	SHIM_OP_HOOK_C(symbol, (CUdeviceptr_v2 d, T v, size_t n), (d, v, n), fill(&c_, d, 0, elem, v, n, 1, 0), \
 		       D1_CARGS(T))

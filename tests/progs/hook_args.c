@@ -55,6 +55,16 @@ static unsigned char *hst(int i, size_t off)
 	return host + (size_t)i * SLOT + off;
 }
 
+/* f launched once through each of the four launch entry points, the i-th with grid and block
+ * g[i] (x, y, z of each) and parameters args[i]. */
+static void launch_each(CUfunction f, const unsigned int g[4][6], void **args[4], CUstream s)
+{
+	CHECK(cuLaunchKernel(f, g[0][0], g[0][1], g[0][2], g[0][3], g[0][4], g[0][5], 0, s, args[0], NULL));
+	CHECK(cuLaunchKernel_ptsz(f, g[1][0], g[1][1], g[1][2], g[1][3], g[1][4], g[1][5], 0, s, args[1], NULL));
+	CHECK(cuLaunchCooperativeKernel(f, g[2][0], g[2][1], g[2][2], g[2][3], g[2][4], g[2][5], 0, s, args[2]));
+	CHECK(cuLaunchCooperativeKernel_ptsz(f, g[3][0], g[3][1], g[3][2], g[3][3], g[3][4], g[3][5], 0, s, args[3]));
+}
+
 /* The calls of one step. Every size, offset and value differs from every other call's and moves
  * with the step, so that a swapped or misread argument writes other bytes. */
 static void step_work(int step, CUcontext ctx, CUstream s, CUfunction fill, CUfunction axpy, CUfunction rsum,
@@ -103,6 +113,10 @@ static void step_work(int step, CUcontext ctx, CUstream s, CUfunction fill, CUfu
 	/* launches: fill slots 28..31 and axpy them into 32..35, each with its own grid, block,
 	 * value and count */
 	{
+		static const unsigned int g_fill[4][6] = {{4, 1, 1, 64, 1, 1}, {2, 1, 1, 128, 1, 1},
+							  {8, 1, 1, 32, 1, 1}, {1, 1, 1, 256, 1, 1}};
+		static const unsigned int g_axpy[4][6] = {{2, 1, 1, 128, 1, 1}, {4, 1, 1, 64, 1, 1},
+							  {1, 1, 1, 256, 1, 1}, {8, 1, 1, 32, 1, 1}};
 		CUdeviceptr x[4] = {dev(28, 0), dev(29, 0), dev(30, 0), dev(31, 0)};
 		CUdeviceptr y[4] = {dev(32, 0), dev(33, 0), dev(34, 0), dev(35, 0)};
 		float vs[4] = {v, v + 1.0f, v + 2.0f, v + 3.0f}, al[4] = {0.25f, 0.5f, 0.75f, 1.5f};
@@ -111,19 +125,18 @@ static void step_work(int step, CUcontext ctx, CUstream s, CUfunction fill, CUfu
 		void *f2[] = {&x[2], &vs[2], &ns[2]}, *f3[] = {&x[3], &vs[3], &ns[3]};
 		void *a0[] = {&y[0], &x[0], &al[0], &ns[0]}, *a1[] = {&y[1], &x[1], &al[1], &ns[1]};
 		void *a2[] = {&y[2], &x[2], &al[2], &ns[2]}, *a3[] = {&y[3], &x[3], &al[3], &ns[3]};
+		void **fa[4] = {f0, f1, f2, f3}, **aa[4] = {a0, a1, a2, a3};
 
-		CHECK(cuLaunchKernel(fill, 4, 1, 1, 64, 1, 1, 0, s, f0, NULL));
-		CHECK(cuLaunchKernel_ptsz(fill, 2, 1, 1, 128, 1, 1, 0, s, f1, NULL));
-		CHECK(cuLaunchCooperativeKernel(fill, 8, 1, 1, 32, 1, 1, 0, s, f2));
-		CHECK(cuLaunchCooperativeKernel_ptsz(fill, 1, 1, 1, 256, 1, 1, 0, s, f3));
-		CHECK(cuLaunchKernel(axpy, 2, 1, 1, 128, 1, 1, 0, s, a0, NULL));
-		CHECK(cuLaunchKernel_ptsz(axpy, 4, 1, 1, 64, 1, 1, 0, s, a1, NULL));
-		CHECK(cuLaunchCooperativeKernel(axpy, 1, 1, 1, 256, 1, 1, 0, s, a2));
-		CHECK(cuLaunchCooperativeKernel_ptsz(axpy, 8, 1, 1, 32, 1, 1, 0, s, a3));
+		launch_each(fill, g_fill, fa, s);
+		launch_each(axpy, g_axpy, aa, s);
 	}
 	/* where grid and block count apart: a sum whose order of additions is the block's size
 	 * (reduce_sum: block 0's threads, rounded at each step), and a 2-D grid's rows and columns */
 	{
+		static const unsigned int g_rsum[4][6] = {{1, 2, 1, 32, 1, 1}, {2, 1, 1, 64, 1, 1},
+							  {1, 1, 2, 128, 1, 1}, {1, 1, 1, 16, 2, 1}};
+		static const unsigned int g_rc[4][6] = {{3, 2, 1, 16, 4, 1}, {2, 3, 1, 32, 2, 1},
+							{5, 1, 1, 8, 8, 1}, {1, 4, 1, 64, 1, 1}};
 		CUdeviceptr in = dev(SLOTS - 1, 0);
 		CUdeviceptr o[4] = {dev(36, 4), dev(36, 8), dev(36, 12), dev(36, 16)};
 		CUdeviceptr q[4] = {dev(40, 0), dev(44, 0), dev(48, 0), dev(52, 0)};
@@ -132,15 +145,10 @@ static void step_work(int step, CUcontext ctx, CUstream s, CUfunction fill, CUfu
 		void *r3[] = {&o[3], &in, &cnt};
 		void *c0[] = {&q[0], &in, &rows, &cols}, *c1[] = {&q[1], &in, &rows, &cols};
 		void *c2[] = {&q[2], &in, &rows, &cols}, *c3[] = {&q[3], &in, &rows, &cols};
+		void **ra[4] = {r0, r1, r2, r3}, **ca[4] = {c0, c1, c2, c3};
 
-		CHECK(cuLaunchKernel(rsum, 1, 2, 1, 32, 1, 1, 0, s, r0, NULL));
-		CHECK(cuLaunchKernel_ptsz(rsum, 2, 1, 1, 64, 1, 1, 0, s, r1, NULL));
-		CHECK(cuLaunchCooperativeKernel(rsum, 1, 1, 2, 128, 1, 1, 0, s, r2));
-		CHECK(cuLaunchCooperativeKernel_ptsz(rsum, 1, 1, 1, 16, 2, 1, 0, s, r3));
-		CHECK(cuLaunchKernel(rc, 3, 2, 1, 16, 4, 1, 0, s, c0, NULL));
-		CHECK(cuLaunchKernel_ptsz(rc, 2, 3, 1, 32, 2, 1, 0, s, c1, NULL));
-		CHECK(cuLaunchCooperativeKernel(rc, 5, 1, 1, 8, 8, 1, 0, s, c2));
-		CHECK(cuLaunchCooperativeKernel_ptsz(rc, 1, 4, 1, 64, 1, 1, 0, s, c3));
+		launch_each(rsum, g_rsum, ra, s);
+		launch_each(rc, g_rc, ca, s);
 	}
 	/* device to host: slots 16..19 back into the host's slots 4..7 */
 	memset(hst(4, 0), 0, 4 * SLOT);
