@@ -78,6 +78,30 @@ bool cap__name_matches(const char *patterns, const char *name)
 	return false;
 }
 
+/* f->by_size (capture.h) from f's layout; NULL where a parameter is neither 8 nor 4 bytes, or
+ * there is no memory for it (then the lanes compare by the layout). */
+static void plan_by_size(struct cap_func *f)
+{
+	uint32_t *q, j = 0;
+
+	f->by_size = NULL;
+	f->nwide = 0;
+	for (uint32_t i = 0; i < f->nparams; i++)
+		if (f->size[i] != 8 && f->size[i] != 4)
+			return;
+	if (!f->nparams || !(q = malloc(2 * f->nparams * sizeof(*q))))
+		return;
+	for (uint32_t want = 8; want >= 4; want -= 4)
+		for (uint32_t i = 0; i < f->nparams; i++)
+			if (f->size[i] == want) {
+				q[j++] = i;
+				q[j++] = f->offset[i];
+			}
+	for (uint32_t i = 0; i < f->nparams; i++)
+		f->nwide += f->size[i] == 8;
+	f->by_size = q;
+}
+
 /* The parameter layout of func (of kernel, when the launch named a CUkernel). named: the
  * driver knew the function's name; without it, a refusal at index 0 may mean a bad handle
  * rather than no parameters. */
@@ -130,12 +154,14 @@ static void layout(struct cap_engine *ce, struct cap_func *f, CUfunction func, C
 	for (uint32_t i = 0, at = 0; i < n; at = off[i] + size[i], i++)
 		if (off[i] != at)
 			f->dense = false;
+	plan_by_size(f);
 	f->layout_known = true;
 	return;
 out_unknown:
 	free(off);
 	free(size);
-	f->offset = f->size = NULL;
+	f->offset = f->size = f->by_size = NULL;
+	f->nwide = 0;
 	f->nparams = f->param_bytes = 0;
 	f->dense = false;
 	f->layout_known = false;
@@ -173,6 +199,7 @@ static void func_free(struct cap_func *f)
 	free((char *)f->name);
 	free(f->offset);
 	free(f->size);
+	free(f->by_size);
 	free(r->sig);
 	free(r);
 }

@@ -102,6 +102,7 @@ void cap__window_free(struct cap_window *w)
 void cap__window_reset(struct cap_window *w)
 {
 	cf_arena_reset(&w->arena);
+	w->lender = NULL;
 	w->nops = 0;
 	w->binds_new_from = UINT32_MAX;
 	w->nstreams = 0;
@@ -281,6 +282,54 @@ size_t cap_memory_bytes(struct cap_engine *ce)
 
 static void keep_spare(struct cap_engine *ce, struct cap_window *w);
 
+/* The open window w's borrowed parameters (capture_int.h: lender) become copies in its own
+ * arena, and w->lender NULL. 0, or -CF_ENOMEM (then some may be copied, the others still
+ * borrowed: w->lender stays). */
+static int borrow_end(struct cap_window *w)
+{
+	const struct cap_window *l = w->lender;
+	const uint32_t n = w->nops < l->nops ? w->nops : l->nops;
+
+	/* an op that borrowed holds the pointer of l's op at its index (the lanes borrow only
+	 * their predicted op's bytes, and l's ops do not move while it lends: retract_closed);
+	 * any other's bytes are w's own */
+	for (uint32_t i = 0; i < n; i++) {
+		struct cap_kernel *k = &w->ops[i].u.kernel;
+		void *buf;
+
+		if (w->ops[i].kind != CAP_OP_KERNEL || l->ops[i].kind != CAP_OP_KERNEL || !k->param_size ||
+		    k->params != l->ops[i].u.kernel.params)
+			continue;
+		cf_assert(cf_arena_holds(&l->arena, k->params));
+		buf = cf_arena_alloc(&w->arena, k->param_size);
+		if (!buf)
+			return -CF_ENOMEM;
+		memcpy(buf, k->params, k->param_size);
+		k->params = buf;
+	}
+	for (uint32_t i = 0; i < w->nops; i++) /* (debug builds: none is left) */
+		cf_assert(w->ops[i].kind != CAP_OP_KERNEL || !w->ops[i].u.kernel.param_size ||
+			  !cf_arena_holds(&l->arena, w->ops[i].u.kernel.params));
+	w->lender = NULL;
+	return 0;
+}
+
+/* Window l is about to be reset or freed: the open window's ops that borrowed from it get
+ * copies (borrow_end), or, with no memory for them, l's blocks (l leaves its shape, and
+ * nothing else reads its bytes: a pinned window is not reset until its build is done). */
+static void lender_leaves(struct cap_engine *ce, struct cap_window *l)
+{
+	struct cap_window *w = ce->cur;
+
+	if (!w || w == l || w->lender != l)
+		return;
+	cf_assert(!l->pinned);
+	if (borrow_end(w) != 0) {
+		cf_arena_move(&w->arena, &l->arena);
+		w->lender = NULL;
+	}
+}
+
 void cap__window_drop(struct cap_engine *ce, struct cap_window *w)
 {
 	keep_spare(ce, w);
@@ -303,6 +352,7 @@ void cap_window_unpin(struct cap_engine *ce, const struct cap_window *cw)
 	w->pinned = false;
 	if (w->orphan) {
 		w->orphan = false;
+		lender_leaves(ce, w);
 		cap__window_reset(w);
 		keep_spare(ce, w);
 	}
@@ -348,9 +398,12 @@ static void keep_spare(struct cap_engine *ce, struct cap_window *w)
 {
 	if (!w)
 		return;
-	if (w->pinned)
+	if (w->pinned) {
 		w->orphan = true;
-	else if (ce->spare)
+		return;
+	}
+	lender_leaves(ce, w);
+	if (ce->spare)
 		cap__window_free(w);
 	else
 		ce->spare = w;
@@ -422,6 +475,28 @@ static void op_hash(struct cap_engine *ce, struct cap_op *op, const struct cap_o
 		ce->pred = NULL;
 }
 
+/* Whether every parameter byte w's kernel ops point to is in w's own arena (what a closed window
+ * holds: capture_int.h, lender). For debug builds' asserts. */
+static inline bool owns_params(const struct cap_window *w)
+{
+	for (uint32_t i = 0; i < w->nops; i++)
+		if (w->ops[i].kind == CAP_OP_KERNEL && w->ops[i].u.kernel.param_size &&
+		    !cf_arena_holds(&w->arena, w->ops[i].u.kernel.params))
+			return false;
+	return true;
+}
+
+/* Whether the closing window w's borrowed bytes can stay where they are: w put nothing in its own
+ * arena, and it closes as its lender's shape again (close_window's known path, the lender no
+ * build's), so keep_small gives w the lender's arena as the lender leaves (trie.c). Else they
+ * are copied first (borrow_end). Steady state takes this: no window copies its launches'
+ * parameters (issue 22). */
+static bool lender_handed_over(const struct cap_engine *ce, const struct cap_window *w)
+{
+	return w->arena.used == 0 && ce->pred && ce->pred->last == w->lender && ce->pred->nops == w->nops &&
+	       !w->nfailed && !w->lender->pinned;
+}
+
 /* Close the open window (it has ops). */
 static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary kind, enum drv_api_id api)
 {
@@ -433,6 +508,13 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 	cf_assert(w->nops > 0 && w->t_end == 0);
 	if (ce->window_closing)
 		ce->window_closing(ce->closing_arg); /* its ops move from here on (compact, recycling) */
+	if (w->lender && !lender_handed_over(ce, w) && borrow_end(w) != 0) {
+		/* (no memory for its borrowed bytes: its ops go as failed ones do) */
+		cf_log_warn_once("out of memory keeping a window's kernel parameters; a window is not remembered");
+		w->lender = NULL;
+		w->nops = 0;
+		w->nfailed = 0;
+	}
 	nfailed = w->nfailed;
 	compact(w);
 	w->closed_by = (uint8_t)kind;
@@ -460,6 +542,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 				ce->totals.ops[w->ops[i].kind]++;
 			s = cap__trie_insert(ce, w, &spare);
 		}
+		cf_assert(!w->lender && (!s || s->last != w || owns_params(w)));
 		if (ce->cfg.trace_max_bytes)
 			cap__trace_window(ce, w, s);
 	}
@@ -1120,7 +1203,7 @@ static __attribute__((noinline)) int kernel_moved(struct cap_engine *ce, struct 
  * in the window's slot, and neither ends nor fills the window. Then the long path would record
  * the op with p's kernel part but for the parameters' copy (build_kernel lays them out with
  * zeroed padding: p's bytes), and cap_op_hash_like would give it p's key, bindings and value
- * identity: that is stored here, with a copy of p's parameter bytes into the window's arena.
+ * identity: that is stored here, with p's parameter bytes borrowed (w->lender), not copied.
  * Anything else takes the long path (a tail call), having changed nothing but the function and
  * stream caches, which the long path fills alike. */
 static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct cap_window *w,
@@ -1163,11 +1246,14 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 	s = lane_stream(ce, w, c, who, p);
 	if (!s)
 		return record_long(ce, c, who, rec);
-	buf = cf_arena_alloc(&w->arena, f->param_bytes);
-	if (!buf)
-		return record_long(ce, c, who, rec);
-	if (f->param_bytes)
-		memcpy(buf, pk->params, f->param_bytes);
+	/* p's bytes, borrowed from pw's arena (w->lender: resolved before pw can go; none when
+	 * there are none, as the armed lane leaves them) */
+	buf = NULL;
+	if (f->param_bytes) {
+		cf_assert(!w->lender || w->lender == pw);
+		w->lender = pw;
+		buf = pk->params;
+	}
 	op = &w->ops[i];
 	/* a slot holding an op of p's vid (a recycled window's) holds p's kernel part already, but
 	 * for the parameters' copy: vid covers every other field of it (capture.h) */
@@ -1338,6 +1424,15 @@ static void retract_closed(struct cap_engine *ce, const struct cap_rec *rec)
 		ce->totals.windows--;
 		ce->totals.windows_by[kind]--;
 		w->orphan = true;
+		return;
+	}
+	if (ce->cur && ce->cur->lender == w && borrow_end(ce->cur) != 0) {
+		/* the open window borrowed from w, whose ops are about to move (borrow_end finds a
+		 * borrowed op at its lender's index), and there is no memory for copies: w is not
+		 * filed again, and its blocks go to the open window (lender_leaves) */
+		ce->totals.windows--;
+		ce->totals.windows_by[kind]--;
+		keep_spare(ce, w);
 		return;
 	}
 	memmove(&w->ops[i], &w->ops[i + 1], (w->nops - i - 1) * sizeof(*w->ops));

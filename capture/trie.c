@@ -164,6 +164,7 @@ struct cap_window *cap__trie_retract(struct cap_engine *ce, struct cap_shape *s)
  * being read by a build: left alone. */
 static void keep_small(struct cap_window *old, struct cap_window *w)
 {
+	cf_assert(!w->lender || !old->pinned); /* (record.c: lender_handed_over) */
 	if (old->pinned)
 		return;
 	if (old->cap < w->cap && old->cap >= w->nops) {
@@ -182,7 +183,16 @@ static void keep_small(struct cap_window *old, struct cap_window *w)
 		w->filled = filled > w->nops ? filled : w->nops;
 	}
 	cf_assert(old->filled <= old->cap && w->filled <= w->cap);
-	if (w->arena.used == 0 && old->arena.reserved < w->arena.reserved) {
+	if (w->lender) {
+		/* w's launches borrowed old's parameter bytes, and w put nothing in its own arena
+		 * (record.c: lender_handed_over): w takes old's arena as it is, old w's empty one */
+		struct cf_arena a = old->arena;
+
+		cf_assert(w->lender == old && w->arena.used == 0);
+		old->arena = w->arena;
+		w->arena = a;
+		w->lender = NULL;
+	} else if (w->arena.used == 0 && old->arena.reserved < w->arena.reserved) {
 		struct cf_arena a = old->arena;
 
 		cf_arena_reset(&a);

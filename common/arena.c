@@ -110,6 +110,16 @@ void *cf_arena_dup(struct cf_arena *a, const void *p, size_t n)
 	return q;
 }
 
+bool cf_arena_holds(const struct cf_arena *a, const void *p)
+{
+	uintptr_t x = (uintptr_t)p;
+
+	for (const struct cf_arena_block *b = a->head; b; b = b->next)
+		if (x >= (uintptr_t)b->data && x - (uintptr_t)b->data < b->size)
+			return true;
+	return false;
+}
+
 void cf_arena_move(struct cf_arena *dst, struct cf_arena *src)
 {
 	struct cf_arena_block *b = src->head;

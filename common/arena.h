@@ -7,6 +7,7 @@
 #ifndef CF_ARENA_H
 #define CF_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct cf_arena_block;
@@ -47,6 +48,8 @@ static inline void *cf_arena_alloc(struct cf_arena *a, size_t n)
 }
 /* A copy of n bytes at p in the arena, or NULL. */
 void *cf_arena_dup(struct cf_arena *a, const void *p, size_t n);
+/* Whether p lies in one of a's blocks (handed out or not): a walk of the blocks. */
+bool cf_arena_holds(const struct cf_arena *a, const void *p);
 /* Move everything of src into dst (dst keeps its own blocks too); src is left empty. */
 void cf_arena_move(struct cf_arena *dst, struct cf_arena *src);
 

@@ -61,7 +61,9 @@ static bool arm_holds(struct rpl_engine *re)
 	if (re->st.mstate != RPL_M_MATCHING || re->st.ncand != 1 || re->st.nfailed || re->st.def_copied ||
 	    re->st.depth != w->nops || (re->st.ndef && re->st.def_win != w->seq))
 		return false; /* two candidates, say, until the window shows which it is */
-	limit = pw->nops < w->filled ? pw->nops : w->filled;
+	/* below pw's last op: the only one that can end a window (CAP_OPF_ENDS_WINDOW: capture
+	 * closes the window at its record), so the lane never compares the flag */
+	limit = pw->nops - 1 < w->filled ? pw->nops - 1 : w->filled;
 	if (limit > ce->cfg.window_max_ops - 1)
 		limit = ce->cfg.window_max_ops - 1;
 	if (limit > t->nops - 1)
@@ -87,28 +89,18 @@ static bool arm_holds(struct rpl_engine *re)
 	return true;
 }
 
-/* The parameters of kernel call c repeat pb's (p's, laid out as f says): a copy of them in the
- * window's arena, else NULL (they differ, or the arena refuses). cap__params_repeat as a leaf of
- * its own, with the copy: inlined into the lane, its loop ran out of registers among the lane's
- * and reloaded its pointers from the stack at every parameter (18 instructions a parameter, where
- * the leaf takes 11); the copy here saves the lane a second call's spills (issue 22). Only here:
- * record.c's kernel lane keeps the compare inline (out of line there, recsys's trace mode paid 8
- * instructions an op more). */
-static __attribute__((noinline)) void *params_take(const struct cap_call *c, const struct cap_func *f, const char *pb,
-						   struct cf_arena *arena)
+/* Whether the parameters of kernel call c repeat pb's (p's, laid out as f says):
+ * cap__params_repeat, inlined. The bytes are not copied: the op borrows p's (issue 22,
+ * capture_int.h: lender). Out of line (as it was, to keep its loop's pointers in registers while
+ * it compared by the layout's sizes), the compare by size (cap_func.by_size) cost recsys 6
+ * instructions an op more. */
+static inline bool params_same(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
-	void *buf;
-
-	if (!cap__params_repeat(c, f, pb))
-		return NULL;
-	buf = cf_arena_alloc(arena, f->param_bytes);
-	if (buf)
-		memcpy(buf, pb, f->param_bytes);
-	return buf;
+	return cap__params_repeat(c, f, pb);
 }
 
 /* The kernel call c launches p's function as p did (record.c: repeat_kernel's conditions where
- * no lookup changed, but the parameters: params_take): its function record, else NULL. */
+ * no lookup changed, but the parameters: params_same): its function record, else NULL. */
 static inline struct cap_func *kernel_same_launch(const struct cap_call *c, const struct cap_op *p)
 {
 	const struct cap_kernel *pk = &p->u.kernel;
@@ -256,9 +248,10 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 	op = a->op;
 	o = a->o;
 	cf_assert(p == &a->pw->ops[i] && op == &w->ops[i] && o == &t->ops[i]);
-	/* capture's lane (record.c: cap_record, repeat, repeat_kernel) */
-	if (!p->vid || p->vid == p->seq || op->vid != p->vid || c->api != p->api || c->stream != p->stream ||
-	    ctx != p->ctx || (p->flags & CAP_OPF_ENDS_WINDOW))
+	/* capture's lane (record.c: cap_record, repeat, repeat_kernel); a window's op has a value
+	 * identity (capture.h: vid), and only its last can end it (arm_holds: limit) */
+	cf_assert(p->vid && !(p->flags & CAP_OPF_ENDS_WINDOW));
+	if (p->vid == p->seq || op->vid != p->vid || c->api != p->api || c->stream != p->stream || ctx != p->ctx)
 		return refuse(re);
 	/* an entry point's hook gives its calls one kind (but a copy's with no descriptor, which
 	 * cap__call_repeats refuses: it compares the kinds) */
@@ -298,13 +291,19 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 	}
 	cf_assert(s->win == w->seq && s->slot == p->stream_slot && s->kind == p->stream_kind);
 	if (c->kind == CAP_OP_KERNEL) {
-		/* the parameters, compared and copied now (the arena may refuse; the driver is not
-		 * called, so the op cannot fail once taken). A slot of p's vid holds p's kernel part
-		 * but for them (capture.h) */
+		/* the parameters, compared now (the driver is not called, so the op cannot fail once
+		 * taken), and p's bytes borrowed: the window's lender is pw, whose arena the close
+		 * hands over or copies from (record.c: close_window). A slot of p's vid holds p's
+		 * kernel part but for them (capture.h) */
 		void *buf = NULL;
 
-		if (f->param_bytes && !(buf = params_take(c, f, p->u.kernel.params, &w->arena)))
-			return refuse(re);
+		if (f->param_bytes) {
+			if (!params_same(c, f, p->u.kernel.params))
+				return refuse(re);
+			buf = p->u.kernel.params;
+			cf_assert(!w->lender || w->lender == a->pw);
+			w->lender = a->pw;
+		}
 		cf_assert(op->u.kernel.info == f);
 		op->u.kernel.params = buf;
 	}

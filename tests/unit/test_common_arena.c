@@ -1,7 +1,8 @@
 /* test_common_arena.c - the bump allocator (common/arena.c, its inline fast path in arena.h since
  * issue 22): alignment, zero-byte and absurd sizes, no two allocations overlapping across block
- * changes and big one-offs, a reset that keeps and reuses its largest block, and a move into an
- * empty and into a filled arena. tests layer (cmocka, libcufold.a). */
+ * changes and big one-offs, a reset that keeps and reuses its largest block, a move into an
+ * empty and into a filled arena, and which blocks hold a pointer (cf_arena_holds). tests layer
+ * (cmocka, libcufold.a). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -114,12 +115,54 @@ static void test_move(void **state)
 	cf_arena_fini(&c);
 }
 
+/* cf_arena_holds: every allocation's first and last byte, across blocks and a big one-off, and
+ * nothing of another arena's, a stack variable's or one past a block; none after a reset but
+ * the kept block's. */
+static void test_holds(void **state)
+{
+	struct cf_arena a, b;
+	unsigned char *big, *other;
+	int local = 0;
+
+	(void)state;
+	cf_arena_init(&a, 256);
+	cf_arena_init(&b, 256);
+	for (int i = 0; i < 100; i++) {
+		sizes[i] = 24;
+		ptrs[i] = cf_arena_alloc(&a, sizes[i]);
+		assert_non_null(ptrs[i]);
+	}
+	big = cf_arena_alloc(&a, 4096);
+	other = cf_arena_alloc(&b, 24);
+	assert_non_null(big);
+	assert_non_null(other);
+	for (int i = 0; i < 100; i++) {
+		assert_true(cf_arena_holds(&a, ptrs[i]));
+		assert_true(cf_arena_holds(&a, ptrs[i] + sizes[i] - 1));
+		assert_false(cf_arena_holds(&b, ptrs[i]));
+	}
+	assert_true(cf_arena_holds(&a, big));
+	assert_true(cf_arena_holds(&a, big + 4095));
+	assert_false(cf_arena_holds(&a, big + 4096)); /* (its block is exactly 4096 bytes) */
+	assert_false(cf_arena_holds(&a, other));
+	assert_true(cf_arena_holds(&b, other));
+	assert_false(cf_arena_holds(&a, &local));
+	assert_false(cf_arena_holds(&a, NULL));
+	cf_arena_reset(&a); /* keeps the largest block, the big one's */
+	assert_true(cf_arena_holds(&a, big));
+	assert_false(cf_arena_holds(&a, ptrs[0]));
+	cf_arena_fini(&a);
+	assert_false(cf_arena_holds(&a, big));
+	cf_arena_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc),
 		cmocka_unit_test(test_reset_reuses),
 		cmocka_unit_test(test_move),
+		cmocka_unit_test(test_holds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
