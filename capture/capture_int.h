@@ -43,7 +43,12 @@ struct cap_window {
 				      * the lender can change or go: at the close (keep_small takes the
 				      * lender's arena over, else record.c's borrow_end copies), where
 				      * the lender leaves its shape (keep_spare) and before its ops move
-				      * (retract_closed). A closed window owns all it points to */
+				      * (retract_closed). A closed window owns all it points to. The
+				      * lanes borrow only while the window's own arena is empty: once a
+				      * launch puts its own bytes there (one that moved, PyTorch's every
+				      * step), the close would copy the borrowed anyway, so the launches
+				      * after it copy at once, as before (issue 22) */
+	uint32_t borrow_hi;          /* one past the last op that borrowed (0: none) */
 	struct cap_wstream *streams; /* slot -> stream (growable) */
 	uint32_t nstreams, capstreams; /* used and allocated slots */
 	CUevent *events;             /* slot -> event (growable) */
@@ -467,7 +472,8 @@ static inline bool cap__params_repeat(const struct cap_call *c, const struct cap
 
 	if (cf_likely(q)) {
 		/* by size: the 8-byte parameters, then the 4-byte ones, with no size to dispatch on
-		 * (a parameter of 13.7 instructions took 11, issue 22) */
+		 * (a parameter of 13.7 instructions took 11, issue 22). Two loops written out: one
+		 * inline helper taking the size made recsys's replay 336 -> 356 an op */
 		const uint32_t *wide_end = q + 2 * f->nwide, *end = q + 2 * n;
 
 		for (; q < wide_end; q += 2) {

@@ -103,6 +103,7 @@ void cap__window_reset(struct cap_window *w)
 {
 	cf_arena_reset(&w->arena);
 	w->lender = NULL;
+	w->borrow_hi = 0;
 	w->nops = 0;
 	w->binds_new_from = UINT32_MAX;
 	w->nstreams = 0;
@@ -288,11 +289,13 @@ static void keep_spare(struct cap_engine *ce, struct cap_window *w);
 static int borrow_end(struct cap_window *w)
 {
 	const struct cap_window *l = w->lender;
-	const uint32_t n = w->nops < l->nops ? w->nops : l->nops;
+	uint32_t n = w->nops < l->nops ? w->nops : l->nops;
 
 	/* an op that borrowed holds the pointer of l's op at its index (the lanes borrow only
 	 * their predicted op's bytes, and l's ops do not move while it lends: retract_closed);
-	 * any other's bytes are w's own */
+	 * any other's bytes are w's own; none borrowed past borrow_hi */
+	if (n > w->borrow_hi)
+		n = w->borrow_hi;
 	for (uint32_t i = 0; i < n; i++) {
 		struct cap_kernel *k = &w->ops[i].u.kernel;
 		void *buf;
@@ -311,6 +314,7 @@ static int borrow_end(struct cap_window *w)
 		cf_assert(w->ops[i].kind != CAP_OP_KERNEL || !w->ops[i].u.kernel.param_size ||
 			  !cf_arena_holds(&l->arena, w->ops[i].u.kernel.params));
 	w->lender = NULL;
+	w->borrow_hi = 0;
 	return 0;
 }
 
@@ -327,6 +331,7 @@ static void lender_leaves(struct cap_engine *ce, struct cap_window *l)
 	if (borrow_end(w) != 0) {
 		cf_arena_move(&w->arena, &l->arena);
 		w->lender = NULL;
+		w->borrow_hi = 0;
 	}
 }
 
@@ -1246,13 +1251,19 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 	s = lane_stream(ce, w, c, who, p);
 	if (!s)
 		return record_long(ce, c, who, rec);
-	/* p's bytes, borrowed from pw's arena (w->lender: resolved before pw can go; none when
-	 * there are none, as the armed lane leaves them) */
+	/* p's bytes, borrowed from pw's arena while w's own is empty (w->lender: resolved before
+	 * pw can go), else copied; none when there are none, as the armed lane leaves them */
 	buf = NULL;
-	if (f->param_bytes) {
+	if (f->param_bytes && cf_likely(w->arena.used == 0)) {
 		cf_assert(!w->lender || w->lender == pw);
 		w->lender = pw;
+		w->borrow_hi = i + 1;
 		buf = pk->params;
+	} else if (f->param_bytes) {
+		buf = cf_arena_alloc(&w->arena, f->param_bytes);
+		if (!buf)
+			return record_long(ce, c, who, rec);
+		memcpy(buf, pk->params, f->param_bytes);
 	}
 	op = &w->ops[i];
 	/* a slot holding an op of p's vid (a recycled window's) holds p's kernel part already, but

@@ -192,6 +192,7 @@ static void keep_small(struct cap_window *old, struct cap_window *w)
 		old->arena = w->arena;
 		w->arena = a;
 		w->lender = NULL;
+		w->borrow_hi = 0;
 	} else if (w->arena.used == 0 && old->arena.reserved < w->arena.reserved) {
 		struct cf_arena a = old->arena;
 

@@ -75,6 +75,8 @@ static bool arm_holds(struct rpl_engine *re)
 	/* no lookup's answer changed since p's window began: a kernel op's function record is its
 	 * own (record.c: repeat_kernel) */
 	a->funcs_same = pw->funcs_gen_begin == pw->funcs_gen_end && pw->funcs_gen_end == ce->funcs.gen;
+	/* the arena changes only under the lock: empty now, empty for the held run */
+	a->borrow = w->arena.used == 0;
 	a->op = &w->ops[w->nops];
 	a->p = &pw->ops[w->nops];
 	a->o = &t->ops[w->nops];
@@ -97,6 +99,17 @@ static bool arm_holds(struct rpl_engine *re)
 static inline bool params_same(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
 	return cap__params_repeat(c, f, pb);
+}
+
+/* A copy of p's n parameter bytes pb in the window's arena (a launch of a run that does not
+ * borrow: the window has bytes of its own), or NULL (the arena refuses). */
+static __attribute__((noinline, cold)) void *params_copy(const char *pb, uint32_t n, struct cf_arena *arena)
+{
+	void *buf = cf_arena_alloc(arena, n);
+
+	if (buf)
+		memcpy(buf, pb, n);
+	return buf;
 }
 
 /* The kernel call c launches p's function as p did (record.c: repeat_kernel's conditions where
@@ -164,6 +177,12 @@ static void rpl_lane_settle(struct rpl_engine *re)
 	ce->op_seq = seq;
 	s->last = end - 1;
 	w->nops = end;
+	if (launches && a->borrow) {
+		/* its launches borrowed p's bytes (rpl_lane): pw is the window's lender */
+		cf_assert(!w->lender || w->lender == a->pw);
+		w->lender = a->pw;
+		w->borrow_hi = end;
+	}
 	if (launches)
 		__atomic_fetch_add(&ce->totals.launches, launches, __ATOMIC_RELAXED);
 	if (copies) {
@@ -292,17 +311,18 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 	cf_assert(s->win == w->seq && s->slot == p->stream_slot && s->kind == p->stream_kind);
 	if (c->kind == CAP_OP_KERNEL) {
 		/* the parameters, compared now (the driver is not called, so the op cannot fail once
-		 * taken), and p's bytes borrowed: the window's lender is pw, whose arena the close
-		 * hands over or copies from (record.c: close_window). A slot of p's vid holds p's
-		 * kernel part but for them (capture.h) */
+		 * taken), and p's bytes borrowed: the window's lender is pw (rpl_lane_settle notes
+		 * it), whose arena the close hands over or copies from (record.c: close_window);
+		 * copied where the window has bytes of its own (a->borrow). A slot of p's vid holds
+		 * p's kernel part but for them (capture.h) */
 		void *buf = NULL;
 
 		if (f->param_bytes) {
 			if (!params_same(c, f, p->u.kernel.params))
 				return refuse(re);
 			buf = p->u.kernel.params;
-			cf_assert(!w->lender || w->lender == a->pw);
-			w->lender = a->pw;
+			if (cf_unlikely(!a->borrow) && !(buf = params_copy(buf, f->param_bytes, &w->arena)))
+				return refuse(re);
 		}
 		cf_assert(op->u.kernel.info == f);
 		op->u.kernel.params = buf;

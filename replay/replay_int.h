@@ -355,6 +355,8 @@ struct rpl_lane {
 	const struct cap_op *p;
 	const struct rpl_top *o;
 	bool funcs_same;             /* no function lookup's answer changed since pw began */
+	bool borrow;                 /* w's arena was empty at the arm: the run's launches borrow p's
+				      * parameter bytes (capture_int.h: lender), else copy them */
 	uint32_t seg_end;            /* one past the last op of the segment the held run is in
 				      * (segments are runs of positions; a run ends with its segment,
 				      * or before a position outside any), 0: none */

@@ -522,12 +522,13 @@ static void one_stream_call(int i, enum change ch, struct cap_call *c, struct ca
 	}
 }
 
-/* Launches the kernel lane took borrow their predicted op's bytes (capture_int.h: lender), and a
- * closed window owns every byte its ops point to, whichever way it came to: taking its lender's
- * arena (a repeated window: its launches' bytes stay where the window before's were), copying
- * them (a window with a moved launch, whose bytes are its own), or copying before its lender's
- * ops move (an op of the lender refused after the lender closed: retract_closed). Each window's
- * bytes are the calls' after its close, and after the next window's. */
+/* Launches the kernel lane took borrow their predicted op's bytes (capture_int.h: lender) while
+ * the window has none of its own, and a closed window owns every byte its ops point to, whichever
+ * way it came to: taking its lender's arena (a repeated window: its launches' bytes stay where
+ * the window before's were), copying them (a window with a moved launch: the launches before it
+ * borrowed, those after it copy at once), or copying before its lender's ops move (an op of the
+ * lender refused after the lender closed: retract_closed). Each window's bytes are the calls'
+ * after its close. */
 static void test_borrowed_bytes(void **state)
 {
 	struct cap_engine *ce = make(true);
@@ -560,6 +561,15 @@ static void test_borrowed_bytes(void **state)
 			assert_true(r.op->u.kernel.param_size <= sizeof(want[0]));
 			memcpy(want[i], r.op->u.kernel.params, r.op->u.kernel.param_size);
 			at[i] = r.op->u.kernel.params;
+			if (win == 4 && i != 5) {
+				/* before the launch that moved, its bytes are borrowed; after it, the
+				 * window has bytes of its own and they are copied at once */
+				const bool own = cf_arena_holds(&cap_window_current(ce)->arena, at[i]);
+
+				if (own != (i > 5) || (i < 5 && at[i] != closed[i]))
+					fail_msg("window 4 op %d: %s", i, i > 5 ? "borrowed after the window's own bytes" :
+										 "not borrowed");
+			}
 			if (win == 8 && i == 2)
 				lender_rec = r;
 			if (win == 9 && i == 6) {
