@@ -1157,6 +1157,9 @@ bool cap__params_repeat_from(const struct cap_call *c, const struct cap_func *f,
 	return true;
 }
 
+/* Where capture's kernel lane points a launch with no parameter bytes (repeat_kernel). */
+static const unsigned char no_param_bytes[16] __attribute__((aligned(16)));
+
 /* repeat_kernel where the parameters are not (or may not be) p's: the call is p's launch (the
  * same function handle, record and per-context function, geometry and shared memory, through
  * kernelParams with no attributes, on p's stream in the window's slot), so the long path would
@@ -1252,8 +1255,9 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 	if (!s)
 		return record_long(ce, c, who, rec);
 	/* p's bytes, borrowed from pw's arena while w's own is empty (w->lender: resolved before
-	 * pw can go), else copied; none when there are none, as the armed lane leaves them */
-	buf = NULL;
+	 * pw can go), else copied. A kernel with none gets a pointer to nothing that is not NULL,
+	 * as the long path's empty allocation is (a NULL one is classified eager: template.c) */
+	buf = (void *)no_param_bytes;
 	if (f->param_bytes && cf_likely(w->arena.used == 0)) {
 		cf_assert(!w->lender || w->lender == pw);
 		w->lender = pw;

@@ -614,6 +614,56 @@ static void test_borrowed_bytes(void **state)
 	cap_engine_destroy(ce);
 }
 
+/* A kernel with no parameters (launched with kernelParams NULL) is recorded by capture's kernel
+ * lane as by the long path: its parameter pointer is not NULL either way (replay classifies a
+ * launch whose pointer is NULL eager, template.c: op_cls). Found when the lane left it NULL: a
+ * PyTorch template had one graph op fewer than before. */
+static void test_no_params(void **state)
+{
+	static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+				  ".visible .entry cf_test_nop()\n{\n\tret;\n}\n";
+	struct cap_engine *e[2] = { make(true), make(false) };
+	CUmodule m;
+	CUfunction f_nop;
+	struct cap_totals t;
+
+	(void)state;
+	assert_int_equal(DRV_REAL(cuModuleLoadData)(&m, ptx), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuModuleGetFunction)(&f_nop, m, "cf_test_nop"), CUDA_SUCCESS);
+	for (int win = 0; win < 4; win++) {
+		for (int i = 0; i < 4; i++) {
+			struct cap_call c;
+			struct cap_who who;
+			struct args a;
+			struct cap_rec r[2];
+
+			one_stream_call(i, CH_NONE, &c, &who, &a);
+			if (i > 0) {
+				c.u.kernel.f = f_nop;
+				c.u.kernel.params = NULL;
+			}
+			for (int k = 0; k < 2; k++) {
+				assert_int_equal(cap_record(e[k], &c, &who, &r[k]), 0);
+				assert_int_equal(r[k].result, CAP_REC_RECORDED);
+			}
+			if (i > 0) {
+				same_op(r[0].op, r[1].op, "no parameters");
+				assert_int_equal(r[0].op->u.kernel.param_size, 0);
+				if (!r[0].op->u.kernel.params != !r[1].op->u.kernel.params)
+					fail_msg("window %d op %d: the lane's parameter pointer is %sNULL, the long path's "
+						 "is not", win, i, r[0].op->u.kernel.params ? "not " : "");
+			}
+		}
+		for (int k = 0; k < 2; k++)
+			assert_non_null(cap_boundary(e[k], CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
+	}
+	cap_get_totals(e[0], &t);
+	assert_true(t.ops_fast >= 2 * 3); /* windows 2 and 3: recycled, their launches by the lane */
+	cap_engine_destroy(e[0]);
+	cap_engine_destroy(e[1]);
+	assert_int_equal(DRV_REAL(cuModuleUnload)(m), CUDA_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_moving),
 		cmocka_unit_test(test_padding),
 		cmocka_unit_test(test_borrowed_bytes),
+		cmocka_unit_test(test_no_params),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
