@@ -94,9 +94,9 @@ struct cap_func {
 	uint32_t *size;              /* per parameter: bytes */
 	uint32_t *by_size;           /* where every parameter is 8 or 4 bytes: the 8-byte ones, then
 				      * the 4-byte ones, each as (index, offset), 2 * nparams words
-				      * (owned); else NULL. The fast lanes
-				      * compare a launch's parameters by it with no size dispatch
-				      * (capture_int.h: cap__params_repeat, issue 22) */
+				      * (owned); else NULL. The fast lanes compare a launch's parameters
+				      * by it with no size dispatch (capture_int.h: cap__params_repeat,
+				      * issue 22) */
 	uint32_t nwide;              /* by_size's 8-byte parameters (the rest are 4-byte) */
 	uint64_t launches;           /* successful eager launches (atomic; report) */
 	struct cap_image *image;     /* the code it was loaded from (one reference), NULL when unknown;

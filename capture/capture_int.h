@@ -101,6 +101,13 @@ static inline bool cap__call_repeats(const struct cap_call *c, const struct cap_
 	return false;
 }
 
+/* w borrows nothing (any bytes it borrowed are its own now, or it is being reset). */
+static inline void cap__borrow_none(struct cap_window *w)
+{
+	w->lender = NULL;
+	w->borrow_hi = 0;
+}
+
 /* A window that leaves its shape (replaced, evicted, retracted): kept as the spare, or freed,
  * unless pinned (then the unpin frees it). */
 void cap__window_drop(struct cap_engine *ce, struct cap_window *w);

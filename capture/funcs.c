@@ -91,14 +91,15 @@ static void plan_by_size(struct cap_func *f)
 			return;
 	if (!f->nparams || !(q = malloc(2 * f->nparams * sizeof(*q))))
 		return;
-	for (uint32_t want = 8; want >= 4; want -= 4)
+	for (uint32_t want = 8; want >= 4; want -= 4) {
 		for (uint32_t i = 0; i < f->nparams; i++)
 			if (f->size[i] == want) {
 				q[j++] = i;
 				q[j++] = f->offset[i];
 			}
-	for (uint32_t i = 0; i < f->nparams; i++)
-		f->nwide += f->size[i] == 8;
+		if (want == 8)
+			f->nwide = j / 2;
+	}
 	f->by_size = q;
 }
 

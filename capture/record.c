@@ -102,8 +102,7 @@ void cap__window_free(struct cap_window *w)
 void cap__window_reset(struct cap_window *w)
 {
 	cf_arena_reset(&w->arena);
-	w->lender = NULL;
-	w->borrow_hi = 0;
+	cap__borrow_none(w);
 	w->nops = 0;
 	w->binds_new_from = UINT32_MAX;
 	w->nstreams = 0;
@@ -304,17 +303,15 @@ static int borrow_end(struct cap_window *w)
 		    k->params != l->ops[i].u.kernel.params)
 			continue;
 		cf_assert(cf_arena_holds(&l->arena, k->params));
-		buf = cf_arena_alloc(&w->arena, k->param_size);
+		buf = cf_arena_dup(&w->arena, k->params, k->param_size);
 		if (!buf)
 			return -CF_ENOMEM;
-		memcpy(buf, k->params, k->param_size);
 		k->params = buf;
 	}
 	for (uint32_t i = 0; i < w->nops; i++) /* (debug builds: none is left) */
 		cf_assert(w->ops[i].kind != CAP_OP_KERNEL || !w->ops[i].u.kernel.param_size ||
 			  !cf_arena_holds(&l->arena, w->ops[i].u.kernel.params));
-	w->lender = NULL;
-	w->borrow_hi = 0;
+	cap__borrow_none(w);
 	return 0;
 }
 
@@ -330,8 +327,7 @@ static void lender_leaves(struct cap_engine *ce, struct cap_window *l)
 	cf_assert(!l->pinned);
 	if (borrow_end(w) != 0) {
 		cf_arena_move(&w->arena, &l->arena);
-		w->lender = NULL;
-		w->borrow_hi = 0;
+		cap__borrow_none(w);
 	}
 }
 
@@ -516,7 +512,7 @@ static struct cap_shape *close_window(struct cap_engine *ce, enum cap_boundary k
 	if (w->lender && !lender_handed_over(ce, w) && borrow_end(w) != 0) {
 		/* (no memory for its borrowed bytes: its ops go as failed ones do) */
 		cf_log_warn_once("out of memory keeping a window's kernel parameters; a window is not remembered");
-		w->lender = NULL;
+		cap__borrow_none(w);
 		w->nops = 0;
 		w->nfailed = 0;
 	}
@@ -1264,6 +1260,7 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 		w->borrow_hi = i + 1;
 		buf = pk->params;
 	} else if (f->param_bytes) {
+		/* (inline: cf_arena_dup's call cost dataparallel, whose windows copy, 5 an op) */
 		buf = cf_arena_alloc(&w->arena, f->param_bytes);
 		if (!buf)
 			return record_long(ce, c, who, rec);
@@ -1441,17 +1438,15 @@ static void retract_closed(struct cap_engine *ce, const struct cap_rec *rec)
 		w->orphan = true;
 		return;
 	}
+	/* the open window may have borrowed from w, whose ops are about to move (borrow_end
+	 * finds a borrowed op at its lender's index): copied first; with no memory for copies, w
+	 * is not filed again, and its blocks go to the open window (lender_leaves) */
 	if (ce->cur && ce->cur->lender == w && borrow_end(ce->cur) != 0) {
-		/* the open window borrowed from w, whose ops are about to move (borrow_end finds a
-		 * borrowed op at its lender's index), and there is no memory for copies: w is not
-		 * filed again, and its blocks go to the open window (lender_leaves) */
-		ce->totals.windows--;
-		ce->totals.windows_by[kind]--;
-		keep_spare(ce, w);
-		return;
+		w->nops = 0;
+	} else {
+		memmove(&w->ops[i], &w->ops[i + 1], (w->nops - i - 1) * sizeof(*w->ops));
+		w->nops--;
 	}
-	memmove(&w->ops[i], &w->ops[i + 1], (w->nops - i - 1) * sizeof(*w->ops));
-	w->nops--;
 	if (w->nops == 0) {
 		ce->totals.windows--;
 		ce->totals.windows_by[kind]--;

@@ -191,8 +191,7 @@ static void keep_small(struct cap_window *old, struct cap_window *w)
 		cf_assert(w->lender == old && w->arena.used == 0);
 		old->arena = w->arena;
 		w->arena = a;
-		w->lender = NULL;
-		w->borrow_hi = 0;
+		cap__borrow_none(w);
 	} else if (w->arena.used == 0 && old->arena.reserved < w->arena.reserved) {
 		struct cf_arena a = old->arena;
 

@@ -33,7 +33,6 @@
  *    per lane op.
  * A build published by another thread, a query, an allocation or a free, a stream destroyed, a
  * signal's report: each takes the lock and disarms it. */
-#include <string.h>
 
 #include "capture/capture_int.h"
 #include "common/compiler.h"
@@ -99,17 +98,6 @@ static bool arm_holds(struct rpl_engine *re)
 static inline bool params_same(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
 	return cap__params_repeat(c, f, pb);
-}
-
-/* A copy of p's n parameter bytes pb in the window's arena (a launch of a run that does not
- * borrow: the window has bytes of its own), or NULL (the arena refuses). */
-static __attribute__((noinline, cold)) void *params_copy(const char *pb, uint32_t n, struct cf_arena *arena)
-{
-	void *buf = cf_arena_alloc(arena, n);
-
-	if (buf)
-		memcpy(buf, pb, n);
-	return buf;
 }
 
 /* The kernel call c launches p's function as p did (record.c: repeat_kernel's conditions where
@@ -321,8 +309,8 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 			if (!params_same(c, f, p->u.kernel.params))
 				return refuse(re);
 			buf = p->u.kernel.params;
-			if (cf_unlikely(!a->borrow) && !(buf = params_copy(buf, f->param_bytes, &w->arena)))
-				return refuse(re);
+			if (cf_unlikely(!a->borrow) && !(buf = cf_arena_dup(&w->arena, buf, f->param_bytes)))
+				return refuse(re); /* (the arena refused) */
 		}
 		cf_assert(op->u.kernel.info == f);
 		op->u.kernel.params = buf;
