@@ -98,6 +98,10 @@ struct cap_func {
 				      * by it with no size dispatch (capture_int.h: cap__params_repeat,
 				      * issue 22) */
 	uint32_t nwide;              /* by_size's 8-byte parameters (the rest are 4-byte) */
+	bool packed;                 /* by_size is the parameters' own order from offset 0: the first
+				      * nwide are 8 bytes at 8k, the rest 4 bytes after them (pointers,
+				      * then ints and floats, as most kernels declare them): compared
+				      * with no (index, offset) read (cap__params_repeat) */
 	uint64_t launches;           /* successful eager launches (atomic; report) */
 	struct cap_image *image;     /* the code it was loaded from (one reference), NULL when unknown;
 				      * part of the record's identity: the same name and layout from

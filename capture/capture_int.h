@@ -463,6 +463,13 @@ static inline struct cap_stream *cap__stream_get(struct cap_engine *ce, CUstream
 	return cap__stream_get_slow(ce, hit, h, pt, ctx, tid);
 }
 
+/* Where the lanes point a launch with no parameter bytes (record.c: repeat_kernel,
+ * kernel_moved; replay/lane.c): a pointer to nothing that is not NULL, as the long path's empty
+ * allocation is (replay classifies a kernel op with NULL parameters eager: template.c). */
+extern const unsigned char cap__no_param_bytes[16];
+/* funcs.c: f's compare plans from its layout (offset, size, nparams): by_size and nwide (NULL
+ * and 0 where a parameter is neither 8 nor 4 bytes, or there is no memory), packed. */
+void cap__plan_params(struct cap_func *f);
 /* record.c: cap__params_repeat's compare from parameter k on (cold, out of line). */
 __attribute__((cold)) bool cap__params_repeat_from(const struct cap_call *c, const struct cap_func *f, const char *pb,
 						   uint32_t k);
@@ -474,9 +481,42 @@ __attribute__((cold)) bool cap__params_repeat_from(const struct cap_call *c, con
  * kernel lane and replay's armed lane (replay/lane.c). */
 static inline bool cap__params_repeat(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
-	const uint32_t n = f->nparams, *off = f->offset, *size = f->size, *q = f->by_size;
+	const uint32_t n = f->nparams;
 	void *const *pp = c->u.kernel.params;
+	const uint32_t *q, *off, *size; /* (read in their paths: read first, they were spilled) */
 
+	if (cf_likely(f->packed)) {
+		/* packed: parameter k at 8k (the first nwide) or 4 nwide + 4k, no plan read (11 -> 8
+		 * instructions a parameter) */
+		const size_t nw = f->nwide, nn = n - nw;
+		void *const *pn = pp + nw;
+		const char *bn = pb + 8 * nw;
+
+		for (size_t k = 0; k < nw; k++) {
+			const void *src = pp[k];
+			uint64_t x, y;
+
+			if (!src)
+				return false;
+			memcpy(&x, src, 8);
+			memcpy(&y, pb + 8 * k, 8);
+			if (x != y)
+				return false;
+		}
+		for (size_t k = 0; k < nn; k++) {
+			const void *src = pn[k];
+			uint32_t x, y;
+
+			if (!src)
+				return false;
+			memcpy(&x, src, 4);
+			memcpy(&y, bn + 4 * k, 4);
+			if (x != y)
+				return false;
+		}
+		return true;
+	}
+	q = f->by_size;
 	if (cf_likely(q)) {
 		/* by size: the 8-byte parameters, then the 4-byte ones, with no size to dispatch on
 		 * (a parameter of 13.7 instructions took 11, issue 22). Two loops written out: one
@@ -507,6 +547,8 @@ static inline bool cap__params_repeat(const struct cap_call *c, const struct cap
 		}
 		return true;
 	}
+	off = f->offset;
+	size = f->size;
 	for (uint32_t k = 0; k < n; k++) {
 		const void *src = pp[k];
 		const char *at = pb + off[k];

@@ -78,14 +78,13 @@ bool cap__name_matches(const char *patterns, const char *name)
 	return false;
 }
 
-/* f->by_size (capture.h) from f's layout; NULL where a parameter is neither 8 nor 4 bytes, or
- * there is no memory for it (then the lanes compare by the layout). */
-static void plan_by_size(struct cap_func *f)
+void cap__plan_params(struct cap_func *f)
 {
 	uint32_t *q, j = 0;
 
 	f->by_size = NULL;
 	f->nwide = 0;
+	f->packed = false;
 	for (uint32_t i = 0; i < f->nparams; i++)
 		if (f->size[i] != 8 && f->size[i] != 4)
 			return;
@@ -101,6 +100,10 @@ static void plan_by_size(struct cap_func *f)
 			f->nwide = j / 2;
 	}
 	f->by_size = q;
+	f->packed = true;
+	for (uint32_t k = 0; k < f->nparams; k++)
+		if (q[2 * k] != k || q[2 * k + 1] != (k < f->nwide ? 8 * k : 4 * f->nwide + 4 * k))
+			f->packed = false;
 }
 
 /* The parameter layout of func (of kernel, when the launch named a CUkernel). named: the
@@ -155,7 +158,7 @@ static void layout(struct cap_engine *ce, struct cap_func *f, CUfunction func, C
 	for (uint32_t i = 0, at = 0; i < n; at = off[i] + size[i], i++)
 		if (off[i] != at)
 			f->dense = false;
-	plan_by_size(f);
+	cap__plan_params(f);
 	f->layout_known = true;
 	return;
 out_unknown:
@@ -163,6 +166,7 @@ out_unknown:
 	free(size);
 	f->offset = f->size = f->by_size = NULL;
 	f->nwide = 0;
+	f->packed = false;
 	f->nparams = f->param_bytes = 0;
 	f->dense = false;
 	f->layout_known = false;

@@ -477,13 +477,21 @@ static void op_hash(struct cap_engine *ce, struct cap_op *op, const struct cap_o
 }
 
 /* Whether every parameter byte w's kernel ops point to is in w's own arena (what a closed window
- * holds: capture_int.h, lender). For debug builds' asserts. */
+ * holds: capture_int.h, lender), and every launch through kernelParams points somewhere, none
+ * included (the lanes: cap__no_param_bytes; replay classifies a NULL one eager, so a window's
+ * NULL would change the template built from it). For debug builds' asserts. */
 static inline bool owns_params(const struct cap_window *w)
 {
-	for (uint32_t i = 0; i < w->nops; i++)
-		if (w->ops[i].kind == CAP_OP_KERNEL && w->ops[i].u.kernel.param_size &&
-		    !cf_arena_holds(&w->arena, w->ops[i].u.kernel.params))
+	for (uint32_t i = 0; i < w->nops; i++) {
+		const struct cap_kernel *k = &w->ops[i].u.kernel;
+
+		if (w->ops[i].kind != CAP_OP_KERNEL)
+			continue;
+		if (!k->via_extra && !k->params)
 			return false;
+		if (k->param_size && !cf_arena_holds(&w->arena, k->params))
+			return false;
+	}
 	return true;
 }
 
@@ -1153,8 +1161,7 @@ bool cap__params_repeat_from(const struct cap_call *c, const struct cap_func *f,
 	return true;
 }
 
-/* Where capture's kernel lane points a launch with no parameter bytes (repeat_kernel). */
-static const unsigned char no_param_bytes[16] __attribute__((aligned(16)));
+const unsigned char cap__no_param_bytes[16] __attribute__((aligned(16)));
 
 /* repeat_kernel where the parameters are not (or may not be) p's: the call is p's launch (the
  * same function handle, record and per-context function, geometry and shared memory, through
@@ -1174,7 +1181,7 @@ static __attribute__((noinline)) int kernel_moved(struct cap_engine *ce, struct 
 	struct cap_stream *s = lane_stream(ce, w, c, who, p);
 	uint32_t i = w->nops;
 	struct cap_op *op;
-	char *buf = NULL;
+	char *buf = (char *)cap__no_param_bytes; /* (none: see repeat_kernel) */
 	bool same;
 
 	if (!s)
@@ -1253,7 +1260,7 @@ static __attribute__((noinline)) int repeat_kernel(struct cap_engine *ce, struct
 	/* p's bytes, borrowed from pw's arena while w's own is empty (w->lender: resolved before
 	 * pw can go), else copied. A kernel with none gets a pointer to nothing that is not NULL,
 	 * as the long path's empty allocation is (a NULL one is classified eager: template.c) */
-	buf = (void *)no_param_bytes;
+	buf = (void *)cap__no_param_bytes;
 	if (f->param_bytes && cf_likely(w->arena.used == 0)) {
 		cf_assert(!w->lender || w->lender == pw);
 		w->lender = pw;

@@ -33,6 +33,8 @@
  *    per lane op.
  * A build published by another thread, a query, an allocation or a free, a stream destroyed, a
  * signal's report: each takes the lock and disarms it. */
+#include <stddef.h>
+#include <string.h>
 
 #include "capture/capture_int.h"
 #include "common/compiler.h"
@@ -67,7 +69,7 @@ static bool arm_holds(struct rpl_engine *re)
 		limit = ce->cfg.window_max_ops - 1;
 	if (limit > t->nops - 1)
 		limit = t->nops - 1;
-	a->limit = limit;
+	a->op_end = &w->ops[limit];
 	a->w = w;
 	a->pw = pw;
 	a->t = t;
@@ -80,24 +82,24 @@ static bool arm_holds(struct rpl_engine *re)
 	a->p = &pw->ops[w->nops];
 	a->o = &t->ops[w->nops];
 	a->s = NULL;
-	a->seg_end = 0;
+	a->seg_last = NULL;
 	if (w->nops < limit && t->ops[w->nops].seg >= 0) {
 		const struct rpl_seg *g = &t->segs[t->ops[w->nops].seg];
 
-		a->seg_end = g->first + g->n;
+		a->seg_last = &w->ops[g->first + g->n - 1];
 	}
 	a->held = true;
 	return true;
 }
 
-/* Whether the parameters of kernel call c repeat pb's (p's, laid out as f says):
- * cap__params_repeat, inlined. The bytes are not copied: the op borrows p's (issue 22,
+/* Whether the parameters of kernel call c repeat pb's (p's, laid out as f says, which has some):
+ * cap__params_repeat, inlined, and never with no kernelParams. The bytes are not copied: the op borrows p's (issue 22,
  * capture_int.h: lender). Out of line (as it was, to keep its loop's pointers in registers while
  * it compared by the layout's sizes), the compare by size (cap_func.by_size) cost recsys 6
  * instructions an op more. */
 static inline bool params_same(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
-	return cap__params_repeat(c, f, pb);
+	return c->u.kernel.params && cap__params_repeat(c, f, pb);
 }
 
 /* The kernel call c launches p's function as p did (record.c: repeat_kernel's conditions where
@@ -107,8 +109,8 @@ static inline struct cap_func *kernel_same_launch(const struct cap_call *c, cons
 	const struct cap_kernel *pk = &p->u.kernel;
 	struct cap_func *f = (struct cap_func *)pk->info;
 
-	if (!cap__kernel_call_same_launch(c, pk) || !f || (f->nparams && !c->u.kernel.params))
-		return NULL;
+	if (!cap__kernel_call_same_launch(c, pk) || !f)
+		return NULL; /* (kernelParams NULL with parameters: params_same refuses it) */
 	cf_assert(!f->barrier && f->layout_known && f->param_bytes == pk->param_size);
 	return f;
 }
@@ -124,12 +126,17 @@ static void rpl_lane_settle(struct rpl_engine *re)
 	struct cap_engine *ce = re->cap;
 	struct cap_window *w = a->w;
 	struct cap_stream *s = a->s;
-	uint32_t n = re->head.lane_pending, from = w->nops, end = from + n, tid = re->head.lane_tid;
+	uint32_t n = re->head.lane_pending, from = w->nops, end = from + n, tid = re->head.lane_tid, d0;
 	uint64_t copies = 0, bytes_copied = 0, memsets = 0, bytes_set = 0, launches = 0, seq = ce->op_seq;
-	const uint8_t skind = s->kind; /* (locals: the ops' stores could alias s) */
-	const uint16_t sslot = s->slot;
+	const uint16_t sslot = s->slot; /* (locals: the ops' stores could alias s) */
+	/* an op's flags (0) and stream kind, side by side: one store (issue 22) */
+	const uint16_t flags_kind = (uint16_t)((unsigned)s->kind << 8);
 
-	cf_assert(n && a->held && ce->cur == w && re->st.depth == from && end <= a->limit);
+	_Static_assert(offsetof(struct cap_op, stream_kind) == offsetof(struct cap_op, flags) + 1 &&
+			       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+		       "cap_op: flags, then stream_kind, stored as one little-endian word");
+
+	cf_assert(n && a->held && ce->cur == w && re->st.depth == from && &w->ops[end] <= a->op_end);
 	re->head.lane_pending = 0;
 	for (struct cap_op *op = &w->ops[from], *last = &w->ops[end]; op < last; op++) {
 		/* cap_op_done's counts (the lane takes kernels, copies and memsets only) */
@@ -156,8 +163,7 @@ static void rpl_lane_settle(struct rpl_engine *re)
 		 * are p's (the stream's handle is the call's: a legacy stream's record may have been
 		 * named 0 or CU_STREAM_LEGACY first) */
 		cf_assert(!op->callsite && !op->t_ns);
-		op->flags = 0;
-		op->stream_kind = skind;
+		memcpy(&op->flags, &flags_kind, sizeof(flags_kind)); /* flags 0, stream_kind */
 		op->stream_slot = sslot;
 		op->tid = tid;
 		op->seq = ++seq;
@@ -187,6 +193,7 @@ static void rpl_lane_settle(struct rpl_engine *re)
 	re->totals.lane_ops += n;
 	re->st.ended = NULL;
 	re->st.depth = end;
+	d0 = re->st.ndef;
 	if (!re->st.ndef) { /* the run's first: rpl__defer_in_window and rpl__note_exact */
 		rpl__defer_in_window(re, from, w->seq);
 		rpl__note_exact(re, a->t, true);
@@ -198,6 +205,9 @@ static void rpl_lane_settle(struct rpl_engine *re)
 		re->st.nexact += n;
 	re->st.ndef += n;
 	re->totals.ops_deferred += n;
+	/* one stream's ops: what device_idle would walk over at the segment's end, done once */
+	cf_assert(re->st.def_first + d0 == from && re->st.ndef == d0 + (end - from));
+	rpl__idle_note_run(re, d0, end - from, w->ops[from].stream);
 }
 
 void rpl_lane_settle_pending(struct rpl_engine *re)
@@ -234,38 +244,37 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 {
 	struct rpl_lane *a = &re->st.lane;
 	struct cap_engine *ce = re->cap;
-	struct cap_window *w;
-	const struct rpl_template *t;
 	struct cap_func *f = NULL;
 	const struct cap_op *p;
 	const struct rpl_top *o;
 	struct cap_stream *s;
 	struct cap_op *op;
-	uint32_t i, pending = re->head.lane_pending;
+	uint32_t pending = re->head.lane_pending;
 
 	if (!a->held && !arm_holds(re))
 		return RPL_LANE_REFUSED; /* (nothing pending: only a lane op since the arming holds it) */
-	w = a->w;
-	t = a->t;
-	i = w->nops + pending; /* settled ops, then those taken since */
-	if (i >= a->limit)
+	op = a->op; /* the slot of index w->nops + pending: settled ops, then those taken since */
+	if (op >= a->op_end)
 		return refuse(re);
-	cf_assert(ce->cur == w && re->st.depth == w->nops && re->st.cand[0] == t && re->st.mstate == RPL_M_MATCHING);
 	p = a->p;
-	op = a->op;
 	o = a->o;
-	cf_assert(p == &a->pw->ops[i] && op == &w->ops[i] && o == &t->ops[i]);
+	cf_assert(ce->cur == a->w && re->st.depth == a->w->nops && re->st.cand[0] == a->t &&
+		  re->st.mstate == RPL_M_MATCHING);
+	cf_assert(p == &a->pw->ops[a->w->nops + pending] && op == &a->w->ops[a->w->nops + pending] &&
+		  o == &a->t->ops[a->w->nops + pending]);
 	/* capture's lane (record.c: cap_record, repeat, repeat_kernel); a window's op has a value
-	 * identity (capture.h: vid), and only its last can end it (arm_holds: limit) */
+	 * identity (capture.h: vid), and only its last can end it (arm_holds: limit). Not capture's
+	 * guess that a launch whose p had its own vid moves again (repeat_kernel): the parameters are
+	 * compared here anyway, and the slot holding p's vid is what makes the op p's (3 an op) */
 	cf_assert(p->vid && !(p->flags & CAP_OPF_ENDS_WINDOW));
-	if (p->vid == p->seq || op->vid != p->vid || c->api != p->api || c->stream != p->stream || ctx != p->ctx)
+	if (op->vid != p->vid || c->api != p->api || c->stream != p->stream || ctx != p->ctx)
 		return refuse(re);
 	/* an entry point's hook gives its calls one kind (but a copy's with no descriptor, which
 	 * cap__call_repeats refuses: it compares the kinds) */
 	cf_assert(c->kind == p->kind || c->kind == CAP_OP_KIND_COUNT);
 	/* replay's (match.c: follow): the op will have p's vid, hence its key (capture.h: vid), and
 	 * flags 0 */
-	if (o->vid != p->vid || o->flags != 0 || o->cls != RPL_CLS_GRAPH)
+	if (o->vid != p->vid || !rpl__top_graph_plain(o))
 		return refuse(re);
 	cf_assert(o->key == p->key);
 	if (c->kind == CAP_OP_KERNEL) {
@@ -286,7 +295,7 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 		cf_assert(s == cap__stream_get(ce, c->stream, drv_api[c->api].pt, ctx, re->head.lane_tid));
 	} else {
 		s = cap__stream_get(ce, c->stream, drv_api[c->api].pt, ctx, re->head.lane_tid);
-		if (!s || s->win != w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
+		if (!s || s->win != a->w->seq || s->slot != p->stream_slot || s->kind != p->stream_kind)
 			return refuse(re);
 		if (pending) {
 			rpl_lane_settle(re);
@@ -296,20 +305,21 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 		a->s_slot = s->slot;
 		a->s_kind = s->kind;
 	}
-	cf_assert(s->win == w->seq && s->slot == p->stream_slot && s->kind == p->stream_kind);
-	if (c->kind == CAP_OP_KERNEL) {
+	cf_assert(s->win == a->w->seq && s->slot == p->stream_slot && s->kind == p->stream_kind);
+	if (f) { /* (a kernel's: f is its function record) */
 		/* the parameters, compared now (the driver is not called, so the op cannot fail once
 		 * taken), and p's bytes borrowed: the window's lender is pw (rpl_lane_settle notes
 		 * it), whose arena the close hands over or copies from (record.c: close_window);
 		 * copied where the window has bytes of its own (a->borrow). A slot of p's vid holds
-		 * p's kernel part but for them (capture.h) */
-		void *buf = NULL;
+		 * p's kernel part but for them (capture.h). None: not NULL, as capture's lanes do
+		 * (capture_int.h: cap__no_param_bytes) */
+		void *buf = (void *)cap__no_param_bytes;
 
 		if (f->param_bytes) {
 			if (!params_same(c, f, p->u.kernel.params))
 				return refuse(re);
 			buf = p->u.kernel.params;
-			if (cf_unlikely(!a->borrow) && !(buf = cf_arena_dup(&w->arena, buf, f->param_bytes)))
+			if (cf_unlikely(!a->borrow) && !(buf = cf_arena_dup(&a->w->arena, buf, f->param_bytes)))
 				return refuse(re); /* (the arena refused) */
 		}
 		cf_assert(op->u.kernel.info == f);
@@ -322,8 +332,8 @@ enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUc
 	a->p = p + 1;
 	a->o = o + 1;
 	re->head.lane_armed_tid = re->head.lane_tid; /* the thread's next call may take it again */
-	cf_assert(o->seg >= 0 && a->seg_end == t->segs[o->seg].first + t->segs[o->seg].n);
-	if (cf_unlikely(a->seg_end == i + 1)) {
+	cf_assert(o->seg >= 0 && a->seg_last == &a->w->ops[a->t->segs[o->seg].first + a->t->segs[o->seg].n - 1]);
+	if (cf_unlikely(op == a->seg_last)) {
 		/* its segment ends with it: as op_long, launched or kept while the device is busy
 		 * (launch.c), not a matching sample; what the launch changed is checked again at the
 		 * lane's next use */

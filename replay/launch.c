@@ -912,6 +912,27 @@ static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
  * The run's streams are remembered as it grows (idle_first, reset by def_clear): each end looks
  * only at the ops deferred since the last one. Walking the whole run at every end cost copy_loop
  * ~45 instructions an op once runs were held over idle ends (hold_idle): ~800 ops, one stream. */
+/* Whether the run's streams noted so far (idle_first, idle_stream) are those of its ops looked at
+ * (idle_scanned), each with its first op, in the order of their first ops: what the walk below
+ * and the lane's notes (rpl__idle_note_run) must leave. For debug builds' asserts. */
+static inline bool idle_notes_hold(const struct rpl_state *st, const struct cap_op *def)
+{
+	uint32_t nf = 0;
+
+	for (uint32_t i = 0; i < st->idle_scanned && nf < st->idle_nfirst; i++) {
+		uint32_t j = 0;
+
+		while (j < nf && st->idle_stream[j] != def[i].stream)
+			j++;
+		if (j < nf)
+			continue;
+		if (st->idle_first[nf] != i || st->idle_stream[nf] != def[i].stream)
+			return false;
+		nf++;
+	}
+	return nf == st->idle_nfirst;
+}
+
 static bool device_idle(struct rpl_engine *re, bool one_slot)
 {
 	struct rpl_state *st = &re->st;
@@ -919,6 +940,7 @@ static bool device_idle(struct rpl_engine *re, bool one_slot)
 	bool idle = true, pushed;
 
 	cf_assert(st->idle_scanned <= st->ndef && st->idle_nfirst <= RPL_MAX_PARTS);
+	cf_assert(idle_notes_hold(st, def));
 	op_ctx_enter(re, &def[0], &pushed);
 	for (uint32_t j = 0; j < st->idle_nfirst && idle; j++)
 		idle = stream_idle(re, &def[st->idle_first[j]]);
@@ -955,6 +977,25 @@ static bool device_idle(struct rpl_engine *re, bool one_slot)
 	}
 	rpl__ctx_leave(re, pushed);
 	return idle;
+}
+
+void rpl__idle_note_run(struct rpl_engine *re, uint32_t from, uint32_t n, CUstream h)
+{
+	struct rpl_state *st = &re->st;
+	uint32_t j = 0, nf = st->idle_nfirst;
+
+	if (st->idle_scanned != from)
+		return; /* ops before them not looked at yet: device_idle walks from there */
+	while (j < nf && st->idle_stream[j] != h)
+		j++;
+	if (j == nf) {
+		if (nf == RPL_MAX_PARTS)
+			return; /* (device_idle's walk stops there too) */
+		st->idle_first[nf] = from;
+		st->idle_stream[nf] = h;
+		st->idle_nfirst = nf + 1;
+	}
+	st->idle_scanned = from + n;
 }
 
 /* What one launch of t costs the host: its mean on the gate clock (patching and joins

@@ -158,8 +158,9 @@ enum rpl_lane_took {
 };
 enum rpl_lane_took rpl_lane(struct rpl_engine *re, const struct cap_call *c, CUcontext ctx); /* rpl_lane_take_arm */
 /* A call the lane took (TOOK) took ns in the engine from the lock to the lane's answer: one
- * call in 16 of a thread's, never one the engine times whole (rpl_own_time: the clock reads
- * would count in cufold's own time), is a sample of replay's matching (rpl_host_ns_per_op). */
+ * call in 32 of a thread's (shim/engine.c: OP_TIMED_EVERY), never one the engine times whole
+ * (rpl_own_time: the clock reads would count in cufold's own time), is a sample of replay's
+ * matching (rpl_host_ns_per_op). */
 void rpl_lane_sampled(struct rpl_engine *re, uint64_t ns);
 
 /* Under the lock: whether a wait or a build is due at the lock's drop (one cheap question the
@@ -267,7 +268,7 @@ uint64_t rpl_strict_events(struct rpl_engine *re);
  * call over recording it (the gate charges it for every op replayed). */
 double rpl_host_ns_per_op(struct rpl_engine *re);
 /* cufold's own time on a call (issue 22): the engine reads rpl_own_clock around its work on one
- * call in 16 of each thread (lock wait, recording, matching, deferral, the graph launches and
+ * call in 32 of each thread (lock wait, recording, matching, deferral, the graph launches and
  * eager flushes that call made, held frees) and tells replay the elapsed ns here, under the lock;
  * what an empty pair of those reads reads is taken out (rpl_calibrate_clocks). The matching cost
  * alone (rpl_host_ns_per_op) left most of cufold out; this leaves out the hook around the engine,

@@ -4,6 +4,9 @@
 #ifndef RPL_REPLAY_INT_H
 #define RPL_REPLAY_INT_H
 
+#include <stddef.h>
+#include <string.h>
+
 #include "capture/capture.h"
 #include "common/arena.h"
 #include "driver/real.h"
@@ -45,13 +48,26 @@ struct rpl_top {
 	uint64_t key;                /* capture's op key */
 	int32_t seg;                 /* segment index (RPL_CLS_GRAPH), or -1 */
 	uint8_t cls;                 /* enum rpl_cls */
+	uint8_t flags;               /* the op's CAP_OPF_* when the template was built (beside cls:
+				      * the lane reads both as one word, rpl__top_graph_plain) */
 	uint8_t kind;                /* enum cap_op_kind */
 	uint16_t stream_slot;        /* the window's stream slot */
-	uint8_t flags;               /* the op's CAP_OPF_* when the template was built */
 	uint64_t vid;                /* the op's value identity then (capture.h), 0: none: a later op
 				      * with this vid and these flags has this key and class, so
 				      * matching need not classify it again (match.c, op_cls) */
 };
+
+/* o is a graph node's op (RPL_CLS_GRAPH, 0) recorded with no flags: cls and flags read as one
+ * 16-bit word, 0 (replay/lane.c) */
+static inline bool rpl__top_graph_plain(const struct rpl_top *o)
+{
+	uint16_t w;
+
+	_Static_assert(RPL_CLS_GRAPH == 0 && offsetof(struct rpl_top, flags) == offsetof(struct rpl_top, cls) + 1,
+		       "rpl_top: cls (graph: 0) and flags side by side");
+	memcpy(&w, &o->cls, sizeof(w));
+	return w == 0;
+}
 
 /* One node of a segment's graph and the bindings its exec holds now. */
 struct rpl_node {
@@ -344,7 +360,7 @@ enum rpl_mstate {
 struct rpl_lane {
 	bool held;                   /* what follows was checked since the arming (arm_holds) */
 	uint64_t refused_win;        /* the window arm_holds last refused: not armed again in it */
-	uint32_t limit;              /* the next op's index must stay below it (the prediction's and
+	struct cap_op *op_end;       /* the next op's slot must stay below it (the prediction's and
 				      * the template's lengths, the window's filled slots, its cap) */
 	struct cap_window *w;        /* capture's open window */
 	const struct cap_window *pw; /* its prediction's last sighting */
@@ -357,9 +373,11 @@ struct rpl_lane {
 	bool funcs_same;             /* no function lookup's answer changed since pw began */
 	bool borrow;                 /* w's arena was empty at the arm: the run's launches borrow p's
 				      * parameter bytes (capture_int.h: lender), else copy them */
-	uint32_t seg_end;            /* one past the last op of the segment the held run is in
+	const struct cap_op *seg_last; /* the slot of the last op of the segment the held run is in
 				      * (segments are runs of positions; a run ends with its segment,
-				      * or before a position outside any), 0: none */
+				      * or before a position outside any), NULL: none. Slots, not
+				      * indices: the lane compares the slot it fills, and needs no
+				      * index (5 instructions an op) */
 	/* the stream record the last lane op named (held: records are freed only under the lock),
 	 * and its slot and kind in the window: taken again for a predicted op on that slot (lane.c);
 	 * NULL: none yet. The ops the lane took and has not settled are all on it. */
@@ -510,6 +528,12 @@ CUresult rpl__submit_deferred(struct rpl_engine *re, enum rpl_fallback why);
  * when the device is idle or nothing bigger can take it, else it stays deferred to be launched
  * later with the next segments as fewer, bigger graphs (buddy blocks). */
 void rpl__segment_end(struct rpl_engine *re);
+/* The n ops deferred at index from of the run, all on stream h (a run the lane took and settled,
+ * replay/lane.c), looked at as device_idle's walk would look at them at the next segment end:
+ * their stream noted as the run's when it is new (queried there, with the others), the walk
+ * moved past them. Walked at every end instead, they cost recsys 6 instructions an op. Nothing
+ * when the walk has not come up to from. */
+void rpl__idle_note_run(struct rpl_engine *re, uint32_t from, uint32_t n, CUstream h);
 
 /* segment.c. Build g's graphs (its ops and plan from window w, trace graph tg), in the current
  * context; on a failure what was built stays in g for rpl__seg_destroy. */

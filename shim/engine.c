@@ -52,16 +52,6 @@ static int strict_registered;    /* strict_on_exit is registered (CUFOLD_STRICT=
 static int exit_status = -1;     /* the status the program passed to exit (on_exit), or -1 */
 static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit reads it) */
 
-/* initial-exec, as shim__inside: one load from the thread pointer instead of a __tls_get_addr
- * call each (a third of a hundred instructions per op, issue 22) */
-#define ENGINE_TLS __thread __attribute__((tls_model("initial-exec")))
-/* The engine's per-thread state, one block: the thread pointer plus one offset reaches all of it
- * (apart, each variable's offset was loaded from the GOT on its own, issue 22). */
-static ENGINE_TLS struct {
-	CUcontext ctx;               /* the thread's current context, when ctx_ok */
-	uint32_t ops;                /* ops this thread brought to the engine (its timed sample) */
-	bool ctx_ok;                 /* ctx is known */
-} tls;
 
 static inline void lock_hold_op(struct cf_engine *e)
 {
@@ -147,11 +137,11 @@ static inline void lock_drop(struct cf_engine *e)
  * driver receives through cufold is in cufold's per-symbol counts. */
 static void note_own(enum drv_api_id id)
 {
-	int saved = shim__inside;
+	int saved = shim__thread.inside;
 
-	shim__inside = 0;
+	shim__thread.inside = 0;
 	shim_note_call(id);
-	shim__inside = saved;
+	shim__thread.inside = saved;
 }
 
 static CUcontext current_ctx(void);
@@ -252,9 +242,9 @@ void shim_engine__atfork_child(void)
 	prepared = NULL;
 	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != ENGINE_RECORDING)
 		return;
-	shim__inside = 0;
+	shim__thread.inside = 0;
 	is_child = true;
-	tls.ctx_ok = false;
+	shim__thread.ctx_ok = false;
 	cf_tid_forget();
 	e = engine_create();
 	if (!e) {
@@ -398,8 +388,8 @@ static __attribute__((noinline)) CUcontext current_ctx_ask(void)
 	note_own(DRV_ID_cuCtxGetCurrent);
 	if (DRV_REAL(cuCtxGetCurrent)(&c) != CUDA_SUCCESS)
 		c = NULL;
-	tls.ctx = c;
-	tls.ctx_ok = true;
+	shim__thread.ctx = c;
+	shim__thread.ctx_ok = true;
 	return c;
 }
 
@@ -407,7 +397,7 @@ static __attribute__((noinline)) CUcontext current_ctx_ask(void)
  * the lock. */
 static inline CUcontext current_ctx(void)
 {
-	return cf_likely(tls.ctx_ok) ? tls.ctx : current_ctx_ask();
+	return cf_likely(shim__thread.ctx_ok) ? shim__thread.ctx : current_ctx_ask();
 }
 
 /* Whether the stream an op names is being captured by the program (asked only while some
@@ -483,16 +473,23 @@ static inline bool op_replay(struct cf_engine *e, struct shim_tok *t, CUcontext 
  * hooks call it only outside cufold (shim_is_inside, asserted). */
 static inline void note_call_recording(enum drv_api_id id)
 {
-	cf_assert(!shim__inside);
+	cf_assert(!shim__thread.inside);
 	__atomic_fetch_add(&shim__counts[id], 1, __ATOMIC_RELAXED);
 	shim_signals_check(); /* a periodic report due, or a forked child to re-arm */
 }
 
-/* A thread's op at tick 0 of its 16 (cold): the first recorded op of the process registers the
- * fork handlers (atfork_prepare says why then: a thread's first op is at tick 0, so the
- * process's first is too), and in replay the op is timed whole: the clock at its start (never
- * 0), else 0. */
-static __attribute__((noinline)) uint64_t op_first_of_16(struct cf_engine *e)
+/* One op in OP_TIMED_EVERY of each thread's is timed whole (tick 0), and one other is a sample of
+ * the armed lane's matching (LANE_SAMPLE_TICK). 1 in 16 cost recsys 8.6 instructions an op (the
+ * clock reads and the samples' books), 1 in 32 half that; thousands of ops a step leave the
+ * means as steady (issue 22). */
+#define OP_TIMED_EVERY 32u
+#define LANE_SAMPLE_TICK (OP_TIMED_EVERY / 2)
+
+/* A thread's op at tick 0 of its OP_TIMED_EVERY (cold): the first recorded op of the process
+ * registers the fork handlers (atfork_prepare says why then: a thread's first op is at tick 0,
+ * so the process's first is too), and in replay the op is timed whole: the clock at its start
+ * (never 0), else 0. */
+static __attribute__((noinline)) uint64_t op_first_of_period(struct cf_engine *e)
 {
 	uint64_t t0;
 
@@ -506,7 +503,7 @@ static __attribute__((noinline)) uint64_t op_first_of_16(struct cf_engine *e)
 }
 
 /* A timed call's end (cold), timed from t0: whole (tick 0, rpl_own_time's clock), or, a call the
- * armed lane took, its matching (tick 8, the monotonic clock). */
+ * armed lane took, its matching (LANE_SAMPLE_TICK, the monotonic clock). */
 static __attribute__((noinline)) void op_timed(struct cf_engine *e, uint32_t tick, uint64_t t0)
 {
 	if (tick == 0)
@@ -545,11 +542,11 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 		who.callsite = cf_unlikely(e->callsites) ? cap_callsite_capture(e->cap) : 0;
 		who.t_ns = cf_unlikely(e->timestamps) ? cf_now_ns() : 0; /* only the trace reads it */
 	}
-	/* one op in 16 of each thread is timed whole: cufold's own time on it, lock wait included
-	 * (replay/replay.h, rpl_own_time); t0 != 0 says this one is */
-	tick = tls.ops++ & 15;
+	/* one op in OP_TIMED_EVERY of each thread is timed whole: cufold's own time on it, lock
+	 * wait included (replay/replay.h, rpl_own_time); t0 != 0 says this one is */
+	tick = shim__thread.ops++ & (OP_TIMED_EVERY - 1);
 	if (cf_unlikely(tick == 0))
-		t0 = op_first_of_16(e);
+		t0 = op_first_of_period(e);
 	lock_hold_op(e);
 	/* the armed lane first: the op after one replay followed, recorded and deferred at once.
 	 * Taking the arm disarms it either way (replay.h); e->lane: replay runs, and ops carry no
@@ -565,9 +562,9 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 			 * arms nothing then, and noting an error disarms) */
 			cf_assert(still_recording(e) && __atomic_load_n(&e->captures, __ATOMIC_ACQUIRE) == 0 &&
 				  !rpl_error_pending(e->rpl));
-			/* one call in 16 of the thread's, never one timed whole, times the lane's
-			 * matching (rpl_lane_sampled); t0 then holds its start */
-			if (cf_unlikely(tick == 8))
+			/* one call in OP_TIMED_EVERY of the thread's, never one timed whole, times the
+			 * lane's matching (rpl_lane_sampled); t0 then holds its start */
+			if (cf_unlikely(tick == LANE_SAMPLE_TICK))
 				t0 = cf_now_ns();
 			took = rpl_lane(e->rpl, c, current_ctx());
 			if (cf_likely(took == RPL_LANE_TOOK)) {
@@ -579,7 +576,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 				*rc = CUDA_SUCCESS;
 				return false;
 			}
-			if (tick == 8)
+			if (tick == LANE_SAMPLE_TICK)
 				t0 = 0; /* (not a sample of the lane's) */
 			if (took == RPL_LANE_TOOK_END) {
 				*rc = CUDA_SUCCESS;
@@ -614,7 +611,7 @@ bool shim_engine_op_begin(const struct cap_call *c, struct shim_tok *t, CUresult
 	}
 out:
 	if (cf_unlikely(t0))
-		op_timed(e, tick, t0); /* (tick 0: a tick 8 not the lane's was let go) */
+		op_timed(e, tick, t0); /* (tick 0: a lane sample's tick not the lane's was let go) */
 	lock_drop(e);
 	return go_on;
 }
@@ -722,7 +719,7 @@ static void boundary_locked(enum cap_boundary kind, enum drv_api_id api)
 void shim_engine_boundary(enum cap_boundary kind, enum drv_api_id api)
 {
 	shim_note_call(api);
-	tls.ctx_ok = false; /* cheap insurance: a call we do not model may switch contexts */
+	shim__thread.ctx_ok = false; /* cheap insurance: a call we do not model may switch contexts */
 	if (recording())
 		boundary_locked(kind, api);
 }
@@ -733,7 +730,7 @@ void shim_engine_unmodeled(enum drv_api_id api)
 
 	if (shim_is_inside())
 		return;
-	tls.ctx_ok = false;
+	shim__thread.ctx_ok = false;
 	if (recording())
 		boundary_locked(CAP_BOUNDARY_UNMODELED, api);
 	if (drv_api_is(api, DRV_API_DESTROYS_PRIMARY) && recording() && engine_get()->rpl) {
@@ -979,7 +976,7 @@ void shim_engine_ctx_switch(enum drv_api_id api)
 {
 	struct cf_engine *e;
 
-	tls.ctx_ok = false;
+	shim__thread.ctx_ok = false;
 	if (api != DRV_ID_cuCtxDestroy_v2) {
 		/* push and pop: as cuCtxSetCurrent, a boundary for a thread with ops in the window */
 		shim_note_call(api);
@@ -1016,10 +1013,10 @@ void shim_engine_ctx_destroyed(CUcontext ctx)
 void shim_engine_ctx_done(CUresult rc, bool known, CUcontext now)
 {
 	if (rc == CUDA_SUCCESS && known) {
-		tls.ctx = now;
-		tls.ctx_ok = true;
+		shim__thread.ctx = now;
+		shim__thread.ctx_ok = true;
 	} else {
-		tls.ctx_ok = false;
+		shim__thread.ctx_ok = false;
 	}
 }
 

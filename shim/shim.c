@@ -23,7 +23,7 @@
 
 bool shim__passthrough;
 bool shim__counting; /* initialized in a mode other than off: neutral hooks count inline */
-__thread int shim__inside __attribute__((tls_model("initial-exec")));
+__thread struct shim_thread shim__thread __attribute__((tls_model("initial-exec")));
 
 static int init_state;        /* 0 not done, 2 done (acquire/release) */
 static int init_rc;           /* result of the initialization, valid once done */
@@ -53,7 +53,7 @@ static int init_slow(void)
 	bool won = false;
 	int rc;
 
-	if (shim__inside)
+	if (shim__thread.inside)
 		return -CF_EBUSY;
 	cf_assert(!cf_serial_is_mine()); /* invariant 1: no cufold lock while the driver is dlopen'ed */
 	shim_inside_enter();
@@ -115,7 +115,7 @@ enum cf_mode shim_mode(void)
 
 void shim_note_call(enum drv_api_id id)
 {
-	if (cf_unlikely(shim__inside))
+	if (cf_unlikely(shim__thread.inside))
 		return;
 	shim_init();
 	if (mode == CF_MODE_OFF || (unsigned)id >= DRV_API_COUNT)

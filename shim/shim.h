@@ -29,8 +29,18 @@ enum cf_mode shim_mode(void);
 
 /* Set once initialization finished in mode off: hooks then only forward. */
 extern bool shim__passthrough __attribute__((visibility("hidden")));
-/* Depth of cufold's own activity on this thread. */
-extern __thread int shim__inside __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* The shim's per-thread state, one block: the thread pointer plus one offset from the GOT
+ * reaches all of it (a block of the engine's beside this one cost every op a second offset and
+ * the register holding it, issue 22). initial-exec: one load from the thread pointer instead of a
+ * __tls_get_addr call each. */
+struct shim_thread {
+	int inside;                  /* depth of cufold's own activity on this thread */
+	uint32_t ops;                /* engine.c: ops this thread brought to the engine (its timed
+				      * samples) */
+	bool ctx_ok;                 /* engine.c: ctx is known */
+	CUcontext ctx;               /* engine.c: the thread's current context, when ctx_ok */
+};
+extern __thread struct shim_thread shim__thread __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 static inline bool shim_is_passthrough(void)
 {
@@ -39,18 +49,18 @@ static inline bool shim_is_passthrough(void)
 
 static inline bool shim_is_inside(void)
 {
-	return shim__inside != 0;
+	return shim__thread.inside != 0;
 }
 
 static inline void shim_inside_enter(void)
 {
-	shim__inside++;
+	shim__thread.inside++;
 }
 
 static inline void shim_inside_leave(void)
 {
-	cf_assert(shim__inside > 0); /* enter and leave pair up */
-	shim__inside--;
+	cf_assert(shim__thread.inside > 0); /* enter and leave pair up */
+	shim__thread.inside--;
 }
 
 /* A hook is about to forward a call cufold does not model: the flush point later layers hang

@@ -3,7 +3,7 @@
  * The handler is async-signal-safe: it writes one byte (the signal's number) to a pipe and waits
  * (poll, at most 10 s) for the watcher to end the process; the thread it interrupted does not
  * run on, as it would not under the default disposition (a program that raises a signal on
- * itself does not see raise return). A thread interrupted inside cufold (shim__inside: it may
+ * itself does not see raise return). A thread interrupted inside cufold (shim__thread.inside: it may
  * hold the engine's lock) is not held: it finishes its call, and the watcher, which waits for
  * the lock at most 2 s, ends the process after. When there is no watcher to read it (a forked child before
  * it re-armed, a failed start) it restores the default disposition and raises the signal again
@@ -64,7 +64,7 @@ static void on_signal(int sig)
 	 * cufold's own code goes on to the end of its call instead). Without a watcher (a forked
 	 * child before its first call) the default effect comes at once. */
 	if (fd >= 0 && getpid() == __atomic_load_n(&watcher_pid, __ATOMIC_RELAXED) && write(fd, &b, 1) == 1) {
-		if (shim__inside) {
+		if (shim__thread.inside) {
 			/* inside cufold, perhaps holding the engine's lock the watcher needs: let it
 			 * finish its call; the watcher ends the process once the lock is free */
 			errno = saved;

@@ -6,7 +6,9 @@
 # window shapes and sightings, launches by kernel, replayed, deferred and matched ops and
 # fallbacks. Workloads: a repeating copy loop, one whose calls change mid-window (the lane
 # refuses after taking ops), one with a query after every 7th op (each query comes with ops
-# the lane took and did not settle), and recsys (kernels with parameters, several streams). Deterministic: one thread, the gate off (its
+# the lane took and did not settle), recsys (kernels with parameters, several streams: the
+# streams the lane notes for the segment ends' idle check, replay/launch.c: rpl__idle_note_run)
+# and a loop with kernels that have no parameters. Deterministic: one thread, the gate off (its
 # decisions follow the clock), a fixed schedule seed. tests layer.
 source "$(dirname "$0")/lib.sh"
 export CUFOLD_MODE=replay CUFOLD_GATE=0 SIMCUDA_SEED=3
@@ -53,4 +55,7 @@ same_report fixed "$prog" fixed 40 12
 same_report drift "$prog" drift 40 12
 COPY_LOOP_QUERY=7 same_report query "$prog" fixed 40 12
 same_report recsys "$B/workloads/recsys" --steps 8
+# kernels with no parameters among the others (debug builds assert at each close that every
+# launch through kernelParams points somewhere: the lanes' NULL made replay classify it eager)
+same_report noparams "$B/progs/rpl_loop" noparams 30
 note "the armed lane's settled stores and counts read as the long path's"

@@ -5,6 +5,8 @@
  *
  * Modes:
  *   train      forward, backward, optimizer per step; the loss copied to the host
+ *   noparams   train, with a kernel that has no parameters after each parameter's update
+ *              (kernelParams NULL and an empty list, in turn)
  *   alternate  two iteration shapes taking turns (train step / eval step)
  *   allocstep  every step allocates fresh buffers (pointers move every iteration)
  *   mismatch   a conditional extra kernel in the middle of some steps (and at the end of others)
@@ -45,6 +47,7 @@
 #define NP 8
 
 static CUfunction f_fill, f_axpy, f_relu, f_scale, f_add, f_mul, f_reduce, f_nccl;
+static CUfunction f_nop; /* noparams: a kernel with no parameters, else NULL */
 static uint64_t h64 = TL_HASH_INIT;
 
 static unsigned int blocks(int n)
@@ -161,6 +164,11 @@ static void train_work_x(struct model *m, int step, CUstream s, int extra_at)
 		k_scale(m->mom[p], m->mom[p], 0.9f, N, s);
 		k_add(m->mom[p], m->mom[p], m->grad[p], N, s);
 		k_axpy(m->param[p], m->mom[p], -0.001f, N, s);
+		if (f_nop) {
+			void *none[1] = { NULL };
+
+			CHECK(cuLaunchKernel(f_nop, 1, 1, 1, 32, 1, 1, 0, s, p % 2 ? none : NULL, NULL));
+		}
 	}
 	CHECK(cuMemcpyDtoDAsync(m->x, m->act, N * sizeof(float), s));
 }
@@ -207,6 +215,17 @@ static void mode_train(int steps, int kind)
 		observe(m.loss, s);
 	}
 	model_hash(&m);
+}
+
+static void mode_noparams(int steps)
+{
+	static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+				  ".visible .entry rl_nop()\n{\n\tret;\n}\n";
+	CUmodule m;
+
+	CHECK(cuModuleLoadData(&m, ptx));
+	CHECK(cuModuleGetFunction(&f_nop, m, "rl_nop"));
+	mode_train(steps, 0);
 }
 
 static void mode_allocstep(int steps)
@@ -791,6 +810,8 @@ int main(int argc, char **argv)
 	f_nccl = tl_func(nccl, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 	if (!strcmp(mode, "train"))
 		mode_train(steps, 0);
+	else if (!strcmp(mode, "noparams"))
+		mode_noparams(steps);
 	else if (!strcmp(mode, "alternate"))
 		mode_train(steps, 1);
 	else if (!strcmp(mode, "mismatch"))

@@ -617,20 +617,25 @@ static void test_borrowed_bytes(void **state)
 /* A kernel with no parameters (launched with kernelParams NULL) is recorded by capture's kernel
  * lane as by the long path: its parameter pointer is not NULL either way (replay classifies a
  * launch whose pointer is NULL eager, template.c: op_cls). Found when the lane left it NULL: a
- * PyTorch template had one graph op fewer than before. */
+ * PyTorch template had one graph op fewer than before. From window 3 on they name another handle
+ * of the same kernel (its module loaded twice): a binding, so window 3's ops have their own
+ * identities, and window 4's launches repeat ops that did (record.c: kernel_moved, which left
+ * NULL too until stop 44); windows 2 and 5 repeat as the lane does (repeat_kernel). */
 static void test_no_params(void **state)
 {
 	static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
 				  ".visible .entry cf_test_nop()\n{\n\tret;\n}\n";
 	struct cap_engine *e[2] = { make(true), make(false) };
-	CUmodule m;
-	CUfunction f_nop;
+	CUmodule m, m2;
+	CUfunction f_nop, f_nop2;
 	struct cap_totals t;
 
 	(void)state;
 	assert_int_equal(DRV_REAL(cuModuleLoadData)(&m, ptx), CUDA_SUCCESS);
 	assert_int_equal(DRV_REAL(cuModuleGetFunction)(&f_nop, m, "cf_test_nop"), CUDA_SUCCESS);
-	for (int win = 0; win < 4; win++) {
+	assert_int_equal(DRV_REAL(cuModuleLoadData)(&m2, ptx), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuModuleGetFunction)(&f_nop2, m2, "cf_test_nop"), CUDA_SUCCESS);
+	for (int win = 0; win < 6; win++) {
 		for (int i = 0; i < 4; i++) {
 			struct cap_call c;
 			struct cap_who who;
@@ -641,6 +646,8 @@ static void test_no_params(void **state)
 			if (i > 0) {
 				c.u.kernel.f = f_nop;
 				c.u.kernel.params = NULL;
+				if (win >= 3)
+					c.u.kernel.f = f_nop2;
 			}
 			for (int k = 0; k < 2; k++) {
 				assert_int_equal(cap_record(e[k], &c, &who, &r[k]), 0);
@@ -658,10 +665,81 @@ static void test_no_params(void **state)
 			assert_non_null(cap_boundary(e[k], CAP_BOUNDARY_SYNC, DRV_ID_cuStreamSynchronize));
 	}
 	cap_get_totals(e[0], &t);
-	assert_true(t.ops_fast >= 2 * 3); /* windows 2 and 3: recycled, their launches by the lane */
+	/* windows 2, 4 and 5 (their launches by the lane: repeat_kernel, kernel_moved, repeat_kernel) */
+	print_message("no parameters: %llu ops by the fast lane\n", (unsigned long long)t.ops_fast);
+	assert_true(t.ops_fast >= 3 * 3);
 	cap_engine_destroy(e[0]);
 	cap_engine_destroy(e[1]);
 	assert_int_equal(DRV_REAL(cuModuleUnload)(m), CUDA_SUCCESS);
+	assert_int_equal(DRV_REAL(cuModuleUnload)(m2), CUDA_SUCCESS);
+}
+
+/* The compare plans of a parameter layout (funcs.c: cap__plan_params) and the compare through
+ * each (capture_int.h: cap__params_repeat, both lanes'): packed where the 8-byte parameters come
+ * first from offset 0 and the 4-byte ones right after them, by size where every one is 8 or 4
+ * bytes, else by the layout. Through each, the bytes a call points at compare equal to the same
+ * bytes laid out, and not with any byte of any parameter changed or a parameter's pointer NULL. */
+static void test_param_plans(void **state)
+{
+	static const struct {
+		uint32_t n, off[5], size[5];
+		bool packed, by_size;
+	} cases[] = {
+		{ 4, { 0, 8, 16, 20 }, { 8, 8, 4, 4 }, true, true },           /* axpy: pointers, float, int */
+		{ 2, { 0, 8 }, { 8, 8 }, true, true },                         /* pointers only */
+		{ 3, { 0, 4, 8 }, { 4, 4, 4 }, true, true },                   /* ints only */
+		{ 3, { 0, 8, 16 }, { 4, 8, 4 }, false, true },                 /* an int first, padded */
+		{ 3, { 0, 8, 12 }, { 8, 4, 4 }, true, true },                  /* two 4-byte after one 8 */
+		{ 3, { 0, 8, 16 }, { 8, 8, 4 }, true, true },
+		{ 3, { 0, 12, 16 }, { 8, 4, 8 }, false, true },                /* 4-byte between 8-byte */
+		{ 2, { 0, 16 }, { 8, 8 }, false, true },                       /* in order, a gap */
+		{ 2, { 0, 12 }, { 8, 4 }, false, true },
+		{ 4, { 0, 16, 24, 28 }, { 16, 8, 4, 2 }, false, false },       /* a struct and a short */
+		{ 3, { 0, 8, 12 }, { 8, 4, 1 }, false, false },
+	};
+
+	(void)state;
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+		struct cap_func f = { 0 };
+		uint32_t off[5], size[5];
+		uint8_t vals[5][16], pb[64] = { 0 };
+		void *pp[5];
+		struct cap_call c = { 0 };
+
+		memcpy(off, cases[ci].off, sizeof(off));
+		memcpy(size, cases[ci].size, sizeof(size));
+		f.nparams = cases[ci].n;
+		f.offset = off;
+		f.size = size;
+		f.param_bytes = off[f.nparams - 1] + size[f.nparams - 1];
+		cap__plan_params(&f);
+		if (f.packed != cases[ci].packed || !f.by_size != !cases[ci].by_size)
+			fail_msg("layout %zu: packed %d, by size %d; expected %d, %d", ci, f.packed, f.by_size != NULL,
+				 cases[ci].packed, cases[ci].by_size);
+		for (uint32_t k = 0; k < f.nparams; k++) {
+			for (uint32_t b = 0; b < sizeof(vals[k]); b++)
+				vals[k][b] = (uint8_t)(0x11 * (k + 1) + 7 * b);
+			memcpy(pb + off[k], vals[k], size[k]);
+			pp[k] = vals[k];
+		}
+		c.kind = CAP_OP_KERNEL;
+		c.u.kernel.params = pp;
+		if (!cap__params_repeat(&c, &f, (const char *)pb))
+			fail_msg("layout %zu: the same bytes compared unequal", ci);
+		for (uint32_t k = 0; k < f.nparams; k++) {
+			for (uint32_t b = 0; b < size[k]; b++) {
+				vals[k][b] ^= 0x40;
+				if (cap__params_repeat(&c, &f, (const char *)pb))
+					fail_msg("layout %zu: parameter %u byte %u changed, compared equal", ci, k, b);
+				vals[k][b] ^= 0x40;
+			}
+			pp[k] = NULL;
+			if (cap__params_repeat(&c, &f, (const char *)pb))
+				fail_msg("layout %zu: parameter %u's pointer NULL, compared equal", ci, k);
+			pp[k] = vals[k];
+		}
+		free(f.by_size);
+	}
 }
 
 int main(void)
@@ -675,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_padding),
 		cmocka_unit_test(test_borrowed_bytes),
 		cmocka_unit_test(test_no_params),
+		cmocka_unit_test(test_param_plans),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);
