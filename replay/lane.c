@@ -93,10 +93,10 @@ static bool arm_holds(struct rpl_engine *re)
 }
 
 /* Whether the parameters of kernel call c repeat pb's (p's, laid out as f says, which has some):
- * cap__params_repeat, inlined, and never with no kernelParams. The bytes are not copied: the op borrows p's (issue 22,
- * capture_int.h: lender). Out of line (as it was, to keep its loop's pointers in registers while
- * it compared by the layout's sizes), the compare by size (cap_func.by_size) cost recsys 6
- * instructions an op more. */
+ * cap__params_repeat, inlined, and never with no kernelParams. The bytes are not copied: the op
+ * borrows p's (issue 22, capture_int.h: lender). Out of line (as it was, to keep its loop's
+ * pointers in registers while it compared by the layout's sizes), the compare by size
+ * (cap_func.by_size) cost recsys 6 instructions an op more. */
 static inline bool params_same(const struct cap_call *c, const struct cap_func *f, const char *pb)
 {
 	return c->u.kernel.params && cap__params_repeat(c, f, pb);

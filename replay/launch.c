@@ -904,27 +904,33 @@ static bool stream_idle(struct rpl_engine *re, const struct cap_op *op)
 	return idle;
 }
 
-/* Whether the streams the deferred ops are on have finished all work submitted to them (the
- * graphs launched before, the program's eager work). Asking for one idle stream instead cost
- * recsys 2 more launches a step at the same modeled time. One cheap query each, no wait
- * (invariant 9), in the order of the streams' first ops, up to the first busy one. A failed
- * query counts as idle: the run is launched as it would have been without blocks.
- * The run's streams are remembered as it grows (idle_first, reset by def_clear): each end looks
- * only at the ops deferred since the last one. Walking the whole run at every end cost copy_loop
- * ~45 instructions an op once runs were held over idle ends (hold_idle): ~800 ops, one stream. */
+/* The index of stream h among the run's first nf noted streams (idle_stream), or nf: not one. */
+static inline uint32_t idle_stream_find(const struct rpl_state *st, uint32_t nf, CUstream h)
+{
+	uint32_t j = 0;
+
+	while (j < nf && st->idle_stream[j] != h)
+		j++;
+	return j;
+}
+
+/* Note stream h, first named by the run's op at, as the run's next stream (there is room). */
+static inline void idle_stream_add(struct rpl_state *st, uint32_t at, CUstream h)
+{
+	cf_assert(st->idle_nfirst < RPL_MAX_PARTS);
+	st->idle_first[st->idle_nfirst] = at;
+	st->idle_stream[st->idle_nfirst++] = h;
+}
+
 /* Whether the run's streams noted so far (idle_first, idle_stream) are those of its ops looked at
- * (idle_scanned), each with its first op, in the order of their first ops: what the walk below
- * and the lane's notes (rpl__idle_note_run) must leave. For debug builds' asserts. */
+ * (idle_scanned), each with its first op, in the order of their first ops: what device_idle's
+ * walk and the lane's notes (rpl__idle_note_run) must leave. For debug builds' asserts. */
 static inline bool idle_notes_hold(const struct rpl_state *st, const struct cap_op *def)
 {
 	uint32_t nf = 0;
 
 	for (uint32_t i = 0; i < st->idle_scanned && nf < st->idle_nfirst; i++) {
-		uint32_t j = 0;
-
-		while (j < nf && st->idle_stream[j] != def[i].stream)
-			j++;
-		if (j < nf)
+		if (idle_stream_find(st, nf, def[i].stream) < nf)
 			continue;
 		if (st->idle_first[nf] != i || st->idle_stream[nf] != def[i].stream)
 			return false;
@@ -933,6 +939,14 @@ static inline bool idle_notes_hold(const struct rpl_state *st, const struct cap_
 	return nf == st->idle_nfirst;
 }
 
+/* Whether the streams the deferred ops are on have finished all work submitted to them (the
+ * graphs launched before, the program's eager work). Asking for one idle stream instead cost
+ * recsys 2 more launches a step at the same modeled time. One cheap query each, no wait
+ * (invariant 9), in the order of the streams' first ops, up to the first busy one. A failed
+ * query counts as idle: the run is launched as it would have been without blocks.
+ * The run's streams are remembered as it grows (idle_first, reset by def_clear): each end looks
+ * only at the ops deferred since the last one. Walking the whole run at every end cost copy_loop
+ * ~45 instructions an op once runs were held over idle ends (hold_idle): ~800 ops, one stream. */
 static bool device_idle(struct rpl_engine *re, bool one_slot)
 {
 	struct rpl_state *st = &re->st;
@@ -944,9 +958,8 @@ static bool device_idle(struct rpl_engine *re, bool one_slot)
 	op_ctx_enter(re, &def[0], &pushed);
 	for (uint32_t j = 0; j < st->idle_nfirst && idle; j++)
 		idle = stream_idle(re, &def[st->idle_first[j]]);
-	for (uint32_t i = st->idle_scanned, n = st->ndef, nf = st->idle_nfirst; i < n && idle && nf < RPL_MAX_PARTS;) {
-		CUstream h;
-		uint32_t j = 1;
+	for (uint32_t i = st->idle_scanned, n = st->ndef; i < n && idle && st->idle_nfirst < RPL_MAX_PARTS;) {
+		uint32_t nf = st->idle_nfirst;
 
 		/* most runs are on one stream: the ops on the first one are passed over at once, and
 		 * not looked at where the template's graph ops are all on one slot (one_slot) */
@@ -964,15 +977,10 @@ static bool device_idle(struct rpl_engine *re, bool one_slot)
 			if (i == n)
 				break;
 		}
-		h = def[i].stream;
-		while (j < nf && st->idle_stream[j] != h)
-			j++;
 		st->idle_scanned = ++i;
-		if (nf && j < nf)
+		if (idle_stream_find(st, nf, def[i - 1].stream) < nf)
 			continue;
-		st->idle_first[nf] = i - 1;
-		st->idle_stream[nf] = h;
-		st->idle_nfirst = ++nf;
+		idle_stream_add(st, i - 1, def[i - 1].stream);
 		idle = stream_idle(re, &def[i - 1]);
 	}
 	rpl__ctx_leave(re, pushed);
@@ -982,18 +990,13 @@ static bool device_idle(struct rpl_engine *re, bool one_slot)
 void rpl__idle_note_run(struct rpl_engine *re, uint32_t from, uint32_t n, CUstream h)
 {
 	struct rpl_state *st = &re->st;
-	uint32_t j = 0, nf = st->idle_nfirst;
 
 	if (st->idle_scanned != from)
 		return; /* ops before them not looked at yet: device_idle walks from there */
-	while (j < nf && st->idle_stream[j] != h)
-		j++;
-	if (j == nf) {
-		if (nf == RPL_MAX_PARTS)
+	if (idle_stream_find(st, st->idle_nfirst, h) == st->idle_nfirst) {
+		if (st->idle_nfirst == RPL_MAX_PARTS)
 			return; /* (device_idle's walk stops there too) */
-		st->idle_first[nf] = from;
-		st->idle_stream[nf] = h;
-		st->idle_nfirst = nf + 1;
+		idle_stream_add(st, from, h);
 	}
 	st->idle_scanned = from + n;
 }

@@ -52,7 +52,6 @@ static int strict_registered;    /* strict_on_exit is registered (CUFOLD_STRICT=
 static int exit_status = -1;     /* the status the program passed to exit (on_exit), or -1 */
 static struct cf_engine *exited; /* the engine engine_exit flushed (strict_exit reads it) */
 
-
 static inline void lock_hold_op(struct cf_engine *e)
 {
 	cf_lock(&e->lock);

@@ -3,8 +3,8 @@
  * The handler is async-signal-safe: it writes one byte (the signal's number) to a pipe and waits
  * (poll, at most 10 s) for the watcher to end the process; the thread it interrupted does not
  * run on, as it would not under the default disposition (a program that raises a signal on
- * itself does not see raise return). A thread interrupted inside cufold (shim__thread.inside: it may
- * hold the engine's lock) is not held: it finishes its call, and the watcher, which waits for
+ * itself does not see raise return). A thread interrupted inside cufold (shim__thread.inside:
+ * it may hold the engine's lock) is not held: it finishes its call, and the watcher, which waits for
  * the lock at most 2 s, ends the process after. When there is no watcher to read it (a forked child before
  * it re-armed, a failed start) it restores the default disposition and raises the signal again
  * at once. The watcher
